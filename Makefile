@@ -1,0 +1,94 @@
+# trainscope: one non-recursive GNU Makefile; each folder adds its parts in module.mk.
+# make [all|test|demo|e2e|bench|deps|lint|clean]   SAN=1 builds with ASan+UBSan into build/san.
+
+SAN   ?= 0
+ifeq ($(SAN),1)
+BUILD ?= build/san
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else
+BUILD ?= build
+SANFLAGS :=
+endif
+
+CC      ?= cc
+PKGS    := libnats libprotobuf-c yaml-0.1 jansson libmicrohttpd
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
+
+WARN    := -Wall -Wextra -Werror -Wno-missing-field-initializers
+INCS    := -I$(BUILD)/gen -I. -Icommon -Iinjector/preload/include -Iinjector/preload
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) $(INCS) $(PKG_CFLAGS) $(CFLAGS)
+LDLIBS_ALL := $(PKG_LIBS) -lpthread -lm $(LDLIBS)
+
+# Objects for executables/tests (sanitizers apply) and for the preload library (never
+# sanitized: it is injected into programs that do not carry the ASan runtime).
+$(BUILD)/obj/%.o: %.c | $(BUILD)/gen/proto/trainscope.pb-c.h
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS_ALL) $(SANFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC.pic  $<"
+	@$(CC) $(CFLAGS_ALL) -fPIC -fvisibility=hidden -MMD -MP -c $< -o $@
+
+# Link helper: $(call link,objects,extra libs)
+define link
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(SANFLAGS) -o $@ $(1) $(LDLIBS_ALL) $(2)
+endef
+
+BINS  :=
+TESTS :=
+LIBS  :=
+
+include proto/module.mk
+include common/module.mk
+include injector/preload/module.mk
+include injector/relay/module.mk
+include analysis/module.mk
+include cli/module.mk
+include e2e/module.mk
+include bench/module.mk
+
+.PHONY: all test unit integration demo e2e bench deps lint clean
+.DEFAULT_GOAL := all
+
+all: $(LIBS) $(BINS)
+
+deps:
+	@e2e/deps.sh
+
+unit: all $(TESTS)
+	@e2e/run-tests.sh $(TESTS)
+
+integration: all
+	@BUILD=$(BUILD) e2e/integration.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory unit integration
+	@BUILD=$(BUILD) e2e/test-demo.sh
+
+FAULT ?= compute
+RANKS ?= 8
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) FAULT=$(FAULT) RANKS=$(RANKS) e2e/demo.sh
+
+e2e: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) e2e/test-demo.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all $(BENCHES)
+	@for b in $(BENCHES); do $$b || exit 1; done
+
+lint:
+	@e2e/lint.sh
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

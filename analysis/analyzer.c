@@ -1,0 +1,335 @@
+#include "analyzer.h"
+#include "log.h"
+#include "proto/trainscope.pb-c.h"
+#include "report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct producer {
+	uint64_t id, last_seq, dropped;
+	bool used;
+};
+
+struct ts_analyzer {
+	struct ts_analyzer_opts opts;
+	struct ts_job **jobs;
+	bool *dirty;
+	int njobs, capjobs;
+	struct producer *prod; /* open addressing, power-of-two size */
+	size_t nprod, capprod;
+	struct ts_analyzer_stats st;
+};
+
+int ts_analyzer_new(struct ts_analyzer **out, const struct ts_analyzer_opts *opts)
+{
+	struct ts_analyzer *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	a->opts = *opts;
+	if (!a->opts.max_msg_bytes)
+		a->opts.max_msg_bytes = 4u << 20;
+	a->capprod = 256;
+	a->prod = calloc(a->capprod, sizeof(*a->prod));
+	if (!a->prod) {
+		free(a);
+		return -ENOMEM;
+	}
+	*out = a;
+	return 0;
+}
+
+void ts_analyzer_free(struct ts_analyzer *a)
+{
+	if (!a)
+		return;
+	for (int i = 0; i < a->njobs; i++)
+		ts_job_free(a->jobs[i]);
+	free(a->jobs);
+	free(a->dirty);
+	free(a->prod);
+	free(a);
+}
+
+static struct producer *prod_slot(struct producer *tab, size_t cap, uint64_t id)
+{
+	size_t i = (size_t)(id * 0x9e3779b97f4a7c15ull) & (cap - 1);
+
+	while (tab[i].used && tab[i].id != id)
+		i = (i + 1) & (cap - 1);
+	return &tab[i];
+}
+
+static struct producer *prod_get(struct ts_analyzer *a, uint64_t id)
+{
+	struct producer *p;
+
+	if ((a->nprod + 1) * 2 > a->capprod) {
+		size_t cap = a->capprod * 2;
+		struct producer *t = calloc(cap, sizeof(*t));
+		if (!t)
+			return NULL;
+		for (size_t i = 0; i < a->capprod; i++)
+			if (a->prod[i].used)
+				*prod_slot(t, cap, a->prod[i].id) = a->prod[i];
+		free(a->prod);
+		a->prod = t;
+		a->capprod = cap;
+	}
+	p = prod_slot(a->prod, a->capprod, id);
+	if (!p->used) {
+		p->used = true;
+		p->id = id;
+		a->nprod++;
+	}
+	return p;
+}
+
+struct ts_job *ts_analyzer_job(struct ts_analyzer *a, const char *ns, const char *name)
+{
+	for (int i = 0; i < a->njobs; i++)
+		if (!strcmp(ts_job_ns(a->jobs[i]), ns) && !strcmp(ts_job_name(a->jobs[i]), name))
+			return a->jobs[i];
+	return NULL;
+}
+
+static struct ts_job *job_get(struct ts_analyzer *a, const char *ns, const char *name, int world)
+{
+	struct ts_job *j = ts_analyzer_job(a, ns, name);
+
+	if (j)
+		return j;
+	if (a->njobs == a->capjobs) {
+		int cap = a->capjobs ? 2 * a->capjobs : 8;
+		struct ts_job **nj = realloc(a->jobs, (size_t)cap * sizeof(*nj));
+		bool *nd = realloc(a->dirty, (size_t)cap * sizeof(*nd));
+		if (nj)
+			a->jobs = nj;
+		if (nd)
+			a->dirty = nd;
+		if (!nj || !nd)
+			return NULL;
+		a->capjobs = cap;
+	}
+	if (ts_job_new(&j, ns, name, world, &a->opts.params))
+		return NULL;
+	a->dirty[a->njobs] = true;
+	a->jobs[a->njobs++] = j;
+	a->st.jobs++;
+	ts_info("analyzer: new job %s/%s (world %d)", ns, name, world);
+	return j;
+}
+
+/* ts.v1.<ns>.<job>.<kind>.<leaf>: 6 tokens, none empty. */
+static bool subject_ok(const char *s)
+{
+	int dots = 0;
+
+	if (strncmp(s, "ts.v1.", 6) != 0)
+		return false;
+	for (const char *c = s; *c; c++)
+		if (*c == '.' && (c[1] == '.' || c[1] == 0 || ++dots > 5))
+			return false;
+	return dots == 5;
+}
+
+static void to_rank_step(const Trainscope__V1__Step *s, struct ts_rank_step *out)
+{
+	out->step = s->step;
+	out->start_ns = s->start_ns;
+	out->end_ns = s->end_ns;
+	out->m[TS_M_COMPUTE] = (double)s->compute_ns / 1e6;
+	out->m[TS_M_COLLECTIVE] = (double)s->collective_ns / 1e6;
+	out->m[TS_M_LAUNCH] = (double)s->launch_ns / 1e6;
+	out->m[TS_M_DATALOADER] = (double)s->dataloader_ns / 1e6;
+	out->m[TS_M_CHECKPOINT] = (double)s->checkpoint_ns / 1e6;
+}
+
+static void note_identity(struct ts_job *j, const Trainscope__V1__Identity *id)
+{
+	struct ts_rank_meta *m = ts_job_rank(j, id->rank);
+
+	if (!m)
+		return;
+	snprintf(m->pod, sizeof(m->pod), "%s", id->pod ? id->pod : "");
+	snprintf(m->node, sizeof(m->node), "%s", id->node ? id->node : "");
+	if (id->device && id->device->uuid && *id->device->uuid)
+		snprintf(m->device, sizeof(m->device), "%s", id->device->uuid);
+	else if (id->device)
+		snprintf(m->device, sizeof(m->device), "%d", id->device->index);
+	m->pid = id->pid;
+}
+
+static int refuse(struct ts_analyzer *a, uint64_t *counter, int err, const char *subject,
+		  const char *why)
+{
+	(*counter)++;
+	ts_warn("analyzer: refused message on %s: %s", subject, why);
+	(void)a;
+	return err;
+}
+
+static int ingest_batch(struct ts_analyzer *a, const char *subject, Trainscope__V1__Batch *b)
+{
+	const Trainscope__V1__Identity *id = b->id;
+	struct producer *p;
+	struct ts_job *j;
+
+	if (!id || !id->namespace_ || !*id->namespace_ || !id->job || !*id->job || id->rank < 0)
+		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "batch without identity");
+	if (!b->producer_id || !b->seq)
+		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "batch without producer/seq");
+	if (!(p = prod_get(a, b->producer_id)))
+		return -ENOMEM;
+	if (b->seq <= p->last_seq) {
+		a->st.duplicates++;
+		return 0;
+	}
+	if (p->last_seq && b->seq > p->last_seq + 1) {
+		a->st.lost_batches += b->seq - p->last_seq - 1;
+		ts_warn("analyzer: %" PRIu64 " batches lost from producer %016" PRIx64 " (rank %d)",
+			b->seq - p->last_seq - 1, b->producer_id, id->rank);
+	}
+	p->last_seq = b->seq;
+	if (b->dropped_records > p->dropped) {
+		a->st.ring_dropped += b->dropped_records - p->dropped;
+		p->dropped = b->dropped_records;
+	}
+	if (!(j = job_get(a, id->namespace_, id->job, id->world_size)))
+		return -ENOMEM;
+	for (size_t i = 0; i < b->n_records; i++) {
+		const Trainscope__V1__Record *r = b->records[i];
+		struct ts_rank_step rs;
+		if (r->kind_case != TRAINSCOPE__V1__RECORD__KIND_STEP)
+			continue;
+		if (r->step->end_ns < r->step->start_ns) {
+			a->st.bad_steps++;
+			continue;
+		}
+		to_rank_step(r->step, &rs);
+		if (ts_job_add_step(j, id->rank, id->world_size, &rs)) {
+			a->st.bad_steps++;
+			continue;
+		}
+		a->st.steps++;
+	}
+	note_identity(j, id);
+	if (b->final)
+		ts_job_rank_final(j, id->rank);
+	return 0;
+}
+
+int ts_analyzer_ingest(struct ts_analyzer *a, const char *subject, const void *data, size_t len)
+{
+	Trainscope__V1__Batch *b;
+	int err;
+
+	a->st.msgs++;
+	if (len > a->opts.max_msg_bytes)
+		return refuse(a, &a->st.oversized, -EMSGSIZE, subject, "larger than the message limit");
+	if (!subject || !subject_ok(subject))
+		return refuse(a, &a->st.bad_subject, -EINVAL, subject ? subject : "(none)",
+			      "subject is not ts.v1.<ns>.<job>.<kind>.<id>");
+	b = trainscope__v1__batch__unpack(NULL, len, data);
+	if (!b)
+		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "not a trainscope.v1.Batch");
+	err = ingest_batch(a, subject, b);
+	trainscope__v1__batch__free_unpacked(b, NULL);
+	if (!err)
+		a->st.batches++;
+	return err;
+}
+
+static void publish_report(struct ts_analyzer *a, struct ts_job *j)
+{
+	if (a->opts.report_dir) {
+		if (ts_report_write(j, a->opts.report_dir)) {
+			a->st.report_errors++;
+			ts_error("analyzer: cannot write report of %s/%s in %s", ts_job_ns(j),
+				 ts_job_name(j), a->opts.report_dir);
+		} else {
+			a->st.reports_written++;
+		}
+	}
+}
+
+void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
+{
+	for (int i = 0; i < a->njobs; i++) {
+		struct ts_job *j = a->jobs[i];
+		enum ts_state before = ts_job_result(j)->state;
+		char summary[512];
+
+		snprintf(summary, sizeof(summary), "%s", ts_job_result(j)->summary);
+		if (ts_job_tick(j, now_ns) || a->dirty[i]) {
+			publish_report(a, j);
+			a->dirty[i] = false;
+		}
+		const struct ts_job_result *r = ts_job_result(j);
+		if (a->opts.print_changes && (r->state != before || strcmp(summary, r->summary))) {
+			json_t *rep = ts_report_json(j);
+			ts_report_print(rep, stdout);
+			fflush(stdout);
+			json_decref(rep);
+		}
+	}
+}
+
+void ts_analyzer_flush_reports(struct ts_analyzer *a)
+{
+	for (int i = 0; i < a->njobs; i++)
+		publish_report(a, a->jobs[i]);
+}
+
+void ts_analyzer_get_stats(struct ts_analyzer *a, struct ts_analyzer_stats *out)
+{
+	*out = a->st;
+	out->late_steps = 0;
+	for (int i = 0; i < a->njobs; i++)
+		out->late_steps += ts_job_late_steps(a->jobs[i]);
+}
+
+void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
+{
+	struct ts_analyzer_stats s;
+
+	ts_analyzer_get_stats(a, &s);
+#define M(name, type, help, v)                                                                  \
+	ts_buf_printf(b, "# HELP trainscope_analyzer_" name " " help                              \
+			 "\n# TYPE trainscope_analyzer_" name " " type "\ntrainscope_analyzer_" name \
+			 " %" PRIu64 "\n", (uint64_t)(v))
+	M("messages_total", "counter", "NATS messages received.", s.msgs);
+	M("batches_total", "counter", "Batches accepted.", s.batches);
+	M("rejected_malformed_total", "counter", "Messages refused: not a valid batch.", s.bad_msgs);
+	M("rejected_oversized_total", "counter", "Messages refused: over the size limit.",
+	  s.oversized);
+	M("rejected_subject_total", "counter", "Messages refused: bad subject.", s.bad_subject);
+	M("duplicate_batches_total", "counter", "Batches seen twice and dropped.", s.duplicates);
+	M("lost_batches_total", "counter", "Gaps in producers' sequence numbers.", s.lost_batches);
+	M("ring_dropped_records_total", "counter", "Records the ranks' rings dropped.",
+	  s.ring_dropped);
+	M("steps_total", "counter", "Rank steps accepted.", s.steps);
+	M("bad_steps_total", "counter", "Rank steps refused (bad times or rank).", s.bad_steps);
+	M("late_steps_total", "counter", "Rank steps that came after their step was analysed.",
+	  s.late_steps);
+	M("reports_written_total", "counter", "Report files written.", s.reports_written);
+	M("jobs", "gauge", "Jobs followed.", s.jobs);
+#undef M
+	ts_buf_printf(b, "# HELP trainscope_job_slow_ranks Slow ranks named in the job's report.\n"
+			 "# TYPE trainscope_job_slow_ranks gauge\n");
+	for (int i = 0; i < a->njobs; i++)
+		ts_buf_printf(b, "trainscope_job_slow_ranks{namespace=\"%s\",job=\"%s\"} %d\n",
+			      ts_job_ns(a->jobs[i]), ts_job_name(a->jobs[i]),
+			      ts_job_result(a->jobs[i])->nslow);
+	ts_buf_printf(b, "# HELP trainscope_job_state 1 for the job's current state.\n"
+			 "# TYPE trainscope_job_state gauge\n");
+	for (int i = 0; i < a->njobs; i++)
+		ts_buf_printf(b, "trainscope_job_state{namespace=\"%s\",job=\"%s\",state=\"%s\"} 1\n",
+			      ts_job_ns(a->jobs[i]), ts_job_name(a->jobs[i]),
+			      ts_state_names[ts_job_result(a->jobs[i])->state]);
+}

@@ -1,0 +1,40 @@
+/* The analyzer's core, independent of NATS: decodes batches, drops duplicates and
+ * counts gaps per producer, feeds jobs, and writes reports. */
+#ifndef TS_ANALYZER_H
+#define TS_ANALYZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "buf.h"
+#include "job.h"
+#include "params.h"
+
+struct ts_analyzer_opts {
+	struct ts_params params;
+	const char *report_dir;  /* NULL: no files */
+	size_t max_msg_bytes;    /* larger messages are refused (default 4 MiB) */
+	int print_changes;       /* print a report to stdout when a job's verdict changes */
+};
+
+struct ts_analyzer_stats {
+	uint64_t msgs, batches, bad_msgs, oversized, bad_subject, duplicates, lost_batches;
+	uint64_t steps, bad_steps, late_steps, ring_dropped, reports_written, report_errors;
+	uint64_t jobs;
+};
+
+struct ts_analyzer;
+
+int ts_analyzer_new(struct ts_analyzer **out, const struct ts_analyzer_opts *opts);
+void ts_analyzer_free(struct ts_analyzer *a);
+/* One NATS message. Returns 0, or -EMSGSIZE / -EBADMSG / -EINVAL (refused, counted and
+ * logged); refused messages must still be acknowledged: a resend would fail alike. */
+int ts_analyzer_ingest(struct ts_analyzer *a, const char *subject, const void *data, size_t len);
+/* Evaluates what is due; writes and prints reports that changed. */
+void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_real_ns);
+/* Writes every job's report now. */
+void ts_analyzer_flush_reports(struct ts_analyzer *a);
+void ts_analyzer_get_stats(struct ts_analyzer *a, struct ts_analyzer_stats *out);
+void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b);
+struct ts_job *ts_analyzer_job(struct ts_analyzer *a, const char *ns, const char *name);
+
+#endif

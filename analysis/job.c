@@ -1,0 +1,498 @@
+#include "job.h"
+#include "dbscan.h"
+#include "log.h"
+#include "stats.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const ts_metric_names[TS_M_COUNT] = { "compute", "collective", "launch", "dataloader",
+						  "checkpoint" };
+const char *const ts_state_names[4] = { "Unknown", "Healthy", "FailSlow", "Hang" };
+
+/* Cause of a metric that stands out high on a rank (collective: see cause_of). */
+static const char *const metric_cause[TS_M_COUNT] = { "Compute", "Communication", "HostCPU",
+						       "Storage", "Storage" };
+
+#define MAX_RANKS 65536
+
+struct row {
+	uint64_t step;
+	bool used;
+	int count;
+	uint8_t *have;     /* [world] */
+	float *m;          /* [world][TS_M_COUNT] */
+	float *step_ms;    /* [world] */
+	uint64_t end_max;
+};
+
+struct ts_job {
+	char ns[64], name[64];
+	struct ts_params p;
+	int world, cap;           /* cap: rows in the step ring */
+	struct row *rows;
+	uint64_t next_eval;       /* lowest step not evaluated yet */
+	uint64_t max_step, late;
+	bool any_step;
+	uint64_t last_progress_ns;
+	struct ts_failslow fs;
+	struct ts_rank_meta *meta;          /* [world] */
+	float *hist;                        /* [world][M][space_window] per-step values */
+	int hist_n;                         /* filled entries of each window */
+	int hist_next;
+	struct ts_ksigma *ks;               /* [world][M] */
+	int8_t *dir;                        /* [world][M] SPACE verdict of the last window */
+	int8_t *tdir;                       /* [world][M] TIME verdict of the last step */
+	uint16_t *hits, *misses;            /* [world][M] */
+	bool *alarm;                        /* [world][M] */
+	uint64_t *since;                    /* [world][M] */
+	float *win_median;                  /* [world][M] rank's window median */
+	double group_median[TS_M_COUNT];
+	struct ts_job_result res;
+	double *scratch;                    /* 2 * world doubles */
+	double *vals;                       /* world doubles */
+	int *outl;                          /* world ints */
+};
+
+static size_t W(const struct ts_job *j) { return (size_t)j->p.space_window; }
+
+static void rows_free(struct ts_job *j)
+{
+	for (int i = 0; i < j->cap && j->rows; i++) {
+		free(j->rows[i].have);
+		free(j->rows[i].m);
+		free(j->rows[i].step_ms);
+	}
+	free(j->rows);
+	j->rows = NULL;
+}
+
+static void per_rank_free(struct ts_job *j)
+{
+	for (int i = 0; j->ks && i < j->world * TS_M_COUNT; i++)
+		ts_ksigma_free(&j->ks[i]);
+	free(j->ks), free(j->meta), free(j->hist), free(j->dir), free(j->tdir), free(j->hits);
+	free(j->misses), free(j->alarm), free(j->since), free(j->win_median), free(j->scratch);
+	free(j->vals), free(j->outl), free(j->res.slow);
+	j->ks = NULL;
+}
+
+/* (Re)allocates everything sized by the world; per-rank history restarts. */
+static int size_world(struct ts_job *j, int world)
+{
+	size_t n = (size_t)world, nm = n * TS_M_COUNT;
+	struct ts_rank_meta *old_meta = j->meta;
+	int old_world = j->world;
+
+	j->meta = NULL;
+	per_rank_free(j);
+	rows_free(j);
+	j->world = world;
+	j->rows = calloc((size_t)j->cap, sizeof(*j->rows));
+	j->meta = calloc(n, sizeof(*j->meta));
+	j->hist = calloc(nm * W(j), sizeof(float));
+	j->ks = calloc(nm, sizeof(*j->ks));
+	j->dir = calloc(nm, 1), j->tdir = calloc(nm, 1);
+	j->hits = calloc(nm, sizeof(uint16_t)), j->misses = calloc(nm, sizeof(uint16_t));
+	j->alarm = calloc(nm, sizeof(bool)), j->since = calloc(nm, sizeof(uint64_t));
+	j->win_median = calloc(nm, sizeof(float));
+	j->scratch = calloc(2 * n + 2 * W(j), sizeof(double));
+	j->vals = calloc(n, sizeof(double));
+	j->outl = calloc(n, sizeof(int));
+	j->res.slow = calloc(n, sizeof(*j->res.slow));
+	if (!j->rows || !j->meta || !j->hist || !j->ks || !j->dir || !j->tdir || !j->hits ||
+	    !j->misses || !j->alarm || !j->since || !j->win_median || !j->scratch || !j->vals ||
+	    !j->outl || !j->res.slow) {
+		free(old_meta);
+		return -ENOMEM;
+	}
+	if (old_meta)
+		memcpy(j->meta, old_meta, (size_t)old_world * sizeof(*old_meta));
+	free(old_meta);
+	for (int i = 0; i < j->cap; i++) {
+		j->rows[i].have = calloc(n, 1);
+		j->rows[i].m = calloc(nm, sizeof(float));
+		j->rows[i].step_ms = calloc(n, sizeof(float));
+		if (!j->rows[i].have || !j->rows[i].m || !j->rows[i].step_ms)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < nm; i++)
+		if (ts_ksigma_init(&j->ks[i], j->p.time.training_window_size))
+			return -ENOMEM;
+	j->hist_n = j->hist_next = 0;
+	j->res.world = world;
+	return 0;
+}
+
+int ts_job_new(struct ts_job **out, const char *ns, const char *name, int world,
+	       const struct ts_params *p)
+{
+	struct ts_job *j = calloc(1, sizeof(*j));
+	int cap = 8;
+
+	if (!j)
+		return -ENOMEM;
+	snprintf(j->ns, sizeof(j->ns), "%s", ns);
+	snprintf(j->name, sizeof(j->name), "%s", name);
+	j->p = *p;
+	while (cap < p->lag_steps + 2)
+		cap *= 2;
+	j->cap = cap;
+	j->res.baseline_ms = j->res.current_ms = NAN;
+	if (world < 1)
+		world = 1;
+	if (ts_failslow_init(&j->fs, &p->fs) || size_world(j, world)) {
+		ts_job_free(j);
+		return -ENOMEM;
+	}
+	*out = j;
+	return 0;
+}
+
+void ts_job_free(struct ts_job *j)
+{
+	if (!j)
+		return;
+	per_rank_free(j);
+	rows_free(j);
+	ts_failslow_free(&j->fs);
+	free(j);
+}
+
+const char *ts_job_ns(const struct ts_job *j) { return j->ns; }
+const char *ts_job_name(const struct ts_job *j) { return j->name; }
+int ts_job_world(const struct ts_job *j) { return j->world; }
+const struct ts_job_result *ts_job_result(const struct ts_job *j) { return &j->res; }
+uint64_t ts_job_late_steps(const struct ts_job *j) { return j->late; }
+
+struct ts_rank_meta *ts_job_rank(struct ts_job *j, int rank)
+{
+	return rank >= 0 && rank < j->world ? &j->meta[rank] : NULL;
+}
+
+void ts_job_rank_final(struct ts_job *j, int rank)
+{
+	if (rank >= 0 && rank < j->world)
+		j->meta[rank].final = true;
+}
+
+static struct row *row_for(struct ts_job *j, uint64_t step)
+{
+	struct row *r = &j->rows[step % (uint64_t)j->cap];
+
+	if (r->used && r->step == step)
+		return r;
+	if (r->used)
+		return NULL; /* still holds an unevaluated older step: caller evaluates first */
+	r->used = true;
+	r->step = step;
+	r->count = 0;
+	r->end_max = 0;
+	memset(r->have, 0, (size_t)j->world);
+	return r;
+}
+
+static void evaluate_row(struct ts_job *j, struct row *r);
+
+int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_step *s)
+{
+	struct row *r;
+
+	if (rank < 0 || rank >= MAX_RANKS || world > MAX_RANKS)
+		return -ERANGE;
+	if (rank >= j->world || world > j->world) {
+		int nw = world > rank + 1 ? world : rank + 1;
+		if (size_world(j, nw))
+			return -ENOMEM;
+		j->any_step = false; /* a new world: restart step alignment */
+	}
+	if (!j->any_step) {
+		j->any_step = true;
+		j->next_eval = s->step;
+	}
+	if (s->step < j->next_eval) {
+		j->late++;
+		return 0;
+	}
+	/* a step far ahead forces out the oldest unevaluated rows */
+	while (!(r = row_for(j, s->step))) {
+		struct row *old = &j->rows[s->step % (uint64_t)j->cap];
+		while (j->next_eval <= old->step) {
+			struct row *e = &j->rows[j->next_eval % (uint64_t)j->cap];
+			if (e->used && e->step == j->next_eval)
+				evaluate_row(j, e);
+			j->next_eval++;
+		}
+	}
+	if (!r->have[rank]) {
+		r->have[rank] = 1;
+		r->count++;
+	}
+	for (int m = 0; m < TS_M_COUNT; m++)
+		r->m[(size_t)rank * TS_M_COUNT + (size_t)m] = (float)s->m[m];
+	r->step_ms[rank] = (float)((double)(s->end_ns - s->start_ns) / 1e6);
+	if (s->end_ns > r->end_max)
+		r->end_max = s->end_ns;
+	if (s->step > j->max_step)
+		j->max_step = s->step;
+	j->meta[rank].seen = true;
+	j->meta[rank].last_step = s->step;
+	return 0;
+}
+
+/* ---- evaluation ---------------------------------------------------------------- */
+
+static size_t idx(const struct ts_job *j, int rank, int m)
+{
+	(void)j;
+	return (size_t)rank * TS_M_COUNT + (size_t)m;
+}
+
+static void push_history(struct ts_job *j, struct row *r)
+{
+	for (int k = 0; k < j->world; k++)
+		for (int m = 0; m < TS_M_COUNT; m++) {
+			float v = r->have[k] ? r->m[idx(j, k, m)] : NAN;
+			j->hist[idx(j, k, m) * W(j) + (size_t)j->hist_next] = v;
+			j->tdir[idx(j, k, m)] =
+				(int8_t)ts_ksigma_update(&j->ks[idx(j, k, m)], &j->p.time, v);
+		}
+	j->hist_next = (j->hist_next + 1) % (int)W(j);
+	if (j->hist_n < (int)W(j))
+		j->hist_n++;
+}
+
+/* TRAINSCOPE_LOG=debug: the per-rank window medians SPACE compared. */
+static void debug_window(struct ts_job *j, int m)
+{
+	char line[1024];
+	size_t n = 0;
+
+	for (int k = 0; k < j->world && n < sizeof(line) - 32; k++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, " %d:%.2f%s", k,
+				      (double)j->win_median[idx(j, k, m)],
+				      j->outl[k] > 0 ? "+" : j->outl[k] < 0 ? "-" : "");
+	ts_debug("%s/%s step %llu %s median %.2f:%s", j->ns, j->name,
+		 (unsigned long long)j->res.last_step, ts_metric_names[m], j->group_median[m], line);
+}
+
+static void space_metric(struct ts_job *j, int m)
+{
+	double *tmp = j->scratch, win[64];
+	size_t n = (size_t)j->world;
+
+	for (int k = 0; k < j->world; k++) {
+		for (size_t i = 0; i < W(j); i++)
+			win[i] = j->hist[idx(j, k, m) * W(j) + i];
+		j->vals[k] = ts_median(win, W(j), tmp);
+		j->win_median[idx(j, k, m)] = (float)j->vals[k];
+	}
+	if (ts_space_detect(j->vals, n, &j->p.space, j->outl, &j->group_median[m]) < 0)
+		memset(j->outl, 0, n * sizeof(int));
+	for (int k = 0; k < j->world; k++)
+		j->dir[idx(j, k, m)] = (int8_t)j->outl[k];
+	debug_window(j, m);
+}
+
+/* TIME alone decides only where SPACE cannot (fewer than 3 ranks), and only for a
+ * minority of ranks: a job-wide shift is not a slow rank. */
+static int time_verdict(struct ts_job *j, int k, int m)
+{
+	int hits = 0;
+
+	if (j->world >= 3)
+		return 0;
+	for (int r = 0; r < j->world; r++)
+		hits += j->tdir[idx(j, r, m)] > 0;
+	return hits * 2 < j->world || j->world == 1 ? j->tdir[idx(j, k, m)] : 0;
+}
+
+static void update_alarms(struct ts_job *j, uint64_t t_ns)
+{
+	for (int k = 0; k < j->world; k++)
+		for (int m = 0; m < TS_M_COUNT; m++) {
+			size_t i = idx(j, k, m);
+			int hit = j->dir[i] > 0 || time_verdict(j, k, m) > 0;
+			if (hit) {
+				j->misses[i] = 0;
+				if (j->hits[i] < UINT16_MAX)
+					j->hits[i]++;
+				if (!j->alarm[i] && j->hits[i] >= j->p.alarm_filter_window_size) {
+					j->alarm[i] = true;
+					j->since[i] = t_ns;
+					if (m != TS_M_COLLECTIVE)
+						j->res.alarms_raised++;
+				}
+			} else {
+				j->hits[i] = 0;
+				if (j->misses[i] < UINT16_MAX)
+					j->misses[i]++;
+				if (j->alarm[i] && j->misses[i] >= j->p.clear_after_steps)
+					j->alarm[i] = false;
+			}
+		}
+}
+
+static double rel(double v, double med)
+{
+	return med > 0 ? (v - med) / med : 0;
+}
+
+/* The rank's cause: the alarmed metric that stands out most. A high collective time is
+ * not a cause by itself: in synchronous training the ranks that wait for a slow one
+ * show it. Communication needs evidence beyond one rank (a node's ranks together). */
+static int pick_metric(struct ts_job *j, int k)
+{
+	int best = -1;
+	double bd = 0;
+
+	for (int m = 0; m < TS_M_COUNT; m++) {
+		size_t i = idx(j, k, m);
+		if (!j->alarm[i] || m == TS_M_COLLECTIVE)
+			continue;
+		double d = rel(j->win_median[i], j->group_median[m]);
+		if (best < 0 || d > bd)
+			best = m, bd = d;
+	}
+	return best;
+}
+
+static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uint64_t t_ns)
+{
+	size_t i = idx(j, k, m), c = idx(j, k, TS_M_COLLECTIVE);
+	double cv = j->win_median[c], cmed = j->group_median[TS_M_COLLECTIVE];
+	int n;
+
+	s->rank = k;
+	s->metric = ts_metric_names[m];
+	s->cause = metric_cause[m];
+	s->value_ms = j->win_median[i];
+	s->median_ms = j->group_median[m];
+	s->degradation = rel(s->value_ms, s->median_ms);
+	s->since_ns = j->since[i] ? j->since[i] : t_ns;
+	snprintf(s->method, sizeof(s->method), "%s%s", j->dir[i] ? "SPACE" : "",
+		 j->tdir[i] > 0 ? (j->dir[i] ? "+TIME" : "TIME") : "");
+	if (!s->method[0])
+		snprintf(s->method, sizeof(s->method), "SPACE");
+	n = snprintf(s->evidence, sizeof(s->evidence),
+		     "%s %.2f ms/step vs group median %.2f ms (%+.0f%%)", s->metric, s->value_ms,
+		     s->median_ms, 100 * s->degradation);
+	if (m != TS_M_COLLECTIVE && n > 0 && (size_t)n < sizeof(s->evidence))
+		snprintf(s->evidence + n, sizeof(s->evidence) - (size_t)n,
+			 "; collective %.2f ms vs %.2f ms (%+.0f%%)%s", cv, cmed,
+			 100 * rel(cv, cmed), cv < cmed ? ": the others wait for it" : "");
+}
+
+static void compose(struct ts_job *j, uint64_t t_ns)
+{
+	struct ts_job_result *res = &j->res;
+	size_t len = 0;
+
+	res->nslow = 0;
+	res->summary[0] = 0;
+	for (int k = 0; k < j->world; k++) {
+		int m = pick_metric(j, k);
+		if (m < 0)
+			continue;
+		struct ts_slow_rank *s = &res->slow[res->nslow++];
+		describe(j, k, m, s, t_ns);
+		if (len < sizeof(res->summary))
+			len += (size_t)snprintf(res->summary + len, sizeof(res->summary) - len,
+						"%s%d(%s)", len ? "," : "", k, s->cause);
+	}
+}
+
+static double job_step_ms(struct ts_job *j, struct row *r)
+{
+	int n = 0;
+
+	for (int k = 0; k < j->world; k++)
+		if (r->have[k])
+			j->vals[n++] = r->step_ms[k];
+	return n ? ts_median(j->vals, (size_t)n, j->scratch) : NAN;
+}
+
+static void evaluate_row(struct ts_job *j, struct row *r)
+{
+	uint64_t t = r->end_max;
+
+	r->used = false;
+	j->res.steps_evaluated++;
+	j->res.last_step = r->step;
+	j->res.updated_ns = t;
+	ts_failslow_add(&j->fs, &j->p.fs, job_step_ms(j, r));
+	if (j->res.steps_evaluated <= (uint64_t)j->p.fs.task_stable_step)
+		return;
+	push_history(j, r);
+	if (j->hist_n < (int)W(j))
+		return;
+	for (int m = 0; m < TS_M_COUNT; m++)
+		space_metric(j, m);
+	update_alarms(j, t);
+	compose(j, t);
+}
+
+static enum ts_state state_of(const struct ts_job *j)
+{
+	uint64_t warm = (uint64_t)(j->p.fs.task_stable_step + j->p.fs.min_startup_detection_steps);
+
+	if (j->res.nslow || j->fs.slow)
+		return TS_STATE_FAILSLOW;
+	return j->res.steps_evaluated >= warm ? TS_STATE_HEALTHY : TS_STATE_UNKNOWN;
+}
+
+static bool all_final(const struct ts_job *j)
+{
+	for (int k = 0; k < j->world; k++)
+		if (j->meta[k].seen && !j->meta[k].final)
+			return false;
+	return true;
+}
+
+bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
+{
+	char before[sizeof(j->res.summary)];
+	enum ts_state old = j->res.state;
+	uint64_t evaluated = j->res.steps_evaluated;
+
+	snprintf(before, sizeof(before), "%s", j->res.summary);
+	for (;;) {
+		struct row *r = &j->rows[j->next_eval % (uint64_t)j->cap];
+		if (!j->any_step || !r->used || r->step != j->next_eval) {
+			/* a gap: skip it once later steps are far enough ahead */
+			if (j->any_step && j->max_step > j->next_eval + (uint64_t)j->p.lag_steps) {
+				j->next_eval++;
+				continue;
+			}
+			break;
+		}
+		bool complete = r->count >= j->world;
+		if (!complete && j->max_step < r->step + (uint64_t)j->p.lag_steps && !all_final(j))
+			break;
+		evaluate_row(j, r);
+		j->next_eval++;
+	}
+	if (j->res.steps_evaluated != evaluated)
+		j->last_progress_ns = now_ns;
+	j->res.state = state_of(j);
+	j->res.baseline_ms = j->fs.baseline;
+	j->res.current_ms = j->fs.current;
+	j->res.degradation = j->fs.degradation;
+	j->res.reason[0] = 0;
+	if (j->fs.slow)
+		snprintf(j->res.reason, sizeof(j->res.reason),
+			 "step time %.1f ms vs baseline %.1f ms (%+.0f%%)", j->fs.current,
+			 j->fs.baseline, 100 * j->fs.degradation);
+	if (j->any_step && j->last_progress_ns && !all_final(j) &&
+	    now_ns - j->last_progress_ns > (uint64_t)(j->p.hang_timeout_s * 1e9)) {
+		j->res.state = TS_STATE_HANG;
+		snprintf(j->res.reason, sizeof(j->res.reason), "no step completed for %.0f s after step %llu",
+			 (double)(now_ns - j->last_progress_ns) / 1e9,
+			 (unsigned long long)j->res.last_step);
+	}
+	return old != j->res.state || strcmp(before, j->res.summary) != 0 ||
+	       j->res.steps_evaluated != evaluated;
+}

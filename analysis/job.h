@@ -1,0 +1,85 @@
+/* Per-job detection state: steps of all ranks aligned by step number, fail-slow on the
+ * job's step time, SPACE + TIME localization per metric, alarms and causes. */
+#ifndef TS_JOB_H
+#define TS_JOB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "analysis/failslow.h"
+#include "analysis/ksigma.h"
+#include "analysis/params.h"
+
+enum ts_metric {
+	TS_M_COMPUTE,
+	TS_M_COLLECTIVE,
+	TS_M_LAUNCH,
+	TS_M_DATALOADER,
+	TS_M_CHECKPOINT,
+	TS_M_COUNT
+};
+
+enum ts_state { TS_STATE_UNKNOWN, TS_STATE_HEALTHY, TS_STATE_FAILSLOW, TS_STATE_HANG };
+
+extern const char *const ts_metric_names[TS_M_COUNT];
+extern const char *const ts_state_names[4];
+
+/* One rank's step as the analyzer needs it (ms). */
+struct ts_rank_step {
+	uint64_t step;
+	uint64_t start_ns, end_ns;
+	double m[TS_M_COUNT];
+};
+
+struct ts_rank_meta {
+	char pod[128], node[64], device[64];
+	int pid;
+	bool seen, final;
+	uint64_t last_step;
+};
+
+struct ts_slow_rank {
+	int rank;
+	const char *cause;   /* Compute | Communication | HostCPU | Storage */
+	const char *metric;
+	char method[16];     /* SPACE, TIME, SPACE+TIME */
+	double degradation;  /* (value - group median) / group median */
+	double value_ms, median_ms;
+	uint64_t since_ns;
+	char evidence[320];
+};
+
+struct ts_job_result {
+	enum ts_state state;
+	int world;
+	double baseline_ms, current_ms, degradation;
+	int nslow;
+	struct ts_slow_rank *slow;
+	uint64_t last_step, steps_evaluated, updated_ns;
+	uint64_t alarms_raised;   /* (rank, metric) alarms ever raised, cleared ones too */
+	char summary[512];
+	char reason[256];
+};
+
+struct ts_job;
+
+/* world may grow later when a higher rank shows up. */
+int ts_job_new(struct ts_job **out, const char *ns, const char *name, int world,
+	       const struct ts_params *p);
+void ts_job_free(struct ts_job *j);
+const char *ts_job_ns(const struct ts_job *j);
+const char *ts_job_name(const struct ts_job *j);
+struct ts_rank_meta *ts_job_rank(struct ts_job *j, int rank);
+int ts_job_world(const struct ts_job *j);
+
+/* Adds a rank's step. Steps older than the evaluated horizon are counted late and
+ * dropped. Returns 0, -ERANGE for a rank outside [0, 65535], or -ENOMEM. */
+int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_step *s);
+/* A producer announced exit (no more data from that rank). */
+void ts_job_rank_final(struct ts_job *j, int rank);
+/* Evaluates every step that is complete (or lag_steps behind) and checks for a hang.
+ * Returns true when the result changed in a way a reader should see. */
+bool ts_job_tick(struct ts_job *j, uint64_t now_ns);
+const struct ts_job_result *ts_job_result(const struct ts_job *j);
+uint64_t ts_job_late_steps(const struct ts_job *j);
+
+#endif

@@ -1,0 +1,16 @@
+ANALYSIS_LIB_SRCS := analysis/stats.c analysis/dbscan.c analysis/ksigma.c analysis/failslow.c \
+	analysis/params.c analysis/job.c analysis/report.c analysis/analyzer.c
+ANALYSIS_LIB_OBJS := $(ANALYSIS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+ANALYZER_BIN := $(BUILD)/bin/trainscope-analyzer
+
+$(ANALYZER_BIN): $(BUILD)/obj/analysis/main.o $(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
+	$(call link,$^)
+BINS += $(ANALYZER_BIN)
+
+define analysis_test
+$(BUILD)/test/$(1): $(BUILD)/obj/analysis/tests/$(1).o $(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) \
+		$(PROTO_OBJ)
+	$$(call link,$$^,$(CMOCKA_LIBS))
+TESTS += $(BUILD)/test/$(1)
+endef
+$(foreach t,test_dbscan test_ksigma test_failslow test_job,$(eval $(call analysis_test,$(t))))

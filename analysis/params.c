@@ -1,0 +1,119 @@
+#include "params.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define F(k, t, member, lo, hi, help) { k, t, offsetof(struct ts_params, member), 0, lo, hi, help }
+#define S(k, member, help) { k, TS_CFG_STRING, offsetof(struct ts_params, member), \
+			     sizeof(((struct ts_params *)0)->member), 1, 0, help }
+
+static const struct ts_cfg_field fields[] = {
+	F("failslow.task_stable_step", TS_CFG_INT, fs.task_stable_step, 0, 1e6, "warm-up steps ignored"),
+	F("failslow.min_startup_detection_steps", TS_CFG_INT, fs.min_startup_detection_steps, 1, 1e6,
+	  "baseline steps before a verdict"),
+	F("failslow.steps_window_size", TS_CFG_INT, fs.steps_window_size, 1, 4096, "window of steps"),
+	F("failslow.k_sigma", TS_CFG_DOUBLE, fs.k_sigma, 0, 100, "sigmas above the baseline"),
+	F("failslow.anomaly_degree_thr", TS_CFG_DOUBLE, fs.anomaly_degree_thr, 0, 100,
+	  "(current - baseline) / baseline"),
+	F("failslow.max_data_queue_steps", TS_CFG_INT, fs.max_data_queue_steps, 10, 4096,
+	  "baseline history"),
+	F("failslow.consecutive_windows", TS_CFG_INT, fs.consecutive_windows, 1, 1000,
+	  "anomalous windows in a row"),
+	F("failslow.hang_timeout_s", TS_CFG_DOUBLE, hang_timeout_s, 1, 1e7,
+	  "no step for this long while ranks run: Hang"),
+	F("space.window_size", TS_CFG_INT, space_window, 1, 64, "steps per SPACE window"),
+	F("space.eps", TS_CFG_DOUBLE, space.eps, 0, 1e9, "DBSCAN eps (relative when scaling)"),
+	F("space.min_samples", TS_CFG_INT, space.min_samples, 1, 1000000, "DBSCAN min_samples"),
+	F("space.cv_threshold", TS_CFG_DOUBLE, space.cv_threshold, 0, 100,
+	  "(max - min) / (2 * median) must exceed it"),
+	F("space.scaling", TS_CFG_BOOL, space.scaling, 1, 0, "divide by the group median"),
+	F("space.min_abs_diff_ms", TS_CFG_DOUBLE, min_abs_diff_ms, 0, 1e9,
+	  "ignore outliers closer than this to the median"),
+	F("time.training_window_size", TS_CFG_INT, time.training_window_size, 2, 100000, ""),
+	F("time.min_update_window_size", TS_CFG_INT, time.min_update_window_size, 1, 100000, ""),
+	F("time.min_std_val", TS_CFG_DOUBLE, time.min_std_val, 0, 1e9, ""),
+	F("time.bias", TS_CFG_DOUBLE, time.bias, 0, 100, ""),
+	F("time.abs_bias", TS_CFG_DOUBLE, time.abs_bias, 0, 1e9, ""),
+	F("time.nsigma_coefficient", TS_CFG_DOUBLE, time.nsigma, 0, 100, ""),
+	S("time.detect_type", time_detect_type, "upper_bound | lower_bound | bi_bound"),
+	F("time.min_expert_upper_bound", TS_CFG_DOUBLE, expert[0], 1, 0, "ms; < 0: not set"),
+	F("time.max_expert_upper_bound", TS_CFG_DOUBLE, expert[1], 1, 0, "ms; < 0: not set"),
+	F("time.min_expert_lower_bound", TS_CFG_DOUBLE, expert[2], 1, 0, "ms; < 0: not set"),
+	F("time.max_expert_lower_bound", TS_CFG_DOUBLE, expert[3], 1, 0, "ms; < 0: not set"),
+	F("alarm_filter_window_size", TS_CFG_INT, alarm_filter_window_size, 1, 1000,
+	  "consecutive hits to raise an alarm"),
+	F("clear_after_steps", TS_CFG_INT, clear_after_steps, 1, 100000,
+	  "consecutive normal evaluations to clear it"),
+	F("lag_steps", TS_CFG_INT, lag_steps, 1, 1000, "evaluate a step with missing ranks this late"),
+};
+
+void ts_params_defaults(struct ts_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->fs = (struct ts_failslow_opts){
+		.task_stable_step = 3, .min_startup_detection_steps = 10, .steps_window_size = 5,
+		.k_sigma = 3, .anomaly_degree_thr = 0.2, .max_data_queue_steps = 500,
+		.consecutive_windows = 2,
+	};
+	p->space = (struct ts_space_opts){
+		.eps = 0.1, .min_samples = 2, .cv_threshold = 0.03, .scaling = true,
+	};
+	p->space_window = 10;
+	p->min_abs_diff_ms = 0.3;
+	p->time = (struct ts_ksigma_opts){
+		.training_window_size = 40, .min_update_window_size = 10, .min_std_val = 0.0001,
+		.bias = 0.01, .abs_bias = 0, .nsigma = 4, .detect = TS_BOUND_UPPER,
+	};
+	strcpy(p->time_detect_type, "upper_bound");
+	for (int i = 0; i < 4; i++)
+		p->expert[i] = -1;
+	p->alarm_filter_window_size = 5;
+	p->clear_after_steps = 10;
+	p->hang_timeout_s = 300;
+	p->lag_steps = 16;
+}
+
+static int finish(struct ts_params *p, char *err, size_t errlen)
+{
+	double *ex[4] = { &p->time.min_expert_upper, &p->time.max_expert_upper,
+			  &p->time.min_expert_lower, &p->time.max_expert_lower };
+
+	if (strcmp(p->time_detect_type, "upper_bound") == 0)
+		p->time.detect = TS_BOUND_UPPER;
+	else if (strcmp(p->time_detect_type, "lower_bound") == 0)
+		p->time.detect = TS_BOUND_LOWER;
+	else if (strcmp(p->time_detect_type, "bi_bound") == 0)
+		p->time.detect = TS_BOUND_BOTH;
+	else {
+		snprintf(err, errlen, "key 'time.detect_type': '%s' is not upper_bound, lower_bound "
+				      "or bi_bound", p->time_detect_type);
+		return -EINVAL;
+	}
+	for (int i = 0; i < 4; i++)
+		*ex[i] = p->expert[i] < 0 ? NAN : p->expert[i];
+	p->space.min_abs_diff = p->min_abs_diff_ms;
+	if (p->time.min_update_window_size > p->time.training_window_size) {
+		snprintf(err, errlen, "key 'time.min_update_window_size': larger than "
+				      "time.training_window_size");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int ts_params_load(struct ts_params *p, const char *path, const char *text, char *err,
+		   size_t errlen)
+{
+	struct ts_cfg_opts o = { .env_prefix = "TRAINSCOPE_ANALYZER_", .err = err, .errlen = errlen };
+	size_t n = sizeof(fields) / sizeof(fields[0]);
+	int rc = text ? ts_cfg_load_text(text, fields, n, p, &o)
+		      : ts_cfg_load_file(path, fields, n, p, &o);
+
+	return rc ? rc : finish(p, err, errlen);
+}
+
+void ts_params_print(const struct ts_params *p, void *file)
+{
+	ts_cfg_dump(fields, sizeof(fields) / sizeof(fields[0]), p, file);
+}

@@ -1,0 +1,32 @@
+/* Detection parameters (analysis/analyzer.yaml); defaults are the seeds' values. */
+#ifndef TS_PARAMS_H
+#define TS_PARAMS_H
+
+#include <stddef.h>
+#include "config.h"
+#include "analysis/dbscan.h"
+#include "analysis/failslow.h"
+#include "analysis/ksigma.h"
+
+struct ts_params {
+	struct ts_failslow_opts fs;
+	struct ts_space_opts space;
+	int space_window;            /* steps whose per-rank median SPACE compares */
+	struct ts_ksigma_opts time;
+	char time_detect_type[16];   /* upper_bound | lower_bound | bi_bound */
+	double expert[4];            /* min/max upper, min/max lower; < 0 = not set */
+	int alarm_filter_window_size;
+	int clear_after_steps;       /* consecutive normal evaluations that clear an alarm */
+	double hang_timeout_s;
+	int lag_steps;               /* evaluate a step with missing ranks once this far behind */
+	double min_abs_diff_ms;
+};
+
+void ts_params_defaults(struct ts_params *p);
+/* Loads path (may be NULL) and TRAINSCOPE_ANALYZER_* overrides over the defaults.
+ * Returns 0 or a negative errno with err explaining (file, line, key). */
+int ts_params_load(struct ts_params *p, const char *path, const char *yaml_text, char *err,
+		   size_t errlen);
+void ts_params_print(const struct ts_params *p, void *file);
+
+#endif

@@ -1,0 +1,168 @@
+#include "report.h"
+#include "tsclock.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static json_t *num_or_null(double v)
+{
+	return isnan(v) ? json_null() : json_real(round(v * 1000) / 1000);
+}
+
+static json_t *time_str(uint64_t ns)
+{
+	char buf[32];
+
+	ts_rfc3339(ns, buf);
+	return json_string(buf);
+}
+
+static json_t *slow_rank_json(struct ts_job *j, const struct ts_slow_rank *s)
+{
+	struct ts_rank_meta *m = ts_job_rank(j, s->rank);
+
+	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:o}", "rank",
+			 s->rank, "pod", m ? m->pod : "", "node", m ? m->node : "", "device",
+			 m ? m->device : "", "cause", s->cause, "metric", s->metric, "method",
+			 s->method, "degradation", num_or_null(s->degradation), "since",
+			 time_str(s->since_ns), "evidence", s->evidence, "valueMs",
+			 num_or_null(s->value_ms), "medianMs", num_or_null(s->median_ms));
+}
+
+static json_t *condition(const char *type, bool status, const char *reason, const char *msg,
+			 uint64_t t)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:o}", "type", type, "status",
+			 status ? "True" : "False", "reason", reason, "message", msg,
+			 "lastTransitionTime", time_str(t));
+}
+
+static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint64_t now)
+{
+	json_t *slow = json_array(), *conds = json_array();
+	bool failslow = r->state == TS_STATE_FAILSLOW, hang = r->state == TS_STATE_HANG;
+
+	for (int i = 0; i < r->nslow; i++)
+		json_array_append_new(slow, slow_rank_json(j, &r->slow[i]));
+	json_array_append_new(conds, condition("SlowRanks", r->nslow > 0,
+					       r->nslow ? "SlowRanksFound" : "NoSlowRank",
+					       r->nslow ? r->summary : "no rank stands out", now));
+	json_array_append_new(conds, condition("FailSlow", failslow, failslow ? "Degraded" : "Normal",
+					       r->reason[0] ? r->reason : "step time at baseline", now));
+	json_array_append_new(conds, condition("Hang", hang, hang ? "NoProgress" : "Progressing",
+					       hang ? r->reason : "steps complete", now));
+	return json_pack("{s:s, s:i, s:{s:o, s:o, s:o}, s:o, s:s, s:o, s:s, s:i, s:o, s:I, s:I, s:I}",
+			 "state", ts_state_names[r->state], "worldSize", r->world, "stepTime",
+			 "baselineMs", num_or_null(r->baseline_ms), "currentMs",
+			 num_or_null(r->current_ms), "degradation", num_or_null(r->degradation),
+			 "slowRanks", slow, "summary", r->summary, "conditions", conds, "traceID", "",
+			 "observedGeneration", 0, "lastUpdateTime", time_str(now), "lastStep",
+			 (json_int_t)r->last_step, "stepsAnalyzed", (json_int_t)r->steps_evaluated,
+			 "alarmsRaised", (json_int_t)r->alarms_raised);
+}
+
+/* sysTrace's slow-node result: resultCode 200 normal / 201 abnormal. */
+static void add_systrace(json_t *root, struct ts_job *j, const struct ts_job_result *r,
+			 uint64_t now)
+{
+	json_t *abn = json_array(), *norm = json_array();
+	bool compute = false, network = false, storage = false;
+	char id[16], dev[32];
+
+	for (int k = 0; k < r->world; k++) {
+		const struct ts_slow_rank *s = NULL;
+		struct ts_rank_meta *m = ts_job_rank(j, k);
+		for (int i = 0; i < r->nslow; i++)
+			if (r->slow[i].rank == k)
+				s = &r->slow[i];
+		snprintf(id, sizeof(id), "%d", k);
+		snprintf(dev, sizeof(dev), "rank_%d", k);
+		json_t *d = json_pack("{s:s, s:s, s:s, s:s, s:s, s:[], s:[], s:[]}", "objectId", id,
+				      "serverIp", m ? m->node : "", "deviceInfo", dev, "kpiId",
+				      s ? s->metric : "step", "methodType", s ? s->method : "SPACE",
+				      "kpiData", "relaIds", "omittedDevices");
+		if (s) {
+			json_t *rel = json_object_get(d, "relaIds");
+			for (int o = 0; o < r->world; o++)
+				if (o != k)
+					json_array_append_new(rel, json_integer(o));
+			compute |= strcmp(s->cause, "Compute") == 0 || strcmp(s->cause, "HostCPU") == 0;
+			network |= strcmp(s->cause, "Communication") == 0;
+			storage |= strcmp(s->cause, "Storage") == 0;
+		}
+		json_array_append_new(s ? abn : norm, d);
+	}
+	json_object_set_new(root, "resultCode", json_integer(r->nslow ? 201 : 200));
+	json_object_set_new(root, "compute", json_boolean(compute));
+	json_object_set_new(root, "network", json_boolean(network));
+	json_object_set_new(root, "storage", json_boolean(storage));
+	json_object_set_new(root, "abnormalDetail", abn);
+	json_object_set_new(root, "normalDetail", norm);
+	json_object_set_new(root, "errorMsg", json_string(""));
+	json_object_set_new(root, "timestamp", json_integer((json_int_t)(now / 1000000000ull)));
+}
+
+json_t *ts_report_json(struct ts_job *j)
+{
+	const struct ts_job_result *r = ts_job_result(j);
+	uint64_t now = r->updated_ns ? r->updated_ns : ts_real_ns();
+	json_t *root = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion",
+				 "trainscope.dev/v1alpha1", "kind", "SlowNodeReport", "metadata",
+				 "name", ts_job_name(j), "namespace", ts_job_ns(j));
+
+	json_object_set_new(root, "status", status_json(j, r, now));
+	add_systrace(root, j, r, now);
+	return root;
+}
+
+int ts_report_write(struct ts_job *j, const char *dir)
+{
+	char path[4096], tmp[4200];
+	json_t *root = ts_report_json(j);
+	int err = 0;
+
+	snprintf(path, sizeof(path), "%s/%s_%s.json", dir, ts_job_ns(j), ts_job_name(j));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) < 0 || rename(tmp, path) < 0)
+		err = errno ? -errno : -EIO;
+	json_decref(root);
+	return err;
+}
+
+void ts_report_print(json_t *root, void *file)
+{
+	FILE *f = file;
+	json_t *st = json_object_get(root, "status"), *md = json_object_get(root, "metadata");
+	json_t *slow = json_object_get(st, "slowRanks"), *s;
+	json_t *stime = json_object_get(st, "stepTime");
+	size_t i;
+
+	fprintf(f, "SlowNodeReport %s/%s: %s  (world %d, step %lld, %lld steps analysed)\n",
+		json_string_value(json_object_get(md, "namespace")),
+		json_string_value(json_object_get(md, "name")),
+		json_string_value(json_object_get(st, "state")),
+		(int)json_integer_value(json_object_get(st, "worldSize")),
+		(long long)json_integer_value(json_object_get(st, "lastStep")),
+		(long long)json_integer_value(json_object_get(st, "stepsAnalyzed")));
+	if (json_is_number(json_object_get(stime, "baselineMs")))
+		fprintf(f, "  step time: baseline %.1f ms, current %.1f ms (%+.1f%%)\n",
+			json_number_value(json_object_get(stime, "baselineMs")),
+			json_number_value(json_object_get(stime, "currentMs")),
+			100 * json_number_value(json_object_get(stime, "degradation")));
+	if (!json_array_size(slow))
+		fprintf(f, "  no slow rank\n");
+	json_array_foreach(slow, i, s)
+		fprintf(f, "  slow rank %lld  cause %-13s node %s  pod %s  method %s\n    %s\n",
+			(long long)json_integer_value(json_object_get(s, "rank")),
+			json_string_value(json_object_get(s, "cause")),
+			json_string_value(json_object_get(s, "node")),
+			*json_string_value(json_object_get(s, "pod")) ?
+				json_string_value(json_object_get(s, "pod")) : "-",
+			json_string_value(json_object_get(s, "method")),
+			json_string_value(json_object_get(s, "evidence")));
+	fprintf(f, "  summary: %s\n", json_string_value(json_object_get(st, "summary"))[0] ?
+					      json_string_value(json_object_get(st, "summary")) : "-");
+}

@@ -1,0 +1,15 @@
+/* The report: SlowNodeReport status (DESIGN.md section 8) plus sysTrace's result fields. */
+#ifndef TS_REPORT_H
+#define TS_REPORT_H
+
+#include <jansson.h>
+#include "analysis/job.h"
+
+/* {"apiVersion","kind","metadata","status":{...},"resultCode",...}; caller decrefs. */
+json_t *ts_report_json(struct ts_job *j);
+/* Writes <dir>/<namespace>_<job>.json atomically. Returns 0 or -errno. */
+int ts_report_write(struct ts_job *j, const char *dir);
+/* One human-readable paragraph. */
+void ts_report_print(json_t *report, void *file);
+
+#endif

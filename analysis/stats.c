@@ -1,0 +1,56 @@
+#include "stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+void ts_sort(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+}
+
+double ts_median(const double *v, size_t n, double *tmp)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(v[i]))
+			tmp[k++] = v[i];
+	if (!k)
+		return NAN;
+	ts_sort(tmp, k);
+	return k % 2 ? tmp[k / 2] : (tmp[k / 2 - 1] + tmp[k / 2]) / 2.0;
+}
+
+double ts_mad_sigma(const double *v, size_t n, double med, double *tmp)
+{
+	double *dev = tmp + n;
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(v[i]))
+			dev[k++] = fabs(v[i] - med);
+	return k ? 1.4826 * ts_median(dev, k, tmp) : NAN;
+}
+
+void ts_mean_std(const double *v, size_t n, double *mean, double *std)
+{
+	double s = 0, ss = 0;
+
+	if (!n) {
+		*mean = *std = NAN;
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		s += v[i];
+	*mean = s / (double)n;
+	for (size_t i = 0; i < n; i++)
+		ss += (v[i] - *mean) * (v[i] - *mean);
+	*std = sqrt(ss / (double)n);
+}

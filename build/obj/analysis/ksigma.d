@@ -1,0 +1,2 @@
+build/obj/analysis/ksigma.o: analysis/ksigma.c analysis/ksigma.h
+analysis/ksigma.h:

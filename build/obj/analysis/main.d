@@ -1,0 +1,18 @@
+build/obj/analysis/main.o: analysis/main.c analysis/analyzer.h \
+ common/buf.h analysis/job.h analysis/failslow.h analysis/ksigma.h \
+ analysis/params.h common/config.h analysis/dbscan.h analysis/params.h \
+ common/httpd.h common/buf.h common/log.h common/natsw.h common/tsclock.h
+analysis/analyzer.h:
+common/buf.h:
+analysis/job.h:
+analysis/failslow.h:
+analysis/ksigma.h:
+analysis/params.h:
+common/config.h:
+analysis/dbscan.h:
+analysis/params.h:
+common/httpd.h:
+common/buf.h:
+common/log.h:
+common/natsw.h:
+common/tsclock.h:

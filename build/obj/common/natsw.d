@@ -1,0 +1,3 @@
+build/obj/common/natsw.o: common/natsw.c common/natsw.h common/log.h
+common/natsw.h:
+common/log.h:

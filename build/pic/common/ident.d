@@ -1,0 +1,2 @@
+build/pic/common/ident.o: common/ident.c common/ident.h
+common/ident.h:

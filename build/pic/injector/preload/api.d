@@ -1,0 +1,6 @@
+build/pic/injector/preload/api.o: injector/preload/api.c \
+ injector/preload/ring.h common/ident.h \
+ injector/preload/include/trainscope.h
+injector/preload/ring.h:
+common/ident.h:
+injector/preload/include/trainscope.h:

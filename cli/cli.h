@@ -1,0 +1,7 @@
+#ifndef TS_CLI_H
+#define TS_CLI_H
+
+int cmd_run(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+#endif

@@ -1,0 +1,35 @@
+/* trainscope: the command-line front end. */
+#include "cli.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: trainscope <command> [options]\n"
+		"Finds the slow rank of a distributed training job while it runs.\n\n"
+		"Commands:\n"
+		"  run [opts] -- cmd   run cmd under the preload, with a relay to NATS\n"
+		"  report [opts]       print the analyzer's report of a job\n"
+		"  help                this text\n\n"
+		"'trainscope <command> --help' explains each command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	ts_log_init("trainscope");
+	if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "-h")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "report"))
+		return cmd_report(argc - 1, argv + 1);
+	fprintf(stderr, "trainscope: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

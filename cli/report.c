@@ -1,0 +1,146 @@
+/* trainscope report: prints (or waits for) the analyzer's report of a job. */
+#include "cli.h"
+#include "analysis/report.h"
+#include "tsclock.h"
+
+#include <dirent.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void report_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: trainscope report [options]\n"
+		"Prints the analyzer's reports: state, step time against its baseline, and each\n"
+		"slow rank with its cause and the numbers that decided.\n\n"
+		"  -d, --dir DIR          report folder (default ./trainscope-reports)\n"
+		"  -j, --job NAME         only this job\n"
+		"  -n, --namespace NS     its namespace (default default)\n"
+		"      --json             print the report JSON itself\n"
+		"      --wait-step N      wait until the report has analysed step N\n"
+		"      --timeout SEC      give up waiting after SEC seconds (default 60): exit 3\n"
+		"  -h, --help\n"
+		"Exit status: 0 printed, 1 no report, 3 timed out waiting.\n");
+}
+
+struct report_q {
+	const char *dir, *job, *ns;
+	bool json;
+	long long wait_step;
+	double timeout_s;
+};
+
+static bool report_ready(json_t *root, const struct report_q *q)
+{
+	json_t *st = json_object_get(root, "status");
+
+	return q->wait_step < 0 ||
+	       json_integer_value(json_object_get(st, "lastStep")) >= q->wait_step;
+}
+
+static int show(const char *path, const struct report_q *q, bool *ready)
+{
+	json_error_t jerr;
+	json_t *root = json_load_file(path, 0, &jerr);
+
+	*ready = false;
+	if (!root)
+		return -1;
+	*ready = report_ready(root, q);
+	if (*ready) {
+		if (q->json) {
+			char *s = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+			if (s)
+				puts(s);
+			free(s);
+		} else {
+			ts_report_print(root, stdout);
+		}
+	}
+	json_decref(root);
+	return 0;
+}
+
+static int show_all(const struct report_q *q)
+{
+	struct dirent *de;
+	DIR *d = opendir(q->dir);
+	int shown = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		char path[4096];
+		bool ready;
+		if (n < 6 || strcmp(de->d_name + n - 5, ".json"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", q->dir, de->d_name);
+		if (show(path, q, &ready) == 0 && ready)
+			shown++;
+	}
+	closedir(d);
+	return shown;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "job", required_argument, NULL, 'j' },
+		{ "namespace", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "wait-step", required_argument, NULL, 'w' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct report_q q = { "trainscope-reports", NULL, "default", false, -1, 60 };
+	uint64_t deadline;
+	char path[4096];
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "d:j:n:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'd': q.dir = optarg; break;
+		case 'j': q.job = optarg; break;
+		case 'n': q.ns = optarg; break;
+		case 'J': q.json = true; break;
+		case 'w': q.wait_step = atoll(optarg); break;
+		case 't': q.timeout_s = atof(optarg); break;
+		case 'h': report_usage(stdout); return 0;
+		default: report_usage(stderr); return 2;
+		}
+	}
+	if (!q.job) {
+		if (show_all(&q))
+			return 0;
+		fprintf(stderr, "trainscope report: no report in %s\n", q.dir);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/%s_%s.json", q.dir, q.ns, q.job);
+	deadline = ts_mono_ns() + (uint64_t)(q.timeout_s * 1e9);
+	for (;;) {
+		bool ready;
+		int rc = show(path, &q, &ready);
+		if (rc == 0 && ready)
+			return 0;
+		if (q.wait_step < 0) {
+			fprintf(stderr, "trainscope report: no report for %s/%s in %s\n", q.ns, q.job,
+				q.dir);
+			return 1;
+		}
+		if (ts_mono_ns() > deadline) {
+			fprintf(stderr, "trainscope report: %s/%s did not reach step %lld within %.0f s\n",
+				q.ns, q.job, q.wait_step, q.timeout_s);
+			return 3;
+		}
+		struct timespec ts = { 0, 100000000 };
+		nanosleep(&ts, NULL); /* polling a file another process rewrites */
+	}
+}

@@ -1,0 +1,165 @@
+/* trainscope run: a command under the preload with a relay for its lifetime. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void run_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: trainscope run [options] -- command [args...]\n"
+		"Runs command with libtrainscope.so preloaded (LD_PRELOAD is appended to, not\n"
+		"replaced) and a trainscope-relay that publishes its ranks' steps to NATS while it\n"
+		"runs. The command's exit status is passed through.\n\n"
+		"  -s, --nats URL        NATS server (env TRAINSCOPE_NATS_URL,\n"
+		"                        default nats://127.0.0.1:4222)\n"
+		"  -j, --job NAME        job name (env TRAINSCOPE_JOB, default local)\n"
+		"  -n, --namespace NS    namespace (env TRAINSCOPE_NAMESPACE, default default)\n"
+		"      --ring-dir DIR    ring folder (default: a new folder under /dev/shm)\n"
+		"      --lib PATH        the preload library (env TRAINSCOPE_LIB)\n"
+		"      --relay-metrics-port N  serve the relay's /metrics on port N\n"
+		"  -h, --help\n");
+}
+
+/* <dir of this executable>/../<rel> */
+static void beside_self(char *out, size_t n, const char *rel)
+{
+	char self[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (len <= 0) {
+		snprintf(out, n, "%s", rel);
+		return;
+	}
+	self[len] = 0;
+	*strrchr(self, '/') = 0;
+	if ((size_t)snprintf(out, n, "%.*s/%s", (int)(sizeof(self) - 256), self, rel) >= n)
+		out[n - 1] = 0;
+}
+
+static int exit_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+static pid_t start_relay(const char *ring_dir, const char *nats, const char *metrics_port)
+{
+	char relay[PATH_MAX];
+	pid_t pid;
+
+	beside_self(relay, sizeof(relay), "trainscope-relay");
+	pid = fork();
+	if (pid == 0) {
+		unsetenv("LD_PRELOAD");
+		if (metrics_port)
+			execl(relay, relay, "--ring-dir", ring_dir, "--nats", nats, "--metrics-port",
+			      metrics_port, (char *)NULL);
+		else
+			execl(relay, relay, "--ring-dir", ring_dir, "--nats", nats, (char *)NULL);
+		fprintf(stderr, "trainscope run: cannot start %s: %s\n", relay, strerror(errno));
+		_exit(127);
+	}
+	return pid;
+}
+
+static int set_preload(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *v;
+	int rc;
+
+	if (access(lib, R_OK) != 0) {
+		fprintf(stderr, "trainscope run: preload library %s: %s\n", lib, strerror(errno));
+		return -1;
+	}
+	if (old && *old) {
+		if (asprintf(&v, "%s:%s", old, lib) < 0)
+			return -1;
+	} else if (!(v = strdup(lib))) {
+		return -1;
+	}
+	rc = setenv("LD_PRELOAD", v, 1);
+	free(v);
+	return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "nats", required_argument, NULL, 's' },
+		{ "job", required_argument, NULL, 'j' },
+		{ "namespace", required_argument, NULL, 'n' },
+		{ "ring-dir", required_argument, NULL, 'R' },
+		{ "lib", required_argument, NULL, 'L' },
+		{ "relay-metrics-port", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *nats = getenv("TRAINSCOPE_NATS_URL"), *ring_dir = NULL, *lib = getenv("TRAINSCOPE_LIB");
+	const char *metrics_port = NULL;
+	char tmpl[32] = "/dev/shm/trainscope-XXXXXX", libpath[PATH_MAX];
+	int ch, status = 0, rstatus = 0;
+	pid_t relay, child;
+
+	while ((ch = getopt_long(argc, argv, "+s:j:n:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's': nats = optarg; break;
+		case 'j': setenv("TRAINSCOPE_JOB", optarg, 1); break;
+		case 'n': setenv("TRAINSCOPE_NAMESPACE", optarg, 1); break;
+		case 'R': ring_dir = optarg; break;
+		case 'L': lib = optarg; break;
+		case 'p': metrics_port = optarg; break;
+		case 'h': run_usage(stdout); return 0;
+		default: run_usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "trainscope run: no command given (trainscope run [options] -- cmd)\n");
+		return 2;
+	}
+	if (!nats || !*nats)
+		nats = "nats://127.0.0.1:4222";
+	if (!lib) {
+		beside_self(libpath, sizeof(libpath), "../lib/libtrainscope.so");
+		lib = libpath;
+	}
+	if (!ring_dir && !(ring_dir = mkdtemp(tmpl)) &&
+	    !(ring_dir = mkdtemp(strcpy(tmpl, "/tmp/trainscope-XXXXXX")))) {
+		fprintf(stderr, "trainscope run: cannot create a ring folder: %s\n", strerror(errno));
+		return 1;
+	}
+	setenv("TRAINSCOPE_RING_DIR", ring_dir, 1);
+	setenv("TRAINSCOPE_NATS_URL", nats, 1);
+	relay = start_relay(ring_dir, nats, metrics_port);
+	if (relay < 0 || set_preload(lib))
+		return 1;
+	child = fork();
+	if (child == 0) {
+		execvp(argv[optind], &argv[optind]);
+		fprintf(stderr, "trainscope run: %s: %s\n", argv[optind], strerror(errno));
+		_exit(127);
+	}
+	signal(SIGINT, SIG_IGN); /* the child gets it from the terminal and decides */
+	if (child > 0)
+		waitpid(child, &status, 0);
+	kill(relay, SIGTERM);
+	waitpid(relay, &rstatus, 0);
+	if (!WIFEXITED(rstatus) || WEXITSTATUS(rstatus))
+		fprintf(stderr, "trainscope run: the relay did not deliver everything "
+				"(status %d): see its log above\n", exit_status(rstatus));
+	if (ring_dir == tmpl)
+		rmdir(ring_dir); /* fails, harmlessly, if unfinished rings are left */
+	return child > 0 ? exit_status(status) : 1;
+}

@@ -1,0 +1,47 @@
+#include "buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int buf_reserve(struct ts_buf *b, size_t need)
+{
+	size_t cap = b->cap ? b->cap : 256;
+	char *p;
+
+	if (b->len + need + 1 <= b->cap)
+		return 0;
+	while (cap < b->len + need + 1)
+		cap *= 2;
+	p = realloc(b->data, cap);
+	if (!p) {
+		b->oom = 1;
+		return -1;
+	}
+	b->data = p;
+	b->cap = cap;
+	return 0;
+}
+
+void ts_buf_printf(struct ts_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || buf_reserve(b, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+void ts_buf_free(struct ts_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}

@@ -1,0 +1,97 @@
+#include "ident.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void env_copy(char *dst, size_t n, const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+
+	snprintf(dst, n, "%s", v && *v ? v : dflt);
+}
+
+static int32_t env_int(const char *name, int32_t dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	long l;
+
+	if (!v || !*v)
+		return dflt;
+	l = strtol(v, &end, 10);
+	return *end ? dflt : (int32_t)l;
+}
+
+uint64_t ts_cgroup_id(void)
+{
+	char line[4096], path[4200];
+	struct stat st;
+	uint64_t id = 0;
+	FILE *f = fopen("/proc/self/cgroup", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		/* cgroup v2: "0::/path" */
+		if (strncmp(line, "0::", 3) != 0)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s", line + 3);
+		if (stat(path, &st) == 0)
+			id = (uint64_t)st.st_ino;
+	}
+	fclose(f);
+	return id;
+}
+
+void ts_ident_from_env(struct ts_ident *id)
+{
+	char host[64] = "localhost";
+
+	memset(id, 0, sizeof(*id));
+	gethostname(host, sizeof(host) - 1);
+	env_copy(id->ns, sizeof(id->ns), "TRAINSCOPE_NAMESPACE", "default");
+	env_copy(id->job, sizeof(id->job), "TRAINSCOPE_JOB", "local");
+	env_copy(id->pod, sizeof(id->pod), "TRAINSCOPE_POD", "");
+	env_copy(id->node, sizeof(id->node), "TRAINSCOPE_NODE", host);
+	env_copy(id->container, sizeof(id->container), "TRAINSCOPE_CONTAINER", "");
+	id->rank = env_int("RANK", -1);
+	id->local_rank = env_int("LOCAL_RANK", id->rank);
+	id->world_size = env_int("WORLD_SIZE", id->rank >= 0 ? id->rank + 1 : 1);
+	id->pid = (int32_t)getpid();
+	id->cgroup_id = ts_cgroup_id();
+	id->dev_index = env_int("TRAINSCOPE_DEVICE_INDEX", id->local_rank);
+	env_copy(id->dev_uuid, sizeof(id->dev_uuid), "TRAINSCOPE_DEVICE_UUID", "");
+}
+
+void ts_subject_token(char *dst, size_t n, const char *src)
+{
+	size_t i = 0;
+
+	for (; src && src[i] && i + 1 < n; i++) {
+		char c = src[i];
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			 c == '_' || c == '-';
+		dst[i] = ok ? c : '_';
+	}
+	if (i == 0 && n > 1)
+		dst[i++] = '_';
+	dst[i] = 0;
+}
+
+int ts_subject(char *dst, size_t n, const char *ns, const char *job, const char *kind,
+	       const char *leaf)
+{
+	char a[64], b[64], c[64];
+	int len;
+
+	ts_subject_token(a, sizeof(a), ns);
+	ts_subject_token(b, sizeof(b), job);
+	ts_subject_token(c, sizeof(c), leaf);
+	len = snprintf(dst, n, "ts.v1.%s.%s.%s.%s", a, b, kind, c);
+	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : len;
+}

@@ -1,0 +1,35 @@
+/* Who produced a record (DESIGN.md section 3), and the NATS subjects built from it. */
+#ifndef TS_IDENT_H
+#define TS_IDENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ts_ident {
+	char ns[64];
+	char job[64];
+	char pod[128];
+	char node[64];
+	char container[64];
+	int32_t rank, local_rank, world_size, pid;
+	uint64_t cgroup_id;
+	int32_t dev_index;
+	char dev_uuid[48];
+};
+
+/* Fills id from TRAINSCOPE_NAMESPACE/JOB/POD/NODE/CONTAINER, RANK, LOCAL_RANK,
+ * WORLD_SIZE and the process itself. Missing values get defaults ("default",
+ * "local", host name, rank -1). */
+void ts_ident_from_env(struct ts_ident *id);
+
+/* The inode of the process's own cgroup v2 directory: bpf_get_current_cgroup_id(). */
+uint64_t ts_cgroup_id(void);
+
+/* Copies src into a subject token: characters outside [A-Za-z0-9_-] become '_'. */
+void ts_subject_token(char *dst, size_t n, const char *src);
+
+/* ts.v1.<ns>.<job>.<kind>.<leaf>; returns the length or -ENAMETOOLONG. */
+int ts_subject(char *dst, size_t n, const char *ns, const char *job, const char *kind,
+	       const char *leaf);
+
+#endif

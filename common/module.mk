@@ -1,0 +1,7 @@
+COMMON_SRCS := common/log.c common/config.c common/natsw.c common/httpd.c common/buf.c \
+	common/ident.c
+COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
+
+$(BUILD)/test/test_config: $(BUILD)/obj/common/tests/test_config.o $(COMMON_OBJS)
+	$(call link,$^,$(CMOCKA_LIBS))
+TESTS += $(BUILD)/test/test_config

@@ -1,0 +1,455 @@
+#include "natsw.h"
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct tsn_entry {
+	natsMsg *msg;
+	size_t len;
+	struct tsn_entry *next;
+};
+
+struct tsn {
+	struct tsn_opts opts;
+	natsConnection *nc;
+	jsCtx *js;
+	pthread_mutex_t lock;       /* outbox and stats: nats.c callbacks run on its threads */
+	struct tsn_entry *head, *tail;
+	struct tsn_stats st;
+	bool stream_ready;
+	int64_t next_stream_try_ms;
+};
+
+struct tsn_sub {
+	struct tsn *n;
+	natsSubscription *sub;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void outbox_push(struct tsn *n, struct tsn_entry *e, bool front)
+{
+	if (front) {
+		e->next = n->head;
+		n->head = e;
+		if (!n->tail)
+			n->tail = e;
+	} else {
+		e->next = NULL;
+		if (n->tail)
+			n->tail->next = e;
+		else
+			n->head = e;
+		n->tail = e;
+	}
+	n->st.outbox_msgs++;
+	n->st.outbox_bytes += e->len;
+}
+
+static struct tsn_entry *outbox_pop(struct tsn *n)
+{
+	struct tsn_entry *e = n->head;
+
+	if (!e)
+		return NULL;
+	n->head = e->next;
+	if (!n->head)
+		n->tail = NULL;
+	n->st.outbox_msgs--;
+	n->st.outbox_bytes -= e->len;
+	return e;
+}
+
+static void entry_free(struct tsn_entry *e)
+{
+	natsMsg_Destroy(e->msg);
+	free(e);
+}
+
+/* Makes room for len bytes by dropping the oldest queued messages. */
+static void outbox_trim(struct tsn *n, size_t len)
+{
+	while (n->head && n->st.outbox_bytes + len > n->opts.outbox_bytes) {
+		struct tsn_entry *e = outbox_pop(n);
+		n->st.dropped++;
+		n->st.dropped_bytes += e->len;
+		entry_free(e);
+	}
+}
+
+/* nats.c thread: success retires the message, failure puts it back in front. */
+static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
+{
+	struct tsn *n = closure;
+	struct tsn_entry *e;
+
+	(void)js;
+	pthread_mutex_lock(&n->lock);
+	n->st.inflight--;
+	if (pa || !pae) {
+		n->st.acked++;
+		pthread_mutex_unlock(&n->lock);
+		natsMsg_Destroy(msg);
+		return;
+	}
+	n->st.retried++;
+	if (pae->ErrCode == JSStreamNotFoundErr || pae->Err == NATS_NO_RESPONDERS)
+		n->stream_ready = false;
+	e = malloc(sizeof(*e));
+	if (!e) {
+		n->st.dropped++;
+		pthread_mutex_unlock(&n->lock);
+		natsMsg_Destroy(msg);
+		return;
+	}
+	e->msg = msg;
+	e->len = (size_t)natsMsg_GetDataLength(msg);
+	outbox_trim(n, e->len);
+	outbox_push(n, e, true);
+	pthread_mutex_unlock(&n->lock);
+}
+
+static void on_disconnected(natsConnection *nc, void *closure)
+{
+	struct tsn *n = closure;
+
+	(void)nc;
+	pthread_mutex_lock(&n->lock);
+	n->st.disconnects++;
+	n->st.connected = false;
+	pthread_mutex_unlock(&n->lock);
+	ts_warn("nats: disconnected from %s; buffering", n->opts.url);
+}
+
+static void on_reconnected(natsConnection *nc, void *closure)
+{
+	struct tsn *n = closure;
+
+	(void)nc;
+	pthread_mutex_lock(&n->lock);
+	n->st.reconnects++;
+	n->st.connected = true;
+	n->stream_ready = false;
+	pthread_mutex_unlock(&n->lock);
+	ts_info("nats: reconnected to %s", n->opts.url);
+}
+
+static void on_connected(natsConnection *nc, void *closure)
+{
+	on_reconnected(nc, closure);
+}
+
+static natsStatus set_auth(natsOptions *o, const struct tsn_opts *opts)
+{
+	natsStatus s = NATS_OK;
+
+	if (opts->creds_file && *opts->creds_file)
+		s = natsOptions_SetUserCredentialsFromFiles(o, opts->creds_file, NULL);
+	if (s == NATS_OK && opts->token && *opts->token)
+		s = natsOptions_SetToken(o, opts->token);
+	if (s == NATS_OK && opts->tls_ca && *opts->tls_ca)
+		s = natsOptions_LoadCATrustedCertificates(o, opts->tls_ca);
+	if (s == NATS_OK && opts->tls_ca && *opts->tls_ca)
+		s = natsOptions_SetSecure(o, true);
+	return s;
+}
+
+static natsStatus make_options(struct tsn *n, natsOptions **out)
+{
+	natsOptions *o = NULL;
+	natsStatus s = natsOptions_Create(&o);
+
+	if (s == NATS_OK)
+		s = natsOptions_SetURL(o, n->opts.url);
+	if (s == NATS_OK)
+		s = natsOptions_SetName(o, n->opts.name ? n->opts.name : "trainscope");
+	if (s == NATS_OK)
+		s = natsOptions_SetMaxReconnect(o, -1);
+	if (s == NATS_OK)
+		s = natsOptions_SetReconnectWait(o, 200);
+	if (s == NATS_OK)
+		s = natsOptions_SetReconnectBufSize(o, 32 * 1024 * 1024);
+	if (s == NATS_OK)
+		s = natsOptions_SetRetryOnFailedConnect(o, true, on_connected, n);
+	if (s == NATS_OK)
+		s = natsOptions_SetDisconnectedCB(o, on_disconnected, n);
+	if (s == NATS_OK)
+		s = natsOptions_SetReconnectedCB(o, on_reconnected, n);
+	if (s == NATS_OK)
+		s = set_auth(o, &n->opts);
+	if (s != NATS_OK)
+		natsOptions_Destroy(o);
+	else
+		*out = o;
+	return s;
+}
+
+static void opts_defaults(struct tsn_opts *o)
+{
+	if (o->max_inflight <= 0)
+		o->max_inflight = 256;
+	if (!o->outbox_bytes)
+		o->outbox_bytes = 64u << 20;
+	if (o->ack_wait_ms <= 0)
+		o->ack_wait_ms = 2000;
+	if (o->stream_max_age_s <= 0)
+		o->stream_max_age_s = 24 * 3600;
+	if (o->stream_max_bytes <= 0)
+		o->stream_max_bytes = 1ll << 30;
+}
+
+int tsn_open(struct tsn **out, const struct tsn_opts *opts)
+{
+	natsOptions *o = NULL;
+	jsOptions jo;
+	struct tsn *n;
+	natsStatus s;
+
+	if (!opts || !opts->url || !*opts->url)
+		return -EINVAL;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->opts = *opts;
+	opts_defaults(&n->opts);
+	pthread_mutex_init(&n->lock, NULL);
+	s = make_options(n, &o);
+	if (s == NATS_OK) {
+		s = natsConnection_Connect(&n->nc, o);
+		/* with RetryOnFailedConnect, "not yet connected" is success */
+		if (s == NATS_NOT_YET_CONNECTED)
+			s = NATS_OK;
+	}
+	natsOptions_Destroy(o);
+	if (s == NATS_OK)
+		s = jsOptions_Init(&jo);
+	if (s == NATS_OK) {
+		jo.PublishAsync.MaxPending = n->opts.max_inflight * 2;
+		jo.PublishAsync.AckHandler = on_ack;
+		jo.PublishAsync.AckHandlerClosure = n;
+		s = natsConnection_JetStream(&n->js, n->nc, &jo);
+	}
+	if (s != NATS_OK) {
+		ts_error("nats: cannot open %s: %s", opts->url, natsStatus_GetText(s));
+		tsn_close(n);
+		return -EINVAL;
+	}
+	if (natsConnection_Status(n->nc) == NATS_CONN_STATUS_CONNECTED)
+		n->st.connected = true;
+	*out = n;
+	return 0;
+}
+
+void tsn_close(struct tsn *n)
+{
+	struct tsn_entry *e;
+
+	if (!n)
+		return;
+	if (n->nc)
+		natsConnection_Close(n->nc);
+	jsCtx_Destroy(n->js);
+	natsConnection_Destroy(n->nc);
+	while ((e = outbox_pop(n)))
+		entry_free(e);
+	pthread_mutex_destroy(&n->lock);
+	free(n);
+}
+
+int tsn_ensure_stream(struct tsn *n)
+{
+	jsStreamConfig cfg;
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	const char *subjects[] = { TSN_SUBJECTS };
+	natsStatus s;
+
+	jsStreamConfig_Init(&cfg);
+	cfg.Name = TSN_STREAM;
+	cfg.Subjects = subjects;
+	cfg.SubjectsLen = 1;
+	cfg.Storage = js_FileStorage;
+	cfg.MaxAge = n->opts.stream_max_age_s * 1000000000ll;
+	cfg.MaxBytes = n->opts.stream_max_bytes;
+	cfg.Duplicates = 120 * 1000000000ll;
+	s = js_AddStream(&si, n->js, &cfg, NULL, &jerr);
+	if (s != NATS_OK && jerr == JSStreamNameExistErr)
+		s = js_UpdateStream(&si, n->js, &cfg, NULL, &jerr);
+	jsStreamInfo_Destroy(si);
+	if (s != NATS_OK) {
+		ts_debug("nats: stream %s not ready: %s (%d)", TSN_STREAM, natsStatus_GetText(s),
+			 (int)jerr);
+		return -EAGAIN;
+	}
+	pthread_mutex_lock(&n->lock);
+	n->stream_ready = true;
+	pthread_mutex_unlock(&n->lock);
+	return 0;
+}
+
+int tsn_publish(struct tsn *n, const char *subject, const void *data, size_t len,
+		const char *msg_id)
+{
+	struct tsn_entry *e;
+	natsStatus s;
+
+	if (len > n->opts.outbox_bytes)
+		return -EMSGSIZE;
+	e = malloc(sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	s = natsMsg_Create(&e->msg, subject, NULL, data, (int)len);
+	if (s == NATS_OK && msg_id)
+		s = natsMsgHeader_Set(e->msg, "Nats-Msg-Id", msg_id);
+	if (s != NATS_OK) {
+		if (e->msg)
+			natsMsg_Destroy(e->msg);
+		free(e);
+		return -ENOMEM;
+	}
+	e->len = len;
+	pthread_mutex_lock(&n->lock);
+	outbox_trim(n, len);
+	outbox_push(n, e, false);
+	n->st.queued++;
+	pthread_mutex_unlock(&n->lock);
+	return 0;
+}
+
+static bool stream_wanted(struct tsn *n)
+{
+	bool ready;
+	int64_t t = now_ms();
+
+	pthread_mutex_lock(&n->lock);
+	ready = n->stream_ready;
+	pthread_mutex_unlock(&n->lock);
+	if (ready || t < n->next_stream_try_ms)
+		return !ready;
+	n->next_stream_try_ms = t + 500;
+	return tsn_ensure_stream(n) != 0;
+}
+
+void tsn_pump(struct tsn *n)
+{
+	jsPubOptions po;
+
+	if (natsConnection_Status(n->nc) != NATS_CONN_STATUS_CONNECTED || stream_wanted(n))
+		return;
+	jsPubOptions_Init(&po);
+	po.MaxWait = n->opts.ack_wait_ms;
+	for (;;) {
+		struct tsn_entry *e;
+		natsStatus s;
+
+		pthread_mutex_lock(&n->lock);
+		if (n->st.inflight >= (uint64_t)n->opts.max_inflight || !(e = outbox_pop(n))) {
+			pthread_mutex_unlock(&n->lock);
+			return;
+		}
+		n->st.inflight++;
+		n->st.published++;
+		pthread_mutex_unlock(&n->lock);
+		natsMsg *m = e->msg;
+		s = js_PublishMsgAsync(n->js, &m, &po);
+		if (s == NATS_OK) {
+			free(e); /* nats.c owns the message until the ack handler */
+			continue;
+		}
+		/* not handed over: put it back and try again on the next pump */
+		pthread_mutex_lock(&n->lock);
+		n->st.inflight--;
+		outbox_push(n, e, true);
+		pthread_mutex_unlock(&n->lock);
+		ts_debug("nats: publish deferred: %s", natsStatus_GetText(s));
+		return;
+	}
+}
+
+int tsn_flush(struct tsn *n, int64_t timeout_ms)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+
+	for (;;) {
+		struct tsn_stats st;
+
+		tsn_pump(n);
+		tsn_get_stats(n, &st);
+		if (!st.outbox_msgs && !st.inflight)
+			return 0;
+		if (now_ms() >= deadline)
+			return -ETIMEDOUT;
+		nats_Sleep(5);
+	}
+}
+
+void tsn_get_stats(struct tsn *n, struct tsn_stats *out)
+{
+	pthread_mutex_lock(&n->lock);
+	*out = n->st;
+	out->connected = natsConnection_Status(n->nc) == NATS_CONN_STATUS_CONNECTED;
+	pthread_mutex_unlock(&n->lock);
+}
+
+int tsn_subscribe(struct tsn *n, const char *durable, const char *filter, struct tsn_sub **out)
+{
+	jsSubOptions so;
+	jsErrCode jerr = 0;
+	struct tsn_sub *s;
+	natsStatus st;
+
+	if (tsn_ensure_stream(n))
+		return -EAGAIN;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	jsSubOptions_Init(&so);
+	so.Stream = TSN_STREAM;
+	so.Config.AckPolicy = js_AckExplicit;
+	so.Config.DeliverPolicy = js_DeliverAll;
+	so.Config.AckWait = 30 * 1000000000ll;
+	so.Config.MaxAckPending = 65536;
+	st = js_PullSubscribe(&s->sub, n->js, filter ? filter : TSN_SUBJECTS, durable, NULL, &so,
+			      &jerr);
+	if (st != NATS_OK) {
+		ts_error("nats: durable consumer %s: %s (%d)", durable, natsStatus_GetText(st),
+			 (int)jerr);
+		free(s);
+		return -EAGAIN;
+	}
+	s->n = n;
+	*out = s;
+	return 0;
+}
+
+int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_ms)
+{
+	jsErrCode jerr = 0;
+	natsStatus st;
+
+	memset(list, 0, sizeof(*list));
+	st = natsSubscription_Fetch(list, s->sub, batch, timeout_ms, &jerr);
+	if (st == NATS_OK)
+		return list->Count;
+	if (st == NATS_TIMEOUT)
+		return list->Count;
+	return -EAGAIN;
+}
+
+void tsn_unsubscribe(struct tsn_sub *s)
+{
+	if (!s)
+		return;
+	natsSubscription_Destroy(s->sub);
+	free(s);
+}

@@ -1,0 +1,71 @@
+/* NATS JetStream wrapper over nats.c: a publisher with a bounded outbox and
+ * asynchronous, acknowledged, de-duplicated publishes, and a durable pull consumer. */
+#ifndef TS_NATSW_H
+#define TS_NATSW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <nats/nats.h>
+
+#define TSN_STREAM "TRAINSCOPE"
+#define TSN_SUBJECTS "ts.v1.>"
+
+struct tsn_opts {
+	const char *url;            /* nats://127.0.0.1:4222 */
+	const char *name;           /* connection name shown by the server */
+	const char *creds_file;     /* optional NATS credentials (JWT + nkey) */
+	const char *token;          /* optional auth token */
+	const char *tls_ca;         /* optional CA bundle: enables TLS */
+	int max_inflight;           /* unacknowledged async publishes (default 256) */
+	size_t outbox_bytes;        /* bound of queued, unpublished data (default 64 MiB) */
+	int64_t ack_wait_ms;        /* publish ack timeout before a resend (default 2000) */
+	int64_t stream_max_age_s;   /* TRAINSCOPE stream retention (default 24 h) */
+	int64_t stream_max_bytes;   /* (default 1 GiB) */
+};
+
+struct tsn_stats {
+	uint64_t queued;        /* messages accepted into the outbox */
+	uint64_t published;     /* publish attempts handed to nats.c (resends included) */
+	uint64_t acked;         /* stored by JetStream */
+	uint64_t retried;       /* resent after an error or ack timeout */
+	uint64_t dropped;       /* pushed out of a full outbox */
+	uint64_t dropped_bytes;
+	uint64_t outbox_msgs;
+	uint64_t outbox_bytes;
+	uint64_t inflight;
+	uint64_t disconnects;
+	uint64_t reconnects;
+	bool connected;
+};
+
+struct tsn;
+
+/* Connects in the background: returns 0 even when the server is not up yet, and
+ * keeps reconnecting. Returns -EINVAL on bad options, -ENOMEM. */
+int tsn_open(struct tsn **out, const struct tsn_opts *opts);
+void tsn_close(struct tsn *n);
+
+/* Queues a copy of data for subject; msg_id de-duplicates resends on the server.
+ * Never blocks. When the outbox is over its bound the oldest messages are dropped
+ * (counted). Returns 0, -ENOMEM, or -EMSGSIZE when len alone exceeds the bound. */
+int tsn_publish(struct tsn *n, const char *subject, const void *data, size_t len,
+		const char *msg_id);
+/* Hands queued messages to nats.c while fewer than max_inflight await an ack. */
+void tsn_pump(struct tsn *n);
+/* Pumps until the outbox is empty and every publish is acknowledged, or timeout.
+ * Returns 0 or -ETIMEDOUT. */
+int tsn_flush(struct tsn *n, int64_t timeout_ms);
+void tsn_get_stats(struct tsn *n, struct tsn_stats *out);
+/* Creates or updates the TRAINSCOPE stream. Returns 0 or -EAGAIN when not reachable. */
+int tsn_ensure_stream(struct tsn *n);
+
+/* Durable pull consumer on the TRAINSCOPE stream. */
+struct tsn_sub;
+int tsn_subscribe(struct tsn *n, const char *durable, const char *filter, struct tsn_sub **out);
+/* Fetches up to batch messages. Returns the count (0 on timeout) or -EAGAIN while the
+ * server is away. Messages are acknowledged with natsMsg_Ack by the caller. */
+int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_ms);
+void tsn_unsubscribe(struct tsn_sub *s);
+
+#endif

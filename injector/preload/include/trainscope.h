@@ -1,0 +1,68 @@
+/* trainscope: the one API between a training process and libtrainscope.so.
+ *
+ * The Python shim calls it through ctypes; a C program (such as the e2e workload)
+ * calls it directly. Define TRAINSCOPE_WEAK before including this header to declare
+ * the functions weak: the program then runs unchanged when the library is not
+ * preloaded (test `if (trainscope_step_begin)` before calling).
+ *
+ * Every call is safe from any thread, never blocks, never allocates and makes no
+ * system call once the process's ring exists; a full ring drops and counts. */
+#ifndef TRAINSCOPE_H
+#define TRAINSCOPE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef TRAINSCOPE_WEAK
+#define TRAINSCOPE_API __attribute__((weak))
+#else
+#define TRAINSCOPE_API __attribute__((visibility("default")))
+#endif
+
+enum trainscope_region {
+	TRAINSCOPE_REGION_DATALOADER = 1,
+	TRAINSCOPE_REGION_COMPUTE = 2,
+	TRAINSCOPE_REGION_CHECKPOINT = 3,
+	TRAINSCOPE_REGION_LAUNCH = 4, /* host-side launch / framework API time */
+	TRAINSCOPE_REGION_SYNC = 5,   /* waiting on the device */
+	TRAINSCOPE_REGION_GC = 6,
+	TRAINSCOPE_REGION_MAX = 7
+};
+
+/* Values match trainscope.v1.CollOp. */
+enum trainscope_coll_op {
+	TRAINSCOPE_COLL_ALL_REDUCE = 1,
+	TRAINSCOPE_COLL_ALL_GATHER = 2,
+	TRAINSCOPE_COLL_REDUCE_SCATTER = 3,
+	TRAINSCOPE_COLL_BROADCAST = 4,
+	TRAINSCOPE_COLL_REDUCE = 5,
+	TRAINSCOPE_COLL_ALL_TO_ALL = 6,
+	TRAINSCOPE_COLL_SEND_RECV = 7,
+	TRAINSCOPE_COLL_GATHER = 8,
+	TRAINSCOPE_COLL_SCATTER = 9,
+	TRAINSCOPE_COLL_MAX = 10
+};
+
+struct trainscope_counters {
+	uint64_t written; /* records that reached the ring */
+	uint64_t dropped; /* records lost: ring full, or no ring could be made */
+};
+
+TRAINSCOPE_API void trainscope_step_begin(uint64_t step);
+TRAINSCOPE_API void trainscope_step_end(uint64_t step);
+TRAINSCOPE_API void trainscope_region_begin(enum trainscope_region region);
+TRAINSCOPE_API void trainscope_region_end(enum trainscope_region region);
+/* Device busy time of the current step's compute (CUDA events; CPU time for a CPU
+ * "device"): the analyzer prefers it to the compute region's wall time. */
+TRAINSCOPE_API void trainscope_compute_device_ns(uint64_t ns);
+TRAINSCOPE_API void trainscope_collective_begin(enum trainscope_coll_op op, uint64_t bytes);
+TRAINSCOPE_API void trainscope_collective_end(enum trainscope_coll_op op);
+TRAINSCOPE_API void trainscope_get_counters(struct trainscope_counters *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,116 @@
+#include "batch.h"
+#include "proto/trainscope.pb-c.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+typedef Trainscope__V1__Record Record;
+typedef Trainscope__V1__Step Step;
+typedef Trainscope__V1__CollStat CollStat;
+
+static void fill_identity(Trainscope__V1__Identity *pb, Trainscope__V1__Device *dev,
+			  const struct ts_ident *id)
+{
+	pb->namespace_ = (char *)id->ns;
+	pb->job = (char *)id->job;
+	pb->pod = (char *)id->pod;
+	pb->node = (char *)id->node;
+	pb->container = (char *)id->container;
+	pb->rank = id->rank;
+	pb->local_rank = id->local_rank;
+	pb->world_size = id->world_size;
+	pb->pid = id->pid;
+	pb->cgroup_id = id->cgroup_id;
+	dev->index = id->dev_index;
+	dev->uuid = (char *)id->dev_uuid;
+	pb->device = dev;
+}
+
+static void fill_step(Step *pb, CollStat *cs, CollStat **csp, const struct ts_step_sum *s,
+		      int world)
+{
+	pb->step = s->step;
+	pb->start_ns = s->start_ns;
+	pb->end_ns = s->end_ns;
+	pb->dataloader_ns = s->dataloader_ns;
+	pb->compute_ns = s->compute_ns;
+	pb->compute_wall_ns = s->compute_wall_ns;
+	pb->collective_ns = s->collective_ns;
+	pb->launch_ns = s->launch_ns;
+	pb->sync_ns = s->sync_ns;
+	pb->gc_ns = s->gc_ns;
+	pb->checkpoint_ns = s->checkpoint_ns;
+	for (int i = 0; i < s->ncoll; i++) {
+		const struct ts_coll_acc *c = &s->coll[i];
+		trainscope__v1__coll_stat__init(&cs[i]);
+		cs[i].op = (Trainscope__V1__CollOp)c->op;
+		cs[i].size_bucket = c->bucket;
+		cs[i].count = c->count;
+		cs[i].bytes = c->bytes;
+		cs[i].time_ns = c->time_ns;
+		if (c->time_ns)
+			cs[i].bus_bw_gbps = (double)c->bytes / (double)c->time_ns *
+					    ts_busbw_factor(c->op, world);
+		csp[i] = &cs[i];
+	}
+	pb->n_colls = (size_t)s->ncoll;
+	pb->colls = csp;
+}
+
+int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *steps, int n,
+		    uint8_t **out, size_t *len)
+{
+	Trainscope__V1__Batch b = TRAINSCOPE__V1__BATCH__INIT;
+	Trainscope__V1__Identity id = TRAINSCOPE__V1__IDENTITY__INIT;
+	Trainscope__V1__Device dev = TRAINSCOPE__V1__DEVICE__INIT;
+	Trainscope__V1__Hello hello = TRAINSCOPE__V1__HELLO__INIT;
+	int nrec = n + (h->hello ? 1 : 0), k = 0, err = -ENOMEM;
+	Record *recs = calloc((size_t)nrec + 1, sizeof(*recs));
+	Record **recp = calloc((size_t)nrec + 1, sizeof(*recp));
+	Step *st = calloc((size_t)n + 1, sizeof(*st));
+	CollStat *cs = calloc((size_t)n * TS_AGG_MAX_COLL + 1, sizeof(*cs));
+	CollStat **csp = calloc((size_t)n * TS_AGG_MAX_COLL + 1, sizeof(*csp));
+
+	if (!recs || !recp || !st || !cs || !csp)
+		goto out;
+	fill_identity(&id, &dev, h->id);
+	b.id = &id;
+	b.producer_id = h->producer_id;
+	b.seq = h->seq;
+	b.dropped_records = h->dropped_records;
+	b.final = h->final;
+	if (h->hello) {
+		hello.start_time_ns = h->start_real_ns;
+		hello.version = (char *)"0.1.0";
+		hello.comm = (char *)"";
+		trainscope__v1__record__init(&recs[k]);
+		recs[k].kind_case = TRAINSCOPE__V1__RECORD__KIND_HELLO;
+		recs[k].hello = &hello;
+		recp[k] = &recs[k];
+		k++;
+	}
+	for (int i = 0; i < n; i++, k++) {
+		trainscope__v1__step__init(&st[i]);
+		fill_step(&st[i], &cs[i * TS_AGG_MAX_COLL], &csp[i * TS_AGG_MAX_COLL], &steps[i],
+			  h->id->world_size);
+		trainscope__v1__record__init(&recs[k]);
+		recs[k].kind_case = TRAINSCOPE__V1__RECORD__KIND_STEP;
+		recs[k].step = &st[i];
+		recp[k] = &recs[k];
+	}
+	b.n_records = (size_t)nrec;
+	b.records = recp;
+	*len = trainscope__v1__batch__get_packed_size(&b);
+	*out = malloc(*len ? *len : 1);
+	if (*out) {
+		trainscope__v1__batch__pack(&b, *out);
+		err = 0;
+	}
+out:
+	free(recs);
+	free(recp);
+	free(st);
+	free(cs);
+	free(csp);
+	return err;
+}

@@ -1,0 +1,147 @@
+/* trainscope-relay: the sidecar that drains rings into NATS JetStream. */
+#include "httpd.h"
+#include "log.h"
+#include "relay.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: trainscope-relay [options]\n"
+		"Drains the trainscope rings of a folder (one per training process), folds them\n"
+		"into per-step records and publishes them to NATS JetStream on\n"
+		"ts.v1.<namespace>.<job>.rank.<rank>. Runs until SIGTERM/SIGINT, then drains\n"
+		"everything left and waits for NATS to acknowledge it.\n\n"
+		"  -d, --ring-dir DIR       ring folder (env TRAINSCOPE_RING_DIR)\n"
+		"  -s, --nats URL           NATS server (env TRAINSCOPE_NATS_URL,\n"
+		"                           default nats://127.0.0.1:4222)\n"
+		"      --nats-creds FILE    NATS credentials file\n"
+		"      --nats-token TOKEN   NATS auth token (env TRAINSCOPE_NATS_TOKEN)\n"
+		"      --nats-ca FILE       CA bundle: use TLS\n"
+		"  -p, --metrics-port N     serve /metrics and /healthz (0 = any free port,\n"
+		"                           -1 = off; default -1)\n"
+		"      --metrics-addr ADDR  listen address (default 127.0.0.1)\n"
+		"      --flush-ms N         publish pending steps at least every N ms (100)\n"
+		"      --outbox-mb N        bound of data buffered while NATS is away (64)\n"
+		"      --drain-timeout-ms N wait this long for acks at exit (10000)\n"
+		"  -h, --help\n");
+}
+
+struct relay_cli {
+	struct relay_opts ro;
+	int metrics_port, drain_timeout_ms;
+	const char *metrics_addr;
+};
+
+static int parse_args(int argc, char **argv, struct relay_cli *c)
+{
+	static const struct option longopts[] = {
+		{ "ring-dir", required_argument, NULL, 'd' },
+		{ "nats", required_argument, NULL, 's' },
+		{ "nats-creds", required_argument, NULL, 'C' },
+		{ "nats-token", required_argument, NULL, 'T' },
+		{ "nats-ca", required_argument, NULL, 'A' },
+		{ "metrics-port", required_argument, NULL, 'p' },
+		{ "metrics-addr", required_argument, NULL, 'a' },
+		{ "flush-ms", required_argument, NULL, 'f' },
+		{ "outbox-mb", required_argument, NULL, 'o' },
+		{ "drain-timeout-ms", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int ch;
+
+	c->ro.ring_dir = getenv("TRAINSCOPE_RING_DIR");
+	c->ro.nats.url = getenv("TRAINSCOPE_NATS_URL");
+	c->ro.nats.token = getenv("TRAINSCOPE_NATS_TOKEN");
+	c->ro.nats.name = "trainscope-relay";
+	c->metrics_port = -1;
+	c->drain_timeout_ms = 10000;
+	while ((ch = getopt_long(argc, argv, "d:s:p:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'd': c->ro.ring_dir = optarg; break;
+		case 's': c->ro.nats.url = optarg; break;
+		case 'C': c->ro.nats.creds_file = optarg; break;
+		case 'T': c->ro.nats.token = optarg; break;
+		case 'A': c->ro.nats.tls_ca = optarg; break;
+		case 'p': c->metrics_port = atoi(optarg); break;
+		case 'a': c->metrics_addr = optarg; break;
+		case 'f': c->ro.flush_ms = atoi(optarg); break;
+		case 'o': c->ro.nats.outbox_bytes = (size_t)atol(optarg) << 20; break;
+		case 'w': c->drain_timeout_ms = atoi(optarg); break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (!c->ro.ring_dir || !*c->ro.ring_dir) {
+		fprintf(stderr, "trainscope-relay: no ring folder: pass --ring-dir or set "
+				"TRAINSCOPE_RING_DIR\n");
+		return -1;
+	}
+	if (!c->ro.nats.url || !*c->ro.nats.url)
+		c->ro.nats.url = "nats://127.0.0.1:4222";
+	return 0;
+}
+
+static int serve(void *ctx, const char *path, struct ts_buf *out, const char **ctype)
+{
+	if (strcmp(path, "/metrics") == 0) {
+		*ctype = "text/plain; version=0.0.4";
+		relay_render_metrics(ctx, out);
+		return 200;
+	}
+	if (strcmp(path, "/healthz") == 0) {
+		ts_buf_printf(out, "ok\n");
+		return 200;
+	}
+	ts_buf_printf(out, "not found: try /metrics or /healthz\n");
+	return 404;
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct ts_httpd *http = NULL;
+	struct relay_cli cli = { 0 };
+	struct relay *r = NULL;
+	int err;
+
+	ts_log_init("relay");
+	if (parse_args(argc, argv, &cli))
+		return 2;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	err = relay_new(&r, &cli.ro);
+	if (err)
+		return 1;
+	if (cli.metrics_port >= 0) {
+		err = ts_httpd_start(&http, cli.metrics_addr, (uint16_t)cli.metrics_port, serve, r);
+		if (err) {
+			relay_free(r);
+			return 1;
+		}
+		ts_info("relay: metrics on http://%s:%u/metrics",
+			cli.metrics_addr ? cli.metrics_addr : "127.0.0.1", ts_httpd_port(http));
+	}
+	ts_info("relay: watching %s, publishing to %s", cli.ro.ring_dir, cli.ro.nats.url);
+	while (!stop_requested)
+		relay_poll(r, 20);
+	err = relay_finish(r, cli.drain_timeout_ms);
+	ts_httpd_stop(http);
+	relay_free(r);
+	return err ? 1 : 0;
+}

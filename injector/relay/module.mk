@@ -1,0 +1,12 @@
+RELAY_LIB_SRCS := injector/relay/relay.c injector/relay/agg.c injector/relay/batch.c
+RELAY_LIB_OBJS := $(RELAY_LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/injector/preload/ring.o
+RELAY_BIN := $(BUILD)/bin/trainscope-relay
+
+$(RELAY_BIN): $(BUILD)/obj/injector/relay/main.o $(RELAY_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
+	$(call link,$^)
+BINS += $(RELAY_BIN)
+
+$(BUILD)/test/test_agg: $(BUILD)/obj/injector/relay/tests/test_agg.o $(RELAY_LIB_OBJS) \
+		$(COMMON_OBJS) $(PROTO_OBJ)
+	$(call link,$^,$(CMOCKA_LIBS))
+TESTS += $(BUILD)/test/test_agg

@@ -1,0 +1,372 @@
+#include "relay.h"
+#include "agg.h"
+#include "batch.h"
+#include "log.h"
+#include "ring.h"
+#include "tsclock.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#define DRAIN_BUDGET 65536 /* records per ring per round, so one busy ring cannot starve others */
+
+struct producer {
+	char path[4096];
+	struct ts_ring *ring;
+	struct ts_agg agg;
+	uint64_t producer_id, seq;
+	bool hello_sent;
+	uint64_t last_flush_ms;
+	int npending, cap;
+	struct ts_step_sum *pending;
+	char subject[256];
+};
+
+struct relay {
+	struct relay_opts opts;
+	struct tsn *nats;
+	int inotify_fd;
+	bool rescan;
+	uint64_t last_scan_ms, relay_nonce;
+	struct producer **prod;
+	int nprod, capprod;
+	struct relay_stats st;
+	uint64_t dropped_done; /* ring drops of producers already removed */
+};
+
+static uint64_t mono_ms(void)
+{
+	return ts_mono_ns() / 1000000;
+}
+
+static uint64_t splitmix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static bool known(struct relay *r, const char *path)
+{
+	for (int i = 0; i < r->nprod; i++)
+		if (strcmp(r->prod[i]->path, path) == 0)
+			return true;
+	return false;
+}
+
+static int add_producer(struct relay *r, const char *path)
+{
+	struct producer *p = calloc(1, sizeof(*p));
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	snprintf(p->path, sizeof(p->path), "%s", path);
+	err = ts_ring_open(path, &p->ring);
+	if (err) {
+		free(p);
+		return err;
+	}
+	if (r->nprod == r->capprod) {
+		int cap = r->capprod ? r->capprod * 2 : 16;
+		struct producer **np = realloc(r->prod, (size_t)cap * sizeof(*np));
+		if (!np) {
+			ts_ring_unmap(p->ring);
+			free(p);
+			return -ENOMEM;
+		}
+		r->prod = np;
+		r->capprod = cap;
+	}
+	ts_agg_init(&p->agg, p->ring->mono_to_real_ns);
+	p->producer_id = splitmix(r->relay_nonce ^ (uint64_t)p->ring->id.pid ^ p->ring->start_real_ns);
+	p->last_flush_ms = mono_ms();
+	char leaf[16];
+	snprintf(leaf, sizeof(leaf), "%d", p->ring->id.rank);
+	ts_subject(p->subject, sizeof(p->subject), p->ring->id.ns, p->ring->id.job, "rank", leaf);
+	r->prod[r->nprod++] = p;
+	r->st.producers_seen++;
+	ts_info("relay: following %s (job %s/%s rank %d/%d pid %d) -> %s", path, p->ring->id.ns,
+		p->ring->id.job, p->ring->id.rank, p->ring->id.world_size, p->ring->id.pid,
+		p->subject);
+	return 0;
+}
+
+static bool is_ring_name(const char *name)
+{
+	size_t n = strlen(name), k = strlen(TS_RING_SUFFIX);
+
+	return n > k && strcmp(name + n - k, TS_RING_SUFFIX) == 0;
+}
+
+static void scan(struct relay *r)
+{
+	char path[4096];
+	struct dirent *de;
+	DIR *d = opendir(r->opts.ring_dir);
+
+	r->last_scan_ms = mono_ms();
+	r->rescan = false;
+	if (!d) {
+		ts_warn("relay: cannot read %s: %s", r->opts.ring_dir, strerror(errno));
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (!is_ring_name(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", r->opts.ring_dir, de->d_name);
+		if (known(r, path))
+			continue;
+		int err = add_producer(r, path);
+		if (err) {
+			r->st.bad_rings++;
+			ts_warn("relay: ignoring %s: %s", path, strerror(-err));
+		}
+	}
+	closedir(d);
+}
+
+static int push_pending(struct producer *p, const struct ts_step_sum *s)
+{
+	if (p->npending == p->cap) {
+		int cap = p->cap ? p->cap * 2 : 64;
+		struct ts_step_sum *np = realloc(p->pending, (size_t)cap * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		p->pending = np;
+		p->cap = cap;
+	}
+	p->pending[p->npending++] = *s;
+	return 0;
+}
+
+static void publish(struct relay *r, struct producer *p, bool final)
+{
+	struct ts_batch_hdr h = {
+		.id = &p->ring->id,
+		.producer_id = p->producer_id,
+		.seq = p->seq + 1,
+		.dropped_records = atomic_load(&p->ring->dropped),
+		.hello = !p->hello_sent,
+		.start_real_ns = p->ring->start_real_ns,
+		.final = final,
+	};
+	char msg_id[64];
+	uint8_t *buf;
+	size_t len;
+	int err;
+
+	p->last_flush_ms = mono_ms();
+	if (!p->npending && p->hello_sent && !final)
+		return;
+	if (ts_batch_encode(&h, p->pending, p->npending, &buf, &len)) {
+		r->st.encode_errors++;
+		return;
+	}
+	snprintf(msg_id, sizeof(msg_id), "%016" PRIx64 "-%" PRIu64, h.producer_id, h.seq);
+	err = tsn_publish(r->nats, p->subject, buf, len, msg_id);
+	free(buf);
+	if (err) {
+		r->st.publish_errors++;
+		ts_warn("relay: %d steps of %s lost: %s", p->npending, p->subject, strerror(-err));
+	} else {
+		r->st.batches++;
+	}
+	p->seq++;
+	p->hello_sent = true;
+	p->npending = 0;
+}
+
+static void drain(struct relay *r, struct producer *p)
+{
+	struct ts_step_sum sum;
+	struct ts_rec rec;
+
+	for (int n = 0; n < DRAIN_BUDGET && ts_ring_pop(p->ring, &rec); n++) {
+		r->st.records++;
+		if (!ts_agg_add(&p->agg, &rec, &sum))
+			continue;
+		r->st.steps++;
+		if (push_pending(p, &sum)) {
+			r->st.encode_errors++;
+			continue;
+		}
+		if (p->npending >= r->opts.max_batch_steps)
+			publish(r, p, false);
+	}
+}
+
+static bool ring_empty(const struct ts_ring *ring)
+{
+	return atomic_load(&ring->tail) == atomic_load(&ring->head);
+}
+
+static void remove_producer(struct relay *r, int i)
+{
+	struct producer *p = r->prod[i];
+
+	ts_info("relay: %s finished (rank %d, %" PRIu64 " batches, %" PRIu64 " ring drops)",
+		p->path, p->ring->id.rank, p->seq, (uint64_t)atomic_load(&p->ring->dropped));
+	r->dropped_done += atomic_load(&p->ring->dropped);
+	unlink(p->path);
+	ts_ring_unmap(p->ring);
+	free(p->pending);
+	free(p);
+	r->prod[i] = r->prod[--r->nprod];
+	r->st.producers_done++;
+}
+
+/* A producer is done when its process has exited and the ring is drained. */
+static void round_all(struct relay *r, bool final)
+{
+	uint64_t now = mono_ms();
+
+	for (int i = 0; i < r->nprod; i++) {
+		struct producer *p = r->prod[i];
+		bool gone = !ts_ring_producer_alive(p->path) || atomic_load(&p->ring->closed);
+
+		drain(r, p);
+		bool done = gone && ring_empty(p->ring);
+		if (final || done || now - p->last_flush_ms >= (uint64_t)r->opts.flush_ms)
+			publish(r, p, done);
+		if (done) {
+			remove_producer(r, i);
+			i--;
+		}
+	}
+	tsn_pump(r->nats);
+}
+
+int relay_new(struct relay **out, const struct relay_opts *opts)
+{
+	struct relay *r = calloc(1, sizeof(*r));
+	int err;
+
+	if (!r)
+		return -ENOMEM;
+	r->opts = *opts;
+	if (r->opts.flush_ms <= 0)
+		r->opts.flush_ms = 100;
+	if (r->opts.max_batch_steps <= 0)
+		r->opts.max_batch_steps = 256;
+	r->relay_nonce = splitmix(ts_real_ns() ^ ((uint64_t)getpid() << 32));
+	r->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (r->inotify_fd < 0 ||
+	    inotify_add_watch(r->inotify_fd, opts->ring_dir, IN_MOVED_TO | IN_CREATE) < 0) {
+		err = -errno;
+		ts_error("relay: cannot watch %s: %s", opts->ring_dir, strerror(errno));
+		goto fail;
+	}
+	err = tsn_open(&r->nats, &opts->nats);
+	if (err)
+		goto fail;
+	r->rescan = true;
+	*out = r;
+	return 0;
+fail:
+	if (r->inotify_fd >= 0)
+		close(r->inotify_fd);
+	free(r);
+	return err;
+}
+
+int relay_poll(struct relay *r, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = r->inotify_fd, .events = POLLIN };
+	char evbuf[4096];
+
+	if (poll(&pfd, 1, timeout_ms) > 0) {
+		while (read(r->inotify_fd, evbuf, sizeof(evbuf)) > 0)
+			;
+		r->rescan = true;
+	}
+	if (r->rescan || mono_ms() - r->last_scan_ms > 1000)
+		scan(r);
+	round_all(r, false);
+	return 0;
+}
+
+int relay_finish(struct relay *r, int timeout_ms)
+{
+	struct tsn_stats ns;
+	int err;
+
+	scan(r);
+	round_all(r, true);
+	err = tsn_flush(r->nats, timeout_ms);
+	tsn_get_stats(r->nats, &ns);
+	if (err)
+		ts_error("relay: %" PRIu64 " batches not acknowledged within %d ms (queued %" PRIu64
+			 ", in flight %" PRIu64 ")",
+			 ns.outbox_msgs + ns.inflight, timeout_ms, ns.outbox_msgs, ns.inflight);
+	return err;
+}
+
+void relay_get_stats(struct relay *r, struct relay_stats *out)
+{
+	*out = r->st;
+	out->producers_active = (uint64_t)r->nprod;
+	out->ring_dropped = r->dropped_done;
+	for (int i = 0; i < r->nprod; i++)
+		out->ring_dropped += atomic_load(&r->prod[i]->ring->dropped);
+}
+
+void relay_render_metrics(struct relay *r, struct ts_buf *b)
+{
+	struct relay_stats s;
+	struct tsn_stats n;
+
+	relay_get_stats(r, &s);
+	tsn_get_stats(r->nats, &n);
+#define M(name, type, help, v)                                                               \
+	ts_buf_printf(b, "# HELP trainscope_relay_" name " " help "\n# TYPE trainscope_relay_" name \
+			 " " type "\ntrainscope_relay_" name " %" PRIu64 "\n",                      \
+		      (uint64_t)(v))
+	M("records_total", "counter", "Ring records drained.", s.records);
+	M("ring_dropped_total", "counter", "Records the training processes dropped: ring full.",
+	  s.ring_dropped);
+	M("steps_total", "counter", "Step summaries built.", s.steps);
+	M("batches_total", "counter", "Batches queued for NATS.", s.batches);
+	M("producers", "gauge", "Rings followed now.", s.producers_active);
+	M("producers_done_total", "counter", "Rings finished and removed.", s.producers_done);
+	M("bad_rings_total", "counter", "Ring files refused (bad header).", s.bad_rings);
+	M("encode_errors_total", "counter", "Batches lost to encoding or memory errors.",
+	  s.encode_errors);
+	M("publish_errors_total", "counter", "Batches refused by the outbox.", s.publish_errors);
+	M("nats_published_total", "counter", "Publishes handed to NATS, resends included.",
+	  n.published);
+	M("nats_acked_total", "counter", "Batches stored by JetStream.", n.acked);
+	M("nats_retried_total", "counter", "Batches resent after an error or ack timeout.",
+	  n.retried);
+	M("nats_dropped_total", "counter", "Batches dropped from a full outbox.", n.dropped);
+	M("nats_dropped_bytes_total", "counter", "Bytes dropped from a full outbox.",
+	  n.dropped_bytes);
+	M("nats_outbox_bytes", "gauge", "Bytes waiting for NATS.", n.outbox_bytes);
+	M("nats_inflight", "gauge", "Publishes awaiting an ack.", n.inflight);
+	M("nats_connected", "gauge", "1 while connected to NATS.", n.connected ? 1 : 0);
+#undef M
+}
+
+void relay_free(struct relay *r)
+{
+	if (!r)
+		return;
+	for (int i = 0; i < r->nprod; i++) {
+		ts_ring_unmap(r->prod[i]->ring);
+		free(r->prod[i]->pending);
+		free(r->prod[i]);
+	}
+	free(r->prod);
+	tsn_close(r->nats);
+	close(r->inotify_fd);
+	free(r);
+}

@@ -1,0 +1,35 @@
+/* trainscope-relay: drains the rings of a folder into Step batches on NATS. */
+#ifndef TS_RELAY_H
+#define TS_RELAY_H
+
+#include <stdint.h>
+#include "buf.h"
+#include "natsw.h"
+
+struct relay_opts {
+	const char *ring_dir;
+	struct tsn_opts nats;
+	int flush_ms;        /* publish a producer's pending steps at least this often */
+	int max_batch_steps; /* ... or as soon as this many are pending */
+};
+
+struct relay_stats {
+	uint64_t producers_seen, producers_active, producers_done, bad_rings;
+	uint64_t records, steps, batches, encode_errors, publish_errors;
+	uint64_t ring_dropped; /* drops counted by the producers' rings, finished ones too */
+};
+
+struct relay;
+
+int relay_new(struct relay **out, const struct relay_opts *opts);
+/* One round: rescans the folder when it changed, drains every ring, publishes what is
+ * due, and waits up to timeout_ms for ring files to appear. Returns 0 or -errno. */
+int relay_poll(struct relay *r, int timeout_ms);
+/* Final drain of every ring, publish everything, and wait for acks up to timeout_ms.
+ * Returns 0 or -ETIMEDOUT (what was not acknowledged is logged and counted). */
+int relay_finish(struct relay *r, int timeout_ms);
+void relay_get_stats(struct relay *r, struct relay_stats *out);
+void relay_render_metrics(struct relay *r, struct ts_buf *b);
+void relay_free(struct relay *r);
+
+#endif

@@ -1,0 +1,13 @@
+# protobuf-c code generated at build time into $(BUILD)/gen/proto/.
+PROTO_SRC := $(BUILD)/gen/proto/trainscope.pb-c.c
+PROTO_HDR := $(BUILD)/gen/proto/trainscope.pb-c.h
+
+$(PROTO_SRC) $(PROTO_HDR) &: proto/trainscope.proto
+	@mkdir -p $(BUILD)/gen
+	protoc-c --c_out=$(BUILD)/gen $<
+
+$(BUILD)/obj/proto/trainscope.pb-c.o: $(PROTO_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Wno-unused-parameter $(SANFLAGS) -c $< -o $@
+
+PROTO_OBJ := $(BUILD)/obj/proto/trainscope.pb-c.o
