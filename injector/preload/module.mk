@@ -11,3 +11,8 @@ LIBS += $(PRELOAD_LIB)
 $(BUILD)/test/test_ring: $(BUILD)/obj/injector/preload/tests/test_ring.o $(RING_OBJS)
 	$(call link,$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/test_ring
+
+$(BUILD)/test/test_preload: $(BUILD)/obj/injector/preload/tests/test_preload.o $(RING_OBJS) \
+		| $(PRELOAD_LIB)
+	$(call link,$^,$(CMOCKA_LIBS) -ldl)
+TESTS += $(BUILD)/test/test_preload

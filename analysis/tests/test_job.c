@@ -1,0 +1,193 @@
+/* Job-level localization on synthetic ranks: the slow rank and its cause, nobody in a
+ * healthy job, hang, late data. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/job.h"
+
+#define MS 1000000ull
+
+struct sim {
+	int world, slow_rank, from_step;
+	enum ts_metric metric;
+	double factor;
+	unsigned seed;
+};
+
+static double jitter(unsigned *seed, double v, double rel)
+{
+	return v * (1 + rel * ((rand_r(seed) % 2001) / 1000.0 - 1.0));
+}
+
+/* A synchronous step: the slow rank's extra time shows up as the others' collective. */
+static void feed_step(struct ts_job *j, struct sim *s, uint64_t step)
+{
+	double base[TS_M_COUNT] = { 30, 5, 0.5, 20, 0 }, extra = 0;
+	uint64_t t0 = 1000000 * MS + step * 100 * MS;
+
+	if (s->slow_rank >= 0 && step >= (uint64_t)s->from_step)
+		extra = base[s->metric] * (s->factor - 1);
+	for (int r = 0; r < s->world; r++) {
+		struct ts_rank_step rs = { .step = step, .start_ns = t0 };
+		for (int m = 0; m < TS_M_COUNT; m++)
+			rs.m[m] = jitter(&s->seed, base[m], 0.03);
+		if (r == s->slow_rank && extra > 0)
+			rs.m[s->metric] += extra;
+		else
+			rs.m[TS_M_COLLECTIVE] += extra;
+		rs.end_ns = t0 + (uint64_t)((56 + extra) * MS);
+		assert_int_equal(ts_job_add_step(j, r, s->world, &rs), 0);
+	}
+}
+
+static const struct ts_job_result *run(struct sim *s, int steps, uint64_t *first_named)
+{
+	static struct ts_job *j;
+	struct ts_params p;
+
+	ts_params_defaults(&p);
+	char err[128];
+	assert_int_equal(ts_params_load(&p, NULL, NULL, err, sizeof(err)), 0);
+	if (j)
+		ts_job_free(j);
+	assert_int_equal(ts_job_new(&j, "ns", "job", s->world, &p), 0);
+	*first_named = 0;
+	for (int st = 0; st < steps; st++) {
+		feed_step(j, s, (uint64_t)st);
+		ts_job_tick(j, 1000000 * MS + (uint64_t)st * 100 * MS);
+		if (!*first_named && ts_job_result(j)->nslow)
+			*first_named = (uint64_t)st;
+	}
+	return ts_job_result(j);
+}
+
+static void expect_slow(enum ts_metric metric, double factor, const char *cause, int world)
+{
+	struct sim s = { world, 5, 40, metric, factor, 7 };
+	uint64_t first;
+	const struct ts_job_result *r = run(&s, 120, &first);
+
+	assert_int_equal(r->state, TS_STATE_FAILSLOW);
+	assert_int_equal(r->nslow, 1);
+	assert_int_equal(r->slow[0].rank, 5);
+	assert_string_equal(r->slow[0].cause, cause);
+	assert_string_equal(r->slow[0].metric, ts_metric_names[metric]);
+	assert_true(fabs(r->slow[0].degradation - (factor - 1)) < 0.06);
+	assert_non_null(strstr(r->slow[0].evidence, "the others wait for it"));
+	/* window of 10 steps, alarm after 5 consecutive hits */
+	assert_true(first >= 45 && first <= 56);
+}
+
+static void test_compute(void **state)
+{
+	(void)state;
+	expect_slow(TS_M_COMPUTE, 1.3, "Compute", 8);
+	expect_slow(TS_M_COMPUTE, 1.3, "Compute", 16);
+}
+
+static void test_storage(void **state)
+{
+	(void)state;
+	expect_slow(TS_M_DATALOADER, 1.5, "Storage", 8);
+	expect_slow(TS_M_DATALOADER, 1.5, "Storage", 16);
+}
+
+static void test_launch_is_host_cpu(void **state)
+{
+	(void)state;
+	expect_slow(TS_M_LAUNCH, 3.0, "HostCPU", 8);
+}
+
+static void test_healthy_names_nobody(void **state)
+{
+	struct sim s = { 8, -1, 0, TS_M_COMPUTE, 1, 3 };
+	uint64_t first;
+	const struct ts_job_result *r;
+
+	(void)state;
+	r = run(&s, 300, &first);
+	assert_int_equal(r->state, TS_STATE_HEALTHY);
+	assert_int_equal(r->alarms_raised, 0);
+	assert_int_equal(first, 0);
+	assert_int_equal(r->steps_evaluated, 300);
+}
+
+static void test_hang_and_finish(void **state)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	struct sim s = { 4, -1, 0, TS_M_COMPUTE, 1, 1 };
+	uint64_t t = 1000000 * MS;
+
+	(void)state;
+	ts_params_defaults(&p);
+	p.hang_timeout_s = 5;
+	assert_int_equal(ts_job_new(&j, "ns", "hang", 4, &p), 0);
+	for (int st = 0; st < 20; st++) {
+		feed_step(j, &s, (uint64_t)st);
+		ts_job_tick(j, t + (uint64_t)st * 100 * MS);
+	}
+	assert_int_equal(ts_job_result(j)->state, TS_STATE_HEALTHY);
+	/* ranks 0-2 report step 20, rank 3 never does */
+	struct ts_rank_step rs = { .step = 20, .start_ns = t, .end_ns = t + 50 * MS };
+	for (int r = 0; r < 3; r++)
+		ts_job_add_step(j, r, 4, &rs);
+	ts_job_tick(j, t + 3000 * MS);
+	assert_int_equal(ts_job_result(j)->state, TS_STATE_HEALTHY);
+	assert_true(ts_job_tick(j, t + 9000 * MS));
+	assert_int_equal(ts_job_result(j)->state, TS_STATE_HANG);
+	assert_non_null(strstr(ts_job_result(j)->reason, "no step completed"));
+	/* once every rank has exited, a quiet job is finished, not hung */
+	for (int r = 0; r < 4; r++)
+		ts_job_rank_final(j, r);
+	ts_job_tick(j, t + 20000 * MS);
+	assert_int_not_equal(ts_job_result(j)->state, TS_STATE_HANG);
+	/* data for an analysed step is late: counted, not used */
+	rs.step = 3;
+	assert_int_equal(ts_job_add_step(j, 1, 4, &rs), 0);
+	assert_int_equal(ts_job_late_steps(j), 1);
+	assert_int_equal(ts_job_add_step(j, 70000, 4, &rs), -ERANGE);
+	ts_job_free(j);
+}
+
+static void test_missing_rank_does_not_stall(void **state)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	uint64_t t = 1000000 * MS;
+
+	(void)state;
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", "gap", 4, &p), 0);
+	/* rank 2 lost its data: steps are still analysed once lag_steps behind */
+	for (int st = 0; st < 60; st++) {
+		struct ts_rank_step rs = { .step = (uint64_t)st, .start_ns = t, .end_ns = t + 50 * MS,
+					   .m = { 30, 5, 0.5, 20, 0 } };
+		for (int r = 0; r < 4; r++)
+			if (r != 2)
+				ts_job_add_step(j, r, 4, &rs);
+		ts_job_tick(j, t + (uint64_t)st * 100 * MS);
+	}
+	assert_true(ts_job_result(j)->steps_evaluated >= 60 - 1 - (uint64_t)p.lag_steps);
+	ts_job_free(j);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_compute),
+		cmocka_unit_test(test_storage),
+		cmocka_unit_test(test_launch_is_host_cpu),
+		cmocka_unit_test(test_healthy_names_nobody),
+		cmocka_unit_test(test_hang_and_finish),
+		cmocka_unit_test(test_missing_rank_does_not_stall),
+	};
+	return cmocka_run_group_tests_name("job", tests, NULL, NULL);
+}

@@ -1,0 +1,153 @@
+/* The real libtrainscope.so, loaded as a program would get it: records land in a ring
+ * file of the ring folder; without a folder or with a full ring every call is counted. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ring.h"
+#include "trainscope.h"
+
+struct api {
+	void *h;
+	void (*step_begin)(uint64_t);
+	void (*step_end)(uint64_t);
+	void (*region_begin)(enum trainscope_region);
+	void (*region_end)(enum trainscope_region);
+	void (*get_counters)(struct trainscope_counters *);
+};
+
+static const char *lib_path(void)
+{
+	const char *p = getenv("TRAINSCOPE_LIB");
+
+	return p ? p : "build/lib/libtrainscope.so";
+}
+
+static void load(struct api *a)
+{
+	a->h = dlopen(lib_path(), RTLD_NOW | RTLD_LOCAL);
+	if (!a->h)
+		fail_msg("dlopen %s: %s", lib_path(), dlerror());
+	*(void **)&a->step_begin = dlsym(a->h, "trainscope_step_begin");
+	*(void **)&a->step_end = dlsym(a->h, "trainscope_step_end");
+	*(void **)&a->region_begin = dlsym(a->h, "trainscope_region_begin");
+	*(void **)&a->region_end = dlsym(a->h, "trainscope_region_end");
+	*(void **)&a->get_counters = dlsym(a->h, "trainscope_get_counters");
+	assert_non_null(a->get_counters);
+	assert_non_null(a->region_end);
+}
+
+static int find_ring(const char *dir, char *path, size_t n)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int found = 0;
+
+	while (d && (de = readdir(d)))
+		if (strstr(de->d_name, TS_RING_SUFFIX) && !strstr(de->d_name, ".tmp")) {
+			snprintf(path, n, "%s/%s", dir, de->d_name);
+			found++;
+		}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Runs in a child: the library keeps one state per process. */
+static void child_records(const char *dir)
+{
+	struct trainscope_counters c;
+	struct api a;
+
+	setenv("TRAINSCOPE_RING_DIR", dir, 1);
+	setenv("TRAINSCOPE_RING_SLOTS", "64", 1);
+	setenv("RANK", "2", 1);
+	setenv("WORLD_SIZE", "4", 1);
+	setenv("TRAINSCOPE_JOB", "unit", 1);
+	load(&a);
+	for (uint64_t s = 0; s < 100; s++) {
+		a.step_begin(s);
+		a.region_begin(TRAINSCOPE_REGION_COMPUTE);
+		a.region_end(TRAINSCOPE_REGION_COMPUTE);
+		a.step_end(s);
+	}
+	a.region_end(TRAINSCOPE_REGION_DATALOADER); /* end without begin: ignored */
+	a.get_counters(&c);
+	/* nobody drains: 64 records fit, the other 236 are counted */
+	if (c.written != 64 || c.dropped != 236)
+		_exit(10);
+	exit(0); /* runs the library's destructor, which marks the ring closed */
+}
+
+static void test_records_reach_ring(void **state)
+{
+	char dir[] = "/tmp/ts-preload-XXXXXX", path[4096];
+	struct ts_ring *r;
+	struct ts_rec rec;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	pid = fork();
+	if (pid == 0)
+		child_records(dir);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(find_ring(dir, path, sizeof(path)), 1);
+	assert_int_equal(ts_ring_open(path, &r), 0);
+	assert_int_equal(r->id.rank, 2);
+	assert_int_equal(r->id.world_size, 4);
+	assert_string_equal(r->id.job, "unit");
+	assert_int_equal(r->id.pid, pid);
+	assert_int_equal(atomic_load(&r->closed), 1);
+	assert_int_equal(atomic_load(&r->dropped), 236);
+	assert_int_equal(ts_ring_pop(r, &rec), 1);
+	assert_int_equal(rec.type, TS_REC_STEP_BEGIN);
+	assert_int_equal(ts_ring_pop(r, &rec), 1);
+	assert_int_equal(rec.type, TS_REC_REGION);
+	assert_int_equal(rec.kind, TRAINSCOPE_REGION_COMPUTE);
+	assert_int_equal(ts_ring_producer_alive(path), 0);
+	ts_ring_unmap(r);
+	unlink(path);
+	rmdir(dir);
+}
+
+static void test_no_ring_folder_counts(void **state)
+{
+	int status;
+	pid_t pid = fork();
+
+	(void)state;
+	if (pid == 0) {
+		struct trainscope_counters c;
+		struct api a;
+		unsetenv("TRAINSCOPE_RING_DIR");
+		load(&a);
+		for (int i = 0; i < 10; i++)
+			a.step_end((uint64_t)i);
+		a.get_counters(&c);
+		_exit(c.written == 0 && c.dropped == 10 ? 0 : 11);
+	}
+	waitpid(pid, &status, 0);
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_records_reach_ring),
+		cmocka_unit_test(test_no_ring_folder_counts),
+	};
+	return cmocka_run_group_tests_name("preload library", tests, NULL, NULL);
+}

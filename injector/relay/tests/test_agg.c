@@ -1,0 +1,115 @@
+/* Records folded into steps, and the Batch encoding read back by protobuf-c. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "injector/relay/agg.h"
+#include "injector/relay/batch.h"
+#include "proto/trainscope.pb-c.h"
+#include "trainscope.h"
+
+static bool R(struct ts_agg *g, struct ts_step_sum *s, uint16_t type, uint16_t kind, uint64_t t,
+	      uint64_t dur, uint64_t a)
+{
+	struct ts_rec rec = { .type = type, .kind = kind, .t_ns = t, .dur_ns = dur, .a = a };
+
+	return ts_agg_add(g, &rec, s);
+}
+
+static void test_fold_steps(void **state)
+{
+	struct ts_agg a;
+	struct ts_step_sum s;
+	const int64_t off = 1000;
+
+	(void)state;
+	ts_agg_init(&a, off);
+	/* dataloader before step_begin belongs to the step; step 0 */
+	assert_false(R(&a, &s, TS_REC_REGION, TRAINSCOPE_REGION_DATALOADER, 100, 20, 0));
+	assert_false(R(&a, &s, TS_REC_STEP_BEGIN, 0, 110, 0, 0));
+	assert_false(R(&a, &s, TS_REC_REGION, TRAINSCOPE_REGION_COMPUTE, 130, 50, 0));
+	assert_false(R(&a, &s, TS_REC_DEVICE, TRAINSCOPE_REGION_COMPUTE, 180, 0, 40));
+	assert_false(R(&a, &s, TS_REC_COLL, TRAINSCOPE_COLL_ALL_REDUCE, 180, 10, 4096));
+	assert_false(R(&a, &s, TS_REC_COLL, TRAINSCOPE_COLL_ALL_REDUCE, 190, 6, 8000));
+	assert_false(R(&a, &s, TS_REC_COLL, TRAINSCOPE_COLL_ALL_GATHER, 196, 4, 1 << 20));
+	assert_true(R(&a, &s, TS_REC_STEP_END, 0, 200, 0, 0));
+	assert_int_equal(s.step, 0);
+	assert_int_equal(s.start_ns, 100 + off);
+	assert_int_equal(s.end_ns, 200 + off);
+	assert_int_equal(s.dataloader_ns, 20);
+	assert_int_equal(s.compute_ns, 40); /* device time wins over wall time */
+	assert_int_equal(s.compute_wall_ns, 50);
+	assert_int_equal(s.collective_ns, 20);
+	assert_int_equal(s.ncoll, 2); /* 4096 and 8000 share the 2^12 bucket */
+	assert_int_equal(s.coll[0].count, 2);
+	assert_int_equal(s.coll[0].bucket, 12);
+	assert_int_equal(s.coll[1].bucket, 20);
+	/* step 1 without begin or device time: starts where step 0 ended, wall compute */
+	assert_false(R(&a, &s, TS_REC_REGION, TRAINSCOPE_REGION_COMPUTE, 260, 30, 0));
+	assert_true(R(&a, &s, TS_REC_STEP_END, 0, 300, 0, 1));
+	assert_int_equal(s.step, 1);
+	assert_int_equal(s.start_ns, 260 + off);
+	assert_int_equal(s.compute_ns, 30);
+	assert_true(R(&a, &s, TS_REC_STEP_END, 0, 350, 0, 2));
+	assert_int_equal(s.start_ns, 300 + off);
+}
+
+static void test_busbw_factors(void **state)
+{
+	(void)state;
+	assert_true(ts_busbw_factor(TRAINSCOPE_COLL_ALL_REDUCE, 8) == 2.0 * 7 / 8);
+	assert_true(ts_busbw_factor(TRAINSCOPE_COLL_ALL_GATHER, 4) == 0.75);
+	assert_true(ts_busbw_factor(TRAINSCOPE_COLL_BROADCAST, 4) == 1.0);
+	assert_true(ts_busbw_factor(TRAINSCOPE_COLL_ALL_REDUCE, 1) == 1.0);
+}
+
+static void test_batch_roundtrip(void **state)
+{
+	struct ts_ident id = { .ns = "team", .job = "llm", .pod = "p-3", .node = "n1",
+			       .rank = 3, .world_size = 8, .pid = 42, .dev_index = 3 };
+	struct ts_step_sum steps[2] = { { .step = 7, .start_ns = 10, .end_ns = 20,
+					  .compute_ns = 5, .ncoll = 1,
+					  .coll = { { .op = 1, .bucket = 10, .count = 1, .bytes = 1024,
+						      .time_ns = 1000 } } },
+					{ .step = 8, .start_ns = 20, .end_ns = 31 } };
+	struct ts_batch_hdr h = { &id, 0xabcdef, 5, 17, true, 123, true };
+	Trainscope__V1__Batch *b;
+	uint8_t *buf;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(ts_batch_encode(&h, steps, 2, &buf, &len), 0);
+	b = trainscope__v1__batch__unpack(NULL, len, buf);
+	assert_non_null(b);
+	assert_string_equal(b->id->job, "llm");
+	assert_int_equal(b->id->rank, 3);
+	assert_int_equal(b->producer_id, 0xabcdef);
+	assert_int_equal(b->seq, 5);
+	assert_int_equal(b->dropped_records, 17);
+	assert_true(b->final);
+	assert_int_equal(b->n_records, 3);
+	assert_int_equal(b->records[0]->kind_case, TRAINSCOPE__V1__RECORD__KIND_HELLO);
+	assert_int_equal(b->records[1]->step->step, 7);
+	assert_int_equal(b->records[1]->step->n_colls, 1);
+	/* 1024 B in 1 us = 1.024 GB/s algbw, x 2*7/8 for all-reduce on 8 ranks */
+	assert_true(b->records[1]->step->colls[0]->bus_bw_gbps > 1.79 &&
+		    b->records[1]->step->colls[0]->bus_bw_gbps < 1.8);
+	assert_int_equal(b->records[2]->step->end_ns, 31);
+	trainscope__v1__batch__free_unpacked(b, NULL);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fold_steps),
+		cmocka_unit_test(test_busbw_factors),
+		cmocka_unit_test(test_batch_roundtrip),
+	};
+	return cmocka_run_group_tests_name("relay aggregation", tests, NULL, NULL);
+}
