@@ -32,6 +32,13 @@ $(BUILD)/pic/%.o: %.c
 	@echo "  CC.pic  $<"
 	@$(CC) $(CFLAGS_ALL) -fPIC -fvisibility=hidden -MMD -MP -c $< -o $@
 
+# Programs that stand in for a user's training job are never sanitized either: the
+# preload library is injected into them.
+$(BUILD)/plain/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
 # Link helper: $(call link,objects,extra libs)
 define link
 	@mkdir -p $(dir $@)
@@ -39,9 +46,11 @@ define link
 	@$(CC) $(SANFLAGS) -o $@ $(1) $(LDLIBS_ALL) $(2)
 endef
 
-BINS  :=
-TESTS :=
-LIBS  :=
+BINS   :=
+TESTS  :=
+ITESTS :=
+LIBS   :=
+BENCHES :=
 
 include proto/module.mk
 include common/module.mk
@@ -60,15 +69,18 @@ all: $(LIBS) $(BINS)
 deps:
 	@e2e/deps.sh
 
+# Unit tests (cmocka), integration tests (a real nats-server), end to end (real
+# processes: workload, relay, NATS, analyzer).
 unit: all $(TESTS)
-	@e2e/run-tests.sh $(TESTS)
+	@TRAINSCOPE_LIB=$(PRELOAD_LIB) e2e/run-tests.sh $(TESTS)
 
-integration: all
-	@BUILD=$(BUILD) e2e/integration.sh
+integration: all $(ITESTS)
+	@e2e/run-tests.sh $(ITESTS)
 
 test: deps
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory unit integration
+	@$(MAKE) --no-print-directory all $(TESTS) $(ITESTS)
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory integration
 	@BUILD=$(BUILD) e2e/test-demo.sh
 
 FAULT ?= compute

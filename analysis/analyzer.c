@@ -188,7 +188,7 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, Trainscope__
 		return -ENOMEM;
 	if (b->seq <= p->last_seq) {
 		a->st.duplicates++;
-		return 0;
+		return 1;
 	}
 	if (p->last_seq && b->seq > p->last_seq + 1) {
 		a->st.lost_batches += b->seq - p->last_seq - 1;
@@ -242,7 +242,7 @@ int ts_analyzer_ingest(struct ts_analyzer *a, const char *subject, const void *d
 	trainscope__v1__batch__free_unpacked(b, NULL);
 	if (!err)
 		a->st.batches++;
-	return err;
+	return err > 0 ? 0 : err; /* a duplicate is not an error */
 }
 
 static void publish_report(struct ts_analyzer *a, struct ts_job *j)

@@ -50,6 +50,7 @@ struct ts_job {
 	bool *alarm;                        /* [world][M] */
 	uint64_t *since;                    /* [world][M] */
 	float *win_median;                  /* [world][M] rank's window median */
+	float *hit_value, *hit_median;      /* [world][M] the numbers of the last hit */
 	double group_median[TS_M_COUNT];
 	struct ts_job_result res;
 	double *scratch;                    /* 2 * world doubles */
@@ -76,7 +77,7 @@ static void per_rank_free(struct ts_job *j)
 		ts_ksigma_free(&j->ks[i]);
 	free(j->ks), free(j->meta), free(j->hist), free(j->dir), free(j->tdir), free(j->hits);
 	free(j->misses), free(j->alarm), free(j->since), free(j->win_median), free(j->scratch);
-	free(j->vals), free(j->outl), free(j->res.slow);
+	free(j->vals), free(j->outl), free(j->res.slow), free(j->hit_value), free(j->hit_median);
 	j->ks = NULL;
 }
 
@@ -99,13 +100,14 @@ static int size_world(struct ts_job *j, int world)
 	j->hits = calloc(nm, sizeof(uint16_t)), j->misses = calloc(nm, sizeof(uint16_t));
 	j->alarm = calloc(nm, sizeof(bool)), j->since = calloc(nm, sizeof(uint64_t));
 	j->win_median = calloc(nm, sizeof(float));
+	j->hit_value = calloc(nm, sizeof(float)), j->hit_median = calloc(nm, sizeof(float));
 	j->scratch = calloc(2 * n + 2 * W(j), sizeof(double));
 	j->vals = calloc(n, sizeof(double));
 	j->outl = calloc(n, sizeof(int));
 	j->res.slow = calloc(n, sizeof(*j->res.slow));
 	if (!j->rows || !j->meta || !j->hist || !j->ks || !j->dir || !j->tdir || !j->hits ||
 	    !j->misses || !j->alarm || !j->since || !j->win_median || !j->scratch || !j->vals ||
-	    !j->outl || !j->res.slow) {
+	    !j->outl || !j->res.slow || !j->hit_value || !j->hit_median) {
 		free(old_meta);
 		return -ENOMEM;
 	}
@@ -317,6 +319,8 @@ static void update_alarms(struct ts_job *j, uint64_t t_ns)
 			size_t i = idx(j, k, m);
 			int hit = j->dir[i] > 0 || time_verdict(j, k, m) > 0;
 			if (hit) {
+				j->hit_value[i] = j->win_median[i];
+				j->hit_median[i] = (float)j->group_median[m];
 				j->misses[i] = 0;
 				if (j->hits[i] < UINT16_MAX)
 					j->hits[i]++;
@@ -353,7 +357,7 @@ static int pick_metric(struct ts_job *j, int k)
 		size_t i = idx(j, k, m);
 		if (!j->alarm[i] || m == TS_M_COLLECTIVE)
 			continue;
-		double d = rel(j->win_median[i], j->group_median[m]);
+		double d = rel(j->hit_value[i], j->hit_median[i]);
 		if (best < 0 || d > bd)
 			best = m, bd = d;
 	}
@@ -364,13 +368,16 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 {
 	size_t i = idx(j, k, m), c = idx(j, k, TS_M_COLLECTIVE);
 	double cv = j->win_median[c], cmed = j->group_median[TS_M_COLLECTIVE];
+
+	/* an alarm outlives its last hit by clear_after_steps: show the numbers that
+	 * raised it, and the collective of the same moment only while it is current */
 	int n;
 
 	s->rank = k;
 	s->metric = ts_metric_names[m];
 	s->cause = metric_cause[m];
-	s->value_ms = j->win_median[i];
-	s->median_ms = j->group_median[m];
+	s->value_ms = j->hit_value[i];
+	s->median_ms = j->hit_median[i];
 	s->degradation = rel(s->value_ms, s->median_ms);
 	s->since_ns = j->since[i] ? j->since[i] : t_ns;
 	snprintf(s->method, sizeof(s->method), "%s%s", j->dir[i] ? "SPACE" : "",

@@ -14,3 +14,10 @@ $(BUILD)/test/$(1): $(BUILD)/obj/analysis/tests/$(1).o $(ANALYSIS_LIB_OBJS) $(CO
 TESTS += $(BUILD)/test/$(1)
 endef
 $(foreach t,test_dbscan test_ksigma test_failslow test_job,$(eval $(call analysis_test,$(t))))
+
+# Integration tests: a real nats-server on loopback.
+$(BUILD)/test/test_nats_it: $(BUILD)/obj/analysis/tests/test_nats_it.o \
+		$(BUILD)/obj/common/tests/natsd.o $(ANALYSIS_LIB_OBJS) $(RELAY_LIB_OBJS) \
+		$(COMMON_OBJS) $(PROTO_OBJ)
+	$(call link,$^,$(CMOCKA_LIBS))
+ITESTS += $(BUILD)/test/test_nats_it

@@ -1,4 +1,6 @@
 WORKLOAD_BIN := $(BUILD)/bin/workload
-$(WORKLOAD_BIN): $(BUILD)/obj/e2e/workload/workload.o
-	$(call link,$^)
+$(WORKLOAD_BIN): $(BUILD)/plain/e2e/workload/workload.o
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -o $@ $^
 BINS += $(WORKLOAD_BIN)

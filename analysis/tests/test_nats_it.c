@@ -1,0 +1,237 @@
+/* Integration with a real nats-server: the publisher's outbox, acknowledgements and
+ * resends across a server restart, and the analyzer's refusal of bad messages. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analysis/analyzer.h"
+#include "common/tests/natsd.h"
+#include "injector/relay/batch.h"
+#include "log.h"
+#include "natsw.h"
+
+#define SUBJ "ts.v1.it.job.rank.0"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void publish_n(struct tsn *n, int from, int to)
+{
+	char body[128], id[32];
+
+	for (int i = from; i < to; i++) {
+		snprintf(body, sizeof(body), "message %06d", i);
+		snprintf(id, sizeof(id), "it-%d", i);
+		assert_int_equal(tsn_publish(n, SUBJ, body, strlen(body) + 1, id), 0);
+		tsn_pump(n);
+	}
+}
+
+/* Consumes until want messages arrived or 20 s passed; seen[i] counts message i. */
+static int consume(struct tsn *n, const char *durable, int *seen, int max, int want)
+{
+	struct tsn_sub *sub = NULL;
+	double deadline = now_s() + 20;
+	int got = 0;
+
+	while (tsn_subscribe(n, durable, SUBJ, &sub) && now_s() < deadline)
+		nats_Sleep(100);
+	assert_non_null(sub);
+	while (got < want && now_s() < deadline) {
+		natsMsgList l;
+		if (tsn_fetch(sub, &l, 256, 500) <= 0)
+			continue;
+		for (int i = 0; i < l.Count; i++) {
+			int k = atoi(natsMsg_GetData(l.Msgs[i]) + 8);
+			assert_true(k >= 0 && k < max);
+			seen[k]++;
+			got++;
+			natsMsg_Ack(l.Msgs[i], NULL);
+		}
+		natsMsgList_Destroy(&l);
+	}
+	tsn_unsubscribe(sub);
+	return got;
+}
+
+static void test_publish_consume(void **state)
+{
+	struct natsd d = { 0 };
+	struct tsn_opts o = { 0 };
+	struct tsn_stats st;
+	struct tsn *n;
+	int seen[1000] = { 0 };
+
+	(void)state;
+	assert_int_equal(natsd_start(&d, 0), 0);
+	o.url = d.url;
+	assert_int_equal(tsn_open(&n, &o), 0);
+	publish_n(n, 0, 1000);
+	assert_int_equal(tsn_flush(n, 10000), 0);
+	tsn_get_stats(n, &st);
+	assert_int_equal(st.acked, 1000);
+	assert_int_equal(st.dropped, 0);
+	assert_int_equal(consume(n, "it-pc", seen, 1000, 1000), 1000);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(seen[i], 1);
+	tsn_close(n);
+	natsd_cleanup(&d);
+}
+
+/* The server dies mid-stream and comes back on the same port and store: everything
+ * published, before, during and after, is stored exactly once. */
+static void test_server_restart_loses_nothing(void **state)
+{
+	struct natsd d = { 0 };
+	struct tsn_opts o = { 0 };
+	struct tsn_stats st;
+	struct tsn *n;
+	int seen[600] = { 0 };
+
+	(void)state;
+	assert_int_equal(natsd_start(&d, 0), 0);
+	o.url = d.url;
+	o.ack_wait_ms = 500;
+	assert_int_equal(tsn_open(&n, &o), 0);
+	publish_n(n, 0, 200);
+	natsd_stop(&d, SIGKILL);
+	publish_n(n, 200, 400); /* buffered while the server is away */
+	tsn_get_stats(n, &st);
+	assert_true(st.acked <= 200);
+	assert_int_equal(natsd_start(&d, d.port), 0);
+	publish_n(n, 400, 600);
+	assert_int_equal(tsn_flush(n, 20000), 0);
+	tsn_get_stats(n, &st);
+	assert_int_equal(st.dropped, 0);
+	assert_true(st.reconnects >= 1);
+	assert_int_equal(consume(n, "it-rs", seen, 600, 600), 600);
+	for (int i = 0; i < 600; i++)
+		assert_int_equal(seen[i], 1); /* Nats-Msg-Id made resends idempotent */
+	tsn_close(n);
+	natsd_cleanup(&d);
+}
+
+/* Over the outbox bound the oldest messages go, and exactly those are counted. */
+static void test_outbox_bound_drops_oldest(void **state)
+{
+	struct natsd d = { 0 };
+	struct tsn_opts o = { 0 };
+	struct tsn_stats st;
+	struct tsn *n;
+	int seen[80] = { 0 };
+
+	(void)state;
+	/* learn a free port, then stop: the publisher starts while no server runs */
+	assert_int_equal(natsd_start(&d, 0), 0);
+	natsd_stop(&d, SIGTERM);
+	snprintf(d.url, sizeof(d.url), "nats://127.0.0.1:%d", d.port);
+	o.url = d.url;
+	o.outbox_bytes = 50 * 15; /* 50 messages of 15 bytes */
+	assert_int_equal(tsn_open(&n, &o), 0);
+	publish_n(n, 0, 80);
+	tsn_get_stats(n, &st);
+	assert_int_equal(st.dropped, 30);
+	assert_int_equal(st.outbox_msgs, 50);
+	assert_int_equal(natsd_start(&d, d.port), 0);
+	assert_int_equal(tsn_flush(n, 20000), 0);
+	assert_int_equal(consume(n, "it-bound", seen, 80, 50), 50);
+	for (int i = 0; i < 80; i++)
+		assert_int_equal(seen[i], i >= 30);
+	tsn_close(n);
+	natsd_cleanup(&d);
+}
+
+static void publish_batch(struct tsn *n, uint64_t seq, int step)
+{
+	struct ts_ident id = { .ns = "it", .job = "job", .rank = 0, .world_size = 1 };
+	struct ts_step_sum s = { .step = (uint64_t)step, .start_ns = 1, .end_ns = 2 };
+	struct ts_batch_hdr h = { .id = &id, .producer_id = 99, .seq = seq };
+	uint8_t *buf;
+	size_t len;
+
+	assert_int_equal(ts_batch_encode(&h, &s, 1, &buf, &len), 0);
+	assert_int_equal(tsn_publish(n, SUBJ, buf, len, NULL), 0);
+	free(buf);
+}
+
+static void test_analyzer_refuses_bad_input(void **state)
+{
+	struct natsd d = { 0 };
+	struct tsn_opts o = { 0 };
+	struct ts_analyzer_opts ao = { .max_msg_bytes = 1000 };
+	struct ts_analyzer_stats st;
+	struct ts_analyzer *a;
+	struct tsn_sub *sub = NULL;
+	struct tsn *n;
+	static char big[5000];
+	int got = 0;
+	double deadline;
+
+	(void)state;
+	ts_params_defaults(&ao.params);
+	assert_int_equal(natsd_start(&d, 0), 0);
+	o.url = d.url;
+	assert_int_equal(tsn_open(&n, &o), 0);
+	publish_batch(n, 1, 0);
+	assert_int_equal(tsn_publish(n, SUBJ, "\xff\xff\xff garbage", 12, NULL), 0);
+	memset(big, 1, sizeof(big));
+	assert_int_equal(tsn_publish(n, SUBJ, big, sizeof(big), NULL), 0);
+	assert_int_equal(tsn_publish(n, "ts.v1.bad", "x", 1, NULL), 0);
+	publish_batch(n, 1, 0); /* a duplicate */
+	publish_batch(n, 4, 1); /* seq 2 and 3 never came */
+	assert_int_equal(tsn_flush(n, 10000), 0);
+	assert_int_equal(ts_analyzer_new(&a, &ao), 0);
+	deadline = now_s() + 20;
+	while (tsn_subscribe(n, "it-an", NULL, &sub) && now_s() < deadline)
+		nats_Sleep(100);
+	assert_non_null(sub);
+	while (got < 6 && now_s() < deadline) {
+		natsMsgList l;
+		if (tsn_fetch(sub, &l, 16, 500) <= 0)
+			continue;
+		for (int i = 0; i < l.Count; i++, got++) {
+			ts_analyzer_ingest(a, natsMsg_GetSubject(l.Msgs[i]), natsMsg_GetData(l.Msgs[i]),
+					   (size_t)natsMsg_GetDataLength(l.Msgs[i]));
+			natsMsg_Ack(l.Msgs[i], NULL);
+		}
+		natsMsgList_Destroy(&l);
+	}
+	assert_int_equal(got, 6);
+	ts_analyzer_get_stats(a, &st);
+	assert_int_equal(st.msgs, 6);
+	assert_int_equal(st.batches, 2);
+	assert_int_equal(st.bad_msgs, 1);
+	assert_int_equal(st.oversized, 1);
+	assert_int_equal(st.bad_subject, 1);
+	assert_int_equal(st.duplicates, 1);
+	assert_int_equal(st.lost_batches, 2);
+	assert_int_equal(st.steps, 2);
+	tsn_unsubscribe(sub);
+	ts_analyzer_free(a);
+	tsn_close(n);
+	natsd_cleanup(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_publish_consume),
+		cmocka_unit_test(test_server_restart_loses_nothing),
+		cmocka_unit_test(test_outbox_bound_drops_oldest),
+		cmocka_unit_test(test_analyzer_refuses_bad_input),
+	};
+	ts_log_set_level(TS_LOG_ERROR);
+	return cmocka_run_group_tests_name("nats integration", tests, NULL, NULL);
+}

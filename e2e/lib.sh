@@ -1,0 +1,62 @@
+# Shared by the e2e scripts: start real servers on loopback, clean up on exit.
+# Needs BUILD (the build folder). Sets NATS_URL, WORK, ANALYZER_LOG, REPORTS.
+
+BIN="$BUILD/bin"
+WORK=$(mktemp -d /tmp/trainscope-e2e-XXXXXX)
+REPORTS="$WORK/reports"
+PIDS=""
+
+cleanup() {
+	local rc=$?
+	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
+	for p in $PIDS; do wait "$p" 2>/dev/null || true; done
+	[ -n "$KEEP_WORK" ] || rm -rf "$WORK"
+	exit $rc
+}
+trap cleanup EXIT INT TERM
+
+die() { echo "e2e: $*" >&2; exit 1; }
+
+# wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds.
+wait_for() {
+	local deadline=$(( $(date +%s) + $1 )); shift
+	until "$@" 2>/dev/null; do
+		[ "$(date +%s)" -lt "$deadline" ] || return 1
+		sleep 0.1
+	done
+}
+
+start_nats() {
+	command -v nats-server >/dev/null || die "nats-server not found (make deps)"
+	mkdir -p "$WORK/nats"
+	nats-server -a 127.0.0.1 -p -1 -js -sd "$WORK/nats/js" --ports_file_dir "$WORK/nats" \
+		>"$WORK/nats/log" 2>&1 &
+	PIDS="$PIDS $!"
+	local pid=$!
+	wait_for 15 test -s "$WORK/nats/nats-server_$pid.ports" || die "nats-server did not start"
+	NATS_URL=$(grep -o 'nats://127.0.0.1:[0-9]*' "$WORK/nats/nats-server_$pid.ports" | head -1)
+	[ -n "$NATS_URL" ] || die "no client port in the ports file"
+}
+
+start_analyzer() {
+	ANALYZER_LOG="$WORK/analyzer.log"
+	"$BIN/trainscope-analyzer" --nats "$NATS_URL" --report-dir "$REPORTS" --metrics-port 0 \
+		"$@" >"$WORK/analyzer.out" 2>"$ANALYZER_LOG" &
+	PIDS="$PIDS $!"
+	wait_for 15 grep -q "consuming" "$ANALYZER_LOG" || die "analyzer did not start: $(cat "$ANALYZER_LOG")"
+	ANALYZER_METRICS=$(grep -o 'http://[0-9.:]*/metrics' "$ANALYZER_LOG" | head -1)
+}
+
+# run_job JOB RANKS STEPS FAULT [workload options...]
+run_job() {
+	local job=$1 ranks=$2 steps=$3 fault=$4; shift 4
+	"$BIN/trainscope" run --nats "$NATS_URL" --job "$job" -- \
+		"$BIN/workload" --ranks "$ranks" --steps "$steps" --fault "$fault" "$@" \
+		2>"$WORK/$job.log" || die "job $job failed: $(tail -5 "$WORK/$job.log")"
+}
+
+# wait_report JOB LAST_STEP: waits until the analyzer has analysed the job's last step.
+wait_report() {
+	"$BIN/trainscope" report --dir "$REPORTS" --job "$1" --wait-step "$2" --timeout 60 --json \
+		>"$WORK/$1.json" || die "no complete report for $1"
+}

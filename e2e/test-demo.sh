@@ -1,0 +1,35 @@
+#!/bin/bash
+# End to end on real processes and a real nats-server: the report names the injected
+# rank and cause on 8 and 16 ranks, and nobody in a healthy 300-step run.
+set -e
+BUILD=${BUILD:-build}
+. "$(dirname "$0")/lib.sh"
+here=$(dirname "$0")
+
+start_nats
+start_analyzer --quiet
+fails=0
+scenario() { # JOB RANKS STEPS FAULT EXPECT...
+	local job=$1 ranks=$2 steps=$3 fault=$4; shift 4
+	local t0=$(date +%s.%N)
+	run_job "$job" "$ranks" "$steps" "$fault" --fault-rank 5 --fault-step 40
+	wait_report "$job" $((steps - 1))
+	printf '%5.1f s  ' "$(echo "$(date +%s.%N) - $t0" | bc)"
+	python3 "$here/check_report.py" "$WORK/$job.json" "$@" || fails=$((fails + 1))
+}
+scenario compute-8 8 150 compute 5 Compute
+scenario storage-8 8 150 storage 5 Storage
+scenario compute-16 16 150 compute 5 Compute
+scenario storage-16 16 150 storage 5 Storage
+scenario healthy-8 8 300 none healthy
+
+# make demo itself: exits 0 and names rank 5
+out=$(BUILD="$BUILD" "$here/demo.sh" 2>&1) || { echo "$out"; die "make demo failed"; }
+if echo "$out" | grep -q "slow rank 5  cause Compute"; then
+	echo "ok    make demo names rank 5 (Compute)"
+else
+	echo "$out"; echo "FAIL  make demo"; fails=$((fails + 1))
+fi
+total=6
+echo "e2e: $((total - fails)) passed, $fails failed"
+[ "$fails" -eq 0 ]
