@@ -95,7 +95,7 @@ e2e: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCHES)
-	@for b in $(BENCHES); do $$b || exit 1; done
+	@for b in $(BENCHES); do $$b $(PRELOAD_LIB) || exit 1; done
 
 lint:
 	@e2e/lint.sh

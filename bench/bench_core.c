@@ -1,0 +1,264 @@
+/* make bench: the core pipeline's costs, measured side by side in one run and printed
+ * next to DESIGN.md section 10's budgets. Medians of repeated rounds. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/job.h"
+#include "injector/relay/agg.h"
+#include "injector/relay/batch.h"
+#include "ring.h"
+#include "trainscope.h"
+
+#define ROUNDS 7
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_d);
+	return v[n / 2];
+}
+
+__attribute__((noinline)) static void empty_call(uint64_t x)
+{
+	__asm__ volatile("" ::"r"(x));
+}
+
+struct drainer {
+	struct ts_ring *ring;
+	volatile int stop;
+};
+
+static void *drain(void *arg)
+{
+	struct drainer *d = arg;
+	struct ts_rec r;
+
+	while (!d->stop)
+		while (ts_ring_pop(d->ring, &r))
+			;
+	return NULL;
+}
+
+static struct ts_ring *find_ring(const char *dir)
+{
+	char cmd[256], path[512];
+	struct ts_ring *r = NULL;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "ls %s/*.ring 2>/dev/null | head -1", dir);
+	f = popen(cmd, "r");
+	if (f && fgets(path, sizeof(path), f)) {
+		path[strcspn(path, "\n")] = 0;
+		ts_ring_open(path, &r);
+	}
+	if (f)
+		pclose(f);
+	return r;
+}
+
+static void row(const char *what, double value, const char *unit, const char *budget)
+{
+	printf("| %-46s | %14.1f %-10s | %-22s |\n", what, value, unit, budget);
+}
+
+/* ns per call: empty call, step_end (one record), region pair, full-ring drop. */
+static void bench_hooks(const char *lib)
+{
+	char dir[] = "/tmp/ts-bench-XXXXXX";
+	void (*step_end)(uint64_t), (*rb)(enum trainscope_region), (*re)(enum trainscope_region);
+	double e[ROUNDS], s[ROUNDS], p[ROUNDS], dr[ROUNDS];
+	const uint64_t N = 2000000;
+	struct drainer d = { 0 };
+	pthread_t t;
+	void *h;
+
+	if (!mkdtemp(dir))
+		return;
+	setenv("TRAINSCOPE_RING_DIR", dir, 1);
+	setenv("TRAINSCOPE_RING_SLOTS", "65536", 1);
+	if (!(h = dlopen(lib, RTLD_NOW))) {
+		fprintf(stderr, "bench: %s\n", dlerror());
+		exit(1);
+	}
+	*(void **)&step_end = dlsym(h, "trainscope_step_end");
+	*(void **)&rb = dlsym(h, "trainscope_region_begin");
+	*(void **)&re = dlsym(h, "trainscope_region_end");
+	step_end(0); /* creates the ring */
+	d.ring = find_ring(dir);
+	pthread_create(&t, NULL, drain, &d);
+	for (int r = 0; r < ROUNDS; r++) {
+		uint64_t t0 = now_ns();
+		for (uint64_t i = 0; i < N; i++)
+			empty_call(i);
+		uint64_t t1 = now_ns();
+		for (uint64_t i = 0; i < N; i++)
+			step_end(i);
+		uint64_t t2 = now_ns();
+		for (uint64_t i = 0; i < N / 2; i++) {
+			rb(TRAINSCOPE_REGION_COMPUTE);
+			re(TRAINSCOPE_REGION_COMPUTE);
+		}
+		uint64_t t3 = now_ns();
+		e[r] = (double)(t1 - t0) / N;
+		s[r] = (double)(t2 - t1) / N;
+		p[r] = (double)(t3 - t2) / (N / 2);
+	}
+	d.stop = 1;
+	pthread_join(t, NULL);
+	for (int r = 0; r < ROUNDS; r++) { /* nobody drains now: the drop path */
+		uint64_t t0 = now_ns();
+		for (uint64_t i = 0; i < N; i++)
+			step_end(i);
+		dr[r] = (double)(now_ns() - t0) / N;
+	}
+	row("empty function call (reference)", median(e, ROUNDS), "ns/call", "-");
+	row("trainscope_step_end: one record into the ring", median(s, ROUNDS), "ns/call",
+	    "<= 50 ns (untimed)");
+	row("region begin+end pair: one timed record", median(p, ROUNDS), "ns/pair", "<= 1000 ns (timed)");
+	row("step_end with the ring full: drop and count", median(dr, ROUNDS), "ns/call", "-");
+	if (system("rm -rf /tmp/ts-bench-*") != 0)
+		fprintf(stderr, "bench: could not clean /tmp/ts-bench-*\n");
+}
+
+struct prod {
+	struct ts_ring *r;
+	uint64_t n, dropped;
+};
+
+static void *produce(void *arg)
+{
+	struct prod *p = arg;
+	struct ts_rec rec = { .type = TS_REC_REGION };
+
+	for (uint64_t i = 0; i < p->n; i++) {
+		rec.a = i;
+		while (ts_ring_push(p->r, &rec))
+			p->dropped++; /* retry: throughput of delivered records */
+	}
+	return NULL;
+}
+
+static double ring_rate(int producers)
+{
+	uint32_t cap = 65536;
+	struct ts_ring *r = aligned_alloc(64, (ts_ring_bytes(cap) + 63) & ~(size_t)63);
+	struct prod p[4];
+	pthread_t t[4];
+	uint64_t total = 4000000, got = 0, t0;
+	struct ts_rec rec;
+
+	ts_ring_init(r, cap, NULL);
+	t0 = now_ns();
+	for (int i = 0; i < producers; i++) {
+		p[i] = (struct prod){ r, total / (uint64_t)producers, 0 };
+		pthread_create(&t[i], NULL, produce, &p[i]);
+	}
+	while (got < total)
+		got += (uint64_t)ts_ring_pop(r, &rec);
+	for (int i = 0; i < producers; i++)
+		pthread_join(t[i], NULL);
+	free(r);
+	return (double)total / ((double)(now_ns() - t0) / 1e9);
+}
+
+/* The relay's CPU path without the network: fold records into steps, encode batches. */
+static double relay_rate(void)
+{
+	struct ts_ident id = { .ns = "b", .job = "b", .world_size = 8 };
+	struct ts_step_sum steps[256], s;
+	struct ts_agg a;
+	uint64_t records = 0, t0 = now_ns();
+	int n = 0;
+
+	ts_agg_init(&a, 0);
+	for (uint64_t step = 0; step < 400000; step++) {
+		struct ts_rec recs[6] = {
+			{ .type = TS_REC_STEP_BEGIN, .t_ns = step * 100, .a = step },
+			{ .type = TS_REC_REGION, .kind = TRAINSCOPE_REGION_DATALOADER, .t_ns = step * 100, .dur_ns = 10 },
+			{ .type = TS_REC_REGION, .kind = TRAINSCOPE_REGION_COMPUTE, .t_ns = step * 100 + 10, .dur_ns = 50 },
+			{ .type = TS_REC_DEVICE, .kind = TRAINSCOPE_REGION_COMPUTE, .a = 45 },
+			{ .type = TS_REC_COLL, .kind = TRAINSCOPE_COLL_ALL_REDUCE, .t_ns = step * 100 + 60, .dur_ns = 30, .a = 1 << 20 },
+			{ .type = TS_REC_STEP_END, .t_ns = step * 100 + 95, .a = step },
+		};
+		for (int i = 0; i < 6; i++, records++)
+			if (ts_agg_add(&a, &recs[i], &s))
+				steps[n++] = s;
+		if (n == 256) {
+			struct ts_batch_hdr h = { .id = &id, .producer_id = 1, .seq = step };
+			uint8_t *buf;
+			size_t len;
+			if (ts_batch_encode(&h, steps, n, &buf, &len) == 0)
+				free(buf);
+			n = 0;
+		}
+	}
+	return (double)records / ((double)(now_ns() - t0) / 1e9);
+}
+
+/* Analyzer: rank-steps/s, and the time to analyse one step of a 16,384-rank job. */
+static void bench_analyzer(void)
+{
+	const int world = 16384, steps = 40;
+	struct ts_params p;
+	struct ts_job *j;
+	double worst = 0;
+	uint64_t t0, busy = 0;
+
+	ts_params_defaults(&p);
+	if (ts_job_new(&j, "b", "b", world, &p))
+		return;
+	for (int st = 0; st < steps; st++) {
+		t0 = now_ns();
+		for (int r = 0; r < world; r++) {
+			struct ts_rank_step rs = { .step = (uint64_t)st, .start_ns = 1000, .end_ns = 2000,
+						   .m = { 30 + (r % 7) * 0.1, 5, 0.5, 20, 0 } };
+			ts_job_add_step(j, r, world, &rs);
+		}
+		uint64_t t1 = now_ns();
+		ts_job_tick(j, 1);
+		uint64_t t2 = now_ns();
+		busy += t2 - t0;
+		if (st >= p.fs.task_stable_step + p.space_window && (double)(t2 - t1) / 1e6 > worst)
+			worst = (double)(t2 - t1) / 1e6;
+	}
+	row("analyzer: rank-steps ingested and analysed", (double)world * steps / ((double)busy / 1e9),
+	    "/s/core", ">= 100,000 /s/core");
+	row("analyzer: one step of a 16,384-rank job", worst, "ms", "<= 100 ms");
+	ts_job_free(j);
+}
+
+int main(int argc, char **argv)
+{
+	const char *lib = argc > 1 ? argv[1] : "build/lib/libtrainscope.so";
+
+	printf("trainscope core benchmark (%ld CPUs; medians of %d rounds where repeated)\n\n",
+	       sysconf(_SC_NPROCESSORS_ONLN), ROUNDS);
+	printf("| %-46s | %25s | %-22s |\n", "what", "measured", "budget (DESIGN.md 10)");
+	printf("|%.48s|%.27s|%.24s|\n", "------------------------------------------------",
+	       "---------------------------", "------------------------");
+	bench_hooks(lib);
+	row("ring: 1 producer -> consumer", ring_rate(1), "records/s", "-");
+	row("ring: 2 producers -> consumer", ring_rate(2), "records/s", "-");
+	row("relay: fold + encode (no network)", relay_rate(), "records/s", ">= 1,000,000 /s/core");
+	bench_analyzer();
+	return 0;
+}

@@ -1,0 +1,20 @@
+#!/bin/sh
+# make lint: extra compiler diagnostics over every C source (no build output), and
+# shell syntax of the scripts.
+set -e
+BUILD=${BUILD:-build}
+FLAGS="-std=c11 -D_GNU_SOURCE -fsyntax-only -Wall -Wextra -Werror -Wshadow -Wpointer-arith
+-Wstrict-prototypes -Wmissing-prototypes -Wno-missing-field-initializers -Wformat=2
+-Wno-format-nonliteral -I$BUILD/gen -I. -Icommon -Iinjector/preload/include -Iinjector/preload
+$(pkg-config --cflags libnats libprotobuf-c yaml-0.1 jansson libmicrohttpd)"
+[ -f "$BUILD/gen/proto/trainscope.pb-c.h" ] || make --no-print-directory "$BUILD/gen/proto/trainscope.pb-c.h"
+n=0
+for f in $(git ls-files '*.c'); do
+	case "$f" in */tests/*|bench/*) extra="-Wno-missing-prototypes" ;; *) extra="" ;; esac
+	cc $FLAGS $extra "$f"
+	n=$((n + 1))
+done
+for s in $(git ls-files '*.sh') .ci/run; do
+	sh -n "$s" 2>/dev/null || bash -n "$s"
+done
+echo "lint: $n C files clean"
