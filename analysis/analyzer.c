@@ -1,4 +1,5 @@
 #include "analyzer.h"
+#include "httpd.h"
 #include "log.h"
 #include "proto/trainscope.pb-c.h"
 #include "report.h"
@@ -299,10 +300,7 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	struct ts_analyzer_stats s;
 
 	ts_analyzer_get_stats(a, &s);
-#define M(name, type, help, v)                                                                  \
-	ts_buf_printf(b, "# HELP trainscope_analyzer_" name " " help                              \
-			 "\n# TYPE trainscope_analyzer_" name " " type "\ntrainscope_analyzer_" name \
-			 " %" PRIu64 "\n", (uint64_t)(v))
+#define M(name, type, help, v) ts_prom(b, "trainscope_analyzer_" name, type, help, (uint64_t)(v))
 	M("messages_total", "counter", "NATS messages received.", s.msgs);
 	M("batches_total", "counter", "Batches accepted.", s.batches);
 	M("rejected_malformed_total", "counter", "Messages refused: not a valid batch.", s.bad_msgs);

@@ -114,32 +114,14 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	return 0;
 }
 
-static int serve(void *ctx, const char *path, struct ts_buf *out, const char **ctype)
-{
-	if (strcmp(path, "/metrics") == 0) {
-		*ctype = "text/plain; version=0.0.4";
-		ts_analyzer_render_metrics(ctx, out);
-		return 200;
-	}
-	if (strcmp(path, "/healthz") == 0) {
-		ts_buf_printf(out, "ok\n");
-		return 200;
-	}
-	ts_buf_printf(out, "not found: try /metrics or /healthz\n");
-	return 404;
-}
-
 /* The HTTP thread renders metrics while the main thread ingests: one lock between them. */
 static pthread_mutex_t core_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int serve_locked(void *ctx, const char *path, struct ts_buf *out, const char **ctype)
+static void render(void *ctx, struct ts_buf *out)
 {
-	int rc;
-
 	pthread_mutex_lock(&core_lock);
-	rc = serve(ctx, path, out, ctype);
+	ts_analyzer_render_metrics(ctx, out);
 	pthread_mutex_unlock(&core_lock);
-	return rc;
 }
 
 static void consume(struct ts_analyzer *a, struct tsn_sub *sub)
@@ -220,7 +202,7 @@ int main(int argc, char **argv)
 	if (ts_analyzer_new(&a, &c.ao) || tsn_open(&n, &c.nats))
 		goto out;
 	if (c.metrics_port >= 0) {
-		if (ts_httpd_start(&http, c.metrics_addr, (uint16_t)c.metrics_port, serve_locked, a))
+		if (ts_httpd_start_metrics(&http, c.metrics_addr, (uint16_t)c.metrics_port, render, a))
 			goto out;
 		ts_info("analyzer: metrics on http://%s:%u/metrics",
 			c.metrics_addr ? c.metrics_addr : "127.0.0.1", ts_httpd_port(http));

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@ struct ts_httpd {
 	struct MHD_Daemon *mhd;
 	ts_http_handler handler;
 	void *ctx;
+	void *owned; /* freed with the server */
 	uint16_t port;
 };
 
@@ -83,5 +85,52 @@ void ts_httpd_stop(struct ts_httpd *d)
 	if (!d)
 		return;
 	MHD_stop_daemon(d->mhd);
+	free(d->owned);
 	free(d);
+}
+
+struct metrics_srv {
+	ts_metrics_fn render;
+	void *ctx;
+};
+
+static int serve_metrics(void *ctx, const char *path, struct ts_buf *out, const char **ctype)
+{
+	struct metrics_srv *m = ctx;
+
+	if (strcmp(path, "/metrics") == 0) {
+		*ctype = "text/plain; version=0.0.4";
+		m->render(m->ctx, out);
+		return 200;
+	}
+	if (strcmp(path, "/healthz") == 0) {
+		ts_buf_printf(out, "ok\n");
+		return 200;
+	}
+	ts_buf_printf(out, "not found: try /metrics or /healthz\n");
+	return 404;
+}
+
+int ts_httpd_start_metrics(struct ts_httpd **out, const char *addr, uint16_t port,
+			   ts_metrics_fn render, void *ctx)
+{
+	struct metrics_srv *m = malloc(sizeof(*m));
+	int err;
+
+	if (!m)
+		return -ENOMEM;
+	*m = (struct metrics_srv){ render, ctx };
+	err = ts_httpd_start(out, addr, port, serve_metrics, m);
+	if (err)
+		free(m);
+	else
+		(*out)->owned = m;
+	return err;
+}
+
+void ts_prom(struct ts_buf *b, const char *name, const char *type, const char *help,
+	     uint64_t value)
+{
+	ts_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", name, help, name, type,
+		      name, value);
 }

@@ -16,6 +16,16 @@ struct ts_httpd;
 int ts_httpd_start(struct ts_httpd **out, const char *addr, uint16_t port, ts_http_handler h,
 		   void *ctx);
 uint16_t ts_httpd_port(const struct ts_httpd *d);
+
+/* Renders the Prometheus text of a component (called on the HTTP thread). */
+typedef void (*ts_metrics_fn)(void *ctx, struct ts_buf *out);
+/* The standard server of every daemon: GET /metrics from render, /healthz "ok". */
+int ts_httpd_start_metrics(struct ts_httpd **out, const char *addr, uint16_t port,
+			   ts_metrics_fn render, void *ctx);
+
+/* One Prometheus sample with its HELP and TYPE lines. */
+void ts_prom(struct ts_buf *b, const char *name, const char *type, const char *help,
+	     uint64_t value);
 void ts_httpd_stop(struct ts_httpd *d);
 
 #endif

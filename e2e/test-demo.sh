@@ -23,6 +23,18 @@ scenario compute-16 16 150 compute 5 Compute
 scenario storage-16 16 150 storage 5 Storage
 scenario healthy-8 8 300 none healthy
 
+# the analyzer's /metrics: batches counted, none lost or refused
+metrics=$(curl -sf "$ANALYZER_METRICS") || die "no metrics at $ANALYZER_METRICS"
+metric() { echo "$metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
+if [ "$(metric trainscope_analyzer_batches_total)" -gt 0 ] &&
+	[ "$(metric trainscope_analyzer_lost_batches_total)" -eq 0 ] &&
+	[ "$(metric trainscope_analyzer_rejected_malformed_total)" -eq 0 ] &&
+	[ "$(metric trainscope_analyzer_ring_dropped_records_total)" -eq 0 ]; then
+	echo "ok    analyzer metrics: $(metric trainscope_analyzer_batches_total) batches, none lost"
+else
+	echo "$metrics" | grep -v '^#'; echo "FAIL  analyzer metrics"; fails=$((fails + 1))
+fi
+
 # make demo itself: exits 0 and names rank 5
 out=$(BUILD="$BUILD" "$here/demo.sh" 2>&1) || { echo "$out"; die "make demo failed"; }
 if echo "$out" | grep -q "slow rank 5  cause Compute"; then
@@ -30,6 +42,6 @@ if echo "$out" | grep -q "slow rank 5  cause Compute"; then
 else
 	echo "$out"; echo "FAIL  make demo"; fails=$((fails + 1))
 fi
-total=6
+total=7
 echo "e2e: $((total - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -96,19 +96,9 @@ static int parse_args(int argc, char **argv, struct relay_cli *c)
 	return 0;
 }
 
-static int serve(void *ctx, const char *path, struct ts_buf *out, const char **ctype)
+static void render(void *ctx, struct ts_buf *out)
 {
-	if (strcmp(path, "/metrics") == 0) {
-		*ctype = "text/plain; version=0.0.4";
-		relay_render_metrics(ctx, out);
-		return 200;
-	}
-	if (strcmp(path, "/healthz") == 0) {
-		ts_buf_printf(out, "ok\n");
-		return 200;
-	}
-	ts_buf_printf(out, "not found: try /metrics or /healthz\n");
-	return 404;
+	relay_render_metrics(ctx, out);
 }
 
 int main(int argc, char **argv)
@@ -129,7 +119,8 @@ int main(int argc, char **argv)
 	if (err)
 		return 1;
 	if (cli.metrics_port >= 0) {
-		err = ts_httpd_start(&http, cli.metrics_addr, (uint16_t)cli.metrics_port, serve, r);
+		err = ts_httpd_start_metrics(&http, cli.metrics_addr, (uint16_t)cli.metrics_port,
+					     render, r);
 		if (err) {
 			relay_free(r);
 			return 1;

@@ -1,6 +1,7 @@
 #include "relay.h"
 #include "agg.h"
 #include "batch.h"
+#include "httpd.h"
 #include "log.h"
 #include "ring.h"
 #include "tsclock.h"
@@ -327,10 +328,7 @@ void relay_render_metrics(struct relay *r, struct ts_buf *b)
 
 	relay_get_stats(r, &s);
 	tsn_get_stats(r->nats, &n);
-#define M(name, type, help, v)                                                               \
-	ts_buf_printf(b, "# HELP trainscope_relay_" name " " help "\n# TYPE trainscope_relay_" name \
-			 " " type "\ntrainscope_relay_" name " %" PRIu64 "\n",                      \
-		      (uint64_t)(v))
+#define M(name, type, help, v) ts_prom(b, "trainscope_relay_" name, type, help, (uint64_t)(v))
 	M("records_total", "counter", "Ring records drained.", s.records);
 	M("ring_dropped_total", "counter", "Records the training processes dropped: ring full.",
 	  s.ring_dropped);
