@@ -126,17 +126,30 @@ static struct ts_job *job_get(struct ts_analyzer *a, const char *ns, const char 
 	return j;
 }
 
-/* ts.v1.<ns>.<job>.<kind>.<leaf>: 6 tokens, none empty. */
-static bool subject_ok(const char *s)
+enum kind { K_RANK, K_HOST, K_DEV, K_HANG, K_CTL, K_BAD };
+static const char *const kinds[] = { "rank", "host", "dev", "hang", "ctl" };
+
+/* ts.v1.<ns>.<job>.<kind>.<leaf>: 6 tokens, none empty, a known kind. */
+static enum kind subject_kind(const char *s)
 {
+	const char *tok[6] = { s };
 	int dots = 0;
 
 	if (strncmp(s, "ts.v1.", 6) != 0)
-		return false;
+		return K_BAD;
 	for (const char *c = s; *c; c++)
-		if (*c == '.' && (c[1] == '.' || c[1] == 0 || ++dots > 5))
-			return false;
-	return dots == 5;
+		if (*c == '.') {
+			if (c[1] == '.' || c[1] == 0 || ++dots > 5)
+				return K_BAD;
+			tok[dots] = c + 1;
+		}
+	if (dots != 5)
+		return K_BAD;
+	for (int k = 0; k < K_BAD; k++)
+		if ((size_t)(tok[5] - tok[4] - 1) == strlen(kinds[k]) &&
+		    !strncmp(tok[4], kinds[k], strlen(kinds[k])))
+			return (enum kind)k;
+	return K_BAD;
 }
 
 static void to_rank_step(const Trainscope__V1__Step *s, struct ts_rank_step *out)
@@ -164,6 +177,40 @@ static void note_identity(struct ts_job *j, const Trainscope__V1__Identity *id)
 	else if (id->device)
 		snprintf(m->device, sizeof(m->device), "%d", id->device->index);
 	m->pid = id->pid;
+	m->device_index = id->device ? id->device->index : id->local_rank;
+}
+
+static void host_sample(struct ts_job *j, const Trainscope__V1__HostSample *h)
+{
+	double per_s = h->interval_ns ? 1e9 / (double)h->interval_ns : 0;
+	struct ts_host_view v = {
+		.valid = per_s > 0,
+		.time_ns = h->start_ns + h->interval_ns,
+		.runq_ms_per_s = (double)h->runq_delay_ns / 1e6 * per_s,
+		.offcpu_ms_per_s = (double)h->offcpu_ns / 1e6 * per_s,
+		.oncpu_ms_per_s = (double)h->oncpu_ns / 1e6 * per_s,
+		.involuntary_per_s = h->involuntary_switches * per_s,
+	};
+
+	if (h->n_preemptors && h->preemptors[0]->comm) {
+		snprintf(v.top_comm, sizeof(v.top_comm), "%s", h->preemptors[0]->comm);
+		v.top_pid = h->preemptors[0]->pid;
+		v.top_ms_per_s = (double)h->preemptors[0]->time_ns / 1e6 * per_s;
+	}
+	ts_job_host_view(j, h->rank, &v);
+}
+
+static void device_sample(struct ts_job *j, const char *node, const Trainscope__V1__DeviceSample *d)
+{
+	struct ts_device_view v = {
+		.valid = true,
+		.sm_clock_mhz = d->sm_clock_mhz,
+		.throttle_reasons = d->throttle_reasons,
+		.xid_errors = d->xid_errors,
+		.temperature_c = d->temperature_c,
+	};
+
+	ts_job_device_view(j, node ? node : "", d->device ? d->device->index : -1, &v);
 }
 
 static int refuse(struct ts_analyzer *a, uint64_t *counter, int err, const char *subject,
@@ -175,17 +222,12 @@ static int refuse(struct ts_analyzer *a, uint64_t *counter, int err, const char 
 	return err;
 }
 
-static int ingest_batch(struct ts_analyzer *a, const char *subject, Trainscope__V1__Batch *b)
+/* Per producer: duplicates dropped (1 is returned), gaps counted. */
+static int check_seq(struct ts_analyzer *a, const Trainscope__V1__Batch *b)
 {
-	const Trainscope__V1__Identity *id = b->id;
-	struct producer *p;
-	struct ts_job *j;
+	struct producer *p = prod_get(a, b->producer_id);
 
-	if (!id || !id->namespace_ || !*id->namespace_ || !id->job || !*id->job || id->rank < 0)
-		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "batch without identity");
-	if (!b->producer_id || !b->seq)
-		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "batch without producer/seq");
-	if (!(p = prod_get(a, b->producer_id)))
+	if (!p)
 		return -ENOMEM;
 	if (b->seq <= p->last_seq) {
 		a->st.duplicates++;
@@ -194,15 +236,21 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, Trainscope__
 	if (p->last_seq && b->seq > p->last_seq + 1) {
 		a->st.lost_batches += b->seq - p->last_seq - 1;
 		ts_warn("analyzer: %" PRIu64 " batches lost from producer %016" PRIx64 " (rank %d)",
-			b->seq - p->last_seq - 1, b->producer_id, id->rank);
+			b->seq - p->last_seq - 1, b->producer_id, b->id->rank);
 	}
 	p->last_seq = b->seq;
 	if (b->dropped_records > p->dropped) {
 		a->st.ring_dropped += b->dropped_records - p->dropped;
 		p->dropped = b->dropped_records;
 	}
-	if (!(j = job_get(a, id->namespace_, id->job, id->world_size)))
-		return -ENOMEM;
+	return 0;
+}
+
+static void rank_records(struct ts_analyzer *a, struct ts_job *j, const Trainscope__V1__Batch *b)
+{
+	const Trainscope__V1__Identity *id = b->id;
+
+	note_identity(j, id);
 	for (size_t i = 0; i < b->n_records; i++) {
 		const Trainscope__V1__Record *r = b->records[i];
 		struct ts_rank_step rs;
@@ -219,9 +267,48 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, Trainscope__
 		}
 		a->st.steps++;
 	}
-	note_identity(j, id);
 	if (b->final)
 		ts_job_rank_final(j, id->rank);
+}
+
+static void node_records(struct ts_analyzer *a, struct ts_job *j, const Trainscope__V1__Batch *b)
+{
+	for (size_t i = 0; i < b->n_records; i++) {
+		const Trainscope__V1__Record *r = b->records[i];
+		if (r->kind_case == TRAINSCOPE__V1__RECORD__KIND_HOST_SAMPLE) {
+			host_sample(j, r->host_sample);
+			a->st.host_samples++;
+		} else if (r->kind_case == TRAINSCOPE__V1__RECORD__KIND_DEVICE_SAMPLE) {
+			device_sample(j, b->id->node, r->device_sample);
+			a->st.device_samples++;
+		}
+	}
+}
+
+static int ingest_batch(struct ts_analyzer *a, const char *subject, enum kind kind,
+			Trainscope__V1__Batch *b)
+{
+	const Trainscope__V1__Identity *id = b->id;
+	struct ts_job *j;
+	int rc;
+
+	if (!id || !id->namespace_ || !*id->namespace_ || !id->job || !*id->job ||
+	    (kind == K_RANK && id->rank < 0))
+		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "batch without identity");
+	if (!b->producer_id || !b->seq)
+		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "batch without producer/seq");
+	if (kind == K_CTL) { /* announcements are for node agents */
+		a->st.control++;
+		return 1;
+	}
+	if ((rc = check_seq(a, b)))
+		return rc;
+	if (!(j = job_get(a, id->namespace_, id->job, id->world_size)))
+		return -ENOMEM;
+	if (kind == K_RANK)
+		rank_records(a, j, b);
+	else
+		node_records(a, j, b);
 	return 0;
 }
 
@@ -233,13 +320,14 @@ int ts_analyzer_ingest(struct ts_analyzer *a, const char *subject, const void *d
 	a->st.msgs++;
 	if (len > a->opts.max_msg_bytes)
 		return refuse(a, &a->st.oversized, -EMSGSIZE, subject, "larger than the message limit");
-	if (!subject || !subject_ok(subject))
+	enum kind kind = subject ? subject_kind(subject) : K_BAD;
+	if (kind == K_BAD)
 		return refuse(a, &a->st.bad_subject, -EINVAL, subject ? subject : "(none)",
-			      "subject is not ts.v1.<ns>.<job>.<kind>.<id>");
+			      "subject is not ts.v1.<ns>.<job>.<rank|host|dev|hang|ctl>.<id>");
 	b = trainscope__v1__batch__unpack(NULL, len, data);
 	if (!b)
 		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "not a trainscope.v1.Batch");
-	err = ingest_batch(a, subject, b);
+	err = ingest_batch(a, subject, kind, b);
 	trainscope__v1__batch__free_unpacked(b, NULL);
 	if (!err)
 		a->st.batches++;
@@ -316,6 +404,10 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	M("late_steps_total", "counter", "Rank steps that came after their step was analysed.",
 	  s.late_steps);
 	M("reports_written_total", "counter", "Report files written.", s.reports_written);
+	M("control_messages_total", "counter", "Rank announcements seen (for node agents).",
+	  s.control);
+	M("host_samples_total", "counter", "Node agents' host samples joined.", s.host_samples);
+	M("device_samples_total", "counter", "Node agents' GPU samples joined.", s.device_samples);
 	M("jobs", "gauge", "Jobs followed.", s.jobs);
 #undef M
 	ts_buf_printf(b, "# HELP trainscope_job_slow_ranks Slow ranks named in the job's report.\n"

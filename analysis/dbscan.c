@@ -82,8 +82,9 @@ int ts_dbscan_1d(const double *v, size_t n, double eps, int min_samples, int *la
 int ts_space_detect(const double *v, size_t n, const struct ts_space_opts *o, int *outlier,
 		    double *median_out)
 {
-	double *tmp = malloc(2 * (n ? n : 1) * sizeof(double));
-	double *x = tmp + (n ? n : 1);
+	size_t cap = n ? n : 1;
+	double *tmp = malloc(3 * cap * sizeof(double)); /* 2 scratch for the statistics, 1 for x */
+	double *x = tmp ? tmp + 2 * cap : NULL;
 	int *labels = malloc((n ? n : 1) * sizeof(int));
 	size_t *idx = malloc((n ? n : 1) * sizeof(size_t));
 	double med, lo = INFINITY, hi = -INFINITY;
@@ -108,7 +109,8 @@ int ts_space_detect(const double *v, size_t n, const struct ts_space_opts *o, in
 	}
 	if (m < 3 || !(med > 0) || (hi - lo) / (2 * med) <= o->cv_threshold)
 		goto out;
-	if ((found = ts_dbscan_1d(x, m, o->eps, o->min_samples, labels)) < 0)
+	double sigma = ts_mad_sigma(v, n, med, tmp), eps = o->eps;
+	if ((found = ts_dbscan_1d(x, m, eps, o->min_samples, labels)) < 0)
 		goto out;
 	/* the main cluster is the one holding the median point */
 	double best = INFINITY;
@@ -122,9 +124,9 @@ int ts_space_detect(const double *v, size_t n, const struct ts_space_opts *o, in
 		double d = v[idx[k]] - med;
 		if (labels[k] == labels[mid] && labels[mid] != TS_DBSCAN_NOISE)
 			continue;
-		if (labels[mid] == TS_DBSCAN_NOISE && fabs(d) * (o->scaling ? 1 / med : 1) <= o->eps)
+		if (labels[mid] == TS_DBSCAN_NOISE && fabs(d) * (o->scaling ? 1 / med : 1) <= eps)
 			continue;
-		if (fabs(d) < o->min_abs_diff)
+		if (fabs(d) < o->min_abs_diff || (sigma > 0 && fabs(d) < o->min_robust_z * sigma))
 			continue;
 		outlier[idx[k]] = d > 0 ? 1 : -1;
 		found++;

@@ -19,11 +19,14 @@ struct ts_space_opts {
 	double cv_threshold; /* spread test: (max - min) / (2 * median) must exceed it */
 	bool scaling;        /* divide by the group median, so eps is relative */
 	double min_abs_diff; /* an outlier differs from the median at least this much */
+	double min_robust_z; /* ... and lies this many robust sigmas (1.4826 MAD) from it */
 };
 
 /* Marks outlier[i] = +1 (above the main cluster), -1 (below) or 0. NaN values are
- * ignored (0). The main cluster is the one holding the median. Returns the number of
- * outliers, 0 when the spread test fails, or -ENOMEM. median_out gets the median. */
+ * ignored (0). The main cluster is the one holding the median. On a noisy metric a
+ * rank just past the cluster's edge is not enough: an outlier must also be
+ * min_robust_z robust sigmas away from the median. Returns the number of outliers, 0
+ * when the spread test fails, or -ENOMEM. median_out gets the median. */
 int ts_space_detect(const double *v, size_t n, const struct ts_space_opts *o, int *outlier,
 		    double *median_out);
 

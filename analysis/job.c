@@ -5,17 +5,18 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char *const ts_metric_names[TS_M_COUNT] = { "compute", "collective", "launch", "dataloader",
-						  "checkpoint" };
+						  "checkpoint", "runq", "offcpu" };
 const char *const ts_state_names[4] = { "Unknown", "Healthy", "FailSlow", "Hang" };
 
 /* Cause of a metric that stands out high on a rank (collective: see cause_of). */
 static const char *const metric_cause[TS_M_COUNT] = { "Compute", "Communication", "HostCPU",
-						       "Storage", "Storage" };
+						       "Storage", "Storage", "HostCPU", "HostCPU" };
 
 #define MAX_RANKS 65536
 
@@ -199,6 +200,34 @@ static struct row *row_for(struct ts_job *j, uint64_t step)
 
 static void evaluate_row(struct ts_job *j, struct row *r);
 
+/* A host view older than this no longer describes the step. */
+#define HOST_VIEW_MAX_AGE_NS (5ull * 1000000000ull)
+
+static void host_metrics(struct ts_job *j, int rank, const struct ts_rank_step *s, float step_ms,
+			 float *m)
+{
+	const struct ts_host_view *h = &j->meta[rank].host;
+	bool fresh = h->valid && s->end_ns + HOST_VIEW_MAX_AGE_NS > h->time_ns &&
+		     h->time_ns + HOST_VIEW_MAX_AGE_NS > s->end_ns;
+
+	m[TS_M_RUNQ] = fresh ? (float)(h->runq_ms_per_s * step_ms / 1000) : NAN;
+	m[TS_M_OFFCPU] = fresh ? (float)(h->offcpu_ms_per_s * step_ms / 1000) : NAN;
+}
+
+void ts_job_host_view(struct ts_job *j, int rank, const struct ts_host_view *v)
+{
+	if (rank >= 0 && rank < j->world)
+		j->meta[rank].host = *v;
+}
+
+void ts_job_device_view(struct ts_job *j, const char *node, int device_index,
+			const struct ts_device_view *v)
+{
+	for (int k = 0; k < j->world; k++)
+		if (j->meta[k].device_index == device_index && !strcmp(j->meta[k].node, node))
+			j->meta[k].dev = *v;
+}
+
 int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_step *s)
 {
 	struct row *r;
@@ -233,9 +262,10 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 		r->have[rank] = 1;
 		r->count++;
 	}
+	r->step_ms[rank] = (float)((double)(s->end_ns - s->start_ns) / 1e6);
 	for (int m = 0; m < TS_M_COUNT; m++)
 		r->m[(size_t)rank * TS_M_COUNT + (size_t)m] = (float)s->m[m];
-	r->step_ms[rank] = (float)((double)(s->end_ns - s->start_ns) / 1e6);
+	host_metrics(j, rank, s, r->step_ms[rank], &r->m[(size_t)rank * TS_M_COUNT]);
 	if (s->end_ns > r->end_max)
 		r->end_max = s->end_ns;
 	if (s->step > j->max_step)
@@ -329,13 +359,21 @@ static void update_alarms(struct ts_job *j, uint64_t t_ns)
 					j->since[i] = t_ns;
 					if (m != TS_M_COLLECTIVE)
 						j->res.alarms_raised++;
+					ts_info("%s/%s: rank %d %s alarm raised at step %llu: %.2f ms vs "
+						"median %.2f ms", j->ns, j->name, k, ts_metric_names[m],
+						(unsigned long long)j->res.last_step, j->hit_value[i],
+						j->hit_median[i]);
 				}
 			} else {
 				j->hits[i] = 0;
 				if (j->misses[i] < UINT16_MAX)
 					j->misses[i]++;
-				if (j->alarm[i] && j->misses[i] >= j->p.clear_after_steps)
+				if (j->alarm[i] && j->misses[i] >= j->p.clear_after_steps) {
 					j->alarm[i] = false;
+					ts_info("%s/%s: rank %d %s alarm cleared at step %llu", j->ns,
+						j->name, k, ts_metric_names[m],
+						(unsigned long long)j->res.last_step);
+				}
 			}
 		}
 }
@@ -364,15 +402,55 @@ static int pick_metric(struct ts_job *j, int k)
 	return best;
 }
 
+/* Appends to a fixed buffer; the text is cut, never overrun. */
+static void appendf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void appendf(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t len = strnlen(buf, size);
+	va_list ap;
+
+	if (len + 1 >= size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
+/* The median SM clock of the job's GPUs that reported one. */
+static double median_clock(struct ts_job *j)
+{
+	int n = 0;
+
+	for (int k = 0; k < j->world; k++)
+		if (j->meta[k].dev.valid && j->meta[k].dev.sm_clock_mhz)
+			j->vals[n++] = j->meta[k].dev.sm_clock_mhz;
+	return n ? ts_median(j->vals, (size_t)n, j->scratch) : NAN;
+}
+
+/* A compute outlier on a GPU that reports XID errors, hardware throttling or a clock
+ * well below the others' is the device's doing: cause Device. */
+static void device_evidence(struct ts_job *j, int k, struct ts_slow_rank *s)
+{
+	const struct ts_device_view *d = &j->meta[k].dev;
+	double med = median_clock(j);
+	bool slow_clock = d->valid && d->sm_clock_mhz && med > 0 && d->sm_clock_mhz < 0.9 * med;
+
+	if (!d->valid || !(d->xid_errors || (d->throttle_reasons & TS_THROTTLE_HW_MASK) || slow_clock))
+		return;
+	s->cause = "Device";
+	appendf(s->evidence, sizeof(s->evidence), "; GPU %s: SM clock %u MHz vs median %.0f MHz, "
+		"throttle reasons 0x%llx, %u XID errors, %u C",
+			j->meta[k].device, d->sm_clock_mhz, med,
+			(unsigned long long)d->throttle_reasons, d->xid_errors, d->temperature_c);
+}
+
 static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uint64_t t_ns)
 {
 	size_t i = idx(j, k, m), c = idx(j, k, TS_M_COLLECTIVE);
 	double cv = j->win_median[c], cmed = j->group_median[TS_M_COLLECTIVE];
 
 	/* an alarm outlives its last hit by clear_after_steps: show the numbers that
-	 * raised it, and the collective of the same moment only while it is current */
-	int n;
-
+	 * raised it */
 	s->rank = k;
 	s->metric = ts_metric_names[m];
 	s->cause = metric_cause[m];
@@ -384,13 +462,17 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 		 j->tdir[i] > 0 ? (j->dir[i] ? "+TIME" : "TIME") : "");
 	if (!s->method[0])
 		snprintf(s->method, sizeof(s->method), "SPACE");
-	n = snprintf(s->evidence, sizeof(s->evidence),
-		     "%s %.2f ms/step vs group median %.2f ms (%+.0f%%)", s->metric, s->value_ms,
-		     s->median_ms, 100 * s->degradation);
-	if (m != TS_M_COLLECTIVE && n > 0 && (size_t)n < sizeof(s->evidence))
-		snprintf(s->evidence + n, sizeof(s->evidence) - (size_t)n,
-			 "; collective %.2f ms vs %.2f ms (%+.0f%%)%s", cv, cmed,
-			 100 * rel(cv, cmed), cv < cmed ? ": the others wait for it" : "");
+	s->evidence[0] = 0;
+	appendf(s->evidence, sizeof(s->evidence), "%s %.2f ms/step vs group median %.2f ms (%+.0f%%)",
+		s->metric, s->value_ms, s->median_ms, 100 * s->degradation);
+	if (m == TS_M_COMPUTE)
+		device_evidence(j, k, s);
+	if (!strcmp(s->cause, "HostCPU") && j->meta[k].host.valid && j->meta[k].host.top_comm[0])
+		appendf(s->evidence, sizeof(s->evidence), ", preempted by %s (pid %d, %.1f ms/s)",
+			j->meta[k].host.top_comm, j->meta[k].host.top_pid,
+			j->meta[k].host.top_ms_per_s);
+	appendf(s->evidence, sizeof(s->evidence), "; collective %.2f ms vs %.2f ms (%+.0f%%)%s", cv,
+		cmed, 100 * rel(cv, cmed), cv < cmed ? ": the others wait for it" : "");
 }
 
 static void compose(struct ts_job *j, uint64_t t_ns)

@@ -15,6 +15,8 @@ enum ts_metric {
 	TS_M_LAUNCH,
 	TS_M_DATALOADER,
 	TS_M_CHECKPOINT,
+	TS_M_RUNQ,   /* run-queue delay per step, from the node agent */
+	TS_M_OFFCPU, /* time asleep per step, from the node agent */
 	TS_M_COUNT
 };
 
@@ -30,16 +32,39 @@ struct ts_rank_step {
 	double m[TS_M_COUNT];
 };
 
+/* The node agent's view of a rank over its last interval, as rates. */
+struct ts_host_view {
+	bool valid;
+	uint64_t time_ns;
+	double runq_ms_per_s, offcpu_ms_per_s, oncpu_ms_per_s, involuntary_per_s;
+	char top_comm[16];      /* the main preemptor, if any */
+	int top_pid;
+	double top_ms_per_s;
+};
+
+/* The rank's GPU as NVML saw it last. */
+struct ts_device_view {
+	bool valid;
+	uint32_t sm_clock_mhz;
+	uint64_t throttle_reasons;
+	uint32_t xid_errors, temperature_c;
+};
+
 struct ts_rank_meta {
 	char pod[128], node[64], device[64];
-	int pid;
+	int pid, device_index;
 	bool seen, final;
 	uint64_t last_step;
+	struct ts_host_view host;
+	struct ts_device_view dev;
 };
+
+/* NVML throttle reasons that mean the hardware slowed the GPU down. */
+#define TS_THROTTLE_HW_MASK (0x8ull | 0x20ull | 0x40ull | 0x80ull)
 
 struct ts_slow_rank {
 	int rank;
-	const char *cause;   /* Compute | Communication | HostCPU | Storage */
+	const char *cause;   /* Compute | Communication | HostCPU | Storage | Device */
 	const char *metric;
 	char method[16];     /* SPACE, TIME, SPACE+TIME */
 	double degradation;  /* (value - group median) / group median */
@@ -74,6 +99,10 @@ int ts_job_world(const struct ts_job *j);
 /* Adds a rank's step. Steps older than the evaluated horizon are counted late and
  * dropped. Returns 0, -ERANGE for a rank outside [0, 65535], or -ENOMEM. */
 int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_step *s);
+/* Host and device views join the rank's next steps. */
+void ts_job_host_view(struct ts_job *j, int rank, const struct ts_host_view *v);
+void ts_job_device_view(struct ts_job *j, const char *node, int device_index,
+			const struct ts_device_view *v);
 /* A producer announced exit (no more data from that rank). */
 void ts_job_rank_final(struct ts_job *j, int rank);
 /* Evaluates every step that is complete (or lag_steps behind) and checks for a hang.

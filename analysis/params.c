@@ -25,6 +25,8 @@ static const struct ts_cfg_field fields[] = {
 	  "no step for this long while ranks run: Hang"),
 	F("space.window_size", TS_CFG_INT, space_window, 1, 64, "steps per SPACE window"),
 	F("space.eps", TS_CFG_DOUBLE, space.eps, 0, 1e9, "DBSCAN eps (relative when scaling)"),
+	F("space.min_robust_z", TS_CFG_DOUBLE, space.min_robust_z, 0, 100,
+	  "an outlier is also this many robust sigmas from the median (0: off)"),
 	F("space.min_samples", TS_CFG_INT, space.min_samples, 1, 1000000, "DBSCAN min_samples"),
 	F("space.cv_threshold", TS_CFG_DOUBLE, space.cv_threshold, 0, 100,
 	  "(max - min) / (2 * median) must exceed it"),
@@ -58,7 +60,7 @@ void ts_params_defaults(struct ts_params *p)
 		.consecutive_windows = 2,
 	};
 	p->space = (struct ts_space_opts){
-		.eps = 0.1, .min_samples = 2, .cv_threshold = 0.03, .scaling = true,
+		.eps = 0.1, .min_samples = 2, .cv_threshold = 0.03, .scaling = true, .min_robust_z = 3,
 	};
 	p->space_window = 10;
 	p->min_abs_diff_ms = 0.3;

@@ -108,7 +108,8 @@ static void test_property_matches_reference(void **state)
 }
 
 static const struct ts_space_opts opts = { .eps = 0.1, .min_samples = 2, .cv_threshold = 0.03,
-					   .scaling = true, .min_abs_diff = 0.3 };
+					   .scaling = true, .min_abs_diff = 0.3,
+					   .min_robust_z = 3 };
 
 static void test_space_flags_the_slow_rank(void **state)
 {
@@ -145,6 +146,20 @@ static void test_space_spread_and_floor(void **state)
 }
 
 /* Two slow ranks form their own small cluster: both stand apart from the main one. */
+/* Noisy group: a rank past the cluster's edge but within 3 robust sigmas is not named. */
+static void test_space_noise_needs_robust_z(void **state)
+{
+	double v[8] = { 40, 44, 46, 43, 41, 45, 42, 51.5 }; /* 51.5: gap 5.5 > eps, z ~ 2.1 */
+	double w[8] = { 40, 44, 46, 43, 41, 60, 42, 45 };   /* 60: z ~ 5 */
+	int out[8];
+	double med;
+
+	(void)state;
+	assert_int_equal(ts_space_detect(v, 8, &opts, out, &med), 0);
+	assert_int_equal(ts_space_detect(w, 8, &opts, out, &med), 1);
+	assert_int_equal(out[5], 1);
+}
+
 static void test_space_two_slow_ranks(void **state)
 {
 	double v[16];
@@ -167,6 +182,7 @@ int main(void)
 		cmocka_unit_test(test_property_matches_reference),
 		cmocka_unit_test(test_space_flags_the_slow_rank),
 		cmocka_unit_test(test_space_spread_and_floor),
+		cmocka_unit_test(test_space_noise_needs_robust_z),
 		cmocka_unit_test(test_space_two_slow_ranks),
 	};
 	return cmocka_run_group_tests_name("dbscan", tests, NULL, NULL);

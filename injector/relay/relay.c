@@ -29,7 +29,11 @@ struct producer {
 	int npending, cap;
 	struct ts_step_sum *pending;
 	char subject[256];
+	char ctl_subject[256];  /* announcements for the node's agent */
+	uint64_t ctl_seq, next_hello_ms;
 };
+
+#define HELLO_EVERY_MS 5000
 
 struct relay {
 	struct relay_opts opts;
@@ -94,6 +98,8 @@ static int add_producer(struct relay *r, const char *path)
 	char leaf[16];
 	snprintf(leaf, sizeof(leaf), "%d", p->ring->id.rank);
 	ts_subject(p->subject, sizeof(p->subject), p->ring->id.ns, p->ring->id.job, "rank", leaf);
+	ts_subject(p->ctl_subject, sizeof(p->ctl_subject), p->ring->id.ns, p->ring->id.job, "ctl",
+		   p->ring->id.node);
 	r->prod[r->nprod++] = p;
 	r->st.producers_seen++;
 	ts_info("relay: following %s (job %s/%s rank %d/%d pid %d) -> %s", path, p->ring->id.ns,
@@ -150,38 +156,54 @@ static int push_pending(struct producer *p, const struct ts_step_sum *s)
 	return 0;
 }
 
-static void publish(struct relay *r, struct producer *p, bool final)
+/* Encodes and queues one batch; returns 0 or a negative errno (counted). */
+static int send_batch(struct relay *r, struct producer *p, const char *subject,
+		      struct ts_batch_hdr *h, const struct ts_step_sum *steps, int n)
 {
-	struct ts_batch_hdr h = {
-		.id = &p->ring->id,
-		.producer_id = p->producer_id,
-		.seq = p->seq + 1,
-		.dropped_records = atomic_load(&p->ring->dropped),
-		.hello = !p->hello_sent,
-		.start_real_ns = p->ring->start_real_ns,
-		.final = final,
-	};
 	char msg_id[64];
 	uint8_t *buf;
 	size_t len;
 	int err;
 
+	h->id = &p->ring->id;
+	h->dropped_records = atomic_load(&p->ring->dropped);
+	h->start_real_ns = p->ring->start_real_ns;
+	if (ts_batch_encode(h, steps, n, &buf, &len)) {
+		r->st.encode_errors++;
+		return -ENOMEM;
+	}
+	snprintf(msg_id, sizeof(msg_id), "%016" PRIx64 "-%" PRIu64, h->producer_id, h->seq);
+	err = tsn_publish(r->nats, subject, buf, len, msg_id);
+	free(buf);
+	if (err)
+		r->st.publish_errors++;
+	return err;
+}
+
+/* The node's agent learns its ranks from these; the final one says the rank is gone. */
+static void announce(struct relay *r, struct producer *p, bool final)
+{
+	struct ts_batch_hdr h = { .producer_id = p->producer_id ^ 1, .seq = ++p->ctl_seq,
+				  .hello = true, .final = final };
+
+	p->next_hello_ms = mono_ms() + HELLO_EVERY_MS;
+	send_batch(r, p, p->ctl_subject, &h, NULL, 0);
+}
+
+static void publish(struct relay *r, struct producer *p, bool final)
+{
+	struct ts_batch_hdr h = { .producer_id = p->producer_id, .seq = p->seq + 1,
+				  .hello = !p->hello_sent, .final = final };
+	int err;
+
 	p->last_flush_ms = mono_ms();
 	if (!p->npending && p->hello_sent && !final)
 		return;
-	if (ts_batch_encode(&h, p->pending, p->npending, &buf, &len)) {
-		r->st.encode_errors++;
-		return;
-	}
-	snprintf(msg_id, sizeof(msg_id), "%016" PRIx64 "-%" PRIu64, h.producer_id, h.seq);
-	err = tsn_publish(r->nats, p->subject, buf, len, msg_id);
-	free(buf);
-	if (err) {
-		r->st.publish_errors++;
+	err = send_batch(r, p, p->subject, &h, p->pending, p->npending);
+	if (err)
 		ts_warn("relay: %d steps of %s lost: %s", p->npending, p->subject, strerror(-err));
-	} else {
+	else
 		r->st.batches++;
-	}
 	p->seq++;
 	p->hello_sent = true;
 	p->npending = 0;
@@ -239,6 +261,8 @@ static void round_all(struct relay *r, bool final)
 		bool done = gone && ring_empty(p->ring);
 		if (final || done || now - p->last_flush_ms >= (uint64_t)r->opts.flush_ms)
 			publish(r, p, done);
+		if (done || now >= p->next_hello_ms)
+			announce(r, p, done);
 		if (done) {
 			remove_producer(r, i);
 			i--;
