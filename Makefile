@@ -58,6 +58,8 @@ include injector/preload/module.mk
 include injector/relay/module.mk
 include analysis/module.mk
 include cli/module.mk
+include bpf/module.mk
+include agent/module.mk
 include e2e/module.mk
 include bench/module.mk
 
@@ -82,6 +84,7 @@ test: deps
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
 	@BUILD=$(BUILD) e2e/test-demo.sh
+	@BUILD=$(BUILD) e2e/test-agent.sh
 
 FAULT ?= compute
 RANKS ?= 8
@@ -92,6 +95,7 @@ demo: deps
 e2e: deps
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) e2e/test-demo.sh
+	@BUILD=$(BUILD) e2e/test-agent.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCHES)

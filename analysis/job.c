@@ -52,6 +52,7 @@ struct ts_job {
 	uint64_t *since;                    /* [world][M] */
 	float *win_median;                  /* [world][M] rank's window median */
 	float *hit_value, *hit_median;      /* [world][M] the numbers of the last hit */
+	uint64_t *judged_sample;            /* [world][M] host sample a verdict was counted on */
 	double group_median[TS_M_COUNT];
 	struct ts_job_result res;
 	double *scratch;                    /* 2 * world doubles */
@@ -79,6 +80,7 @@ static void per_rank_free(struct ts_job *j)
 	free(j->ks), free(j->meta), free(j->hist), free(j->dir), free(j->tdir), free(j->hits);
 	free(j->misses), free(j->alarm), free(j->since), free(j->win_median), free(j->scratch);
 	free(j->vals), free(j->outl), free(j->res.slow), free(j->hit_value), free(j->hit_median);
+	free(j->res.ever_alarmed), free(j->judged_sample);
 	j->ks = NULL;
 }
 
@@ -102,13 +104,16 @@ static int size_world(struct ts_job *j, int world)
 	j->alarm = calloc(nm, sizeof(bool)), j->since = calloc(nm, sizeof(uint64_t));
 	j->win_median = calloc(nm, sizeof(float));
 	j->hit_value = calloc(nm, sizeof(float)), j->hit_median = calloc(nm, sizeof(float));
+	j->judged_sample = calloc(nm, sizeof(uint64_t));
 	j->scratch = calloc(2 * n + 2 * W(j), sizeof(double));
 	j->vals = calloc(n, sizeof(double));
 	j->outl = calloc(n, sizeof(int));
 	j->res.slow = calloc(n, sizeof(*j->res.slow));
+	j->res.ever_alarmed = calloc(n, 1);
 	if (!j->rows || !j->meta || !j->hist || !j->ks || !j->dir || !j->tdir || !j->hits ||
 	    !j->misses || !j->alarm || !j->since || !j->win_median || !j->scratch || !j->vals ||
-	    !j->outl || !j->res.slow || !j->hit_value || !j->hit_median) {
+	    !j->outl || !j->res.slow || !j->hit_value || !j->hit_median || !j->res.ever_alarmed ||
+	    !j->judged_sample) {
 		free(old_meta);
 		return -ENOMEM;
 	}
@@ -342,12 +347,30 @@ static int time_verdict(struct ts_job *j, int k, int m)
 	return hits * 2 < j->world || j->world == 1 ? j->tdir[idx(j, k, m)] : 0;
 }
 
+/* Host metrics come from one sample a second while steps come many times a second: a
+ * verdict on them counts once per new sample, so the alarm filter needs as many
+ * independent samples as it needs steps elsewhere. */
+static bool new_evidence(struct ts_job *j, int k, int m)
+{
+	size_t i = idx(j, k, m);
+	uint64_t t = j->meta[k].host.time_ns;
+
+	if (m != TS_M_RUNQ && m != TS_M_OFFCPU)
+		return true;
+	if (t == j->judged_sample[i])
+		return false;
+	j->judged_sample[i] = t;
+	return true;
+}
+
 static void update_alarms(struct ts_job *j, uint64_t t_ns)
 {
 	for (int k = 0; k < j->world; k++)
 		for (int m = 0; m < TS_M_COUNT; m++) {
 			size_t i = idx(j, k, m);
 			int hit = j->dir[i] > 0 || time_verdict(j, k, m) > 0;
+			if (!new_evidence(j, k, m))
+				continue;
 			if (hit) {
 				j->hit_value[i] = j->win_median[i];
 				j->hit_median[i] = (float)j->group_median[m];
@@ -357,8 +380,10 @@ static void update_alarms(struct ts_job *j, uint64_t t_ns)
 				if (!j->alarm[i] && j->hits[i] >= j->p.alarm_filter_window_size) {
 					j->alarm[i] = true;
 					j->since[i] = t_ns;
-					if (m != TS_M_COLLECTIVE)
+					if (m != TS_M_COLLECTIVE) {
 						j->res.alarms_raised++;
+						j->res.ever_alarmed[k] = 1;
+					}
 					ts_info("%s/%s: rank %d %s alarm raised at step %llu: %.2f ms vs "
 						"median %.2f ms", j->ns, j->name, k, ts_metric_names[m],
 						(unsigned long long)j->res.last_step, j->hit_value[i],

@@ -81,6 +81,7 @@ struct ts_job_result {
 	struct ts_slow_rank *slow;
 	uint64_t last_step, steps_evaluated, updated_ns;
 	uint64_t alarms_raised;   /* (rank, metric) alarms ever raised, cleared ones too */
+	uint8_t *ever_alarmed;    /* [world]: 1 for a rank that was ever alarmed */
 	char summary[512];
 	char reason[256];
 };

@@ -54,14 +54,13 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 					       r->reason[0] ? r->reason : "step time at baseline", now));
 	json_array_append_new(conds, condition("Hang", hang, hang ? "NoProgress" : "Progressing",
 					       hang ? r->reason : "steps complete", now));
-	return json_pack("{s:s, s:i, s:{s:o, s:o, s:o}, s:o, s:s, s:o, s:s, s:i, s:o, s:I, s:I, s:I}",
+	return json_pack("{s:s, s:i, s:{s:o, s:o, s:o}, s:o, s:s, s:o, s:s, s:i, s:o, s:I, s:I}",
 			 "state", ts_state_names[r->state], "worldSize", r->world, "stepTime",
 			 "baselineMs", num_or_null(r->baseline_ms), "currentMs",
 			 num_or_null(r->current_ms), "degradation", num_or_null(r->degradation),
 			 "slowRanks", slow, "summary", r->summary, "conditions", conds, "traceID", "",
 			 "observedGeneration", 0, "lastUpdateTime", time_str(now), "lastStep",
-			 (json_int_t)r->last_step, "stepsAnalyzed", (json_int_t)r->steps_evaluated,
-			 "alarmsRaised", (json_int_t)r->alarms_raised);
+			 (json_int_t)r->last_step, "stepsAnalyzed", (json_int_t)r->steps_evaluated);
 }
 
 /* sysTrace's slow-node result: resultCode 200 normal / 201 abnormal. */
@@ -105,6 +104,18 @@ static void add_systrace(json_t *root, struct ts_job *j, const struct ts_job_res
 	json_object_set_new(root, "timestamp", json_integer((json_int_t)(now / 1000000000ull)));
 }
 
+/* What the job went through, not only where it stands: alarms since the start. */
+static json_t *history_json(const struct ts_job_result *r)
+{
+	json_t *ranks = json_array();
+
+	for (int k = 0; k < r->world; k++)
+		if (r->ever_alarmed[k])
+			json_array_append_new(ranks, json_integer(k));
+	return json_pack("{s:I, s:o}", "alarmsRaised", (json_int_t)r->alarms_raised,
+			 "ranksEverAlarmed", ranks);
+}
+
 json_t *ts_report_json(struct ts_job *j)
 {
 	const struct ts_job_result *r = ts_job_result(j);
@@ -115,6 +126,7 @@ json_t *ts_report_json(struct ts_job *j)
 
 	json_object_set_new(root, "status", status_json(j, r, now));
 	add_systrace(root, j, r, now);
+	json_object_set_new(root, "history", history_json(r));
 	return root;
 }
 

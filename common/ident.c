@@ -26,21 +26,43 @@ static int32_t env_int(const char *name, int32_t dflt)
 	return *end ? dflt : (int32_t)l;
 }
 
-uint64_t ts_cgroup_id(void)
+int ts_cgroup2_mount(char *out, size_t n)
 {
-	char line[4096], path[4200];
-	struct stat st;
-	uint64_t id = 0;
-	FILE *f = fopen("/proc/self/cgroup", "r");
+	char line[4096], mnt[4096];
+	int rc = -ENOENT;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
 
 	if (!f)
+		return -ENOENT;
+	/* "36 25 0:31 / /sys/fs/cgroup/unified rw,... - cgroup2 cgroup2 rw" */
+	while (rc && fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - cgroup2 ");
+		if (sep && sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1) {
+			snprintf(out, n, "%s", mnt);
+			rc = 0;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+uint64_t ts_cgroup_id(void)
+{
+	char line[4096], path[8300], root[4096];
+	struct stat st;
+	uint64_t id = 0;
+	FILE *f;
+
+	if (ts_cgroup2_mount(root, sizeof(root)))
+		return 0;
+	if (!(f = fopen("/proc/self/cgroup", "r")))
 		return 0;
 	while (fgets(line, sizeof(line), f)) {
 		/* cgroup v2: "0::/path" */
 		if (strncmp(line, "0::", 3) != 0)
 			continue;
 		line[strcspn(line, "\n")] = 0;
-		snprintf(path, sizeof(path), "/sys/fs/cgroup%s", line + 3);
+		snprintf(path, sizeof(path), "%s%s", root, strcmp(line + 3, "/") ? line + 3 : "");
 		if (stat(path, &st) == 0)
 			id = (uint64_t)st.st_ino;
 	}

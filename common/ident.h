@@ -24,6 +24,9 @@ void ts_ident_from_env(struct ts_ident *id);
 
 /* The inode of the process's own cgroup v2 directory: bpf_get_current_cgroup_id(). */
 uint64_t ts_cgroup_id(void);
+/* Where cgroup v2 is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on hybrid
+ * hosts). Returns 0 or -ENOENT. */
+int ts_cgroup2_mount(char *out, size_t n);
 
 /* Copies src into a subject token: characters outside [A-Za-z0-9_-] become '_'. */
 void ts_subject_token(char *dst, size_t n, const char *src);

@@ -453,3 +453,48 @@ void tsn_unsubscribe(struct tsn_sub *s)
 	natsSubscription_Destroy(s->sub);
 	free(s);
 }
+
+struct tsn_core_sub {
+	natsSubscription *sub;
+	tsn_msg_cb cb;
+	void *closure;
+};
+
+static void on_core_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+	struct tsn_core_sub *s = closure;
+
+	(void)nc, (void)sub;
+	s->cb(natsMsg_GetSubject(m), natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m),
+	      s->closure);
+	natsMsg_Destroy(m);
+}
+
+int tsn_subscribe_core(struct tsn *n, const char *subject, tsn_msg_cb cb, void *closure,
+		       struct tsn_core_sub **out)
+{
+	struct tsn_core_sub *s = calloc(1, sizeof(*s));
+	natsStatus st;
+
+	if (!s)
+		return -ENOMEM;
+	s->cb = cb;
+	s->closure = closure;
+	st = natsConnection_Subscribe(&s->sub, n->nc, subject, on_core_msg, s);
+	if (st != NATS_OK) {
+		ts_error("nats: cannot subscribe to %s: %s", subject, natsStatus_GetText(st));
+		free(s);
+		return -EINVAL;
+	}
+	*out = s;
+	return 0;
+}
+
+void tsn_unsubscribe_core(struct tsn_core_sub *s)
+{
+	if (!s)
+		return;
+	natsSubscription_Unsubscribe(s->sub);
+	natsSubscription_Destroy(s->sub);
+	free(s);
+}

@@ -68,4 +68,11 @@ int tsn_subscribe(struct tsn *n, const char *durable, const char *filter, struct
 int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_ms);
 void tsn_unsubscribe(struct tsn_sub *s);
 
+/* Plain (non-JetStream) subscription: cb runs on a nats.c thread. */
+typedef void (*tsn_msg_cb)(const char *subject, const void *data, size_t len, void *closure);
+struct tsn_core_sub;
+int tsn_subscribe_core(struct tsn *n, const char *subject, tsn_msg_cb cb, void *closure,
+		       struct tsn_core_sub **out);
+void tsn_unsubscribe_core(struct tsn_core_sub *s);
+
 #endif

@@ -1,23 +1,32 @@
 #!/bin/bash
 # make demo: a local NATS, the analyzer, and an 8-rank synthetic job under
 # `trainscope run` with one rank slowed; prints the report and stops everything.
-#   FAULT=compute (default) | storage | none     RANKS=8     STEPS=150
+#   FAULT=compute (default) | storage | host | none     RANKS=8     STEPS=150
+# FAULT=host also runs the eBPF node agent (root) and pins a CPU hog to rank 5's core.
 set -e
 BUILD=${BUILD:-build}
 FAULT=${FAULT:-compute}
 RANKS=${RANKS:-8}
+# the host fault is judged on the agent's 1 s samples: 5 of them make an alarm
+[ "$FAULT" = host ] && STEPS=${STEPS:-300}
 STEPS=${STEPS:-150}
 . "$(dirname "$0")/lib.sh"
 
 case "$FAULT" in
-compute | storage | none) ;;
-*) die "FAULT must be compute, storage or none (host comes with the node agent)" ;;
+compute | storage | none) extra="" ;;
+host) extra="$HOST_FAULT_OPTS" ;;
+*) die "FAULT must be compute, storage, host or none" ;;
 esac
 start_nats
 start_analyzer --quiet
+if [ "$FAULT" = host ]; then
+	[ "$(id -u)" -eq 0 ] || die "FAULT=host runs the eBPF node agent: run as root"
+	start_agent
+	echo "demo: node agent up (eBPF), metrics at $AGENT_METRICS"
+fi
 echo "demo: NATS at $NATS_URL, analyzer metrics at $ANALYZER_METRICS"
 echo "demo: $RANKS ranks, $STEPS steps, fault '$FAULT' on rank 5 from step 40"
-run_job demo "$RANKS" "$STEPS" "$FAULT" --fault-rank 5 --fault-step 40
+run_job demo "$RANKS" "$STEPS" "$FAULT" --fault-rank 5 --fault-step 40 $extra
 wait_report demo $((STEPS - 1))
 echo
 "$BIN/trainscope" report --dir "$REPORTS" --job demo

@@ -60,3 +60,17 @@ wait_report() {
 	"$BIN/trainscope" report --dir "$REPORTS" --job "$1" --wait-step "$2" --timeout 60 --json \
 		>"$WORK/$1.json" || die "no complete report for $1"
 }
+
+# start_agent: the node agent (needs root or BPF capabilities, and kernel BTF).
+start_agent() {
+	AGENT_LOG="$WORK/agent.log"
+	"$BIN/trainscope-agent" --nats "$NATS_URL" --metrics-port 0 "$@" \
+		>"$WORK/agent.out" 2>"$AGENT_LOG" &
+	PIDS="$PIDS $!"
+	wait_for 15 grep -q "metrics on" "$AGENT_LOG" || die "agent did not start: $(cat "$AGENT_LOG")"
+	AGENT_METRICS=$(grep -o 'http://[0-9.:]*/metrics' "$AGENT_LOG" | head -1)
+}
+
+# The host fault needs ranks that leave the CPU mostly idle (as with a GPU doing the
+# compute), so that the hog on one core slows only the rank pinned there.
+HOST_FAULT_OPTS="--matrix 48 --compute-iters 4"

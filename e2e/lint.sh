@@ -9,7 +9,7 @@ FLAGS="-std=c11 -D_GNU_SOURCE -fsyntax-only -Wall -Wextra -Werror -Wshadow -Wpoi
 $(pkg-config --cflags libnats libprotobuf-c yaml-0.1 jansson libmicrohttpd)"
 [ -f "$BUILD/gen/proto/trainscope.pb-c.h" ] || make --no-print-directory "$BUILD/gen/proto/trainscope.pb-c.h"
 n=0
-for f in $(git ls-files '*.c'); do
+for f in $(git ls-files '*.c' | grep -v '\.bpf\.c$'); do
 	case "$f" in */tests/*|bench/*) extra="-Wno-missing-prototypes" ;; *) extra="" ;; esac
 	cc $FLAGS $extra "$f"
 	n=$((n + 1))

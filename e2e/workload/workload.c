@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -87,8 +88,9 @@ static void usage(FILE *f)
 		"  --fault-rank R      rank to slow (default 5)\n"
 		"  --fault-step S      first slow step (default 40)\n"
 		"  --fault-factor F    compute: GEMMs x F (default 1.3); storage: dataloader x F\n"
-		"                      (default 1.5); host: a CPU hog pinned to the rank's core\n"
-		"  --pin               pin rank r to CPU r mod ncpu (on for --fault host)\n"
+		"                      (default 1.5); host: a CPU hog ('stress') pinned with the\n"
+		"                      rank to CPU rank mod ncpu\n"
+		"  --pin               pin every rank r to CPU r mod ncpu\n"
 		"  -h, --help\n");
 }
 
@@ -141,8 +143,6 @@ static int parse(int argc, char **argv, struct wl *w)
 	}
 	if (w->fault_factor <= 0)
 		w->fault_factor = w->fault == FAULT_STORAGE ? 1.5 : 1.3;
-	if (w->fault == FAULT_HOST)
-		w->pin = 1;
 	return 0;
 }
 
@@ -205,13 +205,27 @@ static double gemm(const float *a, const float *b, float *c, int n)
 	return c[0];
 }
 
-static void spin_ms(double ms)
+/* Host work of a fixed size: a contended CPU stretches its wall time, as it would a
+ * framework's kernel launches. */
+static void host_work(uint64_t iters)
 {
-	uint64_t end = ns_of(CLOCK_MONOTONIC) + (uint64_t)(ms * 1e6);
-	volatile uint64_t x = 0;
+	for (volatile uint64_t x = 0; x < iters; x++)
+		;
+}
 
-	while (ns_of(CLOCK_MONOTONIC) < end)
-		x++;
+/* Loop iterations per ms of this thread's CPU time, whatever else runs. */
+static uint64_t calibrate(void)
+{
+	uint64_t iters = 100000, t0, t;
+
+	for (;;) {
+		t0 = ns_of(CLOCK_THREAD_CPUTIME_ID);
+		host_work(iters);
+		t = ns_of(CLOCK_THREAD_CPUTIME_ID) - t0;
+		if (t > 5000000)
+			return (uint64_t)((double)iters / ((double)t / 1e6));
+		iters *= 2;
+	}
 }
 
 static void start_hog(int cpu)
@@ -222,6 +236,10 @@ static void start_hog(int cpu)
 		return;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "stress");
+	/* a heavier competitor than the rank (as another pod's busy threads with a larger
+	 * CPU weight would be): a waking rank no longer gets the CPU at once */
+	if (setpriority(PRIO_PROCESS, 0, -10) < 0)
+		fprintf(stderr, "workload: hog at normal priority (%s)\n", strerror(errno));
 	cpu_set_t set;
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
@@ -244,6 +262,7 @@ static int run_rank(struct wl *w)
 	float *grad = malloc(w->floats * 4), *tmp = malloc(w->floats * 4);
 	char *batch = malloc(1 << 16);
 	double sink = 0;
+	uint64_t launch_iters = (uint64_t)(w->launch_ms * (double)calibrate());
 
 	if (!a || !b || !c || !grad || !tmp || !batch)
 		die("malloc");
@@ -261,7 +280,7 @@ static int run_rank(struct wl *w)
 		TS_CALL(trainscope_region_end, TRAINSCOPE_REGION_DATALOADER);
 
 		TS_CALL(trainscope_region_begin, TRAINSCOPE_REGION_LAUNCH);
-		spin_ms(w->launch_ms);
+		host_work(launch_iters);
 		TS_CALL(trainscope_region_end, TRAINSCOPE_REGION_LAUNCH);
 
 		/* the "device" is this thread: its busy time is its CPU time */
@@ -325,7 +344,9 @@ static int rank_main(struct wl *w)
 		if (*ports == ',')
 			ports++;
 	}
-	if (w->pin) {
+	/* a host fault pins the victim and its hog together; the others stay free to move
+	 * away, as ranks with cores of their own would */
+	if (w->pin || (w->fault == FAULT_HOST && w->rank == w->fault_rank)) {
 		cpu_set_t set;
 		CPU_ZERO(&set);
 		CPU_SET(my_cpu(w), &set);

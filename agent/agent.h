@@ -1,0 +1,26 @@
+/* trainscope-agent's core: ranks of this node in, host and device samples out. */
+#ifndef TS_AGENT_H
+#define TS_AGENT_H
+
+#include "buf.h"
+#include "natsw.h"
+
+struct agent_opts {
+	const char *node;     /* this node's name as the ranks report it */
+	int interval_ms;      /* sample period (1000) */
+	int forget_after_ms;  /* a rank silent this long is dropped (30000) */
+	struct tsn_opts nats;
+};
+
+struct agent;
+
+/* Returns 0, or a negative errno with err saying what is missing (BTF, permission). */
+int agent_new(struct agent **out, const struct agent_opts *opts, char *err, size_t errlen);
+void agent_free(struct agent *a);
+/* One sample period's work: follow ranks, read counters, publish. */
+void agent_tick(struct agent *a);
+void agent_render_metrics(void *agent, struct ts_buf *b);
+/* Tells which features run ("scheduling ok, block_io off: ..."). */
+void agent_describe(struct agent *a, struct ts_buf *b);
+
+#endif

@@ -1,0 +1,150 @@
+/* trainscope-agent: the node's eBPF view of the ranks running on it. */
+#include "agent.h"
+#include "httpd.h"
+#include "log.h"
+#include "tsclock.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: trainscope-agent [options]\n"
+		"Traces the training ranks of this node with eBPF (scheduling, block I/O, TCP\n"
+		"retransmits) and NVML (GPU health), and publishes per-rank host samples to\n"
+		"ts.v1.<namespace>.<job>.host.<node> every interval. It learns the ranks from the\n"
+		"relays' announcements on ts.v1.*.*.ctl.<node>. Needs BTF and root, or CAP_BPF,\n"
+		"CAP_PERFMON, CAP_SYS_RESOURCE and CAP_SYS_PTRACE.\n\n"
+		"  -s, --nats URL         NATS server (env TRAINSCOPE_NATS_URL,\n"
+		"                         default nats://127.0.0.1:4222)\n"
+		"      --nats-creds FILE  --nats-token TOKEN  --nats-ca FILE\n"
+		"  -n, --node NAME        this node as ranks name it (env TRAINSCOPE_NODE,\n"
+		"                         default the host name)\n"
+		"  -i, --interval-ms N    sample period (default 1000)\n"
+		"  -p, --metrics-port N   /metrics and /healthz (0 = any free port, -1 = off;\n"
+		"                         default 9101)\n"
+		"      --metrics-addr A   listen address (default 127.0.0.1)\n"
+		"  -h, --help\n");
+}
+
+struct cli {
+	struct agent_opts ao;
+	int metrics_port;
+	const char *metrics_addr;
+	char host[64];
+};
+
+static int parse_args(int argc, char **argv, struct cli *c)
+{
+	static const struct option longopts[] = {
+		{ "nats", required_argument, NULL, 's' },
+		{ "nats-creds", required_argument, NULL, 'C' },
+		{ "nats-token", required_argument, NULL, 'T' },
+		{ "nats-ca", required_argument, NULL, 'A' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "interval-ms", required_argument, NULL, 'i' },
+		{ "metrics-port", required_argument, NULL, 'p' },
+		{ "metrics-addr", required_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int ch;
+
+	gethostname(c->host, sizeof(c->host) - 1);
+	c->ao.node = getenv("TRAINSCOPE_NODE") ? getenv("TRAINSCOPE_NODE") : c->host;
+	c->ao.nats.url = getenv("TRAINSCOPE_NATS_URL");
+	c->ao.nats.token = getenv("TRAINSCOPE_NATS_TOKEN");
+	c->ao.nats.name = "trainscope-agent";
+	c->metrics_port = 9101;
+	c->ao.interval_ms = 1000;
+	while ((ch = getopt_long(argc, argv, "s:n:i:p:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's': c->ao.nats.url = optarg; break;
+		case 'C': c->ao.nats.creds_file = optarg; break;
+		case 'T': c->ao.nats.token = optarg; break;
+		case 'A': c->ao.nats.tls_ca = optarg; break;
+		case 'n': c->ao.node = optarg; break;
+		case 'i': c->ao.interval_ms = atoi(optarg); break;
+		case 'p': c->metrics_port = atoi(optarg); break;
+		case 'a': c->metrics_addr = optarg; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (!c->ao.nats.url || !*c->ao.nats.url)
+		c->ao.nats.url = "nats://127.0.0.1:4222";
+	if (c->ao.interval_ms < 1 || c->ao.interval_ms > 600000) {
+		fprintf(stderr, "trainscope-agent: --interval-ms must be in 1..600000\n");
+		return -1;
+	}
+	return 0;
+}
+
+static void sleep_until(uint64_t deadline_ns)
+{
+	uint64_t now = ts_mono_ns();
+
+	if (deadline_ns <= now)
+		return;
+	struct timespec ts = { (time_t)((deadline_ns - now) / 1000000000ull),
+			       (long)((deadline_ns - now) % 1000000000ull) };
+	nanosleep(&ts, NULL); /* the sample period itself; a signal cuts it short */
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct ts_httpd *http = NULL;
+	struct agent *a = NULL;
+	struct ts_buf desc = { 0 };
+	struct cli c = { 0 };
+	char err[512] = "";
+	uint64_t next;
+
+	ts_log_init("agent");
+	if (parse_args(argc, argv, &c))
+		return 2;
+	if (agent_new(&a, &c.ao, err, sizeof(err))) {
+		fprintf(stderr, "trainscope-agent: %s\n", err);
+		return 1;
+	}
+	agent_describe(a, &desc);
+	for (char *line = strtok(desc.data, "\n"); line; line = strtok(NULL, "\n"))
+		ts_info("agent: %s", line);
+	ts_buf_free(&desc);
+	if (c.metrics_port >= 0) {
+		if (ts_httpd_start_metrics(&http, c.metrics_addr, (uint16_t)c.metrics_port,
+					   agent_render_metrics, a)) {
+			agent_free(a);
+			return 1;
+		}
+		ts_info("agent: metrics on http://%s:%u/metrics",
+			c.metrics_addr ? c.metrics_addr : "127.0.0.1", ts_httpd_port(http));
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	next = ts_mono_ns();
+	while (!stop_requested) {
+		agent_tick(a);
+		next += (uint64_t)c.ao.interval_ms * 1000000ull;
+		sleep_until(next);
+	}
+	ts_httpd_stop(http);
+	agent_free(a);
+	return 0;
+}

@@ -1,0 +1,10 @@
+AGENT_BIN := $(BUILD)/bin/trainscope-agent
+AGENT_SRCS := agent/agent.c agent/probe.c agent/ranks.c agent/nvml.c
+AGENT_OBJS := $(AGENT_SRCS:%.c=$(BUILD)/obj/%.o)
+AGENT_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -ldl
+
+$(BUILD)/obj/agent/probe.o: $(BUILD)/gen/bpf/hostprobe.skel.h
+
+$(AGENT_BIN): $(BUILD)/obj/agent/main.o $(AGENT_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
+	$(call link,$^,$(AGENT_LIBS))
+BINS += $(AGENT_BIN)

@@ -1,0 +1,36 @@
+/* The ranks this node traces: learnt from Hello records, mapped to host processes,
+ * each given a slot of the BPF maps. */
+#ifndef TS_RANKS_H
+#define TS_RANKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "bpf/hostprobe.h"
+#include "ident.h"
+
+struct ts_rank_entry {
+	bool used, resolved, final;
+	struct ts_ident id;     /* as the rank reported it (its own pid namespace) */
+	uint32_t host_tgid;     /* the same process seen from the agent */
+	uint32_t slot;
+	uint64_t last_hello_ms;
+	struct ts_slot_acc prev; /* counters at the last sample */
+};
+
+struct ts_ranks {
+	struct ts_rank_entry e[TS_MAX_SLOTS];
+	const char *proc_root;   /* "/proc" (tests point it elsewhere) */
+	char cgroup_root[256];   /* the cgroup v2 mount */
+};
+
+void ts_ranks_init(struct ts_ranks *t);
+/* Adds or refreshes a rank from its Hello. Returns its entry, or NULL when full. */
+struct ts_rank_entry *ts_ranks_hello(struct ts_ranks *t, const struct ts_ident *id, uint64_t now_ms);
+/* Finds the host tgid of the process whose innermost pid is id->pid, among the
+ * processes of its cgroup (any process when the cgroup is unknown). Returns 0 or
+ * -ENOENT. */
+int ts_ranks_resolve(const struct ts_ranks *t, const struct ts_ident *id, uint32_t *host_tgid);
+void ts_ranks_forget(struct ts_ranks *t, struct ts_rank_entry *e);
+
+#endif
