@@ -8,3 +8,8 @@ $(BUILD)/obj/agent/probe.o: $(BUILD)/gen/bpf/hostprobe.skel.h
 $(AGENT_BIN): $(BUILD)/obj/agent/main.o $(AGENT_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
 	$(call link,$^,$(AGENT_LIBS))
 BINS += $(AGENT_BIN)
+
+$(BUILD)/test/test_ranks: $(BUILD)/obj/agent/tests/test_ranks.o $(BUILD)/obj/agent/ranks.o \
+		$(COMMON_OBJS)
+	$(call link,$^,$(CMOCKA_LIBS))
+TESTS += $(BUILD)/test/test_ranks

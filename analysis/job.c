@@ -54,6 +54,7 @@ struct ts_job {
 	float *hit_value, *hit_median;      /* [world][M] the numbers of the last hit */
 	uint64_t *judged_sample;            /* [world][M] host sample a verdict was counted on */
 	double group_median[TS_M_COUNT];
+	double step_ms;                     /* the job's step time at the last evaluation */
 	struct ts_job_result res;
 	double *scratch;                    /* 2 * world doubles */
 	double *vals;                       /* world doubles */
@@ -221,8 +222,11 @@ static void host_metrics(struct ts_job *j, int rank, const struct ts_rank_step *
 
 void ts_job_host_view(struct ts_job *j, int rank, const struct ts_host_view *v)
 {
-	if (rank >= 0 && rank < j->world)
-		j->meta[rank].host = *v;
+	if (rank < 0 || rank >= j->world)
+		return;
+	j->meta[rank].host = *v;
+	if (v->top_comm[0])
+		j->meta[rank].blame = *v;
 }
 
 void ts_job_device_view(struct ts_job *j, const char *node, int device_index,
@@ -327,7 +331,11 @@ static void space_metric(struct ts_job *j, int m)
 		j->vals[k] = ts_median(win, W(j), tmp);
 		j->win_median[idx(j, k, m)] = (float)j->vals[k];
 	}
-	if (ts_space_detect(j->vals, n, &j->p.space, j->outl, &j->group_median[m]) < 0)
+	/* an excess too small to delay the step is not worth naming */
+	struct ts_space_opts o = j->p.space;
+	if (j->step_ms > 0)
+		o.min_abs_diff = fmax(o.min_abs_diff, j->p.min_step_share * j->step_ms);
+	if (ts_space_detect(j->vals, n, &o, j->outl, &j->group_median[m]) < 0)
 		memset(j->outl, 0, n * sizeof(int));
 	for (int k = 0; k < j->world; k++)
 		j->dir[idx(j, k, m)] = (int8_t)j->outl[k];
@@ -492,10 +500,10 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 		s->metric, s->value_ms, s->median_ms, 100 * s->degradation);
 	if (m == TS_M_COMPUTE)
 		device_evidence(j, k, s);
-	if (!strcmp(s->cause, "HostCPU") && j->meta[k].host.valid && j->meta[k].host.top_comm[0])
+	if (!strcmp(s->cause, "HostCPU") && j->meta[k].blame.top_comm[0])
 		appendf(s->evidence, sizeof(s->evidence), ", preempted by %s (pid %d, %.1f ms/s)",
-			j->meta[k].host.top_comm, j->meta[k].host.top_pid,
-			j->meta[k].host.top_ms_per_s);
+			j->meta[k].blame.top_comm, j->meta[k].blame.top_pid,
+			j->meta[k].blame.top_ms_per_s);
 	appendf(s->evidence, sizeof(s->evidence), "; collective %.2f ms vs %.2f ms (%+.0f%%)%s", cv,
 		cmed, 100 * rel(cv, cmed), cv < cmed ? ": the others wait for it" : "");
 }
@@ -537,7 +545,8 @@ static void evaluate_row(struct ts_job *j, struct row *r)
 	j->res.steps_evaluated++;
 	j->res.last_step = r->step;
 	j->res.updated_ns = t;
-	ts_failslow_add(&j->fs, &j->p.fs, job_step_ms(j, r));
+	j->step_ms = job_step_ms(j, r);
+	ts_failslow_add(&j->fs, &j->p.fs, j->step_ms);
 	if (j->res.steps_evaluated <= (uint64_t)j->p.fs.task_stable_step)
 		return;
 	push_history(j, r);

@@ -56,6 +56,7 @@ struct ts_rank_meta {
 	bool seen, final;
 	uint64_t last_step;
 	struct ts_host_view host;
+	struct ts_host_view blame; /* the last view that named a preemptor */
 	struct ts_device_view dev;
 };
 

@@ -33,6 +33,8 @@ static const struct ts_cfg_field fields[] = {
 	F("space.scaling", TS_CFG_BOOL, space.scaling, 1, 0, "divide by the group median"),
 	F("space.min_abs_diff_ms", TS_CFG_DOUBLE, min_abs_diff_ms, 0, 1e9,
 	  "ignore outliers closer than this to the median"),
+	F("space.min_step_share", TS_CFG_DOUBLE, min_step_share, 0, 1,
+	  "an outlier's excess is at least this share of the job's step time"),
 	F("time.training_window_size", TS_CFG_INT, time.training_window_size, 2, 100000, ""),
 	F("time.min_update_window_size", TS_CFG_INT, time.min_update_window_size, 1, 100000, ""),
 	F("time.min_std_val", TS_CFG_DOUBLE, time.min_std_val, 0, 1e9, ""),
@@ -64,6 +66,7 @@ void ts_params_defaults(struct ts_params *p)
 	};
 	p->space_window = 10;
 	p->min_abs_diff_ms = 0.3;
+	p->min_step_share = 0.01;
 	p->time = (struct ts_ksigma_opts){
 		.training_window_size = 40, .min_update_window_size = 10, .min_std_val = 0.0001,
 		.bias = 0.01, .abs_bias = 0, .nsigma = 4, .detect = TS_BOUND_UPPER,

@@ -20,6 +20,7 @@ struct ts_params {
 	double hang_timeout_s;
 	int lag_steps;               /* evaluate a step with missing ranks once this far behind */
 	double min_abs_diff_ms;
+	double min_step_share;       /* an outlier's excess is at least this share of a step */
 };
 
 void ts_params_defaults(struct ts_params *p);

@@ -3,5 +3,6 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_timeline(int argc, char **argv);
 
 #endif

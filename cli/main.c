@@ -13,6 +13,7 @@ static void usage(FILE *f)
 		"Commands:\n"
 		"  run [opts] -- cmd   run cmd under the preload, with a relay to NATS\n"
 		"  report [opts]       print the analyzer's report of a job\n"
+		"  timeline [opts]     write a job's Chrome/Perfetto trace (steps + host view)\n"
 		"  help                this text\n\n"
 		"'trainscope <command> --help' explains each command.\n");
 }
@@ -29,6 +30,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "report"))
 		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "timeline"))
+		return cmd_timeline(argc - 1, argv + 1);
 	fprintf(stderr, "trainscope: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return 2;

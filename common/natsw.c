@@ -20,7 +20,7 @@ struct tsn {
 	pthread_mutex_t lock;       /* outbox and stats: nats.c callbacks run on its threads */
 	struct tsn_entry *head, *tail;
 	struct tsn_stats st;
-	bool stream_ready;
+	bool stream_ready, closing;
 	int64_t next_stream_try_ms;
 };
 
@@ -124,11 +124,15 @@ static void on_disconnected(natsConnection *nc, void *closure)
 	struct tsn *n = closure;
 
 	(void)nc;
+	bool closing;
+
 	pthread_mutex_lock(&n->lock);
 	n->st.disconnects++;
 	n->st.connected = false;
+	closing = n->closing;
 	pthread_mutex_unlock(&n->lock);
-	ts_warn("nats: disconnected from %s; buffering", n->opts.url);
+	if (!closing)
+		ts_warn("nats: disconnected from %s; buffering", n->opts.url);
 }
 
 static void on_reconnected(natsConnection *nc, void *closure)
@@ -256,6 +260,9 @@ void tsn_close(struct tsn *n)
 
 	if (!n)
 		return;
+	pthread_mutex_lock(&n->lock);
+	n->closing = true;
+	pthread_mutex_unlock(&n->lock);
 	if (n->nc)
 		natsConnection_Close(n->nc);
 	jsCtx_Destroy(n->js);
@@ -444,6 +451,13 @@ int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_m
 	if (st == NATS_TIMEOUT)
 		return list->Count;
 	return -EAGAIN;
+}
+
+int tsn_delete_consumer(struct tsn *n, const char *durable)
+{
+	jsErrCode jerr = 0;
+
+	return js_DeleteConsumer(n->js, TSN_STREAM, durable, NULL, &jerr) == NATS_OK ? 0 : -ENOENT;
 }
 
 void tsn_unsubscribe(struct tsn_sub *s)

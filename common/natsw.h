@@ -67,6 +67,8 @@ int tsn_subscribe(struct tsn *n, const char *durable, const char *filter, struct
  * server is away. Messages are acknowledged with natsMsg_Ack by the caller. */
 int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_ms);
 void tsn_unsubscribe(struct tsn_sub *s);
+/* Removes a durable consumer (one made for a single read). */
+int tsn_delete_consumer(struct tsn *n, const char *durable);
 
 /* Plain (non-JetStream) subscription: cb runs on a nats.c thread. */
 typedef void (*tsn_msg_cb)(const char *subject, const void *data, size_t len, void *closure);

@@ -74,3 +74,11 @@ start_agent() {
 # The host fault needs ranks that leave the CPU mostly idle (as with a GPU doing the
 # compute), so that the hog on one core slows only the rank pinned there.
 HOST_FAULT_OPTS="--matrix 48 --compute-iters 4"
+
+# check_report JOB EXPECT...: the report's verdict; on a miss, the analyzer's alarm trail.
+check_report() {
+	local job=$1; shift
+	python3 "$(dirname "${BASH_SOURCE[0]}")/check_report.py" "$WORK/$job.json" "$@" && return 0
+	grep " $job: .*alarm" "$ANALYZER_LOG" | grep -v collective | sed 's/^/      /'
+	return 1
+}

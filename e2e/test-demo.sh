@@ -15,7 +15,7 @@ scenario() { # JOB RANKS STEPS FAULT EXPECT...
 	run_job "$job" "$ranks" "$steps" "$fault" --fault-rank 5 --fault-step 40
 	wait_report "$job" $((steps - 1))
 	printf '%5.1f s  ' "$(echo "$(date +%s.%N) - $t0" | bc)"
-	python3 "$here/check_report.py" "$WORK/$job.json" "$@" || fails=$((fails + 1))
+	check_report "$job" "$@" || fails=$((fails + 1))
 }
 scenario compute-8 8 150 compute 5 Compute
 scenario storage-8 8 150 storage 5 Storage

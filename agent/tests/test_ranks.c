@@ -1,0 +1,140 @@
+/* Rank table: Hello bookkeeping, and finding a rank's host process through its cgroup
+ * and NSpid, on a fake /proc and cgroup tree. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "agent/ranks.h"
+
+static char root[64];
+
+static void put(const char *rel, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void mk(const char *rel)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	assert_int_equal(mkdir(path, 0755), 0);
+}
+
+static uint64_t ino(const char *rel)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_ino;
+}
+
+/* Host pid 4100 is pid 7 in the pod's namespace, in cgroup pod-a; host 4200 is
+ * also pid 7, but in another pod. */
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(root, sizeof(root), "/tmp/ts-ranks-XXXXXX");
+	assert_non_null(mkdtemp(root));
+	mk("proc"), mk("proc/4100"), mk("proc/4200"), mk("proc/4300");
+	put("proc/4100/status", "Name:\tpython\nNSpid:\t4100\t7\n");
+	put("proc/4200/status", "Name:\tpython\nNSpid:\t4200\t7\n");
+	put("proc/4300/status", "Name:\tlocal\nNSpid:\t4300\n");
+	mk("cg"), mk("cg/kubepods"), mk("cg/kubepods/pod-a"), mk("cg/kubepods/pod-b");
+	put("cg/kubepods/pod-a/cgroup.procs", "4000\n4100\n");
+	put("cg/kubepods/pod-b/cgroup.procs", "4200\n");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	return system(cmd);
+}
+
+static void init(struct ts_ranks *t, char *proc, char *cg)
+{
+	ts_ranks_init(t);
+	sprintf(proc, "%s/proc", root);
+	sprintf(cg, "%s/cg", root);
+	t->proc_root = proc;
+	snprintf(t->cgroup_root, sizeof(t->cgroup_root), "%s", cg);
+}
+
+static void test_resolve_through_cgroup_and_nspid(void **state)
+{
+	static struct ts_ranks t;
+	char proc[128], cg[128];
+	struct ts_ident a = { .pid = 7, .cgroup_id = ino("cg/kubepods/pod-a") };
+	struct ts_ident b = { .pid = 7, .cgroup_id = ino("cg/kubepods/pod-b") };
+	struct ts_ident local = { .pid = 4300 };
+	struct ts_ident missing = { .pid = 9, .cgroup_id = ino("cg/kubepods/pod-a") };
+	uint32_t host;
+
+	(void)state;
+	init(&t, proc, cg);
+	assert_int_equal(ts_ranks_resolve(&t, &a, &host), 0);
+	assert_int_equal(host, 4100);
+	assert_int_equal(ts_ranks_resolve(&t, &b, &host), 0);
+	assert_int_equal(host, 4200);
+	assert_int_equal(ts_ranks_resolve(&t, &local, &host), 0);
+	assert_int_equal(host, 4300);
+	assert_int_equal(ts_ranks_resolve(&t, &missing, &host), -ENOENT);
+}
+
+static void test_hello_bookkeeping(void **state)
+{
+	static struct ts_ranks t;
+	char proc[128], cg[128];
+	struct ts_ident id = { .ns = "ns", .job = "j", .rank = 3, .pid = 7 };
+	struct ts_rank_entry *e1, *e2;
+
+	(void)state;
+	init(&t, proc, cg);
+	e1 = ts_ranks_hello(&t, &id, 100);
+	e2 = ts_ranks_hello(&t, &id, 200);
+	assert_ptr_equal(e1, e2);
+	assert_int_equal(e2->last_hello_ms, 200);
+	id.rank = 4;
+	assert_ptr_not_equal(ts_ranks_hello(&t, &id, 300), e1);
+	/* ranks 3 and 4 hold two slots: 5 .. TS_MAX_SLOTS + 2 fill the rest */
+	for (int r = 5; r <= TS_MAX_SLOTS + 3; r++) {
+		id.rank = r;
+		struct ts_rank_entry *e = ts_ranks_hello(&t, &id, 400);
+		if (r <= TS_MAX_SLOTS + 2)
+			assert_non_null(e);
+		else
+			assert_null(e); /* full: refused, not overwritten */
+	}
+	ts_ranks_forget(&t, e1);
+	id.rank = 1000;
+	assert_ptr_equal(ts_ranks_hello(&t, &id, 500), e1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_resolve_through_cgroup_and_nspid),
+		cmocka_unit_test(test_hello_bookkeeping),
+	};
+	return cmocka_run_group_tests_name("agent ranks", tests, setup, teardown);
+}

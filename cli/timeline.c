@@ -1,0 +1,246 @@
+/* trainscope timeline: a job's steps and its ranks' host scheduling as one
+ * Chrome/Perfetto trace, read back from the TRAINSCOPE stream. */
+#include "cli.h"
+#include "ident.h"
+#include "log.h"
+#include "natsw.h"
+#include "proto/trainscope.pb-c.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { TID_STEP = 1, TID_PHASE = 2, TID_HOST = 3 };
+
+struct timeline {
+	json_t *events;
+	uint64_t steps, samples, ranks_named[1024 / 64];
+	int max_rank;
+};
+
+static void timeline_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: trainscope timeline --job NAME [options]\n"
+		"Writes a Chrome/Perfetto trace (open it in ui.perfetto.dev or chrome://tracing) of a\n"
+		"job as the stream holds it: per rank, its steps and their phases, and over the same\n"
+		"time the node agent's view of the rank's threads: run-queue delay, on/off-CPU time,\n"
+		"and the tasks that preempted it (the host-bound view).\n\n"
+		"  -j, --job NAME      the job (required)\n"
+		"  -n, --namespace NS  its namespace (default default)\n"
+		"  -s, --nats URL      NATS server (env TRAINSCOPE_NATS_URL,\n"
+		"                      default nats://127.0.0.1:4222)\n"
+		"  -o, --out FILE      output (default <job>.trace.json)\n"
+		"  -h, --help\n"
+		"Phases are laid end to end from the step's start in the order dataloader, launch,\n"
+		"compute, collective: their durations are measured, their order within the step is\n"
+		"the usual one, not recorded.\n");
+}
+
+static double us(uint64_t ns)
+{
+	return (double)ns / 1000.0;
+}
+
+static void name_rank(struct timeline *t, const Trainscope__V1__Identity *id, int rank)
+{
+	char name[256];
+
+	if (rank < 0 || rank >= 1024 || (t->ranks_named[rank / 64] >> (rank % 64) & 1))
+		return;
+	t->ranks_named[rank / 64] |= 1ull << (rank % 64);
+	if (rank > t->max_rank)
+		t->max_rank = rank;
+	snprintf(name, sizeof(name), "rank %d%s%s%s%s", rank, id && id->node && *id->node ? " · " : "",
+		 id && id->node ? id->node : "", id && id->pod && *id->pod ? " · " : "",
+		 id && id->pod ? id->pod : "");
+	json_array_append_new(t->events, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name",
+						   "ph", "M", "pid", rank, "args", "name", name));
+	json_array_append_new(t->events, json_pack("{s:s, s:s, s:i, s:i, s:{s:i}}", "name",
+						   "process_sort_index", "ph", "M", "pid", rank,
+						   "tid", 0, "args", "sort_index", rank));
+	const char *threads[] = { NULL, "steps", "phases", "host (node agent)" };
+	for (int tid = TID_STEP; tid <= TID_HOST; tid++)
+		json_array_append_new(t->events,
+				      json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name",
+						"ph", "M", "pid", rank, "tid", tid, "args", "name",
+						threads[tid]));
+}
+
+static void slice(struct timeline *t, int rank, int tid, const char *name, uint64_t start,
+		  uint64_t dur, json_t *args)
+{
+	json_array_append_new(t->events, json_pack("{s:s, s:s, s:i, s:i, s:f, s:f, s:o}", "name", name,
+						   "ph", "X", "pid", rank, "tid", tid, "ts", us(start),
+						   "dur", us(dur), "args", args ? args : json_object()));
+}
+
+static void add_step(struct timeline *t, int rank, const Trainscope__V1__Step *s)
+{
+	const struct { const char *name; uint64_t ns; } phases[] = {
+		{ "dataloader", s->dataloader_ns }, { "launch", s->launch_ns },
+		{ "compute", s->compute_wall_ns ? s->compute_wall_ns : s->compute_ns },
+		{ "collective", s->collective_ns },
+	};
+	char name[32];
+	uint64_t at = s->start_ns;
+
+	snprintf(name, sizeof(name), "step %" PRIu64, s->step);
+	slice(t, rank, TID_STEP, name, s->start_ns, s->end_ns - s->start_ns,
+	      json_pack("{s:f, s:f, s:f, s:f, s:f}", "dataloader_ms", s->dataloader_ns / 1e6,
+			"compute_ms", s->compute_ns / 1e6, "launch_ms", s->launch_ns / 1e6,
+			"collective_ms", s->collective_ns / 1e6, "checkpoint_ms",
+			s->checkpoint_ns / 1e6));
+	for (size_t i = 0; i < sizeof(phases) / sizeof(phases[0]); i++) {
+		if (!phases[i].ns)
+			continue;
+		slice(t, rank, TID_PHASE, phases[i].name, at, phases[i].ns, NULL);
+		at += phases[i].ns;
+	}
+	t->steps++;
+}
+
+static void add_host(struct timeline *t, const Trainscope__V1__HostSample *h)
+{
+	double per_s = h->interval_ns ? 1e9 / (double)h->interval_ns : 0;
+	char name[96];
+
+	name_rank(t, NULL, h->rank);
+	json_array_append_new(t->events,
+			      json_pack("{s:s, s:s, s:i, s:f, s:{s:f, s:f, s:f}}", "name",
+					"cpu ms per s", "ph", "C", "pid", h->rank, "ts", us(h->start_ns),
+					"args", "runq", h->runq_delay_ns / 1e6 * per_s, "offcpu",
+					h->offcpu_ns / 1e6 * per_s, "oncpu", h->oncpu_ns / 1e6 * per_s));
+	if (h->n_preemptors) {
+		json_t *who = json_array();
+		for (size_t i = 0; i < h->n_preemptors; i++)
+			json_array_append_new(who, json_pack("{s:s, s:i, s:f}", "comm",
+							     h->preemptors[i]->comm, "pid",
+							     h->preemptors[i]->pid, "ms",
+							     h->preemptors[i]->time_ns / 1e6));
+		snprintf(name, sizeof(name), "preempted by %s (pid %d)", h->preemptors[0]->comm,
+			 h->preemptors[0]->pid);
+		slice(t, h->rank, TID_HOST, name, h->start_ns, h->interval_ns,
+		      json_pack("{s:o, s:f, s:I}", "preemptors", who, "runq_ms",
+				h->runq_delay_ns / 1e6, "involuntary_switches",
+				(json_int_t)h->involuntary_switches));
+	}
+	t->samples++;
+}
+
+static void add_batch(struct timeline *t, const Trainscope__V1__Batch *b)
+{
+	for (size_t i = 0; i < b->n_records; i++) {
+		const Trainscope__V1__Record *r = b->records[i];
+		if (r->kind_case == TRAINSCOPE__V1__RECORD__KIND_STEP && b->id && b->id->rank >= 0) {
+			name_rank(t, b->id, b->id->rank);
+			add_step(t, b->id->rank, r->step);
+		} else if (r->kind_case == TRAINSCOPE__V1__RECORD__KIND_HOST_SAMPLE) {
+			add_host(t, r->host_sample);
+		}
+	}
+}
+
+/* Reads everything the stream holds for the job, then stops. */
+static int read_job(struct tsn *n, const char *filter, struct timeline *t)
+{
+	char durable[64];
+	struct tsn_sub *sub = NULL;
+	int idle = 0;
+
+	snprintf(durable, sizeof(durable), "trainscope-timeline-%d", (int)getpid());
+	for (int tries = 0; tsn_subscribe(n, durable, filter, &sub) && tries < 20; tries++)
+		nats_Sleep(250);
+	if (!sub)
+		return -1;
+	while (idle < 2) {
+		natsMsgList l;
+		int got = tsn_fetch(sub, &l, 512, 500);
+		idle = got > 0 ? 0 : idle + 1;
+		for (int i = 0; got > 0 && i < l.Count; i++) {
+			Trainscope__V1__Batch *b = trainscope__v1__batch__unpack(
+				NULL, (size_t)natsMsg_GetDataLength(l.Msgs[i]),
+				(const uint8_t *)natsMsg_GetData(l.Msgs[i]));
+			if (b) {
+				add_batch(t, b);
+				trainscope__v1__batch__free_unpacked(b, NULL);
+			}
+			natsMsg_Ack(l.Msgs[i], NULL);
+		}
+		if (got > 0)
+			natsMsgList_Destroy(&l);
+	}
+	tsn_unsubscribe(sub);
+	tsn_delete_consumer(n, durable);
+	return 0;
+}
+
+int cmd_timeline(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "job", required_argument, NULL, 'j' },
+		{ "namespace", required_argument, NULL, 'n' },
+		{ "nats", required_argument, NULL, 's' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *job = NULL, *ns = "default", *out = NULL;
+	struct tsn_opts o = { .url = getenv("TRAINSCOPE_NATS_URL"), .name = "trainscope-timeline" };
+	struct timeline t = { .events = json_array(), .max_rank = -1 };
+	char filter[256], outbuf[256];
+	struct tsn *n;
+	int ch, rc = 1;
+
+	while ((ch = getopt_long(argc, argv, "j:n:s:o:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'j': job = optarg; break;
+		case 'n': ns = optarg; break;
+		case 's': o.url = optarg; break;
+		case 'o': out = optarg; break;
+		case 'h': timeline_usage(stdout); json_decref(t.events); return 0;
+		default: timeline_usage(stderr); json_decref(t.events); return 2;
+		}
+	}
+	if (!job) {
+		fprintf(stderr, "trainscope timeline: --job is required\n");
+		json_decref(t.events);
+		return 2;
+	}
+	if (!o.url || !*o.url)
+		o.url = "nats://127.0.0.1:4222";
+	if (!out) {
+		snprintf(outbuf, sizeof(outbuf), "%s.trace.json", job);
+		out = outbuf;
+	}
+	ts_subject(filter, sizeof(filter), ns, job, "X", "X");
+	strcpy(strstr(filter, ".X.X"), ".>");
+	if (tsn_open(&n, &o) == 0) {
+		if (read_job(n, filter, &t))
+			fprintf(stderr, "trainscope timeline: cannot read the stream at %s\n", o.url);
+		else if (!t.steps)
+			fprintf(stderr, "trainscope timeline: the stream holds no step of %s/%s\n", ns, job);
+		else {
+			json_t *root = json_pack("{s:o, s:s, s:{s:s, s:s}}", "traceEvents", t.events,
+						 "displayTimeUnit", "ms", "metadata", "job", job,
+						 "namespace", ns);
+			t.events = NULL;
+			if (json_dump_file(root, out, JSON_COMPACT) == 0) {
+				printf("wrote %s: %" PRIu64 " steps of %d ranks, %" PRIu64
+				       " host samples; open it in ui.perfetto.dev\n",
+				       out, t.steps, t.max_rank + 1, t.samples);
+				rc = 0;
+			} else {
+				fprintf(stderr, "trainscope timeline: cannot write %s\n", out);
+			}
+			json_decref(root);
+		}
+		tsn_close(n);
+	}
+	json_decref(t.events);
+	return rc;
+}
