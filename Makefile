@@ -98,8 +98,9 @@ e2e: deps
 	@BUILD=$(BUILD) e2e/test-agent.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory all $(BENCHES)
+	@$(MAKE) --no-print-directory all $(BENCHES) $(PINGPONG)
 	@for b in $(BENCHES); do $$b $(PRELOAD_LIB) || exit 1; done
+	@BUILD=$(BUILD) bench/bench_agent.sh
 
 lint:
 	@e2e/lint.sh

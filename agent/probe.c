@@ -170,6 +170,7 @@ int ts_probe_trace(struct ts_probe *p, uint32_t tgid, uint64_t cgroup_id, uint32
 	if (!rc && cgroup_id)
 		rc = bpf_map__update_elem(p->skel->maps.traced_cgroups, &cgroup_id,
 					  sizeof(cgroup_id), &slot, sizeof(slot), BPF_NOEXIST);
+	__atomic_add_fetch(&p->skel->data->traced_gen, 1, __ATOMIC_SEQ_CST);
 	return rc == -EEXIST ? 0 : rc;
 }
 
@@ -178,6 +179,7 @@ void ts_probe_untrace(struct ts_probe *p, uint32_t tgid, uint64_t cgroup_id)
 	bpf_map__delete_elem(p->skel->maps.traced_tgids, &tgid, sizeof(tgid), 0);
 	if (cgroup_id)
 		bpf_map__delete_elem(p->skel->maps.traced_cgroups, &cgroup_id, sizeof(cgroup_id), 0);
+	__atomic_add_fetch(&p->skel->data->traced_gen, 1, __ATOMIC_SEQ_CST);
 }
 
 int ts_probe_read(struct ts_probe *p, uint32_t slot, struct ts_slot_acc *out)

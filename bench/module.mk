@@ -3,3 +3,9 @@ $(BENCH_CORE): $(BUILD)/obj/bench/bench_core.o $(ANALYSIS_LIB_OBJS) $(RELAY_LIB_
 		$(COMMON_OBJS) $(PROTO_OBJ) | $(PRELOAD_LIB)
 	$(call link,$^,-ldl)
 BENCHES += $(BENCH_CORE)
+
+PINGPONG := $(BUILD)/bench/pingpong
+$(PINGPONG): $(BUILD)/plain/bench/pingpong.o
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -o $@ $^

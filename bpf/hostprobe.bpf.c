@@ -2,7 +2,9 @@
 /* Host-bound signals of traced ranks: scheduling (on/off-CPU, run-queue delay,
  * involuntary switches, preemptors), block I/O latency, TCP retransmits.
  * Only tp_btf programs: no kprobes, no tracefs needed. A process is traced when its
- * tgid is in traced_tgids (the agent fills it from the ranks' Hello records). */
+ * tgid is in traced_tgids (the agent fills it from the ranks' Hello records); each
+ * task caches the answer in its local storage, so the common path on a busy node is
+ * one storage read per task and no hash lookup. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -10,6 +12,9 @@
 #include "hostprobe.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+/* Bumped by the agent after every change of traced_tgids: cached verdicts expire. */
+volatile __u32 traced_gen = 1;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -26,9 +31,9 @@ struct {
 } traced_cgroups SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32); /* tid */
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct ts_task);
 } tasks SEC(".maps");
 
@@ -77,20 +82,23 @@ static __always_inline long task_state(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___pre_5_14 *)t, state);
 }
 
-static __always_inline __u32 *slot_of_tgid(__u32 tgid)
+/* The task's state, with its traced verdict brought up to date; NULL when storage
+ * cannot be had (the caller then skips the event). */
+static __always_inline struct ts_task *task_of(struct task_struct *t)
 {
-	return bpf_map_lookup_elem(&traced_tgids, &tgid);
-}
+	struct ts_task *s = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__u32 gen = traced_gen;
 
-static __always_inline struct ts_task *task_of(__u32 tid, __u32 slot)
-{
-	struct ts_task *t = bpf_map_lookup_elem(&tasks, &tid);
-
-	if (t)
-		return t;
-	struct ts_task fresh = { .slot = slot };
-	bpf_map_update_elem(&tasks, &tid, &fresh, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&tasks, &tid);
+	if (!s || s->gen == gen)
+		return s;
+	__u32 tgid = t->tgid, *slot = bpf_map_lookup_elem(&traced_tgids, &tgid);
+	__u32 now_slot = slot ? *slot : TS_NO_SLOT;
+	if (now_slot != s->slot) {
+		s->oncpu_ts = s->wait_ts = s->sleep_ts = 0;
+		s->slot = now_slot;
+	}
+	s->gen = gen;
+	return s;
 }
 
 static __always_inline struct ts_slot_acc *acc_of(__u32 slot)
@@ -100,25 +108,24 @@ static __always_inline struct ts_slot_acc *acc_of(__u32 slot)
 
 static __always_inline void blame(__u32 slot, struct task_struct *who, __u64 ns)
 {
-	struct ts_preempt_key k = { .slot = slot, .tgid = BPF_CORE_READ(who, tgid) };
+	struct ts_preempt_key k = { .slot = slot, .tgid = who->tgid };
 	struct ts_preempt_val *v = bpf_map_lookup_elem(&preempt, &k);
 
 	if (v) {
 		__sync_fetch_and_add(&v->ns, ns);
 		return;
 	}
-	struct ts_preempt_val fresh = { .ns = ns, .pid = BPF_CORE_READ(who, pid) };
+	struct ts_preempt_val fresh = { .ns = ns, .pid = who->pid };
 	BPF_CORE_READ_STR_INTO(&fresh.comm, who, comm);
 	bpf_map_update_elem(&preempt, &k, &fresh, BPF_NOEXIST);
 }
 
-static __always_inline void switch_out(struct task_struct *prev, __u32 slot, __u64 now,
+static __always_inline void switch_out(struct task_struct *prev, struct ts_task *t, __u64 now,
 				       bool preempted)
 {
-	struct ts_task *t = task_of(BPF_CORE_READ(prev, pid), slot);
-	struct ts_slot_acc *a = acc_of(slot);
+	struct ts_slot_acc *a = acc_of(t->slot);
 
-	if (!t || !a)
+	if (!a)
 		return;
 	if (t->oncpu_ts)
 		a->oncpu_ns += now - t->oncpu_ts;
@@ -133,20 +140,19 @@ static __always_inline void switch_out(struct task_struct *prev, __u32 slot, __u
 	}
 }
 
-static __always_inline void switch_in(struct task_struct *next, __u32 slot, __u64 now,
-				      struct task_struct *prev, bool prev_traced, __u64 prev_ran)
+static __always_inline void switch_in(struct ts_task *t, __u64 now, struct task_struct *prev,
+				      bool prev_traced, __u64 prev_ran)
 {
-	struct ts_task *t = task_of(BPF_CORE_READ(next, pid), slot);
-	struct ts_slot_acc *a = acc_of(slot);
+	struct ts_slot_acc *a = acc_of(t->slot);
 
-	if (!t || !a)
+	if (!a)
 		return;
 	if (t->wait_ts) {
 		__u64 waited = now - t->wait_ts;
 		a->runq_ns += waited;
 		/* whoever held this CPU while the rank waited, unless it is a rank itself */
-		if (!prev_traced && BPF_CORE_READ(prev, pid) != 0)
-			blame(slot, prev, waited < prev_ran ? waited : prev_ran);
+		if (!prev_traced && prev->pid != 0)
+			blame(t->slot, prev, waited < prev_ran ? waited : prev_ran);
 	}
 	t->wait_ts = 0;
 	t->oncpu_ts = now;
@@ -155,37 +161,41 @@ static __always_inline void switch_in(struct task_struct *next, __u32 slot, __u6
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u64 now = bpf_ktime_get_ns(), prev_ran = 0;
-	__u32 zero = 0, *ps, *ns;
-	__u64 *start = bpf_map_lookup_elem(&cpu_start, &zero);
+	struct ts_task *pt = task_of(prev), *nt = task_of(next);
+	bool pin = pt && pt->slot != TS_NO_SLOT, nin = nt && nt->slot != TS_NO_SLOT;
+	__u64 now, prev_ran = 0;
+	__u32 zero = 0;
+	__u64 *start;
 
+	if (!pin && !nin) {
+		/* only the CPU's hand-over time is needed: it attributes preemption */
+		start = bpf_map_lookup_elem(&cpu_start, &zero);
+		if (start)
+			*start = bpf_ktime_get_ns();
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	start = bpf_map_lookup_elem(&cpu_start, &zero);
 	if (start) {
 		prev_ran = *start ? now - *start : 0;
 		*start = now;
 	}
-	ps = slot_of_tgid(BPF_CORE_READ(prev, tgid));
-	ns = slot_of_tgid(BPF_CORE_READ(next, tgid));
-	if (ps)
-		switch_out(prev, *ps, now, preempt);
-	if (ns)
-		switch_in(next, *ns, now, prev, ps != 0, prev_ran);
+	if (pin)
+		switch_out(prev, pt, now, preempt);
+	if (nin)
+		switch_in(nt, now, prev, pin, prev_ran);
 	return 0;
 }
 
 static __always_inline int wakeup(struct task_struct *p)
 {
-	__u32 *slot = slot_of_tgid(BPF_CORE_READ(p, tgid));
-	struct ts_task *t;
+	struct ts_task *t = task_of(p);
 	struct ts_slot_acc *a;
 	__u64 now;
 
-	if (!slot)
+	if (!t || t->slot == TS_NO_SLOT || !(a = acc_of(t->slot)))
 		return 0;
 	now = bpf_ktime_get_ns();
-	t = task_of(BPF_CORE_READ(p, pid), *slot);
-	a = acc_of(*slot);
-	if (!t || !a)
-		return 0;
 	if (t->sleep_ts)
 		a->offcpu_ns += now - t->sleep_ts;
 	t->sleep_ts = 0;
@@ -208,12 +218,12 @@ int BPF_PROG(on_wakeup_new, struct task_struct *p)
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(on_rq_issue, struct request *rq)
 {
-	__u32 *slot = slot_of_tgid(bpf_get_current_pid_tgid() >> 32);
+	struct ts_task *t = task_of(bpf_get_current_task_btf());
 	__u64 key = (__u64)rq;
 
-	if (!slot)
+	if (!t || t->slot == TS_NO_SLOT)
 		return 0;
-	struct io_start s = { .ts = bpf_ktime_get_ns(), .slot = *slot };
+	struct io_start s = { .ts = bpf_ktime_get_ns(), .slot = t->slot };
 	bpf_map_update_elem(&io_inflight, &key, &s, BPF_ANY);
 	return 0;
 }
@@ -244,8 +254,6 @@ int BPF_PROG(on_retransmit, const struct sock *sk, const struct sk_buff *skb)
 	__u32 *slot = bpf_map_lookup_elem(&traced_cgroups, &cgid);
 	struct ts_slot_acc *a;
 
-	if (!slot)
-		slot = slot_of_tgid(bpf_get_current_pid_tgid() >> 32);
 	if (!slot || !(a = acc_of(*slot)))
 		return 0;
 	a->tcp_retx++;

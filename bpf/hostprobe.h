@@ -30,12 +30,16 @@ struct ts_preempt_val {
 	char comm[TS_COMM_LEN];
 };
 
+#define TS_NO_SLOT 0xffffffffu
+
+/* Per task (task-local storage): also caches "not traced" for untraced tasks, valid
+ * while gen equals the program's traced_gen, which the agent bumps on every change. */
 struct ts_task {
 	__u64 oncpu_ts; /* switched in at */
 	__u64 wait_ts;  /* runnable since */
 	__u64 sleep_ts; /* blocked since */
-	__u32 slot;
-	__u32 pad;
+	__u32 slot;     /* TS_NO_SLOT: not traced */
+	__u32 gen;
 };
 
 #endif

@@ -8,9 +8,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+static volatile pid_t forward_to;
+
+static void forward(int sig)
+{
+	if (forward_to > 0)
+		kill(forward_to, sig);
+}
 
 static void run_usage(FILE *f)
 {
@@ -62,6 +71,7 @@ static pid_t start_relay(const char *ring_dir, const char *nats, const char *met
 	beside_self(relay, sizeof(relay), "trainscope-relay");
 	pid = fork();
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* never outlive `trainscope run` */
 		unsetenv("LD_PRELOAD");
 		if (metrics_port)
 			execl(relay, relay, "--ring-dir", ring_dir, "--nats", nats, "--metrics-port",
@@ -151,9 +161,14 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "trainscope run: %s: %s\n", argv[optind], strerror(errno));
 		_exit(127);
 	}
-	signal(SIGINT, SIG_IGN); /* the child gets it from the terminal and decides */
-	if (child > 0)
-		waitpid(child, &status, 0);
+	/* the command decides what a signal means; the relay outlives it to drain */
+	forward_to = child;
+	struct sigaction sa = { .sa_handler = forward };
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGINT, SIG_IGN); /* the terminal sends it to the command too */
+	while (child > 0 && waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
 	kill(relay, SIGTERM);
 	waitpid(relay, &rstatus, 0);
 	if (!WIFEXITED(rstatus) || WEXITSTATUS(rstatus))
