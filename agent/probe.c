@@ -167,6 +167,9 @@ int ts_probe_trace(struct ts_probe *p, uint32_t tgid, uint64_t cgroup_id, uint32
 	if (!rc)
 		rc = bpf_map__update_elem(p->skel->maps.traced_tgids, &tgid, sizeof(tgid), &slot,
 					  sizeof(slot), BPF_ANY);
+	if (!rc)
+		rc = bpf_map__update_elem(p->skel->maps.slot_cgroup, &slot, sizeof(slot), &cgroup_id,
+					  sizeof(cgroup_id), BPF_ANY);
 	if (!rc && cgroup_id)
 		rc = bpf_map__update_elem(p->skel->maps.traced_cgroups, &cgroup_id,
 					  sizeof(cgroup_id), &slot, sizeof(slot), BPF_NOEXIST);

@@ -30,6 +30,15 @@ struct {
 	__type(value, __u32); /* slot */
 } traced_cgroups SEC(".maps");
 
+/* The cgroup each slot's rank lives in (0: unknown): a task whose tgid matches but
+ * whose cgroup does not is some later process that reused the pid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TS_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} slot_cgroup SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -93,6 +102,9 @@ static __always_inline struct ts_task *task_of(struct task_struct *t)
 		return s;
 	__u32 tgid = t->tgid, *slot = bpf_map_lookup_elem(&traced_tgids, &tgid);
 	__u32 now_slot = slot ? *slot : TS_NO_SLOT;
+	__u64 *want = slot ? bpf_map_lookup_elem(&slot_cgroup, slot) : NULL;
+	if (want && *want && BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id) != *want)
+		now_slot = TS_NO_SLOT;
 	if (now_slot != s->slot) {
 		s->oncpu_ts = s->wait_ts = s->sleep_ts = 0;
 		s->slot = now_slot;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +106,75 @@ static void test_launch_is_host_cpu(void **state)
 	expect_slow(TS_M_LAUNCH, 3.0, "HostCPU", 8);
 }
 
+/* A compute outlier on a GPU that says it throttles is the device's doing. */
+static void test_throttled_gpu_is_device(void **state)
+{
+	struct sim s = { 8, 5, 40, TS_M_COMPUTE, 1.3, 11 };
+	struct ts_params p;
+	struct ts_job *j;
+
+	(void)state;
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", "gpu", 8, &p), 0);
+	for (int st = 0; st < 120; st++) {
+		feed_step(j, &s, (uint64_t)st);
+		for (int r = 0; r < 8; r++) {
+			snprintf(ts_job_rank(j, r)->node, 64, "n0");
+			ts_job_rank(j, r)->device_index = r;
+			struct ts_device_view v = { .valid = true, .sm_clock_mhz = 1980 };
+			if (r == 5 && st >= 40)
+				v = (struct ts_device_view){ .valid = true, .sm_clock_mhz = 1410,
+							     .throttle_reasons = 0x40 /* HW thermal */ };
+			ts_job_device_view(j, "n0", r, &v);
+		}
+		ts_job_tick(j, 1000000 * MS + (uint64_t)st * 100 * MS);
+	}
+	const struct ts_job_result *r = ts_job_result(j);
+	assert_int_equal(r->nslow, 1);
+	assert_int_equal(r->slow[0].rank, 5);
+	assert_string_equal(r->slow[0].cause, "Device");
+	assert_non_null(strstr(r->slow[0].evidence, "SM clock 1410 MHz vs median 1980 MHz"));
+	assert_non_null(strstr(r->slow[0].evidence, "throttle reasons 0x40"));
+	ts_job_free(j);
+}
+
+/* The node agent's run-queue view makes a host-bound rank HostCPU, naming who ran. */
+static void test_runq_names_preemptor(void **state)
+{
+	struct sim s = { 8, -1, 0, TS_M_COMPUTE, 1, 13 };
+	struct ts_params p;
+	struct ts_job *j;
+	uint64_t t0 = 1000000 * MS;
+
+	(void)state;
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", "host", 8, &p), 0);
+	for (int st = 0; st < 400; st++) {
+		uint64_t now = t0 + (uint64_t)st * 100 * MS;
+		if (st % 10 == 0) /* one host sample a second, steps of 100 ms */
+			for (int r = 0; r < 8; r++) {
+				struct ts_host_view v = { .valid = true, .time_ns = now,
+							  .runq_ms_per_s = 20 + r % 3 };
+				if (r == 5 && st >= 100) {
+					v.runq_ms_per_s = 300;
+					snprintf(v.top_comm, sizeof(v.top_comm), "stress");
+					v.top_pid = 4242;
+					v.top_ms_per_s = 250;
+				}
+				ts_job_host_view(j, r, &v);
+			}
+		feed_step(j, &s, (uint64_t)st);
+		ts_job_tick(j, now);
+	}
+	const struct ts_job_result *r = ts_job_result(j);
+	assert_int_equal(r->nslow, 1);
+	assert_int_equal(r->slow[0].rank, 5);
+	assert_string_equal(r->slow[0].cause, "HostCPU");
+	assert_string_equal(r->slow[0].metric, "runq");
+	assert_non_null(strstr(r->slow[0].evidence, "preempted by stress (pid 4242"));
+	ts_job_free(j);
+}
+
 static void test_healthy_names_nobody(void **state)
 {
 	struct sim s = { 8, -1, 0, TS_M_COMPUTE, 1, 3 };
@@ -185,6 +255,8 @@ int main(void)
 		cmocka_unit_test(test_compute),
 		cmocka_unit_test(test_storage),
 		cmocka_unit_test(test_launch_is_host_cpu),
+		cmocka_unit_test(test_throttled_gpu_is_device),
+		cmocka_unit_test(test_runq_names_preemptor),
 		cmocka_unit_test(test_healthy_names_nobody),
 		cmocka_unit_test(test_hang_and_finish),
 		cmocka_unit_test(test_missing_rank_does_not_stall),
