@@ -56,6 +56,7 @@ include proto/module.mk
 include common/module.mk
 include injector/preload/module.mk
 include injector/relay/module.mk
+include injector/webhook/module.mk
 include analysis/module.mk
 include cli/module.mk
 include bpf/module.mk
@@ -85,6 +86,7 @@ test: deps
 	@$(MAKE) --no-print-directory integration
 	@BUILD=$(BUILD) e2e/test-demo.sh
 	@BUILD=$(BUILD) e2e/test-agent.sh
+	@BUILD=$(BUILD) e2e/test-webhook.sh
 
 FAULT ?= compute
 RANKS ?= 8
@@ -96,11 +98,16 @@ e2e: deps
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) e2e/test-demo.sh
 	@BUILD=$(BUILD) e2e/test-agent.sh
+	@BUILD=$(BUILD) e2e/test-webhook.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory all $(BENCHES) $(PINGPONG)
+	@$(MAKE) --no-print-directory all $(BENCHES) $(PINGPONG) $(BENCH_WEBHOOK)
 	@for b in $(BENCHES); do $$b $(PRELOAD_LIB) || exit 1; done
 	@BUILD=$(BUILD) bench/bench_agent.sh
+	@d=$$(mktemp -d) && openssl req -x509 -newkey rsa:2048 -nodes -keyout $$d/key.pem \
+		-out $$d/cert.pem -days 1 -subj /CN=localhost \
+		-addext "subjectAltName=IP:127.0.0.1" 2>/dev/null && \
+		$(BENCH_WEBHOOK) $$d; rc=$$?; rm -rf $$d; exit $$rc
 
 lint:
 	@e2e/lint.sh

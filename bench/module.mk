@@ -9,3 +9,8 @@ $(PINGPONG): $(BUILD)/plain/bench/pingpong.o
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -o $@ $^
+
+BENCH_WEBHOOK := $(BUILD)/bench/bench_webhook
+$(BENCH_WEBHOOK): $(BUILD)/obj/bench/bench_webhook.o $(BUILD)/obj/injector/webhook/server.o \
+		$(WEBHOOK_LIB_OBJS) $(COMMON_OBJS)
+	$(call link,$^,$(shell pkg-config --libs libcurl))

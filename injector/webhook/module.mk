@@ -1,0 +1,30 @@
+WEBHOOK_LIB_OBJS := $(BUILD)/obj/injector/webhook/mutate.o
+
+$(BUILD)/test/test_mutate: $(BUILD)/obj/injector/webhook/tests/test_mutate.o $(WEBHOOK_LIB_OBJS)
+	$(call link,$^,$(CMOCKA_LIBS))
+TESTS += $(BUILD)/test/test_mutate
+
+# make fuzz: the AdmissionReview handling under libFuzzer with ASan + UBSan.
+FUZZ_RUNS ?= 1000000
+FUZZ_MUTATE := $(BUILD)/fuzz/fuzz_mutate
+$(FUZZ_MUTATE): injector/webhook/tests/fuzz_mutate.c injector/webhook/mutate.c
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ    $@"
+	@clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined $^ -o $@ $(shell pkg-config --libs jansson)
+
+.PHONY: fuzz
+fuzz: $(FUZZ_MUTATE)
+	@mkdir -p $(BUILD)/fuzz/corpus
+	@cp -n injector/webhook/tests/corpus/* $(BUILD)/fuzz/corpus/ 2>/dev/null || true
+	@echo "fuzz: $(FUZZ_RUNS) runs of the AdmissionReview handling (log: $(BUILD)/fuzz/log)"
+	@$(FUZZ_MUTATE) -runs=$(FUZZ_RUNS) -max_len=8192 -print_final_stats=1 \
+		$(BUILD)/fuzz/corpus >$(BUILD)/fuzz/log 2>&1; rc=$$?; \
+	grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)|ERROR|SUMMARY" \
+		$(BUILD)/fuzz/log; exit $$rc
+
+WEBHOOK_BIN := $(BUILD)/bin/trainscope-webhook
+$(WEBHOOK_BIN): $(BUILD)/obj/injector/webhook/main.o $(BUILD)/obj/injector/webhook/server.o \
+		$(WEBHOOK_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
+	$(call link,$^)
+BINS += $(WEBHOOK_BIN)

@@ -1,0 +1,302 @@
+#include "mutate.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIB_DIR "/trainscope"
+#define RING_DIR "/trainscope-rings"
+#define LIB_PATH LIB_DIR "/lib/libtrainscope.so"
+#define SHIM_DIR LIB_DIR "/python"
+
+static const char *str_at(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+const char *ts_pod_job(const void *pod_v)
+{
+	json_t *pod = (json_t *)pod_v, *md = json_object_get(pod, "metadata");
+	json_t *ann = json_object_get(md, "annotations"), *labels = json_object_get(md, "labels");
+	static const char *const label_keys[] = { "training.kubeflow.org/job-name",
+						  "volcano.sh/job-name", "job-name",
+						  "app.kubernetes.io/instance" };
+	json_t *owner;
+	size_t i;
+	const char *v;
+
+	if ((v = str_at(ann, TS_ANNOT_JOB)) && *v)
+		return v;
+	for (i = 0; i < sizeof(label_keys) / sizeof(label_keys[0]); i++)
+		if ((v = str_at(labels, label_keys[i])) && *v)
+			return v;
+	json_array_foreach(json_object_get(md, "ownerReferences"), i, owner)
+		if (json_is_true(json_object_get(owner, "controller")) && (v = str_at(owner, "name")))
+			return v;
+	return NULL;
+}
+
+/* JSON Pointer escaping (RFC 6901): '~' -> "~0", '/' -> "~1". */
+static void pointer_key(char *out, size_t n, const char *key)
+{
+	size_t k = 0;
+
+	for (; *key && k + 3 < n; key++) {
+		if (*key == '~' || *key == '/') {
+			out[k++] = '~';
+			out[k++] = *key == '~' ? '0' : '1';
+		} else {
+			out[k++] = *key;
+		}
+	}
+	out[k] = 0;
+}
+
+static void op(json_t *patch, const char *kind, const char *path, json_t *value)
+{
+	json_array_append_new(patch, json_pack("{s:s, s:s, s:o}", "op", kind, "path", path, "value",
+					       value));
+}
+
+/* Appends value to the array at path, creating the array when it is missing. */
+static void append(json_t *patch, json_t *parent, const char *key, const char *path,
+		   json_t *value)
+{
+	char p[512];
+
+	if (json_is_array(json_object_get(parent, key))) {
+		snprintf(p, sizeof(p), "%s/-", path);
+		op(patch, "add", p, value);
+	} else {
+		op(patch, "add", path, json_pack("[o]", value));
+		/* later appends to the same array see it now */
+		json_object_set_new(parent, key, json_array());
+	}
+}
+
+static json_t *field_env(const char *name, const char *field)
+{
+	return json_pack("{s:s, s:{s:{s:s}}}", "name", name, "valueFrom", "fieldRef", "fieldPath",
+			 field);
+}
+
+static json_t *identity_env(const char *job, const struct ts_inject_opts *o)
+{
+	return json_pack("[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, o, o, o]", "name", "TRAINSCOPE_JOB",
+			 "value", job, "name", "TRAINSCOPE_RING_DIR", "value", RING_DIR, "name",
+			 "TRAINSCOPE_NATS_URL", "value", o->nats_url,
+			 field_env("TRAINSCOPE_NAMESPACE", "metadata.namespace"),
+			 field_env("TRAINSCOPE_POD", "metadata.name"),
+			 field_env("TRAINSCOPE_NODE", "spec.nodeName"));
+}
+
+/* LD_PRELOAD is appended to, PYTHONPATH prepended to: the user's own values stay. */
+static void chain_env(json_t *patch, json_t *c, const char *cpath, const char *name,
+		      const char *ours, bool prepend)
+{
+	json_t *env = json_object_get(c, "env"), *e;
+	char path[512], value[4096];
+	size_t i;
+
+	json_array_foreach(env, i, e) {
+		const char *old = str_at(e, "value");
+		if (!str_at(e, "name") || strcmp(str_at(e, "name"), name))
+			continue;
+		if (!old) /* valueFrom: cannot be chained; ours goes first so the loader sees it */
+			continue;
+		snprintf(value, sizeof(value), "%s%s%s", prepend ? ours : old, *old ? ":" : "",
+			 prepend ? old : ours);
+		if (!*old)
+			snprintf(value, sizeof(value), "%s", ours);
+		snprintf(path, sizeof(path), "%s/env/%zu/value", cpath, i);
+		op(patch, "replace", path, json_string(value));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/env", cpath);
+	append(patch, c, "env", path, json_pack("{s:s, s:s}", "name", name, "value", ours));
+}
+
+static void patch_container(json_t *patch, json_t *c, size_t idx, const char *job,
+			    const struct ts_inject_opts *o)
+{
+	char cpath[128], path[160];
+	json_t *env = identity_env(job, o), *e;
+	size_t i;
+
+	snprintf(cpath, sizeof(cpath), "/spec/containers/%zu", idx);
+	chain_env(patch, c, cpath, "LD_PRELOAD", LIB_PATH, false);
+	chain_env(patch, c, cpath, "PYTHONPATH", SHIM_DIR, true);
+	json_array_append_new(env, json_pack("{s:s, s:s}", "name", "TRAINSCOPE_CONTAINER", "value",
+					     str_at(c, "name") ? str_at(c, "name") : ""));
+	snprintf(path, sizeof(path), "%s/env", cpath);
+	json_array_foreach(env, i, e)
+		append(patch, c, "env", path, json_incref(e));
+	json_decref(env);
+	snprintf(path, sizeof(path), "%s/volumeMounts", cpath);
+	append(patch, c, "volumeMounts", path,
+	       json_pack("{s:s, s:s, s:b}", "name", "trainscope-lib", "mountPath", LIB_DIR,
+			 "readOnly", 1));
+	append(patch, c, "volumeMounts", path,
+	       json_pack("{s:s, s:s}", "name", "trainscope-rings", "mountPath", RING_DIR));
+}
+
+static json_t *init_container(const struct ts_inject_opts *o)
+{
+	return json_pack("{s:s, s:s, s:[s, s, s, s], s:[{s:s, s:s}], s:{s:{s:s, s:s}}}", "name",
+			 "trainscope-init", "image", o->image, "command", "cp", "-a",
+			 "/opt/trainscope/.", LIB_DIR "/", "volumeMounts", "name", "trainscope-lib",
+			 "mountPath", LIB_DIR, "resources", "requests", "cpu", "10m", "memory", "16Mi");
+}
+
+/* The relay as a native sidecar: an init container that keeps running. */
+static json_t *relay_container(const char *job, const struct ts_inject_opts *o)
+{
+	return json_pack("{s:s, s:s, s:s, s:[s], s:[s, s, s, s], s:o, s:[{s:s, s:s}],"
+			 " s:{s:{s:s, s:s}, s:{s:s}}}",
+			 "name", "trainscope-relay", "image", o->image, "restartPolicy", "Always",
+			 "command", "/usr/local/bin/trainscope-relay", "args", "--ring-dir", RING_DIR,
+			 "--nats", o->nats_url, "env", identity_env(job, o), "volumeMounts", "name",
+			 "trainscope-rings", "mountPath", RING_DIR, "resources", "requests", "cpu",
+			 "50m", "memory", "32Mi", "limits", "memory", "256Mi");
+}
+
+static bool wants_injection(json_t *pod, const struct ts_inject_opts *o)
+{
+	json_t *ann = json_object_get(json_object_get(pod, "metadata"), "annotations");
+	const char *v = str_at(ann, TS_ANNOT_INJECT);
+
+	if (v)
+		return !strcmp(v, "true");
+	return o->namespace_opt_in;
+}
+
+static bool already_injected(json_t *pod)
+{
+	json_t *ann = json_object_get(json_object_get(pod, "metadata"), "annotations"), *c;
+	size_t i;
+
+	if (str_at(ann, TS_ANNOT_INJECTED))
+		return true;
+	json_array_foreach(json_object_get(json_object_get(pod, "spec"), "initContainers"), i, c)
+		if (str_at(c, "name") && !strcmp(str_at(c, "name"), "trainscope-relay"))
+			return true;
+	return false;
+}
+
+/* The patch for a pod; NULL when there is nothing to do. */
+static json_t *pod_patch(json_t *pod, const struct ts_inject_opts *o)
+{
+	json_t *patch, *spec = json_object_get(pod, "spec"), *md = json_object_get(pod, "metadata");
+	const char *job = ts_pod_job(pod);
+	char key[128], path[192];
+	json_t *c;
+	size_t i;
+
+	if (!wants_injection(pod, o) || already_injected(pod) || !json_is_object(spec) ||
+	    !json_is_array(json_object_get(spec, "containers")))
+		return NULL;
+	if (!job) /* a bare pod: its own name, or the prefix of a generated one */
+		job = str_at(md, "name") ? str_at(md, "name") : str_at(md, "generateName");
+	if (!job || !*job)
+		job = "unnamed";
+	patch = json_array();
+	if (!json_is_object(json_object_get(md, "annotations")))
+		op(patch, "add", "/metadata/annotations", json_object());
+	pointer_key(key, sizeof(key), TS_ANNOT_INJECTED);
+	snprintf(path, sizeof(path), "/metadata/annotations/%s", key);
+	op(patch, "add", path, json_string("true"));
+	append(patch, spec, "volumes", "/spec/volumes",
+	       json_pack("{s:s, s:{}}", "name", "trainscope-lib", "emptyDir"));
+	append(patch, spec, "volumes", "/spec/volumes",
+	       json_pack("{s:s, s:{s:s}}", "name", "trainscope-rings", "emptyDir", "medium", "Memory"));
+	append(patch, spec, "initContainers", "/spec/initContainers", init_container(o));
+	append(patch, spec, "initContainers", "/spec/initContainers", relay_container(job, o));
+	json_array_foreach(json_object_get(spec, "containers"), i, c)
+		if (json_is_object(c))
+			patch_container(patch, c, i, job, o);
+	return patch;
+}
+
+static char *b64(const char *s)
+{
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = strlen(s), k = 0;
+	char *out = malloc(4 * ((n + 2) / 3) + 1);
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned char)s[i] << 16;
+		if (i + 1 < n)
+			v |= (unsigned char)s[i + 1] << 8;
+		if (i + 2 < n)
+			v |= (unsigned char)s[i + 2];
+		out[k++] = tab[v >> 18 & 63];
+		out[k++] = tab[v >> 12 & 63];
+		out[k++] = i + 1 < n ? tab[v >> 6 & 63] : '=';
+		out[k++] = i + 2 < n ? tab[v & 63] : '=';
+	}
+	out[k] = 0;
+	return out;
+}
+
+static int reply(json_t *response, char **out)
+{
+	json_t *review = json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1", "kind",
+				   "AdmissionReview", "response", response);
+
+	*out = json_dumps(review, JSON_COMPACT);
+	json_decref(review);
+	return 200;
+}
+
+static int refuse(const char *why, char **out)
+{
+	json_t *r = json_pack("{s:s, s:b, s:{s:i, s:s}}", "uid", "", "allowed", 0, "status", "code",
+			      400, "message", why);
+
+	reply(r, out);
+	return 400;
+}
+
+int ts_mutate(const char *body, size_t len, const struct ts_inject_opts *o, char **out)
+{
+	json_error_t err;
+	json_t *review = json_loadb(body, len, JSON_REJECT_DUPLICATES, &err);
+	json_t *req = json_object_get(review, "request"), *pod, *patch, *resp;
+	const char *uid = str_at(req, "uid"), *kind;
+	char why[256];
+
+	*out = NULL;
+	if (!review || !json_is_object(review)) {
+		snprintf(why, sizeof(why), "not JSON: %s (line %d)", err.text, err.line);
+		json_decref(review);
+		return refuse(why, out);
+	}
+	if (!json_is_object(req) || !uid) {
+		json_decref(review);
+		return refuse("not an AdmissionReview: request.uid is missing", out);
+	}
+	resp = json_pack("{s:s, s:b}", "uid", uid, "allowed", 1);
+	kind = str_at(json_object_get(req, "kind"), "kind");
+	pod = json_object_get(req, "object");
+	/* never block a pod: anything unexpected is allowed unchanged, with a warning */
+	if (!kind || strcmp(kind, "Pod") || !json_is_object(pod)) {
+		json_object_set_new(resp, "warnings",
+				    json_pack("[s]", "trainscope: not a pod, left unchanged"));
+	} else if ((patch = pod_patch(pod, o))) {
+		char *text = json_dumps(patch, JSON_COMPACT), *enc = text ? b64(text) : NULL;
+		if (enc) {
+			json_object_set_new(resp, "patchType", json_string("JSONPatch"));
+			json_object_set_new(resp, "patch", json_string(enc));
+		}
+		free(text);
+		free(enc);
+		json_decref(patch);
+	}
+	json_decref(review);
+	return reply(resp, out);
+}

@@ -1,0 +1,27 @@
+/* The webhook's decision and patch: AdmissionReview v1 for pods in, AdmissionReview
+ * with a JSONPatch out. Pure: no I/O, fuzzed. */
+#ifndef TS_MUTATE_H
+#define TS_MUTATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct ts_inject_opts {
+	const char *image;      /* holds the library, the shim and the relay */
+	const char *nats_url;   /* what the relay publishes to */
+	bool namespace_opt_in;  /* the namespace carries the label: inject unless opted out */
+};
+
+#define TS_ANNOT_INJECT "trainscope.dev/inject"
+#define TS_ANNOT_INJECTED "trainscope.dev/injected"
+#define TS_ANNOT_JOB "trainscope.dev/job"
+
+/* Writes the response AdmissionReview into *out (malloc'ed JSON, always set unless
+ * out of memory). Returns the HTTP status: 200, or 400 for a request that is not an
+ * AdmissionReview (the body then explains). */
+int ts_mutate(const char *body, size_t len, const struct ts_inject_opts *o, char **out);
+
+/* The job name of a pod (DESIGN.md section 3), or NULL. pod is a jansson object. */
+const char *ts_pod_job(const void *pod);
+
+#endif
