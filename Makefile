@@ -11,7 +11,7 @@ SANFLAGS :=
 endif
 
 CC      ?= cc
-PKGS    := libnats libprotobuf-c yaml-0.1 jansson libmicrohttpd
+PKGS    := libnats libprotobuf-c yaml-0.1 jansson libmicrohttpd libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
@@ -19,11 +19,11 @@ CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 WARN    := -Wall -Wextra -Werror -Wno-missing-field-initializers
 INCS    := -I$(BUILD)/gen -I. -Icommon -Iinjector/preload/include -Iinjector/preload
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) $(INCS) $(PKG_CFLAGS) $(CFLAGS)
-LDLIBS_ALL := $(PKG_LIBS) -lpthread -lm $(LDLIBS)
+LDLIBS_ALL := $(PKG_LIBS) -lz -lpthread -lm $(LDLIBS)
 
 # Objects for executables/tests (sanitizers apply) and for the preload library (never
 # sanitized: it is injected into programs that do not carry the ASan runtime).
-$(BUILD)/obj/%.o: %.c | $(BUILD)/gen/proto/trainscope.pb-c.h
+$(BUILD)/obj/%.o: %.c | $(BUILD)/gen/proto/trainscope.pb-c.h $(BUILD)/gen/proto/otlp_trace.pb-c.h
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(CFLAGS_ALL) $(SANFLAGS) -MMD -MP -c $< -o $@

@@ -266,6 +266,8 @@ static void rank_records(struct ts_analyzer *a, struct ts_job *j, const Trainsco
 			continue;
 		}
 		a->st.steps++;
+		if (a->opts.on_step)
+			a->opts.on_step(a->opts.on_report_ctx, j, id, r->step);
 	}
 	if (b->final)
 		ts_job_rank_final(j, id->rank);
@@ -358,6 +360,11 @@ void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
 		if (ts_job_tick(j, now_ns) || a->dirty[i]) {
 			publish_report(a, j);
 			a->dirty[i] = false;
+			if (a->opts.on_report) {
+				json_t *rep = ts_report_json(j);
+				a->opts.on_report(a->opts.on_report_ctx, rep, now_ns);
+				json_decref(rep);
+			}
 		}
 		const struct ts_job_result *r = ts_job_result(j);
 		if (a->opts.print_changes && (r->state != before || strcmp(summary, r->summary))) {

@@ -5,7 +5,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
 #include "buf.h"
+#include "proto/trainscope.pb-c.h"
 #include "job.h"
 #include "params.h"
 
@@ -14,6 +16,12 @@ struct ts_analyzer_opts {
 	const char *report_dir;  /* NULL: no files */
 	size_t max_msg_bytes;    /* larger messages are refused (default 4 MiB) */
 	int print_changes;       /* print a report to stdout when a job's verdict changes */
+	/* called with each job's report whenever it changed (Kubernetes mode, OTLP) */
+	void (*on_report)(void *ctx, json_t *report, uint64_t now_ns);
+	/* called with every rank step accepted (OTLP) */
+	void (*on_step)(void *ctx, struct ts_job *j, const Trainscope__V1__Identity *id,
+			const Trainscope__V1__Step *s);
+	void *on_report_ctx;
 };
 
 struct ts_analyzer_stats {

@@ -1,6 +1,7 @@
 #include "job.h"
 #include "dbscan.h"
 #include "log.h"
+#include "otlp.h"
 #include "stats.h"
 
 #include <errno.h>
@@ -55,6 +56,8 @@ struct ts_job {
 	uint64_t *judged_sample;            /* [world][M] host sample a verdict was counted on */
 	double group_median[TS_M_COUNT];
 	double step_ms;                     /* the job's step time at the last evaluation */
+	uint8_t trace_id[16];
+	bool has_trace;
 	struct ts_job_result res;
 	double *scratch;                    /* 2 * world doubles */
 	double *vals;                       /* world doubles */
@@ -176,6 +179,7 @@ const char *ts_job_name(const struct ts_job *j) { return j->name; }
 int ts_job_world(const struct ts_job *j) { return j->world; }
 const struct ts_job_result *ts_job_result(const struct ts_job *j) { return &j->res; }
 uint64_t ts_job_late_steps(const struct ts_job *j) { return j->late; }
+const uint8_t *ts_job_trace_id(const struct ts_job *j) { return j->has_trace ? j->trace_id : NULL; }
 
 struct ts_rank_meta *ts_job_rank(struct ts_job *j, int rank)
 {
@@ -252,6 +256,10 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 	if (!j->any_step) {
 		j->any_step = true;
 		j->next_eval = s->step;
+	}
+	if (!j->has_trace) {
+		ts_otlp_trace_id(j->ns, j->name, s->start_ns, j->trace_id);
+		j->has_trace = true;
 	}
 	if (s->step < j->next_eval) {
 		j->late++;

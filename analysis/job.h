@@ -112,5 +112,7 @@ void ts_job_rank_final(struct ts_job *j, int rank);
 bool ts_job_tick(struct ts_job *j, uint64_t now_ns);
 const struct ts_job_result *ts_job_result(const struct ts_job *j);
 uint64_t ts_job_late_steps(const struct ts_job *j);
+/* The job attempt's trace id (16 bytes), set by its first step; NULL before. */
+const uint8_t *ts_job_trace_id(const struct ts_job *j);
 
 #endif

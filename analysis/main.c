@@ -1,6 +1,9 @@
 /* trainscope-analyzer: consumes the job's batches from JetStream and names slow ranks. */
 #include "analyzer.h"
 #include "httpd.h"
+#include "k8s.h"
+#include "otlp.h"
+#include "kube.h"
 #include "log.h"
 #include "natsw.h"
 #include "tsclock.h"
@@ -43,6 +46,13 @@ static void usage(FILE *f)
 		"                         default 9103)\n"
 		"      --metrics-addr A   listen address (default 127.0.0.1)\n"
 		"      --max-msg-bytes N  refuse larger messages (default 4194304)\n"
+		"      --kubeconfig FILE  Kubernetes mode: keep a SlowNodeReport per job and raise\n"
+		"                         Events on slow ranks' pods, through this kubeconfig\n"
+		"      --in-cluster       Kubernetes mode with the pod's service account\n"
+		"      --k8s-interval-s N rewrite an unchanged report at most every N s (10)\n"
+		"      --otlp-endpoint URL  send the job's timeline as OTLP/HTTP traces, e.g.\n"
+		"                         http://jaeger:4318 (env OTEL_EXPORTER_OTLP_ENDPOINT)\n"
+		"      --otlp-every N     one step span in N per rank (default 1)\n"
 		"  -q, --quiet            do not print reports when a verdict changes\n"
 		"      --print-config     print the effective parameters and exit\n"
 		"  -h, --help\n");
@@ -52,8 +62,16 @@ struct cli {
 	struct ts_analyzer_opts ao;
 	struct tsn_opts nats;
 	const char *config, *durable, *filter, *metrics_addr;
-	int metrics_port;
-	bool print_config;
+	int metrics_port, k8s_interval_s;
+	bool print_config, in_cluster;
+	const char *kubeconfig, *otlp_endpoint;
+	int otlp_every;
+	struct ts_kube *kube;
+	struct ts_k8s *k8s;
+	struct ts_otlp *otlp;
+	char exported[64][96]; /* slow-rank spans sent: "<ns>/<job>/<rank>/<since>" */
+	int nexported;
+	struct ts_analyzer *analyzer;
 };
 
 static int parse_args(int argc, char **argv, struct cli *c)
@@ -72,6 +90,11 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "max-msg-bytes", required_argument, NULL, 'M' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "print-config", no_argument, NULL, 'P' },
+		{ "kubeconfig", required_argument, NULL, 'K' },
+		{ "in-cluster", no_argument, NULL, 'I' },
+		{ "k8s-interval-s", required_argument, NULL, 'R' },
+		{ "otlp-endpoint", required_argument, NULL, 'O' },
+		{ "otlp-every", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -85,6 +108,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	c->ao.report_dir = "trainscope-reports";
 	c->ao.print_changes = 1;
 	c->metrics_port = 9103;
+	c->otlp_endpoint = getenv("OTEL_EXPORTER_OTLP_ENDPOINT");
+	c->otlp_every = 1;
 	while ((ch = getopt_long(argc, argv, "s:c:r:p:qh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': c->nats.url = optarg; break;
@@ -100,6 +125,11 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'M': c->ao.max_msg_bytes = strtoul(optarg, NULL, 10); break;
 		case 'q': c->ao.print_changes = 0; break;
 		case 'P': c->print_config = true; break;
+		case 'K': c->kubeconfig = optarg; break;
+		case 'I': c->in_cluster = true; break;
+		case 'R': c->k8s_interval_s = atoi(optarg); break;
+		case 'O': c->otlp_endpoint = optarg; break;
+		case 'E': c->otlp_every = atoi(optarg); break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
@@ -119,9 +149,133 @@ static pthread_mutex_t core_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void render(void *ctx, struct ts_buf *out)
 {
+	struct cli *c = ctx;
+	struct ts_k8s_stats ks;
+
 	pthread_mutex_lock(&core_lock);
-	ts_analyzer_render_metrics(ctx, out);
+	ts_analyzer_render_metrics(c->analyzer, out);
+	if (c->k8s) {
+		ts_k8s_get_stats(c->k8s, &ks);
+		ts_prom(out, "trainscope_analyzer_k8s_reports_created_total", "counter",
+			"SlowNodeReports created.", ks.created);
+		ts_prom(out, "trainscope_analyzer_k8s_status_updates_total", "counter",
+			"SlowNodeReport status writes.", ks.status_updates);
+		ts_prom(out, "trainscope_analyzer_k8s_conflicts_total", "counter",
+			"Status writes retried after a conflict.", ks.conflicts);
+		ts_prom(out, "trainscope_analyzer_k8s_events_total", "counter",
+			"Events raised on slow ranks.", ks.events);
+		ts_prom(out, "trainscope_analyzer_k8s_errors_total", "counter",
+			"Kubernetes writes that failed.", ks.errors);
+	}
+	if (c->otlp) {
+		struct ts_otlp_stats os;
+		ts_otlp_get_stats(c->otlp, &os);
+		ts_prom(out, "trainscope_analyzer_otlp_spans_sent_total", "counter",
+			"Spans the collector took.", os.sent);
+		ts_prom(out, "trainscope_analyzer_otlp_spans_dropped_total", "counter",
+			"Spans lost: queue full or collector unreachable.", os.dropped);
+		ts_prom(out, "trainscope_analyzer_otlp_retries_total", "counter",
+			"Batches sent again after a failure.", os.retries);
+	}
 	pthread_mutex_unlock(&core_lock);
+}
+
+static bool exported_before(struct cli *c, const char *key)
+{
+	for (int i = 0; i < c->nexported; i++)
+		if (!strcmp(c->exported[i], key))
+			return true;
+	snprintf(c->exported[c->nexported++ % 64], sizeof(c->exported[0]), "%s", key);
+	if (c->nexported > 64)
+		c->nexported = 64;
+	return false;
+}
+
+/* Each newly named slow rank once: a span over its slow spell, with the evidence. */
+static void otlp_slow_ranks(struct cli *c, json_t *report, uint64_t now_ns)
+{
+	json_t *md = json_object_get(report, "metadata"), *st = json_object_get(report, "status"), *s;
+	const char *ns = json_string_value(json_object_get(md, "namespace"));
+	const char *job = json_string_value(json_object_get(md, "name"));
+	const char *hex = json_string_value(json_object_get(st, "traceID"));
+	uint8_t tid[16] = { 0 };
+	char key[96];
+	size_t i;
+
+	for (int b = 0; hex && strlen(hex) == 32 && b < 16; b++)
+		sscanf(hex + 2 * b, "%2hhx", &tid[b]);
+	json_array_foreach(json_object_get(st, "slowRanks"), i, s) {
+		int rank = (int)json_integer_value(json_object_get(s, "rank"));
+		const char *since = json_string_value(json_object_get(s, "since"));
+		snprintf(key, sizeof(key), "%s/%s/%d/%s", ns, job, rank, since ? since : "");
+		if (exported_before(c, key))
+			continue;
+		struct ts_otlp_who who = { ns, job, json_string_value(json_object_get(s, "pod")),
+					   json_string_value(json_object_get(s, "node")), rank };
+		ts_otlp_slow_rank(c->otlp, &who, tid, now_ns - 1000000000ull, now_ns,
+				  json_string_value(json_object_get(s, "cause")),
+				  json_string_value(json_object_get(s, "evidence")));
+	}
+}
+
+static void on_report(void *ctx, json_t *report, uint64_t now_ns)
+{
+	struct cli *c = ctx;
+
+	if (c->k8s)
+		ts_k8s_publish(c->k8s, report, now_ns);
+	if (c->otlp)
+		otlp_slow_ranks(c, report, now_ns);
+}
+
+static void on_step(void *ctx, struct ts_job *j, const Trainscope__V1__Identity *id,
+		    const Trainscope__V1__Step *s)
+{
+	struct cli *c = ctx;
+	const uint8_t *tid = ts_job_trace_id(j);
+	struct ts_otlp_who who = { id->namespace_, id->job, id->pod, id->node, id->rank };
+	struct ts_otlp_phase ph[] = {
+		{ "dataloader", s->dataloader_ns }, { "launch", s->launch_ns },
+		{ "compute", s->compute_wall_ns ? s->compute_wall_ns : s->compute_ns },
+		{ "collective", s->collective_ns }, { "checkpoint", s->checkpoint_ns },
+	};
+
+	if (tid && s->step % (uint64_t)c->otlp_every == 0)
+		ts_otlp_step(c->otlp, &who, tid, s->step, s->start_ns, s->end_ns, ph, 5);
+}
+
+static int open_otlp(struct cli *c)
+{
+	struct ts_otlp_opts o = { .endpoint = c->otlp_endpoint };
+
+	if (!c->otlp_endpoint || !*c->otlp_endpoint)
+		return 0;
+	if (c->otlp_every < 1 || ts_otlp_new(&c->otlp, &o)) {
+		fprintf(stderr, "trainscope-analyzer: cannot start the OTLP exporter\n");
+		return -1;
+	}
+	c->ao.on_report = on_report;
+	c->ao.on_step = on_step;
+	c->ao.on_report_ctx = c;
+	ts_info("analyzer: OTLP traces to %s", c->otlp_endpoint);
+	return 0;
+}
+
+static int open_k8s(struct cli *c)
+{
+	char err[512] = "";
+
+	if (!c->kubeconfig && !c->in_cluster)
+		return 0;
+	if (ts_kube_open(&c->kube, c->in_cluster ? NULL : c->kubeconfig, err, sizeof(err)) ||
+	    ts_k8s_new(&c->k8s, c->kube, c->k8s_interval_s)) {
+		fprintf(stderr, "trainscope-analyzer: Kubernetes: %s\n", err);
+		return -1;
+	}
+	c->ao.on_report = on_report;
+	c->ao.on_report_ctx = c;
+	ts_info("analyzer: Kubernetes mode (%s)", c->in_cluster ? "in cluster" : c->kubeconfig);
+	return 0;
 }
 
 static void consume(struct ts_analyzer *a, struct tsn_sub *sub)
@@ -199,10 +353,11 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (ts_analyzer_new(&a, &c.ao) || tsn_open(&n, &c.nats))
+	if (open_k8s(&c) || open_otlp(&c) || ts_analyzer_new(&a, &c.ao) || tsn_open(&n, &c.nats))
 		goto out;
+	c.analyzer = a;
 	if (c.metrics_port >= 0) {
-		if (ts_httpd_start_metrics(&http, c.metrics_addr, (uint16_t)c.metrics_port, render, a))
+		if (ts_httpd_start_metrics(&http, c.metrics_addr, (uint16_t)c.metrics_port, render, &c))
 			goto out;
 		ts_info("analyzer: metrics on http://%s:%u/metrics",
 			c.metrics_addr ? c.metrics_addr : "127.0.0.1", ts_httpd_port(http));
@@ -213,5 +368,8 @@ out:
 	ts_httpd_stop(http);
 	tsn_close(n);
 	ts_analyzer_free(a);
+	ts_otlp_free(c.otlp);
+	ts_k8s_free(c.k8s);
+	ts_kube_close(c.kube);
 	return rc;
 }

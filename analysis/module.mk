@@ -1,5 +1,5 @@
 ANALYSIS_LIB_SRCS := analysis/stats.c analysis/dbscan.c analysis/ksigma.c analysis/failslow.c \
-	analysis/params.c analysis/job.c analysis/report.c analysis/analyzer.c
+	analysis/params.c analysis/job.c analysis/report.c analysis/analyzer.c analysis/k8s.c analysis/otlp.c
 ANALYSIS_LIB_OBJS := $(ANALYSIS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 ANALYZER_BIN := $(BUILD)/bin/trainscope-analyzer
 
@@ -13,7 +13,7 @@ $(BUILD)/test/$(1): $(BUILD)/obj/analysis/tests/$(1).o $(ANALYSIS_LIB_OBJS) $(CO
 	$$(call link,$$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/$(1)
 endef
-$(foreach t,test_dbscan test_ksigma test_failslow test_job,$(eval $(call analysis_test,$(t))))
+$(foreach t,test_dbscan test_ksigma test_failslow test_job test_otlp,$(eval $(call analysis_test,$(t))))
 
 # Integration tests: a real nats-server on loopback.
 $(BUILD)/test/test_nats_it: $(BUILD)/obj/analysis/tests/test_nats_it.o \

@@ -43,6 +43,10 @@ static json_t *condition(const char *type, bool status, const char *reason, cons
 static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint64_t now)
 {
 	json_t *slow = json_array(), *conds = json_array();
+	const uint8_t *tid = ts_job_trace_id(j);
+	char trace[33] = "";
+	for (int i = 0; tid && i < 16; i++)
+		snprintf(trace + 2 * i, 3, "%02x", tid[i]);
 	bool failslow = r->state == TS_STATE_FAILSLOW, hang = r->state == TS_STATE_HANG;
 
 	for (int i = 0; i < r->nslow; i++)
@@ -58,7 +62,7 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 			 "state", ts_state_names[r->state], "worldSize", r->world, "stepTime",
 			 "baselineMs", num_or_null(r->baseline_ms), "currentMs",
 			 num_or_null(r->current_ms), "degradation", num_or_null(r->degradation),
-			 "slowRanks", slow, "summary", r->summary, "conditions", conds, "traceID", "",
+			 "slowRanks", slow, "summary", r->summary, "conditions", conds, "traceID", trace,
 			 "observedGeneration", 0, "lastUpdateTime", time_str(now), "lastStep",
 			 (json_int_t)r->last_step, "stepsAnalyzed", (json_int_t)r->steps_evaluated);
 }

@@ -11,3 +11,15 @@ $(BUILD)/obj/proto/trainscope.pb-c.o: $(PROTO_SRC)
 	$(CC) $(CFLAGS_ALL) -Wno-unused-parameter $(SANFLAGS) -c $< -o $@
 
 PROTO_OBJ := $(BUILD)/obj/proto/trainscope.pb-c.o
+
+OTLP_SRC := $(BUILD)/gen/proto/otlp_trace.pb-c.c
+OTLP_HDR := $(BUILD)/gen/proto/otlp_trace.pb-c.h
+$(OTLP_SRC) $(OTLP_HDR) &: proto/otlp_trace.proto
+	@mkdir -p $(BUILD)/gen
+	protoc-c --c_out=$(BUILD)/gen $<
+
+$(BUILD)/obj/proto/otlp_trace.pb-c.o: $(OTLP_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Wno-unused-parameter $(SANFLAGS) -c $< -o $@
+
+PROTO_OBJ += $(BUILD)/obj/proto/otlp_trace.pb-c.o

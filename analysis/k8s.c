@@ -1,0 +1,228 @@
+#include "k8s.h"
+#include "log.h"
+#include "tsclock.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GROUP_PATH "/apis/trainscope.dev/v1alpha1"
+#define MAX_JOBS 256
+#define CONFLICT_RETRIES 5
+
+struct written {
+	char ns[64], name[256];
+	char verdict[600];   /* state + summary last written */
+	uint64_t at_ns;
+	uint8_t evented[8192]; /* a bit per rank: an Event was raised for this slow spell */
+};
+
+struct ts_k8s {
+	struct ts_kube *kube;
+	int min_interval_s;
+	struct written *jobs;
+	int njobs;
+	char host[64];
+	struct ts_k8s_stats st;
+};
+
+void ts_k8s_name(char *out, size_t n, const char *job)
+{
+	size_t k = 0;
+
+	for (; *job && k + 1 < n && k < 253; job++) {
+		char c = (char)tolower((unsigned char)*job);
+		out[k++] = (isalnum((unsigned char)c) || c == '-' || c == '.') ? c : '-';
+	}
+	while (k && !isalnum((unsigned char)out[k - 1]))
+		k--;
+	if (!k && n > 1)
+		out[k++] = 'x';
+	out[k] = 0;
+}
+
+int ts_k8s_new(struct ts_k8s **out, struct ts_kube *kube, int min_interval_s)
+{
+	struct ts_k8s *k = calloc(1, sizeof(*k));
+
+	if (!k || !(k->jobs = calloc(MAX_JOBS, sizeof(*k->jobs)))) {
+		free(k);
+		return -ENOMEM;
+	}
+	k->kube = kube;
+	k->min_interval_s = min_interval_s > 0 ? min_interval_s : 10;
+	gethostname(k->host, sizeof(k->host) - 1);
+	*out = k;
+	return 0;
+}
+
+void ts_k8s_free(struct ts_k8s *k)
+{
+	if (!k)
+		return;
+	free(k->jobs);
+	free(k);
+}
+
+void ts_k8s_get_stats(struct ts_k8s *k, struct ts_k8s_stats *out)
+{
+	*out = k->st;
+}
+
+static struct written *written_for(struct ts_k8s *k, const char *ns, const char *name)
+{
+	for (int i = 0; i < k->njobs; i++)
+		if (!strcmp(k->jobs[i].ns, ns) && !strcmp(k->jobs[i].name, name))
+			return &k->jobs[i];
+	if (k->njobs == MAX_JOBS)
+		return NULL;
+	struct written *w = &k->jobs[k->njobs++];
+	snprintf(w->ns, sizeof(w->ns), "%s", ns);
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	return w;
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "";
+}
+
+/* GET the object, creating it when absent. Returns it (caller decrefs) or NULL. */
+static json_t *ensure_report(struct ts_k8s *k, const char *ns, const char *name, const char *job)
+{
+	char path[512];
+	json_t *obj = NULL;
+	int code;
+
+	snprintf(path, sizeof(path), GROUP_PATH "/namespaces/%s/slownodereports/%s", ns, name);
+	code = ts_kube_request(k->kube, "GET", path, NULL, NULL, &obj);
+	if (code == 200)
+		return obj;
+	json_decref(obj);
+	if (code != 404)
+		return NULL;
+	json_t *fresh = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:s}}", "apiVersion",
+				  "trainscope.dev/v1alpha1", "kind", "SlowNodeReport", "metadata",
+				  "name", name, "namespace", ns, "labels", "trainscope.dev/job", name,
+				  "spec", "job", job);
+	snprintf(path, sizeof(path), GROUP_PATH "/namespaces/%s/slownodereports", ns);
+	code = ts_kube_request(k->kube, "POST", path, fresh, NULL, &obj);
+	json_decref(fresh);
+	if (code == 201 || code == 200) {
+		k->st.created++;
+		ts_info("k8s: created SlowNodeReport %s/%s", ns, name);
+		return obj;
+	}
+	json_decref(obj);
+	return NULL;
+}
+
+/* PUT the status with the object's resourceVersion; on a conflict, read it again. */
+static int write_status(struct ts_k8s *k, const char *ns, const char *name, const char *job,
+			json_t *status)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), GROUP_PATH "/namespaces/%s/slownodereports/%s/status", ns, name);
+	for (int attempt = 0; attempt < CONFLICT_RETRIES; attempt++) {
+		json_t *obj = ensure_report(k, ns, name, job), *answer = NULL;
+		if (!obj)
+			return -EIO;
+		json_object_set(obj, "status", status);
+		json_object_set_new(status, "observedGeneration",
+				    json_copy(json_object_get(json_object_get(obj, "metadata"),
+							      "generation")));
+		int code = ts_kube_request(k->kube, "PUT", path, obj, NULL, &answer);
+		json_decref(obj);
+		json_decref(answer);
+		if (code == 200) {
+			k->st.status_updates++;
+			return 0;
+		}
+		if (code != 409)
+			return -EIO;
+		k->st.conflicts++;
+	}
+	return -EAGAIN;
+}
+
+static void raise_event(struct ts_k8s *k, const char *ns, const char *report, json_t *slow,
+			uint64_t now_ns)
+{
+	const char *pod = jstr(slow, "pod");
+	char stamp[32], msg[1024], path[256];
+	json_t *ev, *involved;
+
+	ts_rfc3339(now_ns, stamp);
+	snprintf(msg, sizeof(msg), "rank %lld is slow (%s, node %s): %s",
+		 (long long)json_integer_value(json_object_get(slow, "rank")), jstr(slow, "cause"),
+		 jstr(slow, "node"), jstr(slow, "evidence"));
+	if (*pod)
+		involved = json_pack("{s:s, s:s, s:s, s:s}", "apiVersion", "v1", "kind", "Pod",
+				     "namespace", ns, "name", pod);
+	else /* a rank outside Kubernetes: the report stands for it */
+		involved = json_pack("{s:s, s:s, s:s, s:s}", "apiVersion", "trainscope.dev/v1alpha1",
+				     "kind", "SlowNodeReport", "namespace", ns, "name", report);
+	ev = json_pack("{s:{s:s, s:s}, s:o, s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:s, s:i, s:s, s:s}",
+		       "metadata", "generateName", *pod ? pod : report, "namespace", ns,
+		       "involvedObject", involved, "reason", "SlowRank", "message", msg, "type",
+		       "Warning", "source", "component", "trainscope-analyzer", "host", k->host,
+		       "firstTimestamp", stamp, "lastTimestamp", stamp, "count", 1,
+		       "reportingComponent", "trainscope-analyzer", "reportingInstance", k->host);
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns);
+	int code = ts_kube_request(k->kube, "POST", path, ev, NULL, NULL);
+	json_decref(ev);
+	if (code == 201 || code == 200)
+		k->st.events++;
+	else
+		k->st.errors++;
+}
+
+/* Events once per slow spell of a rank: forgotten when the rank is no longer slow. */
+static void events(struct ts_k8s *k, struct written *w, json_t *status, uint64_t now_ns)
+{
+	uint8_t now_slow[sizeof(w->evented)] = { 0 };
+	json_t *s;
+	size_t i;
+
+	json_array_foreach(json_object_get(status, "slowRanks"), i, s) {
+		json_int_t r = json_integer_value(json_object_get(s, "rank"));
+		if (r < 0 || r >= (json_int_t)sizeof(w->evented) * 8)
+			continue;
+		now_slow[r / 8] |= (uint8_t)(1 << (r % 8));
+		if (!(w->evented[r / 8] & (1 << (r % 8))))
+			raise_event(k, w->ns, w->name, s, now_ns);
+	}
+	memcpy(w->evented, now_slow, sizeof(now_slow));
+}
+
+void ts_k8s_publish(struct ts_k8s *k, json_t *report, uint64_t now_ns)
+{
+	json_t *md = json_object_get(report, "metadata"), *status = json_object_get(report, "status");
+	const char *ns = jstr(md, "namespace"), *job = jstr(md, "name");
+	char name[256], verdict[600];
+	struct written *w;
+
+	ts_k8s_name(name, sizeof(name), job);
+	if (!status || !(w = written_for(k, ns, name)))
+		return;
+	snprintf(verdict, sizeof(verdict), "%s|%s", jstr(status, "state"), jstr(status, "summary"));
+	bool changed = strcmp(verdict, w->verdict) != 0;
+	if (!changed && now_ns - w->at_ns < (uint64_t)k->min_interval_s * 1000000000ull)
+		return;
+	json_t *st = json_deep_copy(status);
+	if (write_status(k, ns, name, job, st)) {
+		k->st.errors++;
+		ts_warn("k8s: could not write the status of %s/%s", ns, name);
+	} else {
+		snprintf(w->verdict, sizeof(w->verdict), "%s", verdict);
+		w->at_ns = now_ns;
+		events(k, w, status, now_ns);
+	}
+	json_decref(st);
+}

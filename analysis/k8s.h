@@ -1,0 +1,26 @@
+/* Kubernetes mode of the analyzer: SlowNodeReport objects and Events. */
+#ifndef TS_K8S_H
+#define TS_K8S_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "kube.h"
+
+struct ts_k8s_stats {
+	uint64_t created, status_updates, conflicts, events, errors;
+};
+
+struct ts_k8s;
+
+/* min_interval_s: a report whose verdict did not change is rewritten at most this often. */
+int ts_k8s_new(struct ts_k8s **out, struct ts_kube *kube, int min_interval_s);
+void ts_k8s_free(struct ts_k8s *k);
+/* Brings the job's SlowNodeReport up to date with report (the analyzer's JSON) and
+ * raises an Event on the pod of each rank that just became slow. */
+void ts_k8s_publish(struct ts_k8s *k, json_t *report, uint64_t now_ns);
+void ts_k8s_get_stats(struct ts_k8s *k, struct ts_k8s_stats *out);
+/* DNS-1123 name for a job: lower case, [a-z0-9-.], at most 253 characters. */
+void ts_k8s_name(char *out, size_t n, const char *job);
+
+#endif

@@ -1,0 +1,69 @@
+#!/bin/bash
+# Builds the real servers the Kubernetes e2e needs, once, from their Go modules, into
+# ~/.cache/trainscope/bin (TRAINSCOPE_TOOLS overrides): kube-apiserver and kubectl
+# (k8s.io/kubernetes with its staging modules at their published versions), helm,
+# and Jaeger; etcd comes from Debian. Prints the folder. Exit 0 when all are there.
+set -e
+K8S_VERSION=${K8S_VERSION:-1.31.4}
+HELM_VERSION=${HELM_VERSION:-v3.16.4}
+JAEGER_VERSION=${JAEGER_VERSION:-v1.62.0}
+TOOLS=${TRAINSCOPE_TOOLS:-$HOME/.cache/trainscope}
+BIN="$TOOLS/bin"
+mkdir -p "$BIN"
+export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+
+log() { echo "k8s tools: $*" >&2; }
+
+need_etcd() {
+	command -v etcd >/dev/null && return
+	log "installing etcd (Debian etcd-server)"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
+	systemctl disable --now etcd >/dev/null 2>&1 || true
+}
+
+# kube-apiserver and kubectl: a wrapper module requires k8s.io/kubernetes and maps each
+# staging module (which k8s.io/kubernetes lists at v0.0.0) to its published v0 release.
+need_kube() {
+	[ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kubectl" ] && return
+	local minor=${K8S_VERSION#*.} src="$TOOLS/src/kube-$K8S_VERSION"
+	local staging="api apiextensions-apiserver apimachinery apiserver cli-runtime client-go
+		cloud-provider cluster-bootstrap code-generator component-base component-helpers
+		controller-manager cri-api cri-client csi-translation-lib dynamic-resource-allocation
+		endpointslice kms kube-aggregator kube-controller-manager kube-proxy kube-scheduler
+		kubectl kubelet metrics mount-utils pod-security-admission sample-apiserver
+		sample-cli-plugin sample-controller"
+	mkdir -p "$src"
+	{
+		echo "module trainscope.dev/e2e-tools"
+		echo "go 1.22"
+		echo "require k8s.io/kubernetes v$K8S_VERSION"
+		echo "replace ("
+		for m in $staging; do echo "	k8s.io/$m => k8s.io/$m v0.$minor"; done
+		echo ")"
+	} >"$src/go.mod"
+	printf 'package tools\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\t_ "k8s.io/kubectl/pkg/cmd"\n)\n' >"$src/tools.go"
+	log "building kube-apiserver and kubectl $K8S_VERSION (several minutes, once)"
+	(cd "$src" && go mod tidy >/dev/null 2>&1 && go mod download &&
+		go build -o "$BIN/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver &&
+		go build -o "$BIN/kubectl" k8s.io/kubernetes/cmd/kubectl)
+}
+
+need_helm() {
+	[ -x "$BIN/helm" ] && return
+	log "building helm $HELM_VERSION"
+	GOBIN="$BIN" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+}
+
+need_jaeger() {
+	[ -x "$BIN/jaeger-all-in-one" ] && return
+	log "building jaeger all-in-one $JAEGER_VERSION"
+	GOBIN="$TOOLS/gobin" go install "github.com/jaegertracing/jaeger/cmd/all-in-one@$JAEGER_VERSION"
+	mv "$TOOLS/gobin/all-in-one" "$BIN/jaeger-all-in-one"
+}
+
+command -v go >/dev/null || { log "go is not installed"; exit 1; }
+need_etcd
+need_helm
+need_kube
+need_jaeger
+echo "$BIN"
