@@ -1,0 +1,176 @@
+#!/bin/bash
+# The Kubernetes surface end to end, on real servers: etcd + kube-apiserver (RBAC, a
+# mutating webhook served by a local trainscope-webhook), helm installing the chart,
+# an annotated pod mutated, the analyzer in Kubernetes mode under the chart's own
+# least-privilege role, then `kubectl get slownodereports`, the SlowRank Events, and
+# the job's trace in Jaeger.
+set -e
+BUILD=${BUILD:-build}
+. "$(dirname "$0")/../lib.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+
+if ! TOOLS=$("$here/tools.sh"); then
+	echo "k8s e2e: FAIL: could not build the Kubernetes tools (see above)"
+	exit 1
+fi
+export PATH="$TOOLS:$PATH"
+fails=0
+expect() { # NAME CONDITION...
+	local name=$1; shift
+	if "$@"; then echo "ok    $name"; else echo "FAIL  $name"; fails=$((fails + 1)); fi
+}
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# ---- certificates: one CA for the API server, the webhook and their clients ----------
+pki="$WORK/pki"
+mkdir -p "$pki"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$pki/ca.key" -out "$pki/ca.crt" -days 1 \
+	-subj /CN=trainscope-e2e-ca 2>/dev/null
+serving_cert() { # NAME
+	openssl req -newkey rsa:2048 -nodes -keyout "$pki/$1.key" -out "$pki/$1.csr" -subj "/CN=$1" 2>/dev/null
+	openssl x509 -req -in "$pki/$1.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+		-days 1 -out "$pki/$1.crt" -extfile <(printf "subjectAltName=IP:127.0.0.1,DNS:localhost") 2>/dev/null
+}
+serving_cert apiserver
+serving_cert webhook
+openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
+openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+printf 'admin-token,admin,1,"system:masters"\nanalyzer-token,trainscope-analyzer,2,\n' >"$pki/tokens.csv"
+
+# ---- etcd and kube-apiserver ------------------------------------------------------------
+etcd_port=$(free_port); peer_port=$(free_port); api_port=$(free_port)
+etcd --data-dir "$WORK/etcd" --listen-client-urls "http://127.0.0.1:$etcd_port" \
+	--advertise-client-urls "http://127.0.0.1:$etcd_port" \
+	--listen-peer-urls "http://127.0.0.1:$peer_port" >"$WORK/etcd.log" 2>&1 &
+PIDS="$PIDS $!"
+kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" --bind-address 127.0.0.1 \
+	--advertise-address 127.0.0.1 --secure-port "$api_port" \
+	--tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+	--client-ca-file "$pki/ca.crt" --token-auth-file "$pki/tokens.csv" \
+	--authorization-mode RBAC --service-account-issuer https://kubernetes.default.svc \
+	--service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+	--service-cluster-ip-range 10.96.0.0/16 --disable-admission-plugins ServiceAccount \
+	--allow-privileged=true >"$WORK/apiserver.log" 2>&1 &
+PIDS="$PIDS $!"
+kubeconfig() { # USER TOKEN FILE
+	cat >"$3" <<KC
+apiVersion: v1
+kind: Config
+clusters: [{name: e2e, cluster: {server: "https://127.0.0.1:$api_port", certificate-authority: "$pki/ca.crt"}}]
+users: [{name: $1, user: {token: $2}}]
+contexts: [{name: e2e, context: {cluster: e2e, user: $1}}]
+current-context: e2e
+KC
+}
+kubeconfig admin admin-token "$WORK/admin.kubeconfig"
+kubeconfig trainscope-analyzer analyzer-token "$WORK/analyzer.kubeconfig"
+export KUBECONFIG="$WORK/admin.kubeconfig"
+wait_for 90 kubectl get --raw /readyz || die "kube-apiserver not ready: $(tail -5 "$WORK/apiserver.log")"
+echo "k8s e2e: kube-apiserver ready on 127.0.0.1:$api_port"
+
+# ---- helm install, with the webhook served from here ------------------------------------
+webhook_port=$(free_port)
+nats_started=0
+start_nats
+helm lint "$root/helm/trainscope" >/dev/null && expect "helm lint" true || expect "helm lint" false
+expect "chart CRD matches crds/" cmp -s "$root/crds/slownodereports.trainscope.dev.yaml" \
+	"$root/helm/trainscope/crds/slownodereports.trainscope.dev.yaml"
+expect "deploy/ is rendered from the chart" "$root/e2e/k8s/render.sh" --check
+helm install trainscope "$root/helm/trainscope" --namespace trainscope --create-namespace \
+	--set webhook.external.url="https://127.0.0.1:$webhook_port" \
+	--set webhook.external.caBundle="$(base64 -w0 "$pki/ca.crt")" \
+	--set nats.enabled=false --set nats.external.url="$NATS_URL" >"$WORK/helm.log" 2>&1 ||
+	die "helm install: $(cat "$WORK/helm.log")"
+wait_for 30 kubectl get crd slownodereports.trainscope.dev -o name >/dev/null
+# the analyzer's identity gets exactly the chart's role
+kubectl create clusterrolebinding e2e-analyzer --clusterrole trainscope-analyzer \
+	--user trainscope-analyzer >/dev/null
+"$BIN/trainscope-webhook" --tls-cert "$pki/webhook.crt" --tls-key "$pki/webhook.key" \
+	--addr 127.0.0.1 --port "$webhook_port" --image trainscope:e2e --nats "$NATS_URL" \
+	2>"$WORK/webhook.log" &
+PIDS="$PIDS $!"
+wait_for 10 grep -q "serving HTTPS" "$WORK/webhook.log" || die "webhook did not start"
+
+# ---- an annotated pod is mutated, a plain one is not ------------------------------------
+kubectl create namespace team >/dev/null
+pod() { # NAME ANNOTATION
+	cat <<POD
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  namespace: team
+  labels: {training.kubeflow.org/job-name: llm}
+  annotations: {trainscope.dev/inject: "$2"}
+spec:
+  containers:
+    - name: trainer
+      image: pytorch
+      env: [{name: LD_PRELOAD, value: /opt/jemalloc.so}]
+POD
+}
+pod trainer-0 true | kubectl apply -f - >/dev/null
+pod plain-0 false | kubectl apply -f - >/dev/null
+kubectl get pod trainer-0 -n team -o json >"$WORK/trainer-0.json"
+kubectl get pod plain-0 -n team -o json >"$WORK/plain-0.json"
+expect "the annotated pod has the relay as a native sidecar and the preload" python3 - "$WORK/trainer-0.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+init = {c["name"]: c for c in p["spec"].get("initContainers", [])}
+env = {e["name"]: e.get("value") for e in p["spec"]["containers"][0]["env"]}
+ok = init.get("trainscope-relay", {}).get("restartPolicy") == "Always" and "trainscope-init" in init \
+    and env["LD_PRELOAD"] == "/opt/jemalloc.so:/trainscope/lib/libtrainscope.so" \
+    and env["TRAINSCOPE_JOB"] == "llm" and p["metadata"]["annotations"]["trainscope.dev/injected"] == "true"
+sys.exit(0 if ok else 1)
+PY
+expect "a pod that does not opt in is untouched" python3 -c '
+import json, sys; p = json.load(open(sys.argv[1])); sys.exit(1 if p["spec"].get("initContainers") else 0)' "$WORK/plain-0.json"
+
+# ---- the job: analyzer in Kubernetes mode, traces to Jaeger -----------------------------
+otlp_port=$(free_port); query_port=$(free_port)
+jaeger-all-in-one --collector.otlp.enabled=true \
+	--collector.otlp.http.host-port "127.0.0.1:$otlp_port" \
+	--collector.otlp.grpc.host-port "127.0.0.1:$(free_port)" \
+	--collector.http-server.host-port "127.0.0.1:$(free_port)" \
+	--collector.grpc-server.host-port "127.0.0.1:$(free_port)" \
+	--query.http-server.host-port "127.0.0.1:$query_port" \
+	--query.grpc-server.host-port "127.0.0.1:$(free_port)" \
+	--admin.http.host-port "127.0.0.1:$(free_port)" \
+	--processor.jaeger-binary.server-host-port "127.0.0.1:$(free_port)" \
+	--processor.jaeger-compact.server-host-port "127.0.0.1:$(free_port)" \
+	--processor.zipkin-compact.server-host-port "127.0.0.1:$(free_port)" \
+	--http-server.host-port "127.0.0.1:$(free_port)" >"$WORK/jaeger.log" 2>&1 &
+PIDS="$PIDS $!"
+wait_for 30 curl -sf "http://127.0.0.1:$query_port/api/services" >/dev/null || die "jaeger: $(tail -5 "$WORK/jaeger.log")"
+start_analyzer --quiet --kubeconfig "$WORK/analyzer.kubeconfig" \
+	--otlp-endpoint "http://127.0.0.1:$otlp_port" --k8s-interval-s 2
+TRAINSCOPE_NAMESPACE=team TRAINSCOPE_POD=trainer-0 TRAINSCOPE_NODE=node-e2e \
+	run_job llm 8 150 compute --fault-rank 5 --fault-step 40
+wait_report llm 149
+sleep_ok=0
+wait_for 30 sh -c 'kubectl get snr llm -n team -o jsonpath="{.status.summary}" | grep -q "5(Compute)"' && sleep_ok=1
+kubectl get slownodereports -n team | tee "$WORK/snr.txt"
+expect "kubectl get slownodereports names rank 5, Compute" sh -c "[ $sleep_ok = 1 ] &&
+	grep -E '^llm +FailSlow +8 +5\(Compute\) +Compute' '$WORK/snr.txt'"
+kubectl get events -n team --field-selector reason=SlowRank -o json >"$WORK/events.json"
+expect "a SlowRank Event on the rank's pod" python3 -c '
+import json, sys
+ev = json.load(open(sys.argv[1]))["items"]
+sys.exit(0 if any(e["involvedObject"]["name"] == "trainer-0" and "rank 5 is slow" in e["message"] for e in ev) else 1)' "$WORK/events.json"
+trace=$(kubectl get snr llm -n team -o jsonpath='{.status.traceID}')
+wait_for 30 sh -c "curl -sf 'http://127.0.0.1:$query_port/api/traces/$trace' >'$WORK/trace.json'"
+expect "Jaeger has the job's trace ($trace) with step spans of all 8 ranks" python3 - "$WORK/trace.json" <<'PY'
+import json, sys
+data = json.load(open(sys.argv[1]))["data"][0]
+ranks = set()
+for p in data["processes"].values():
+    for t in p["tags"]:
+        if t["key"] == "trainscope.rank":
+            ranks.add(int(t["value"]))
+steps = [s for s in data["spans"] if s["operationName"].startswith("step ")]
+print("      %d spans, %d step spans, ranks %s" % (len(data["spans"]), len(steps), sorted(ranks)))
+sys.exit(0 if ranks == set(range(8)) and len(steps) >= 8 * 100 else 1)
+PY
+echo "k8s e2e: $((9 - fails)) passed, $fails failed"
+[ "$fails" -eq 0 ]
