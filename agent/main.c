@@ -2,6 +2,7 @@
 #include "agent.h"
 #include "httpd.h"
 #include "log.h"
+#include "signals.h"
 #include "tsclock.h"
 
 #include <getopt.h>
@@ -11,14 +12,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
 
 static void usage(FILE *f)
 {
@@ -107,7 +100,6 @@ static void sleep_until(uint64_t deadline_ns)
 
 int main(int argc, char **argv)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
 	struct ts_httpd *http = NULL;
 	struct agent *a = NULL;
 	struct ts_buf desc = { 0 };
@@ -135,11 +127,9 @@ int main(int argc, char **argv)
 		ts_info("agent: metrics on http://%s:%u/metrics",
 			c.metrics_addr ? c.metrics_addr : "127.0.0.1", ts_httpd_port(http));
 	}
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	ts_signals_init();
 	next = ts_mono_ns();
-	while (!stop_requested) {
+	while (!ts_stop_requested()) {
 		agent_tick(a);
 		next += (uint64_t)c.ao.interval_ms * 1000000ull;
 		sleep_until(next);

@@ -5,6 +5,7 @@
 #include "otlp.h"
 #include "kube.h"
 #include "log.h"
+#include "signals.h"
 #include "natsw.h"
 #include "tsclock.h"
 
@@ -16,14 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
 
 static void usage(FILE *f)
 {
@@ -303,7 +296,7 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 	struct tsn_sub *sub = NULL;
 	uint64_t last_tick = 0;
 
-	while (!stop_requested && tsn_subscribe(n, c->durable, c->filter, &sub)) {
+	while (!ts_stop_requested() && tsn_subscribe(n, c->durable, c->filter, &sub)) {
 		ts_warn("analyzer: waiting for JetStream at %s", c->nats.url);
 		nats_Sleep(1000);
 	}
@@ -311,7 +304,7 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 		return 0;
 	ts_info("analyzer: consuming %s as durable %s", c->filter ? c->filter : TSN_SUBJECTS,
 		c->durable);
-	while (!stop_requested) {
+	while (!ts_stop_requested()) {
 		consume(a, sub);
 		uint64_t now = ts_real_ns();
 		if (now - last_tick > 100000000ull) {
@@ -331,7 +324,6 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 
 int main(int argc, char **argv)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
 	struct ts_httpd *http = NULL;
 	struct ts_analyzer *a = NULL;
 	struct tsn *n = NULL;
@@ -350,9 +342,7 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	ts_signals_init();
 	if (open_k8s(&c) || open_otlp(&c) || ts_analyzer_new(&a, &c.ao) || tsn_open(&n, &c.nats))
 		goto out;
 	c.analyzer = a;

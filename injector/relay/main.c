@@ -1,6 +1,7 @@
 /* trainscope-relay: the sidecar that drains rings into NATS JetStream. */
 #include "httpd.h"
 #include "log.h"
+#include "signals.h"
 #include "relay.h"
 
 #include <getopt.h>
@@ -8,14 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
 
 static void usage(FILE *f)
 {
@@ -103,7 +96,6 @@ static void render(void *ctx, struct ts_buf *out)
 
 int main(int argc, char **argv)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
 	struct ts_httpd *http = NULL;
 	struct relay_cli cli = { 0 };
 	struct relay *r = NULL;
@@ -112,9 +104,7 @@ int main(int argc, char **argv)
 	ts_log_init("relay");
 	if (parse_args(argc, argv, &cli))
 		return 2;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	ts_signals_init();
 	err = relay_new(&r, &cli.ro);
 	if (err)
 		return 1;
@@ -129,7 +119,7 @@ int main(int argc, char **argv)
 			cli.metrics_addr ? cli.metrics_addr : "127.0.0.1", ts_httpd_port(http));
 	}
 	ts_info("relay: watching %s, publishing to %s", cli.ro.ring_dir, cli.ro.nats.url);
-	while (!stop_requested)
+	while (!ts_stop_requested())
 		relay_poll(r, 20);
 	err = relay_finish(r, cli.drain_timeout_ms);
 	ts_httpd_stop(http);

@@ -1,5 +1,6 @@
 /* trainscope-webhook: the mutating admission webhook that injects trainscope. */
 #include "log.h"
+#include "signals.h"
 #include "server.h"
 
 #include <errno.h>
@@ -9,14 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
 
 static void usage(FILE *f)
 {
@@ -67,7 +60,6 @@ int main(int argc, char **argv)
 		{ 0 }
 	};
 	struct webhook_opts o = { .port = 8443 };
-	struct sigaction sa = { .sa_handler = on_signal };
 	const char *cert = NULL, *key = NULL;
 	struct webhook *w;
 	bool plain = false;
@@ -104,9 +96,8 @@ int main(int argc, char **argv)
 		return 1;
 	ts_info("webhook: serving %s on port %u, injecting %s (relays to %s)",
 		plain ? "HTTP" : "HTTPS", webhook_port(w), o.inject.image, o.inject.nats_url);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	while (!stop_requested)
+	ts_signals_init();
+	while (!ts_stop_requested())
 		pause();
 	webhook_stop(w);
 	free((char *)o.cert_pem);
