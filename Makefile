@@ -87,6 +87,7 @@ test: deps
 	@BUILD=$(BUILD) e2e/test-demo.sh
 	@BUILD=$(BUILD) e2e/test-agent.sh
 	@BUILD=$(BUILD) e2e/test-webhook.sh
+	@BUILD=$(BUILD) e2e/k8s/test-k8s.sh
 
 FAULT ?= compute
 RANKS ?= 8
@@ -99,6 +100,7 @@ e2e: deps
 	@BUILD=$(BUILD) e2e/test-demo.sh
 	@BUILD=$(BUILD) e2e/test-agent.sh
 	@BUILD=$(BUILD) e2e/test-webhook.sh
+	@BUILD=$(BUILD) e2e/k8s/test-k8s.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCHES) $(PINGPONG) $(BENCH_WEBHOOK)

@@ -10,9 +10,12 @@ BUILD=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
+# "whenever the tools can be built": without Go or the module proxy this says so and
+# skips; with them a failure to start any server is a failure of the test.
 if ! TOOLS=$("$here/tools.sh"); then
-	echo "k8s e2e: FAIL: could not build the Kubernetes tools (see above)"
-	exit 1
+	echo "k8s e2e: skipped: the Kubernetes tools could not be built (see above)"
+	echo "k8s e2e: 0 passed, 0 failed, 9 skipped"
+	exit 0
 fi
 export PATH="$TOOLS:$PATH"
 fails=0
@@ -62,21 +65,21 @@ users: [{name: $1, user: {token: $2}}]
 contexts: [{name: e2e, context: {cluster: e2e, user: $1}}]
 current-context: e2e
 KC
+	chmod 600 "$3"
 }
 kubeconfig admin admin-token "$WORK/admin.kubeconfig"
 kubeconfig trainscope-analyzer analyzer-token "$WORK/analyzer.kubeconfig"
 export KUBECONFIG="$WORK/admin.kubeconfig"
-wait_for 90 kubectl get --raw /readyz || die "kube-apiserver not ready: $(tail -5 "$WORK/apiserver.log")"
+wait_for 90 sh -c 'kubectl get --raw /readyz >/dev/null' || die "kube-apiserver not ready: $(tail -5 "$WORK/apiserver.log")"
 echo "k8s e2e: kube-apiserver ready on 127.0.0.1:$api_port"
 
 # ---- helm install, with the webhook served from here ------------------------------------
 webhook_port=$(free_port)
-nats_started=0
 start_nats
-helm lint "$root/helm/trainscope" >/dev/null && expect "helm lint" true || expect "helm lint" false
+expect "helm lint" sh -c "helm lint '$root/helm/trainscope' >/dev/null"
 expect "chart CRD matches crds/" cmp -s "$root/crds/slownodereports.trainscope.dev.yaml" \
 	"$root/helm/trainscope/crds/slownodereports.trainscope.dev.yaml"
-expect "deploy/ is rendered from the chart" "$root/e2e/k8s/render.sh" --check
+expect "deploy/ is rendered from the chart" sh -c "'$root/e2e/k8s/render.sh' --check >/dev/null"
 helm install trainscope "$root/helm/trainscope" --namespace trainscope --create-namespace \
 	--set webhook.external.url="https://127.0.0.1:$webhook_port" \
 	--set webhook.external.caBundle="$(base64 -w0 "$pki/ca.crt")" \
@@ -147,11 +150,12 @@ start_analyzer --quiet --kubeconfig "$WORK/analyzer.kubeconfig" \
 	--otlp-endpoint "http://127.0.0.1:$otlp_port" --k8s-interval-s 2
 TRAINSCOPE_NAMESPACE=team TRAINSCOPE_POD=trainer-0 TRAINSCOPE_NODE=node-e2e \
 	run_job llm 8 150 compute --fault-rank 5 --fault-step 40
-wait_report llm 149
-sleep_ok=0
-wait_for 30 sh -c 'kubectl get snr llm -n team -o jsonpath="{.status.summary}" | grep -q "5(Compute)"' && sleep_ok=1
-kubectl get slownodereports -n team | tee "$WORK/snr.txt"
-expect "kubectl get slownodereports names rank 5, Compute" sh -c "[ $sleep_ok = 1 ] &&
+wait_report llm 149 team
+named=0
+wait_for 30 sh -c 'kubectl get snr llm -n team -o jsonpath="{.status.summary}" | grep -q "5(Compute)"' && named=1
+kubectl get slownodereports -n team >"$WORK/snr.txt"
+sed 's/^/      /' "$WORK/snr.txt"
+expect "kubectl get slownodereports names rank 5, Compute" sh -c "[ $named = 1 ] &&
 	grep -E '^llm +FailSlow +8 +5\(Compute\) +Compute' '$WORK/snr.txt'"
 kubectl get events -n team --field-selector reason=SlowRank -o json >"$WORK/events.json"
 expect "a SlowRank Event on the rank's pod" python3 -c '

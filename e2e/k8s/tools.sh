@@ -54,11 +54,25 @@ need_helm() {
 	GOBIN="$BIN" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 }
 
+# Jaeger's go.mod has replace directives, so `go install` refuses it: a wrapper module
+# requires it and carries the same replaces.
 need_jaeger() {
 	[ -x "$BIN/jaeger-all-in-one" ] && return
+	local src="$TOOLS/src/jaeger-$JAEGER_VERSION" gomod
 	log "building jaeger all-in-one $JAEGER_VERSION"
-	GOBIN="$TOOLS/gobin" go install "github.com/jaegertracing/jaeger/cmd/all-in-one@$JAEGER_VERSION"
-	mv "$TOOLS/gobin/all-in-one" "$BIN/jaeger-all-in-one"
+	mkdir -p "$src"
+	gomod=$(cd "$src" && GOFLAGS=-mod=mod go mod download -json \
+		"github.com/jaegertracing/jaeger@$JAEGER_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+	{
+		echo "module trainscope.dev/e2e-jaeger"
+		grep -E '^go [0-9.]+$' "$gomod"
+		echo "require github.com/jaegertracing/jaeger $JAEGER_VERSION"
+		# single-line and block replace directives, as they are
+		awk '/^replace \($/ { inblock = 1; print; next } inblock { print; if ($0 == ")") inblock = 0; next }
+			/^replace / { print }' "$gomod"
+	} >"$src/go.mod"
+	(cd "$src" && go get "github.com/jaegertracing/jaeger/cmd/all-in-one@$JAEGER_VERSION" &&
+		go build -o "$BIN/jaeger-all-in-one" github.com/jaegertracing/jaeger/cmd/all-in-one)
 }
 
 command -v go >/dev/null || { log "go is not installed"; exit 1; }
