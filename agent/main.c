@@ -44,10 +44,7 @@ struct cli {
 static int parse_args(int argc, char **argv, struct cli *c)
 {
 	static const struct option longopts[] = {
-		{ "nats", required_argument, NULL, 's' },
-		{ "nats-creds", required_argument, NULL, 'C' },
-		{ "nats-token", required_argument, NULL, 'T' },
-		{ "nats-ca", required_argument, NULL, 'A' },
+		TSN_LONGOPTS,
 		{ "node", required_argument, NULL, 'n' },
 		{ "interval-ms", required_argument, NULL, 'i' },
 		{ "metrics-port", required_argument, NULL, 'p' },
@@ -59,27 +56,24 @@ static int parse_args(int argc, char **argv, struct cli *c)
 
 	gethostname(c->host, sizeof(c->host) - 1);
 	c->ao.node = getenv("TRAINSCOPE_NODE") ? getenv("TRAINSCOPE_NODE") : c->host;
-	c->ao.nats.url = getenv("TRAINSCOPE_NATS_URL");
-	c->ao.nats.token = getenv("TRAINSCOPE_NATS_TOKEN");
-	c->ao.nats.name = "trainscope-agent";
+	tsn_opts_from_env(&c->ao.nats, "trainscope-agent");
 	c->metrics_port = 9101;
 	c->ao.interval_ms = 1000;
 	while ((ch = getopt_long(argc, argv, "s:n:i:p:h", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 's': c->ao.nats.url = optarg; break;
-		case 'C': c->ao.nats.creds_file = optarg; break;
-		case 'T': c->ao.nats.token = optarg; break;
-		case 'A': c->ao.nats.tls_ca = optarg; break;
 		case 'n': c->ao.node = optarg; break;
 		case 'i': c->ao.interval_ms = atoi(optarg); break;
 		case 'p': c->metrics_port = atoi(optarg); break;
 		case 'a': c->metrics_addr = optarg; break;
 		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -1;
+		default:
+			if (tsn_parse_option(&c->ao.nats, ch, optarg))
+				break;
+			usage(stderr);
+			return -1;
 		}
 	}
-	if (!c->ao.nats.url || !*c->ao.nats.url)
-		c->ao.nats.url = "nats://127.0.0.1:4222";
+	tsn_opts_finish(&c->ao.nats);
 	if (c->ao.interval_ms < 1 || c->ao.interval_ms > 600000) {
 		fprintf(stderr, "trainscope-agent: --interval-ms must be in 1..600000\n");
 		return -1;

@@ -70,10 +70,7 @@ struct cli {
 static int parse_args(int argc, char **argv, struct cli *c)
 {
 	static const struct option longopts[] = {
-		{ "nats", required_argument, NULL, 's' },
-		{ "nats-creds", required_argument, NULL, 'C' },
-		{ "nats-token", required_argument, NULL, 'T' },
-		{ "nats-ca", required_argument, NULL, 'A' },
+		TSN_LONGOPTS,
 		{ "config", required_argument, NULL, 'c' },
 		{ "report-dir", required_argument, NULL, 'r' },
 		{ "durable", required_argument, NULL, 'D' },
@@ -94,9 +91,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	char err[512];
 	int ch;
 
-	c->nats.url = getenv("TRAINSCOPE_NATS_URL");
-	c->nats.token = getenv("TRAINSCOPE_NATS_TOKEN");
-	c->nats.name = "trainscope-analyzer";
+	tsn_opts_from_env(&c->nats, "trainscope-analyzer");
 	c->durable = "trainscope-analyzer";
 	c->ao.report_dir = "trainscope-reports";
 	c->ao.print_changes = 1;
@@ -105,10 +100,6 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	c->otlp_every = 1;
 	while ((ch = getopt_long(argc, argv, "s:c:r:p:qh", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 's': c->nats.url = optarg; break;
-		case 'C': c->nats.creds_file = optarg; break;
-		case 'T': c->nats.token = optarg; break;
-		case 'A': c->nats.tls_ca = optarg; break;
 		case 'c': c->config = optarg; break;
 		case 'r': c->ao.report_dir = optarg; break;
 		case 'D': c->durable = optarg; break;
@@ -124,11 +115,14 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'O': c->otlp_endpoint = optarg; break;
 		case 'E': c->otlp_every = atoi(optarg); break;
 		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -1;
+		default:
+			if (tsn_parse_option(&c->nats, ch, optarg))
+				break;
+			usage(stderr);
+			return -1;
 		}
 	}
-	if (!c->nats.url || !*c->nats.url)
-		c->nats.url = "nats://127.0.0.1:4222";
+	tsn_opts_finish(&c->nats);
 	ts_params_defaults(&c->ao.params);
 	if (ts_params_load(&c->ao.params, c->config, NULL, err, sizeof(err))) {
 		fprintf(stderr, "trainscope-analyzer: bad configuration: %s\n", err);

@@ -512,3 +512,27 @@ void tsn_unsubscribe_core(struct tsn_core_sub *s)
 	natsSubscription_Destroy(s->sub);
 	free(s);
 }
+
+void tsn_opts_from_env(struct tsn_opts *o, const char *client_name)
+{
+	o->url = getenv("TRAINSCOPE_NATS_URL");
+	o->token = getenv("TRAINSCOPE_NATS_TOKEN");
+	o->name = client_name;
+}
+
+bool tsn_parse_option(struct tsn_opts *o, int ch, const char *arg)
+{
+	switch (ch) {
+	case 's': o->url = arg; return true;
+	case 'C': o->creds_file = arg; return true;
+	case 'T': o->token = arg; return true;
+	case 'A': o->tls_ca = arg; return true;
+	default: return false;
+	}
+}
+
+void tsn_opts_finish(struct tsn_opts *o)
+{
+	if (!o->url || !*o->url)
+		o->url = "nats://127.0.0.1:4222";
+}

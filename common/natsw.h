@@ -39,6 +39,21 @@ struct tsn_stats {
 	bool connected;
 };
 
+/* The command-line options every component takes for NATS, for getopt_long tables:
+ * --nats (-s), --nats-creds, --nats-token, --nats-ca. */
+#define TSN_LONGOPTS                                              \
+	{ "nats", required_argument, NULL, 's' },                 \
+	{ "nats-creds", required_argument, NULL, 'C' },           \
+	{ "nats-token", required_argument, NULL, 'T' },           \
+	{ "nats-ca", required_argument, NULL, 'A' }
+
+/* Defaults from TRAINSCOPE_NATS_URL and TRAINSCOPE_NATS_TOKEN. */
+void tsn_opts_from_env(struct tsn_opts *o, const char *client_name);
+/* Takes one of TSN_LONGOPTS; returns false for any other option. */
+bool tsn_parse_option(struct tsn_opts *o, int ch, const char *arg);
+/* The URL to use: the option, the environment, or nats://127.0.0.1:4222. */
+void tsn_opts_finish(struct tsn_opts *o);
+
 struct tsn;
 
 /* Connects in the background: returns 0 even when the server is not up yet, and

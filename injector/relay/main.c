@@ -43,10 +43,7 @@ static int parse_args(int argc, char **argv, struct relay_cli *c)
 {
 	static const struct option longopts[] = {
 		{ "ring-dir", required_argument, NULL, 'd' },
-		{ "nats", required_argument, NULL, 's' },
-		{ "nats-creds", required_argument, NULL, 'C' },
-		{ "nats-token", required_argument, NULL, 'T' },
-		{ "nats-ca", required_argument, NULL, 'A' },
+		TSN_LONGOPTS,
 		{ "metrics-port", required_argument, NULL, 'p' },
 		{ "metrics-addr", required_argument, NULL, 'a' },
 		{ "flush-ms", required_argument, NULL, 'f' },
@@ -58,25 +55,23 @@ static int parse_args(int argc, char **argv, struct relay_cli *c)
 	int ch;
 
 	c->ro.ring_dir = getenv("TRAINSCOPE_RING_DIR");
-	c->ro.nats.url = getenv("TRAINSCOPE_NATS_URL");
-	c->ro.nats.token = getenv("TRAINSCOPE_NATS_TOKEN");
-	c->ro.nats.name = "trainscope-relay";
+	tsn_opts_from_env(&c->ro.nats, "trainscope-relay");
 	c->metrics_port = -1;
 	c->drain_timeout_ms = 10000;
 	while ((ch = getopt_long(argc, argv, "d:s:p:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'd': c->ro.ring_dir = optarg; break;
-		case 's': c->ro.nats.url = optarg; break;
-		case 'C': c->ro.nats.creds_file = optarg; break;
-		case 'T': c->ro.nats.token = optarg; break;
-		case 'A': c->ro.nats.tls_ca = optarg; break;
 		case 'p': c->metrics_port = atoi(optarg); break;
 		case 'a': c->metrics_addr = optarg; break;
 		case 'f': c->ro.flush_ms = atoi(optarg); break;
 		case 'o': c->ro.nats.outbox_bytes = (size_t)atol(optarg) << 20; break;
 		case 'w': c->drain_timeout_ms = atoi(optarg); break;
 		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -1;
+		default:
+			if (tsn_parse_option(&c->ro.nats, ch, optarg))
+				break;
+			usage(stderr);
+			return -1;
 		}
 	}
 	if (!c->ro.ring_dir || !*c->ro.ring_dir) {
@@ -84,8 +79,7 @@ static int parse_args(int argc, char **argv, struct relay_cli *c)
 				"TRAINSCOPE_RING_DIR\n");
 		return -1;
 	}
-	if (!c->ro.nats.url || !*c->ro.nats.url)
-		c->ro.nats.url = "nats://127.0.0.1:4222";
+	tsn_opts_finish(&c->ro.nats);
 	return 0;
 }
 

@@ -86,21 +86,25 @@ static json_t *review(json_t *pod)
  * the response envelope. */
 static json_t *mutate(json_t *pod, const struct ts_inject_opts *o)
 {
-	json_t *rev = review(json_deep_copy(pod)), *resp, *patch;
+	json_t *rev = review(json_deep_copy(pod)), *root, *resp, *patch;
 	char *in = json_dumps(rev, 0), *out = NULL;
 	json_error_t err;
 
 	assert_int_equal(ts_mutate(in, strlen(in), o, &out), 200);
-	resp = json_object_get(json_loads(out, 0, &err), "response");
+	root = json_loads(out, 0, &err);
+	resp = json_object_get(root, "response");
 	assert_string_equal(json_string_value(json_object_get(resp, "uid")), "u-1");
 	assert_true(json_is_true(json_object_get(resp, "allowed")));
 	free(in);
 	free(out);
 	json_decref(rev);
-	if (!json_object_get(resp, "patch"))
+	if (!json_object_get(resp, "patch")) {
+		json_decref(root);
 		return NULL;
+	}
 	assert_string_equal(json_string_value(json_object_get(resp, "patchType")), "JSONPatch");
 	char *text = unb64(json_string_value(json_object_get(resp, "patch")));
+	json_decref(root);
 	patch = json_loads(text, 0, &err);
 	assert_non_null(patch);
 	free(text);
