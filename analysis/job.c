@@ -58,6 +58,7 @@ struct ts_job {
 	double step_ms;                     /* the job's step time at the last evaluation */
 	uint8_t trace_id[16];
 	bool has_trace;
+	int since_verdict;                  /* steps since the last SPACE verdict */
 	struct ts_job_result res;
 	double *scratch;                    /* 2 * world doubles */
 	double *vals;                       /* world doubles */
@@ -409,7 +410,8 @@ static void update_alarms(struct ts_job *j, uint64_t t_ns)
 				j->hits[i] = 0;
 				if (j->misses[i] < UINT16_MAX)
 					j->misses[i]++;
-				if (j->alarm[i] && j->misses[i] >= j->p.clear_after_steps) {
+				if (j->alarm[i] && j->misses[i] * j->p.space_window_step >=
+							   j->p.clear_after_steps) {
 					j->alarm[i] = false;
 					ts_info("%s/%s: rank %d %s alarm cleared at step %llu", j->ns,
 						j->name, k, ts_metric_names[m],
@@ -558,8 +560,11 @@ static void evaluate_row(struct ts_job *j, struct row *r)
 	if (j->res.steps_evaluated <= (uint64_t)j->p.fs.task_stable_step)
 		return;
 	push_history(j, r);
-	if (j->hist_n < (int)W(j))
+	/* consecutive steps share most of their window: verdicts come every
+	 * space_window_step steps so that the alarm filter counts fresh evidence */
+	if (j->hist_n < (int)W(j) || ++j->since_verdict < j->p.space_window_step)
 		return;
+	j->since_verdict = 0;
 	for (int m = 0; m < TS_M_COUNT; m++)
 		space_metric(j, m);
 	update_alarms(j, t);

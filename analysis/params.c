@@ -24,6 +24,8 @@ static const struct ts_cfg_field fields[] = {
 	F("failslow.hang_timeout_s", TS_CFG_DOUBLE, hang_timeout_s, 1, 1e7,
 	  "no step for this long while ranks run: Hang"),
 	F("space.window_size", TS_CFG_INT, space_window, 1, 64, "steps per SPACE window"),
+	F("space.window_step", TS_CFG_INT, space_window_step, 1, 64,
+	  "steps between verdicts: alarm_filter_window_size verdicts span this many steps each"),
 	F("space.eps", TS_CFG_DOUBLE, space.eps, 0, 1e9, "DBSCAN eps (relative when scaling)"),
 	F("space.min_robust_z", TS_CFG_DOUBLE, space.min_robust_z, 0, 100,
 	  "an outlier is also this many robust sigmas from the median (0: off)"),
@@ -64,7 +66,8 @@ void ts_params_defaults(struct ts_params *p)
 	p->space = (struct ts_space_opts){
 		.eps = 0.1, .min_samples = 2, .cv_threshold = 0.03, .scaling = true, .min_robust_z = 3,
 	};
-	p->space_window = 10;
+	p->space_window = 20;
+	p->space_window_step = 5;
 	p->min_abs_diff_ms = 0.3;
 	p->min_step_share = 0.01;
 	p->time = (struct ts_ksigma_opts){

@@ -12,6 +12,7 @@ struct ts_params {
 	struct ts_failslow_opts fs;
 	struct ts_space_opts space;
 	int space_window;            /* steps whose per-rank median SPACE compares */
+	int space_window_step;       /* steps between two verdicts (windows overlap) */
 	struct ts_ksigma_opts time;
 	char time_detect_type[16];   /* upper_bound | lower_bound | bi_bound */
 	double expert[4];            /* min/max upper, min/max lower; < 0 = not set */

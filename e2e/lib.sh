@@ -79,6 +79,6 @@ HOST_FAULT_OPTS="--matrix 48 --compute-iters 4"
 check_report() {
 	local job=$1; shift
 	python3 "$(dirname "${BASH_SOURCE[0]}")/check_report.py" "$WORK/$job.json" "$@" && return 0
-	grep " $job: .*alarm" "$ANALYZER_LOG" | grep -v collective | sed 's/^/      /'
+	grep "/$job: .*alarm" "$ANALYZER_LOG" | grep -v collective | sed 's/^/      /'
 	return 1
 }
