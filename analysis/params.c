@@ -64,7 +64,7 @@ void ts_params_defaults(struct ts_params *p)
 		.consecutive_windows = 2,
 	};
 	p->space = (struct ts_space_opts){
-		.eps = 0.1, .min_samples = 2, .cv_threshold = 0.03, .scaling = true, .min_robust_z = 3,
+		.eps = 0.1, .min_samples = 2, .cv_threshold = 0.03, .scaling = true, .min_robust_z = 2.5,
 	};
 	p->space_window = 20;
 	p->space_window_step = 5;

@@ -7,7 +7,7 @@ set -e
 BUILD=${BUILD:-build}
 FAULT=${FAULT:-compute}
 RANKS=${RANKS:-8}
-# the host fault is judged on the agent's 1 s samples: 5 of them make an alarm
+# the host fault is judged on the agent's samples (every 500 ms here): 5 make an alarm
 [ "$FAULT" = host ] && STEPS=${STEPS:-300}
 STEPS=${STEPS:-150}
 . "$(dirname "$0")/lib.sh"
@@ -21,7 +21,7 @@ start_nats
 start_analyzer --quiet
 if [ "$FAULT" = host ]; then
 	[ "$(id -u)" -eq 0 ] || die "FAULT=host runs the eBPF node agent: run as root"
-	start_agent
+	start_agent --interval-ms 500
 	echo "demo: node agent up (eBPF), metrics at $AGENT_METRICS"
 fi
 echo "demo: NATS at $NATS_URL, analyzer metrics at $ANALYZER_METRICS"

@@ -14,7 +14,7 @@ if [ "$(id -u)" -ne 0 ] || [ ! -r /sys/kernel/btf/vmlinux ]; then
 fi
 start_nats
 start_analyzer --quiet
-start_agent
+start_agent --interval-ms 500
 fails=0
 check() { if "$@"; then :; else fails=$((fails + 1)); fi; }
 

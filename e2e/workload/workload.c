@@ -82,7 +82,7 @@ static void usage(FILE *f)
 		"  --matrix N          GEMM size of the compute kernel (default 96)\n"
 		"  --compute-iters N   GEMMs per step (default 10)\n"
 		"  --dataloader-ms X   time to load a batch (default 40)\n"
-		"  --launch-ms X       host work to launch the step (default 0.3)\n"
+		"  --launch-ms X       host work to launch the step (default 0.1)\n"
 		"  --bytes N           all-reduce size in bytes (default 262144)\n"
 		"  --fault KIND        none | compute | storage | host (default none)\n"
 		"  --fault-rank R      rank to slow (default 5)\n"
@@ -106,7 +106,7 @@ static int parse(int argc, char **argv, struct wl *w)
 	int ch;
 
 	*w = (struct wl){ .ranks = 8, .steps = 100, .matrix = 96, .compute_iters = 10,
-			  .dataloader_ms = 40, .launch_ms = 0.3, .floats = 262144 / 4,
+			  .dataloader_ms = 40, .launch_ms = 0.1, .floats = 262144 / 4,
 			  .fault_rank = 5, .fault_step = 40, .fault_factor = 0, .rank = -1 };
 	while ((ch = getopt_long(argc, argv, "h", o, NULL)) != -1) {
 		switch (ch) {
