@@ -47,6 +47,8 @@ static struct ts_probe_feature *feature(struct ts_probe *p, const char *name)
 	for (int i = 0; i < p->nfeat; i++)
 		if (!strcmp(p->feat[i].name, name))
 			return &p->feat[i];
+	if (p->nfeat == TS_PROBE_FEATURES) /* a table entry without room: report it as the last */
+		return &p->feat[p->nfeat - 1];
 	p->feat[p->nfeat] = (struct ts_probe_feature){ .name = name, .ok = true };
 	return &p->feat[p->nfeat++];
 }

@@ -248,17 +248,20 @@ static void remove_producer(struct relay *r, int i)
 	r->st.producers_done++;
 }
 
-/* A producer is done when its process has exited and the ring is drained. */
+/* A producer is done when its process has exited and the ring is drained. Liveness is
+ * asked only of a drained ring: records still arriving say the producer lives. */
 static void round_all(struct relay *r, bool final)
 {
 	uint64_t now = mono_ms();
 
 	for (int i = 0; i < r->nprod; i++) {
 		struct producer *p = r->prod[i];
-		bool gone = !ts_ring_producer_alive(p->path) || atomic_load(&p->ring->closed);
+		bool done = false;
 
 		drain(r, p);
-		bool done = gone && ring_empty(p->ring);
+		if (ring_empty(p->ring) &&
+		    (atomic_load(&p->ring->closed) || !ts_ring_producer_alive(p->path)))
+			done = ring_empty(p->ring); /* nothing slipped in before it exited */
 		if (final || done || now - p->last_flush_ms >= (uint64_t)r->opts.flush_ms)
 			publish(r, p, done);
 		if (done || now >= p->next_hello_ms)
