@@ -78,7 +78,7 @@ void ts_params_defaults(struct ts_params *p)
 	for (int i = 0; i < 4; i++)
 		p->expert[i] = -1;
 	p->alarm_filter_window_size = 5;
-	p->clear_after_steps = 10;
+	p->clear_after_steps = 30;
 	p->hang_timeout_s = 300;
 	p->lag_steps = 16;
 }
