@@ -50,4 +50,4 @@ row("eBPF cost per context switch", (b1 - b0) / max(x1 - x0, 1), "ns", "-")
 PY
 echo
 echo "per program (run count, mean ns; bpf_stats on during the run):"
-bpftool prog show 2>/dev/null | awk '/name on_/ { for (i = 1; i < NF; i++) { if ($i == "name") n = $(i + 1); if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) } if (c) printf "  %-16s %12d runs %8.1f ns\n", n, c, t / c }'
+bpftool prog show 2>/dev/null | awk '/name on_/ { n = ""; t = 0; c = 0; for (i = 1; i < NF; i++) { if ($i == "name") n = $(i + 1); if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) } if (c) printf "  %-16s %12d runs %8.1f ns\n", n, c, t / c; else printf "  %-16s            0 runs\n", n }'
