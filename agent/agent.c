@@ -162,7 +162,7 @@ static void publish(struct agent *a, const struct ts_rank_entry *e, const char *
 	Trainscope__V1__Batch b = TRAINSCOPE__V1__BATCH__INIT;
 	Trainscope__V1__Identity id = TRAINSCOPE__V1__IDENTITY__INIT;
 	struct job_seq *js = job_seq(a, e->id.ns, e->id.job);
-	char subject[256], msg_id[64];
+	char subject[256];
 	uint8_t *buf;
 	size_t len;
 
@@ -183,8 +183,7 @@ static void publish(struct agent *a, const struct ts_rank_entry *e, const char *
 	}
 	trainscope__v1__batch__pack(&b, buf);
 	ts_subject(subject, sizeof(subject), e->id.ns, e->id.job, kind, a->opts.node);
-	snprintf(msg_id, sizeof(msg_id), "%016" PRIx64 "-%" PRIu64, b.producer_id, b.seq);
-	if (tsn_publish(a->nats, subject, buf, len, msg_id))
+	if (tsn_publish_seq(a->nats, subject, buf, len, b.producer_id, b.seq))
 		a->publish_errors++;
 	free(buf);
 }

@@ -2,6 +2,8 @@
 #include "log.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,6 +333,15 @@ int tsn_publish(struct tsn *n, const char *subject, const void *data, size_t len
 	n->st.queued++;
 	pthread_mutex_unlock(&n->lock);
 	return 0;
+}
+
+int tsn_publish_seq(struct tsn *n, const char *subject, const void *data, size_t len,
+		    uint64_t producer_id, uint64_t seq)
+{
+	char msg_id[48];
+
+	snprintf(msg_id, sizeof(msg_id), "%016" PRIx64 "-%" PRIu64, producer_id, seq);
+	return tsn_publish(n, subject, data, len, msg_id);
 }
 
 static bool stream_wanted(struct tsn *n)

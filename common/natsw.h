@@ -66,6 +66,9 @@ void tsn_close(struct tsn *n);
  * (counted). Returns 0, -ENOMEM, or -EMSGSIZE when len alone exceeds the bound. */
 int tsn_publish(struct tsn *n, const char *subject, const void *data, size_t len,
 		const char *msg_id);
+/* A producer's batch: its Nats-Msg-Id "<producer>-<seq>" lets the server drop resends. */
+int tsn_publish_seq(struct tsn *n, const char *subject, const void *data, size_t len,
+		    uint64_t producer_id, uint64_t seq);
 /* Hands queued messages to nats.c while fewer than max_inflight await an ack. */
 void tsn_pump(struct tsn *n);
 /* Pumps until the outbox is empty and every publish is acknowledged, or timeout.

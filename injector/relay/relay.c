@@ -160,7 +160,6 @@ static int push_pending(struct producer *p, const struct ts_step_sum *s)
 static int send_batch(struct relay *r, struct producer *p, const char *subject,
 		      struct ts_batch_hdr *h, const struct ts_step_sum *steps, int n)
 {
-	char msg_id[64];
 	uint8_t *buf;
 	size_t len;
 	int err;
@@ -172,8 +171,7 @@ static int send_batch(struct relay *r, struct producer *p, const char *subject,
 		r->st.encode_errors++;
 		return -ENOMEM;
 	}
-	snprintf(msg_id, sizeof(msg_id), "%016" PRIx64 "-%" PRIu64, h->producer_id, h->seq);
-	err = tsn_publish(r->nats, subject, buf, len, msg_id);
+	err = tsn_publish_seq(r->nats, subject, buf, len, h->producer_id, h->seq);
 	free(buf);
 	if (err)
 		r->st.publish_errors++;
