@@ -177,7 +177,6 @@ void ts_job_free(struct ts_job *j)
 
 const char *ts_job_ns(const struct ts_job *j) { return j->ns; }
 const char *ts_job_name(const struct ts_job *j) { return j->name; }
-int ts_job_world(const struct ts_job *j) { return j->world; }
 const struct ts_job_result *ts_job_result(const struct ts_job *j) { return &j->res; }
 uint64_t ts_job_late_steps(const struct ts_job *j) { return j->late; }
 const uint8_t *ts_job_trace_id(const struct ts_job *j) { return j->has_trace ? j->trace_id : NULL; }

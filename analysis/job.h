@@ -96,7 +96,6 @@ void ts_job_free(struct ts_job *j);
 const char *ts_job_ns(const struct ts_job *j);
 const char *ts_job_name(const struct ts_job *j);
 struct ts_rank_meta *ts_job_rank(struct ts_job *j, int rank);
-int ts_job_world(const struct ts_job *j);
 
 /* Adds a rank's step. Steps older than the evaluated horizon are counted late and
  * dropped. Returns 0, -ERANGE for a rank outside [0, 65535], or -ENOMEM. */

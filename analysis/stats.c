@@ -38,19 +38,3 @@ double ts_mad_sigma(const double *v, size_t n, double med, double *tmp)
 			dev[k++] = fabs(v[i] - med);
 	return k ? 1.4826 * ts_median(dev, k, tmp) : NAN;
 }
-
-void ts_mean_std(const double *v, size_t n, double *mean, double *std)
-{
-	double s = 0, ss = 0;
-
-	if (!n) {
-		*mean = *std = NAN;
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		s += v[i];
-	*mean = s / (double)n;
-	for (size_t i = 0; i < n; i++)
-		ss += (v[i] - *mean) * (v[i] - *mean);
-	*std = sqrt(ss / (double)n);
-}

@@ -9,7 +9,6 @@
 double ts_median(const double *v, size_t n, double *tmp);
 /* Median absolute deviation around med, scaled by 1.4826 to estimate sigma. */
 double ts_mad_sigma(const double *v, size_t n, double med, double *tmp);
-void ts_mean_std(const double *v, size_t n, double *mean, double *std);
 void ts_sort(double *v, size_t n);
 
 #endif
