@@ -1,24 +1,19 @@
 /* libtrainscope.so: the public API of trainscope.h writing into this process's ring.
  *
- * The library has one instance per process by nature (it is preloaded), so its state
- * is the single struct `lib` below. The ring is made on the first call, not in a
- * constructor, so that launchers and helper processes that never record leave no ring.
- * After fork() the child makes its own ring on its first call. */
-#include "ring.h"
+ * The ring is made on the first call, not in a constructor, so that launchers and
+ * helper processes that never record leave no ring. After fork() the child makes its
+ * own ring on its first call. */
+#include "lib.h"
 #include "trainscope.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+#include <string.h>
 
 enum lib_state { LIB_UNINIT, LIB_INITIALIZING, LIB_READY, LIB_DISABLED };
 
-static struct {
-	_Atomic int state;
-	struct ts_ring *ring;
-	int lock_fd;
-	_Atomic uint64_t orphan_drops; /* records with no ring to go to */
-} lib;
+struct ts_lib ts_lib;
 
 /* Begin timestamps per thread; initial-exec TLS is a plain %fs-relative load. */
 static __thread __attribute__((tls_model("initial-exec"))) struct {
@@ -26,14 +21,6 @@ static __thread __attribute__((tls_model("initial-exec"))) struct {
 	uint64_t coll_t0[TRAINSCOPE_COLL_MAX];
 	uint64_t coll_bytes[TRAINSCOPE_COLL_MAX];
 } tls;
-
-static inline uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint32_t ring_slots(void)
 {
@@ -49,130 +36,181 @@ static uint32_t ring_slots(void)
 }
 
 /* Cold path, once per process: create the ring in $TRAINSCOPE_RING_DIR. */
-static __attribute__((noinline, cold)) struct ts_ring *lib_init(void)
+__attribute__((noinline, cold)) struct ts_ring *ts_lib_init(void)
 {
 	int expect = LIB_UNINIT;
 	const char *dir = getenv("TRAINSCOPE_RING_DIR");
 	struct ts_ident id;
-	char path[4096];
 
-	if (!atomic_compare_exchange_strong(&lib.state, &expect, LIB_INITIALIZING))
+	if (!atomic_compare_exchange_strong(&ts_lib.state, &expect, LIB_INITIALIZING))
 		return NULL; /* another thread is on it, or it is disabled */
 	if (!dir || !*dir) {
-		atomic_store(&lib.state, LIB_DISABLED);
+		atomic_store(&ts_lib.state, LIB_DISABLED);
 		return NULL;
 	}
 	ts_ident_from_env(&id);
-	if (ts_ring_create(dir, ring_slots(), &id, &lib.ring, &lib.lock_fd, path, sizeof(path))) {
-		atomic_store(&lib.state, LIB_DISABLED);
+	if (ts_ring_create(dir, ring_slots(), &id, &ts_lib.ring, &ts_lib.lock_fd, ts_lib.ring_path,
+			   sizeof(ts_lib.ring_path))) {
+		atomic_store(&ts_lib.state, LIB_DISABLED);
 		return NULL;
 	}
-	atomic_store_explicit(&lib.state, LIB_READY, memory_order_release);
-	return lib.ring;
-}
-
-static inline struct ts_ring *lib_ring(void)
-{
-	int st = atomic_load_explicit(&lib.state, memory_order_acquire);
-
-	if (__builtin_expect(st == LIB_READY, 1))
-		return lib.ring;
-	return st == LIB_UNINIT ? lib_init() : NULL;
-}
-
-static inline void emit(const struct ts_rec *rec)
-{
-	struct ts_ring *r = lib_ring();
-
-	if (__builtin_expect(r != NULL, 1))
-		ts_ring_push(r, rec);
-	else
-		atomic_fetch_add_explicit(&lib.orphan_drops, 1, memory_order_relaxed);
+	atomic_store_explicit(&ts_lib.state, LIB_READY, memory_order_release);
+	return ts_lib.ring;
 }
 
 TRAINSCOPE_API void trainscope_step_begin(uint64_t step)
 {
-	struct ts_rec rec = { .type = TS_REC_STEP_BEGIN, .t_ns = mono_ns(), .a = step };
+	struct ts_rec rec = { .type = TS_REC_STEP_BEGIN, .t_ns = ts_mono_ns(), .a = step };
 
-	emit(&rec);
+	atomic_store_explicit(&ts_lib.step, step, memory_order_relaxed);
+	ts_emit(&rec);
+}
+
+static uint64_t take(_Atomic uint64_t *c)
+{
+	return atomic_exchange_explicit(c, 0, memory_order_relaxed);
+}
+
+void ts_emit_step_counters(uint64_t step)
+{
+	struct ts_step_ctr *c = &ts_lib.ctr;
+	uint64_t launches = take(&c->launches), calls = take(&c->api_calls);
+	uint64_t fails = atomic_load_explicit(&ts_lib.alloc_failures, memory_order_relaxed);
+
+	(void)step;
+	if (!launches && !calls)
+		return; /* nothing device-side happened: a CPU-only program */
+	struct ts_rec rec = {
+		.type = TS_REC_STEP_CTR, .t_ns = ts_mono_ns(), .a = launches,
+		.b = (uint64_t)((double)take(&c->host_ticks) * ts_lib.ns_per_tick),
+		.c = take(&c->sync_ns), .d = atomic_load(&ts_lib.mem_live),
+		.dur_ns = atomic_exchange(&ts_lib.mem_peak, atomic_load(&ts_lib.mem_live)),
+		.kind = (uint16_t)(fails > 0xffff ? 0xffff : fails),
+		.reserved = (uint32_t)(calls > 0xffffffffu ? 0xffffffffu : calls),
+	};
+	ts_emit(&rec);
 }
 
 TRAINSCOPE_API void trainscope_step_end(uint64_t step)
 {
-	struct ts_rec rec = { .type = TS_REC_STEP_END, .t_ns = mono_ns(), .a = step };
-
-	emit(&rec);
+	ts_emit_step_counters(step);
+	struct ts_rec rec = { .type = TS_REC_STEP_END, .t_ns = ts_mono_ns(), .a = step };
+	ts_emit(&rec);
+	ts_gpu_step_end(step);
+	atomic_store_explicit(&ts_lib.step, step + 1, memory_order_relaxed);
 }
 
 TRAINSCOPE_API void trainscope_region_begin(enum trainscope_region region)
 {
 	if ((unsigned)region < TRAINSCOPE_REGION_MAX)
-		tls.region_t0[region] = mono_ns();
+		tls.region_t0[region] = ts_mono_ns();
 }
 
 TRAINSCOPE_API void trainscope_region_end(enum trainscope_region region)
 {
-	uint64_t now = mono_ns(), t0;
+	uint64_t now = ts_mono_ns(), t0;
 
 	if ((unsigned)region >= TRAINSCOPE_REGION_MAX || !(t0 = tls.region_t0[region]))
 		return;
 	tls.region_t0[region] = 0;
 	struct ts_rec rec = { .type = TS_REC_REGION, .kind = (uint16_t)region, .t_ns = t0,
 			      .dur_ns = now - t0 };
-	emit(&rec);
+	ts_emit(&rec);
 }
 
 TRAINSCOPE_API void trainscope_compute_device_ns(uint64_t ns)
 {
 	struct ts_rec rec = { .type = TS_REC_DEVICE, .kind = TRAINSCOPE_REGION_COMPUTE,
-			      .t_ns = mono_ns(), .a = ns };
+			      .t_ns = ts_mono_ns(), .a = ns };
 
-	emit(&rec);
+	ts_emit(&rec);
 }
 
 TRAINSCOPE_API void trainscope_collective_begin(enum trainscope_coll_op op, uint64_t bytes)
 {
 	if ((unsigned)op >= TRAINSCOPE_COLL_MAX)
 		return;
-	tls.coll_t0[op] = mono_ns();
+	tls.coll_t0[op] = ts_mono_ns();
 	tls.coll_bytes[op] = bytes;
 }
 
 TRAINSCOPE_API void trainscope_collective_end(enum trainscope_coll_op op)
 {
-	uint64_t now = mono_ns(), t0;
+	uint64_t now = ts_mono_ns(), t0;
 
 	if ((unsigned)op >= TRAINSCOPE_COLL_MAX || !(t0 = tls.coll_t0[op]))
 		return;
 	tls.coll_t0[op] = 0;
 	struct ts_rec rec = { .type = TS_REC_COLL, .kind = (uint16_t)op, .t_ns = t0,
 			      .dur_ns = now - t0, .a = tls.coll_bytes[op] };
-	emit(&rec);
+	ts_emit(&rec);
 }
 
 TRAINSCOPE_API void trainscope_get_counters(struct trainscope_counters *out)
 {
-	struct ts_ring *r = atomic_load(&lib.state) == LIB_READY ? lib.ring : NULL;
+	struct ts_ring *r = atomic_load(&ts_lib.state) == LIB_READY ? ts_lib.ring : NULL;
 
 	out->written = r ? atomic_load(&r->head) : 0;
-	out->dropped = atomic_load(&lib.orphan_drops) + (r ? atomic_load(&r->dropped) : 0);
+	out->dropped = atomic_load(&ts_lib.orphan_drops) + (r ? atomic_load(&r->dropped) : 0);
+}
+
+TRAINSCOPE_API int trainscope_side_path(const char *suffix, char *buf, size_t n)
+{
+	size_t len;
+
+	if (!ts_lib_ring() || !suffix || !buf)
+		return -1;
+	len = strlen(ts_lib.ring_path) - strlen(TS_RING_SUFFIX);
+	if (snprintf(buf, n, "%.*s%s", (int)len, ts_lib.ring_path, suffix) >= (int)n)
+		return -1;
+	return 0;
+}
+
+TRAINSCOPE_API void trainscope_set_dump_signal(int sig)
+{
+	atomic_store(&ts_lib.dump_signal, sig);
+}
+
+TRAINSCOPE_API void trainscope_note(enum trainscope_note what)
+{
+	struct ts_rec rec = { .t_ns = ts_mono_ns() };
+
+	if (what == TRAINSCOPE_NOTE_EXCEPTION)
+		rec.type = TS_REC_EXCEPTION;
+	else if (what == TRAINSCOPE_NOTE_GROUPS)
+		rec.type = TS_REC_GROUPS;
+	else
+		return;
+	ts_emit(&rec);
 }
 
 static void lib_after_fork_child(void)
 {
 	/* the parent's mapping stays valid but belongs to the parent's identity */
-	lib.ring = NULL;
-	atomic_store(&lib.orphan_drops, 0);
-	atomic_store(&lib.state, LIB_UNINIT);
+	ts_lib.ring = NULL;
+	atomic_store(&ts_lib.orphan_drops, 0);
+	atomic_store(&ts_lib.state, LIB_UNINIT);
+}
+
+static double calibrate_ticks(void)
+{
+	uint64_t t0 = ts_mono_ns(), k0 = ts_ticks(), t1, k1;
+
+	do
+		t1 = ts_mono_ns();
+	while (t1 - t0 < 2000000); /* 2 ms, once per process */
+	k1 = ts_ticks();
+	return k1 > k0 ? (double)(t1 - t0) / (double)(k1 - k0) : 1.0;
 }
 
 __attribute__((constructor)) static void lib_load(void)
 {
+	ts_lib.ns_per_tick = calibrate_ticks();
 	pthread_atfork(NULL, NULL, lib_after_fork_child);
 }
 
 __attribute__((destructor)) static void lib_unload(void)
 {
-	if (atomic_load(&lib.state) == LIB_READY)
-		atomic_store(&lib.ring->closed, 1);
+	if (atomic_load(&ts_lib.state) == LIB_READY)
+		atomic_store(&ts_lib.ring->closed, 1);
 }

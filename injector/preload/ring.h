@@ -20,8 +20,25 @@ enum ts_rec_type {
 	TS_REC_STEP_END = 2,   /* a = step */
 	TS_REC_REGION = 3,     /* kind = region, t_ns = start, dur_ns */
 	TS_REC_DEVICE = 4,     /* kind = region, a = device busy ns */
-	TS_REC_COLL = 5,       /* kind = op, t_ns = start, dur_ns, a = bytes */
+	TS_REC_COLL = 5,       /* kind = op | algo << 8, t_ns = start, dur_ns, a = bytes,
+				* b = step + 1 (0: the open step), c = comm hash, d = seq,
+				* reserved = ranks in the communicator */
+	TS_REC_STEP_CTR = 6,   /* before STEP_END: a = launches, b = host ns in CUDA calls,
+				* c = sync wait ns, d = memory live, dur_ns = memory peak,
+				* kind = allocation failures, reserved = API calls */
+	TS_REC_GPU_STEP = 7,   /* a = step, b = compute-stream busy ns, c = comm-stream busy
+				* ns, d = sampled kernels, dur_ns = their device ns */
+	TS_REC_GEMM = 8,       /* a = step, b = flops, dur_ns = device ns (sampled) */
+	TS_REC_HANG = 9,       /* kind = op (0: a kernel), dur_ns = pending, a = comm hash,
+				* b = seq, c = step; stacks in the ring's .stacks file */
+	TS_REC_EXCEPTION = 10, /* the traceback is in the ring's .exc file */
+	TS_REC_GROUPS = 11,    /* the ring's .groups file changed */
 };
+
+/* Files beside a ring that carry text the fixed-size records cannot. */
+#define TS_SIDE_STACKS ".stacks"
+#define TS_SIDE_EXC ".exc"
+#define TS_SIDE_GROUPS ".groups"
 
 struct ts_rec {
 	uint16_t type;

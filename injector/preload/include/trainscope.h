@@ -10,6 +10,7 @@
 #ifndef TRAINSCOPE_H
 #define TRAINSCOPE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -61,6 +62,19 @@ TRAINSCOPE_API void trainscope_compute_device_ns(uint64_t ns);
 TRAINSCOPE_API void trainscope_collective_begin(enum trainscope_coll_op op, uint64_t bytes);
 TRAINSCOPE_API void trainscope_collective_end(enum trainscope_coll_op op);
 TRAINSCOPE_API void trainscope_get_counters(struct trainscope_counters *out);
+
+/* For the Python shim. The path of a text file beside this process's ring (suffix
+ * ".stacks", ".exc" or ".groups"); 0, or -1 when there is no ring. */
+TRAINSCOPE_API int trainscope_side_path(const char *suffix, char *buf, size_t n);
+/* The signal on which faulthandler dumps all threads into the .stacks file; the hang
+ * watch raises it before it reports a hang. 0 (the default): no dump. */
+TRAINSCOPE_API void trainscope_set_dump_signal(int sig);
+
+enum trainscope_note {
+	TRAINSCOPE_NOTE_EXCEPTION = 1, /* the .exc file holds a new traceback */
+	TRAINSCOPE_NOTE_GROUPS = 2,    /* the .groups file holds the process groups */
+};
+TRAINSCOPE_API void trainscope_note(enum trainscope_note what);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 build/pic/injector/preload/api.o: injector/preload/api.c \
- injector/preload/ring.h common/ident.h \
+ injector/preload/lib.h injector/preload/ring.h common/ident.h \
  injector/preload/include/trainscope.h
+injector/preload/lib.h:
 injector/preload/ring.h:
 common/ident.h:
 injector/preload/include/trainscope.h:

@@ -1,0 +1,53 @@
+/* The dlsym hook. Libraries that reach the CUDA driver look its functions up by name
+ * (triton's launchers dlsym cuLaunchKernel; the CUDA runtimes inside cuBLAS and NCCL
+ * dlsym cuGetProcAddress), so this is where their launches and allocations become
+ * visible: the pointers handed out for those names are the driver.c wrappers.
+ *
+ * glibc resolves RTLD_NEXT and RTLD_DEFAULT relative to the object that called dlsym,
+ * found from the return address. A C wrapper would make every lookup look like it came
+ * from here, so the entry point is a tail-jumping trampoline: names the hook does not
+ * want reach the real dlsym with the caller's own return address. */
+#include "driver.h"
+#include "real.h"
+
+#include <dlfcn.h>
+
+TS_HIDDEN void ts_real_dlsym_init(void);
+TS_HIDDEN int ts_dlsym_route(const char *name);
+TS_HIDDEN void *ts_dlsym_wrapped(void *handle, const char *name);
+
+int ts_dlsym_route(const char *name)
+{
+	ts_real_dlsym_init();
+	return name && ts_drv_wants(name);
+}
+
+void *ts_dlsym_wrapped(void *handle, const char *name)
+{
+	void *real = ts_real_dlsym(handle, name);
+
+	if (!real && (handle == RTLD_NEXT || handle == RTLD_DEFAULT))
+		real = ts_find_real("libcuda", name);
+	return real ? ts_drv_wrap_dlsym(name, real) : NULL;
+}
+
+#if defined(__x86_64__)
+/* rdi = handle, rsi = name. Keeps both across the route call (stack stays 16-aligned),
+ * then tail-jumps so the callee sees the original return address. */
+__asm__(".text\n"
+	".globl dlsym\n"
+	".type dlsym, @function\n"
+	"dlsym:\n"
+	"	push %rdi\n"
+	"	push %rsi\n"
+	"	sub $8, %rsp\n"
+	"	mov %rsi, %rdi\n"
+	"	call ts_dlsym_route\n"
+	"	add $8, %rsp\n"
+	"	pop %rsi\n"
+	"	pop %rdi\n"
+	"	test %eax, %eax\n"
+	"	jnz ts_dlsym_wrapped\n"
+	"	jmp *ts_real_dlsym_ptr(%rip)\n"
+	".size dlsym, .-dlsym\n");
+#endif

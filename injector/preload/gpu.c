@@ -1,0 +1,551 @@
+/* Device timing: the event pool, per-step stream segments, sampling, the poller.
+ *
+ * Launching threads only claim pooled events, record them and hand the slot to the
+ * poller (lock-free state changes); the poller thread queries events, turns them into
+ * records, closes steps (one GPU_STEP record each) and watches for hangs. Nothing is
+ * recorded on a stream that is capturing a CUDA graph. */
+#include "gpu.h"
+#include "nccl.h"
+#include "real.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+__thread struct ts_tls ts_tls __attribute__((tls_model("initial-exec")));
+
+enum { SLOT_FREE, SLOT_ARMED, SLOT_PENDING };
+enum { GPU_UNINIT, GPU_INITIALIZING, GPU_READY, GPU_FAILED };
+#define NSLOTS 1024
+#define NSTREAMS 64
+#define NACC 32
+
+struct ev_slot {
+	_Atomic int state;
+	CUevent start, end;
+	struct ts_op_meta meta;
+	uint64_t step, t_start_ns, t_enq_ns;
+	bool comm, hang_said;
+};
+
+struct strm {
+	_Atomic(uintptr_t) key; /* the stream, special handles made explicit */
+	_Atomic int seg;         /* the slot of the open busy segment, -1 when none */
+	_Atomic bool comm;       /* NCCL launched on it */
+};
+
+struct step_acc { /* the poller's own */
+	uint64_t step, compute_ns, comm_ns, ksamples, ksample_ns;
+	bool used;
+};
+
+struct drv {
+	CUresult (*ctx_get)(CUcontext *);
+	CUresult (*ctx_set)(CUcontext);
+	CUresult (*ev_create)(CUevent *, unsigned);
+	CUresult (*ev_record)(CUevent, CUstream);
+	CUresult (*ev_query)(CUevent);
+	CUresult (*ev_elapsed)(float *, CUevent, CUevent);
+	CUresult (*is_capturing)(CUstream, int *);
+};
+
+static struct {
+	_Atomic int init;
+	struct drv d;
+	CUcontext ctx;
+	struct ev_slot slot[NSLOTS];
+	_Atomic uint32_t hint;
+	struct strm strm[NSTREAMS];
+	_Atomic uint64_t closed_upto; /* steps below this one have ended */
+	uint64_t emitted_upto;        /* poller: GPU_STEP sent for steps below this one */
+	struct step_acc acc[NACC];
+	_Atomic uint64_t sample_n, min_n;
+	double budget;
+	uint64_t hang_ns, poll_ns, last_hang_ns;
+	uint64_t last_step_end_ns;
+	_Atomic uint64_t step_samples, step_sample_ticks;
+	_Atomic bool plugin;
+	_Atomic bool poller_started;
+	struct {
+		_Atomic uint64_t segments, samples, timed_skipped, capture_skips, pool_empty,
+			ctx_mismatch, completed, hangs, late;
+	} st;
+} g = { .strm = { [0 ... NSTREAMS - 1] = { .seg = -1 } } };
+
+static uint64_t env_u64(const char *name, uint64_t def)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long n = v ? strtoull(v, &end, 0) : 0;
+
+	return v && *v && !*end ? n : def;
+}
+
+static double env_double(const char *name, double def)
+{
+	const char *v = getenv(name);
+	char *end;
+	double d = v ? strtod(v, &end) : 0;
+
+	return v && *v && !*end && d > 0 ? d : def;
+}
+
+uint64_t ts_hang_timeout_ns(void)
+{
+	return env_u64("TRAINSCOPE_HANG_TIMEOUT_MS",
+		       env_u64("TRAINSCOPE_HANG_TIMEOUT_S", 300) * 1000) * 1000000ull;
+}
+
+static bool resolve(struct drv *d)
+{
+#define R(field, name) *(void **)&d->field = ts_find_real("libcuda", name)
+	R(ctx_get, "cuCtxGetCurrent");
+	R(ctx_set, "cuCtxSetCurrent");
+	R(ev_create, "cuEventCreate");
+	R(ev_record, "cuEventRecord");
+	R(ev_query, "cuEventQuery");
+	R(ev_elapsed, "cuEventElapsedTime");
+	R(is_capturing, "cuStreamIsCapturing");
+#undef R
+	return d->ctx_get && d->ctx_set && d->ev_create && d->ev_record && d->ev_query &&
+	       d->ev_elapsed && d->is_capturing;
+}
+
+static void *poller(void *arg);
+
+static void start_poller(void)
+{
+	pthread_attr_t at;
+	pthread_t t;
+	sigset_t all, old;
+
+	if (atomic_exchange(&g.poller_started, true))
+		return;
+	/* the poller takes no signals meant for the program (it raises its own dump) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, poller, NULL) != 0)
+		atomic_store(&g.poller_started, false);
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Cold, once: the driver functions, the launching thread's context, the poller. */
+static __attribute__((noinline, cold)) bool gpu_init(void)
+{
+	int expect = GPU_UNINIT;
+
+	if (!atomic_compare_exchange_strong(&g.init, &expect, GPU_INITIALIZING))
+		return false;
+	if (!resolve(&g.d) || g.d.ctx_get(&g.ctx) != TS_CUDA_SUCCESS || !g.ctx) {
+		g.ctx = NULL;
+		/* no context yet (a launch before any context fails anyway): try again later */
+		atomic_store(&g.init, g.d.ctx_get ? GPU_UNINIT : GPU_FAILED);
+		return false;
+	}
+	g.sample_n = env_u64("TRAINSCOPE_SAMPLE_N", 64);
+	g.min_n = g.sample_n < 8 ? g.sample_n : 8;
+	if (!g.sample_n)
+		g.sample_n = 1;
+	g.budget = env_double("TRAINSCOPE_SAMPLE_BUDGET", 0.0005);
+	g.hang_ns = ts_hang_timeout_ns();
+	g.poll_ns = env_u64("TRAINSCOPE_POLL_MS", 5) * 1000000ull;
+	g.closed_upto = g.emitted_upto = atomic_load(&ts_lib.step);
+	g.last_step_end_ns = ts_mono_ns();
+	atomic_store_explicit(&g.init, GPU_READY, memory_order_release);
+	start_poller();
+	return true;
+}
+
+static inline bool gpu_ready(void)
+{
+	int st = atomic_load_explicit(&g.init, memory_order_acquire);
+
+	if (likely(st == GPU_READY))
+		return true;
+	return st == GPU_UNINIT && gpu_init();
+}
+
+static inline CUstream norm(CUstream s, bool ptsz)
+{
+	return s ? s : (ptsz ? TS_STREAM_PER_THREAD : TS_STREAM_LEGACY);
+}
+
+static struct strm *strm_find(CUstream s, bool claim)
+{
+	uintptr_t key = (uintptr_t)s;
+	uint32_t h = (uint32_t)((key >> 4) * 0x9e3779b9u) % NSTREAMS;
+
+	for (uint32_t i = 0; i < NSTREAMS; i++) {
+		struct strm *e = &g.strm[(h + i) % NSTREAMS];
+		uintptr_t cur = atomic_load_explicit(&e->key, memory_order_acquire);
+		if (cur == key)
+			return e;
+		if (!cur) {
+			if (!claim)
+				return NULL;
+			if (atomic_compare_exchange_strong(&e->key, &cur, key) || cur == key)
+				return e;
+		}
+	}
+	return NULL;
+}
+
+static void slot_release(int i)
+{
+	atomic_store_explicit(&g.slot[i].state, SLOT_FREE, memory_order_release);
+}
+
+static int slot_claim(void)
+{
+	uint32_t h = atomic_fetch_add_explicit(&g.hint, 1, memory_order_relaxed);
+
+	for (uint32_t k = 0; k < NSLOTS; k++) {
+		int i = (int)((h + k) % NSLOTS), free_ = SLOT_FREE;
+		struct ev_slot *s = &g.slot[i];
+		if (atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_FREE ||
+		    !atomic_compare_exchange_strong(&s->state, &free_, SLOT_ARMED))
+			continue;
+		if (!s->start && (g.d.ev_create(&s->start, TS_EVENT_DEFAULT) ||
+				  g.d.ev_create(&s->end, TS_EVENT_DEFAULT))) {
+			s->start = s->end = NULL; /* events made lazily: a failure keeps it empty */
+			slot_release(i);
+			return -1;
+		}
+		return i;
+	}
+	atomic_fetch_add_explicit(&g.st.pool_empty, 1, memory_order_relaxed);
+	return -1;
+}
+
+static bool capturing(CUstream s)
+{
+	int status = 0;
+
+	if (g.d.is_capturing(s, &status) != TS_CUDA_SUCCESS || status != 0) {
+		atomic_fetch_add_explicit(&g.st.capture_skips, 1, memory_order_relaxed);
+		return true;
+	}
+	return false;
+}
+
+static bool ctx_ok(void)
+{
+	CUcontext c = NULL;
+
+	if (g.d.ctx_get(&c) == TS_CUDA_SUCCESS && c == g.ctx)
+		return true;
+	atomic_fetch_add_explicit(&g.st.ctx_mismatch, 1, memory_order_relaxed);
+	return false;
+}
+
+static int timed_begin(CUstream s)
+{
+	int i;
+
+	if (!ctx_ok() || capturing(s) || (i = slot_claim()) < 0) {
+		atomic_fetch_add_explicit(&g.st.timed_skipped, 1, memory_order_relaxed);
+		return -1;
+	}
+	struct ev_slot *e = &g.slot[i];
+	if (g.d.ev_record(e->start, s) != TS_CUDA_SUCCESS) {
+		slot_release(i);
+		return -1;
+	}
+	e->step = atomic_load_explicit(&ts_lib.step, memory_order_relaxed);
+	e->t_start_ns = ts_mono_ns();
+	e->comm = false;
+	e->hang_said = false;
+	return i;
+}
+
+static void timed_end(int i, CUstream s, const struct ts_op_meta *m, bool comm)
+{
+	struct ev_slot *e = &g.slot[i];
+
+	if (capturing(s) || g.d.ev_record(e->end, s) != TS_CUDA_SUCCESS) {
+		slot_release(i);
+		return;
+	}
+	e->meta = *m;
+	e->comm = comm;
+	e->t_enq_ns = ts_mono_ns();
+	atomic_store_explicit(&e->state, SLOT_PENDING, memory_order_release);
+}
+
+int ts_gpu_timed_begin(CUstream s, bool ptsz)
+{
+	if (!gpu_ready())
+		return -1;
+	uint64_t t0 = ts_ticks();
+	int i = timed_begin(norm(s, ptsz));
+	atomic_fetch_add_explicit(&g.step_sample_ticks, ts_ticks() - t0, memory_order_relaxed);
+	return i;
+}
+
+void ts_gpu_timed_end(int i, CUstream s, bool ptsz, const struct ts_op_meta *m)
+{
+	uint64_t t0 = ts_ticks();
+
+	if (i < 0)
+		return;
+	timed_end(i, norm(s, ptsz), m, false);
+	atomic_fetch_add_explicit(&g.st.samples, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g.step_samples, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g.step_sample_ticks, ts_ticks() - t0, memory_order_relaxed);
+}
+
+static void open_segment(struct strm *e, CUstream s)
+{
+	int i = timed_begin(s), none = -1;
+
+	if (i < 0)
+		return;
+	if (!atomic_compare_exchange_strong(&e->seg, &none, i)) {
+		slot_release(i); /* another thread opened it first */
+		return;
+	}
+	atomic_fetch_add_explicit(&g.st.segments, 1, memory_order_relaxed);
+}
+
+static void close_segment(struct strm *e)
+{
+	static const struct ts_op_meta seg = { .kind = TS_T_SEGMENT };
+	int i = atomic_exchange(&e->seg, -1);
+
+	if (i < 0)
+		return;
+	if (!ctx_ok()) {
+		slot_release(i);
+		return;
+	}
+	timed_end(i, (CUstream)atomic_load(&e->key), &seg, atomic_load(&e->comm));
+}
+
+int ts_gpu_launch(CUstream s, bool ptsz)
+{
+	if (!gpu_ready())
+		return -1;
+	CUstream n = norm(s, ptsz);
+	struct strm *e = strm_find(n, true);
+	if (likely(e != NULL)) {
+		if (unlikely(ts_tls.nccl_depth) && !atomic_load_explicit(&e->comm, memory_order_relaxed))
+			atomic_store(&e->comm, true);
+		if (unlikely(atomic_load_explicit(&e->seg, memory_order_relaxed) < 0))
+			open_segment(e, n);
+	}
+	if (ts_tls.lib_depth ||
+	    ++ts_tls.kernel_tick < atomic_load_explicit(&g.sample_n, memory_order_relaxed))
+		return -1;
+	ts_tls.kernel_tick = 0;
+	return ts_gpu_timed_begin(s, ptsz);
+}
+
+bool ts_gpu_sample_gemm(void)
+{
+	if (++ts_tls.gemm_tick < atomic_load_explicit(&g.sample_n, memory_order_relaxed))
+		return false;
+	ts_tls.gemm_tick = 0;
+	return true;
+}
+
+void ts_gpu_stream_wait(CUstream s, bool ptsz)
+{
+	struct strm *e;
+
+	if (atomic_load_explicit(&g.init, memory_order_acquire) != GPU_READY)
+		return;
+	if ((e = strm_find(norm(s, ptsz), false)))
+		close_segment(e);
+}
+
+/* Keeps sampling's host cost near its budget: N doubles when over, halves when far
+ * under. */
+static void adapt_sampling(uint64_t now)
+{
+	uint64_t wall = now - g.last_step_end_ns;
+	double cost = (double)atomic_exchange(&g.step_sample_ticks, 0) * ts_lib.ns_per_tick;
+	uint64_t n = atomic_load(&g.sample_n);
+
+	atomic_store(&g.step_samples, 0);
+	g.last_step_end_ns = now;
+	if (cost > g.budget * (double)wall && n < (1u << 20))
+		atomic_store(&g.sample_n, n * 2);
+	else if (cost * 4 < g.budget * (double)wall && n / 2 >= atomic_load(&g.min_n))
+		atomic_store(&g.sample_n, n / 2);
+}
+
+void ts_gpu_step_end(uint64_t step)
+{
+	if (atomic_load_explicit(&g.init, memory_order_acquire) != GPU_READY)
+		return;
+	for (int i = 0; i < NSTREAMS; i++)
+		if (atomic_load(&g.strm[i].key))
+			close_segment(&g.strm[i]);
+	atomic_store(&g.closed_upto, step + 1);
+	adapt_sampling(ts_mono_ns());
+}
+
+bool ts_gpu_plugin_active(void)
+{
+	return atomic_load_explicit(&g.plugin, memory_order_relaxed);
+}
+
+void ts_gpu_set_plugin_active(void)
+{
+	atomic_store(&g.plugin, true);
+	if (!g.hang_ns)
+		g.hang_ns = ts_hang_timeout_ns();
+	start_poller();
+}
+
+/* ---- the poller ------------------------------------------------------------------ */
+
+static struct step_acc *acc_for(uint64_t step)
+{
+	struct step_acc *a = &g.acc[step % NACC];
+
+	if (step < g.emitted_upto || (a->used && a->step != step)) {
+		g.st.late++;
+		return NULL;
+	}
+	if (!a->used)
+		*a = (struct step_acc){ .step = step, .used = true };
+	return a;
+}
+
+static void complete(struct ev_slot *e, uint64_t ns)
+{
+	struct step_acc *a = acc_for(e->step);
+	const struct ts_op_meta *m = &e->meta;
+
+	switch (m->kind) {
+	case TS_T_SEGMENT:
+		if (a)
+			*(e->comm ? &a->comm_ns : &a->compute_ns) += ns;
+		break;
+	case TS_T_KERNEL:
+		if (a) {
+			a->ksamples++;
+			a->ksample_ns += ns;
+		}
+		break;
+	case TS_T_GEMM: {
+		struct ts_rec r = { .type = TS_REC_GEMM, .t_ns = e->t_start_ns, .dur_ns = ns,
+				    .a = e->step, .b = m->amount };
+		ts_emit(&r);
+		break;
+	}
+	case TS_T_COLL: {
+		struct ts_rec r = { .type = TS_REC_COLL, .kind = m->op, .t_ns = e->t_start_ns,
+				    .dur_ns = ns, .a = m->amount, .b = e->step + 1, .c = m->comm,
+				    .d = m->seq, .reserved = m->nranks };
+		ts_emit(&r);
+		break;
+	}
+	}
+	atomic_fetch_add_explicit(&g.st.completed, 1, memory_order_relaxed);
+}
+
+static void poll_slot(struct ev_slot *e, int i, uint64_t now, uint64_t *min_active)
+{
+	float ms = 0;
+	CUresult q;
+
+	if (e->step < *min_active)
+		*min_active = e->step;
+	q = g.d.ev_query(e->end);
+	if (q == TS_CUDA_SUCCESS) {
+		if (g.d.ev_elapsed(&ms, e->start, e->end) == TS_CUDA_SUCCESS && ms >= 0)
+			complete(e, (uint64_t)((double)ms * 1e6));
+		slot_release(i);
+	} else if (q == TS_CUDA_ERROR_NOT_READY) {
+		if (!e->hang_said && g.hang_ns && now - e->t_enq_ns > g.hang_ns) {
+			e->hang_said = true;
+			ts_report_hang(e->meta.kind == TS_T_COLL ? e->meta.op : 0, e->meta.comm,
+				       e->meta.seq, e->step, now - e->t_start_ns);
+		}
+	} else {
+		slot_release(i); /* the context is gone or broken: nothing will complete */
+	}
+}
+
+static void close_steps(uint64_t min_active)
+{
+	uint64_t upto = atomic_load(&g.closed_upto);
+
+	while (g.emitted_upto < upto && g.emitted_upto < min_active) {
+		uint64_t s = g.emitted_upto;
+		struct step_acc *a = &g.acc[s % NACC];
+		struct ts_rec r = { .type = TS_REC_GPU_STEP, .t_ns = ts_mono_ns(), .a = s };
+		if (a->used && a->step == s) {
+			r.b = a->compute_ns;
+			r.c = a->comm_ns;
+			r.d = a->ksamples;
+			r.dur_ns = a->ksample_ns;
+		}
+		if (a->step == s)
+			a->used = false;
+		ts_emit(&r);
+		g.emitted_upto++;
+	}
+}
+
+static void *poller(void *arg)
+{
+	bool ctx_set = false;
+
+	(void)arg;
+	for (;;) {
+		uint64_t now = ts_mono_ns(), min_active = UINT64_MAX;
+		if (!ctx_set && g.ctx)
+			ctx_set = g.d.ctx_set(g.ctx) == TS_CUDA_SUCCESS;
+		for (int i = 0; ctx_set && i < NSLOTS; i++) {
+			struct ev_slot *e = &g.slot[i];
+			int st = atomic_load_explicit(&e->state, memory_order_acquire);
+			if (st == SLOT_PENDING)
+				poll_slot(e, i, now, &min_active);
+			else if (st == SLOT_ARMED && e->step < min_active)
+				min_active = e->step;
+		}
+		if (ctx_set)
+			close_steps(min_active);
+		ts_prof_hang_scan(now);
+		struct timespec ts = { 0, (long)(g.poll_ns ? g.poll_ns : 5000000) };
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+void ts_report_hang(unsigned op, uint64_t comm, uint64_t seq, uint64_t step, uint64_t pending)
+{
+	uint64_t now = ts_mono_ns();
+	int sig = atomic_load(&ts_lib.dump_signal);
+
+	/* one report per timeout period: a stuck stream leaves many ops pending */
+	if (g.last_hang_ns && now - g.last_hang_ns < g.hang_ns)
+		return;
+	g.last_hang_ns = now;
+	if (sig > 0)
+		raise(sig); /* faulthandler writes all Python stacks before raise returns */
+	struct ts_rec r = { .type = TS_REC_HANG, .kind = (uint16_t)op, .t_ns = now,
+			    .dur_ns = pending, .a = comm, .b = seq, .c = step };
+	ts_emit(&r);
+	atomic_fetch_add_explicit(&g.st.hangs, 1, memory_order_relaxed);
+}
+
+void ts_gpu_get_stats(struct ts_gpu_stats *o)
+{
+	o->segments = atomic_load(&g.st.segments);
+	o->samples = atomic_load(&g.st.samples);
+	o->timed_skipped = atomic_load(&g.st.timed_skipped);
+	o->capture_skips = atomic_load(&g.st.capture_skips);
+	o->pool_empty = atomic_load(&g.st.pool_empty);
+	o->ctx_mismatch = atomic_load(&g.st.ctx_mismatch);
+	o->completed = atomic_load(&g.st.completed);
+	o->hangs = atomic_load(&g.st.hangs);
+	o->sample_n = atomic_load(&g.sample_n);
+}

@@ -1,0 +1,60 @@
+/* Device timing shared by the CUDA, cuBLAS and NCCL hooks: one event pair per stream
+ * per step (split where the stream waits on another), sampled kernels and GEMMs,
+ * timed collectives, a poller thread that reads the events back, and the hang watch. */
+#ifndef TS_GPU_H
+#define TS_GPU_H
+
+#include <stdbool.h>
+#include "cudefs.h"
+#include "lib.h"
+
+enum ts_timed_kind { TS_T_SEGMENT = 1, TS_T_KERNEL, TS_T_GEMM, TS_T_COLL };
+
+struct ts_op_meta {
+	uint16_t kind;   /* enum ts_timed_kind */
+	uint16_t op;     /* collective op */
+	uint32_t nranks;
+	uint64_t amount; /* bytes of a collective, flops of a GEMM */
+	uint64_t comm, seq;
+};
+
+/* Per-thread hook nesting: only the outermost call counts or times anything. */
+struct ts_tls {
+	int depth;       /* inside a hooked launch (the runtime's launch calls the driver's) */
+	int lib_depth;   /* inside a cuBLAS or NCCL call: its launches count, untimed */
+	int nccl_depth;  /* inside an NCCL call: its launches go to a communication stream */
+	int group_depth; /* inside ncclGroupStart/End */
+	uint32_t kernel_tick, gemm_tick;
+};
+extern __thread struct ts_tls ts_tls TS_HIDDEN __attribute__((tls_model("initial-exec")));
+
+/* A launch on stream s (ptsz: the caller's NULL means its per-thread stream). Opens the
+ * stream's segment for the step. Returns a slot >= 0 when the launch is sampled: the
+ * caller then calls ts_gpu_timed_end after the real launch. */
+TS_HIDDEN int ts_gpu_launch(CUstream s, bool ptsz);
+/* 1-in-N sampling for GEMMs, with the same adaptive N. */
+TS_HIDDEN bool ts_gpu_sample_gemm(void);
+/* An explicitly timed operation: start event now, end event at ts_gpu_timed_end.
+ * Returns a slot, or -1 (capturing, no context, pool empty: counted, never waits). */
+TS_HIDDEN int ts_gpu_timed_begin(CUstream s, bool ptsz);
+TS_HIDDEN void ts_gpu_timed_end(int slot, CUstream s, bool ptsz, const struct ts_op_meta *m);
+/* The stream is about to wait on another's work: its busy segment ends here. */
+TS_HIDDEN void ts_gpu_stream_wait(CUstream s, bool ptsz);
+/* True while NCCL's profiler plugin times collectives (the API hooks then do not). */
+TS_HIDDEN bool ts_gpu_plugin_active(void);
+TS_HIDDEN void ts_gpu_set_plugin_active(void);
+/* The plugin's ops still pending after the hang timeout (ncclprof.c, from the poller). */
+TS_HIDDEN void ts_prof_hang_scan(uint64_t now_ns);
+
+/* Hang report from any watcher: dumps Python stacks (when the shim asked) and emits. */
+TS_HIDDEN void ts_report_hang(unsigned op, uint64_t comm, uint64_t seq, uint64_t step,
+			      uint64_t pending_ns);
+TS_HIDDEN uint64_t ts_hang_timeout_ns(void);
+
+struct ts_gpu_stats {
+	uint64_t segments, samples, timed_skipped, capture_skips, pool_empty, ctx_mismatch;
+	uint64_t completed, hangs, sample_n;
+};
+TS_HIDDEN void ts_gpu_get_stats(struct ts_gpu_stats *out);
+
+#endif

@@ -1,0 +1,94 @@
+/* Internal state of libtrainscope.so shared by the API and the device backends.
+ *
+ * The library has one instance per process by nature (it is preloaded), so its state
+ * is the single struct ts_lib. Everything reachable from a hook is lock-free: records go
+ * to the ring, counters are relaxed atomics, and work that may block (event queries,
+ * hang dumps) runs on the library's own poller thread. */
+#ifndef TS_LIB_H
+#define TS_LIB_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include "ring.h"
+
+#define TS_HIDDEN __attribute__((visibility("hidden")))
+#define TS_EXPORT __attribute__((visibility("default")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Per-step counters the hooks bump; step_end turns them into records and resets them. */
+struct ts_step_ctr {
+	_Atomic uint64_t launches;   /* kernels launched (every path, outermost only) */
+	_Atomic uint64_t api_calls;  /* hooked CUDA/cuBLAS/NCCL calls */
+	_Atomic uint64_t host_ticks; /* TSC ticks spent inside hooked launch/API calls */
+	_Atomic uint64_t sync_ns;    /* waiting in stream/context/event synchronize */
+	_Atomic uint64_t gemms;
+	_Atomic uint64_t colls;
+};
+
+struct ts_lib {
+	_Atomic int state;
+	struct ts_ring *ring;
+	int lock_fd;
+	char ring_path[4096];
+	_Atomic uint64_t orphan_drops; /* records with no ring to go to */
+	_Atomic uint64_t step;         /* the step now running: records are tagged with it */
+	struct ts_step_ctr ctr;
+	_Atomic uint64_t mem_live, mem_peak, alloc_failures;
+	double ns_per_tick;            /* TSC calibration, set once at load */
+	_Atomic int dump_signal;       /* the shim's faulthandler signal, 0 = none */
+};
+
+extern struct ts_lib ts_lib TS_HIDDEN;
+
+static inline uint64_t ts_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t ts_ticks(void)
+{
+#if defined(__x86_64__)
+	return __builtin_ia32_rdtsc();
+#else
+	return ts_mono_ns();
+#endif
+}
+
+TS_HIDDEN struct ts_ring *ts_lib_init(void);
+
+static inline struct ts_ring *ts_lib_ring(void)
+{
+	int st = atomic_load_explicit(&ts_lib.state, memory_order_acquire);
+
+	if (likely(st == 2 /* LIB_READY */))
+		return ts_lib.ring;
+	return st == 0 ? ts_lib_init() : NULL;
+}
+
+static inline void ts_emit(const struct ts_rec *rec)
+{
+	struct ts_ring *r = ts_lib_ring();
+
+	if (likely(r != NULL))
+		ts_ring_push(r, rec);
+	else
+		atomic_fetch_add_explicit(&ts_lib.orphan_drops, 1, memory_order_relaxed);
+}
+
+static inline void ts_ctr_add(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+/* Step boundaries as the device backends see them (gpu.c). */
+TS_HIDDEN void ts_gpu_step_end(uint64_t step);
+/* Emits the per-step counter records and resets the counters (api.c). */
+TS_HIDDEN void ts_emit_step_counters(uint64_t step);
+
+#endif

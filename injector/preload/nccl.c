@@ -1,0 +1,265 @@
+/* NCCL API hooks. libnccl is often loaded in a local scope, so the real functions come
+ * from dlopen(RTLD_NOLOAD). Only the outermost call counts (ncclBcast calls
+ * ncclBroadcast); inside ncclGroupStart/End the work launches at the outermost GroupEnd,
+ * which is what the fallback times. With NCCL's profiler plugin active (ncclprof.c) the
+ * hooks only count: the plugin gives per-channel device time without events. */
+#include "nccl.h"
+#include "cudefs.h"
+#include "gpu.h"
+#include "real.h"
+#include "trainscope.h"
+
+#include <string.h>
+
+unsigned ts_nccl_type_size(int dtype)
+{
+	static const unsigned size[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
+
+	return dtype >= 0 && dtype < (int)(sizeof(size) / sizeof(size[0])) ? size[dtype] : 0;
+}
+
+unsigned ts_nccl_op_from_name(const char *f)
+{
+	static const struct {
+		const char *name;
+		unsigned op;
+	} ops[] = {
+		{ "AllReduce", TRAINSCOPE_COLL_ALL_REDUCE },
+		{ "AllGather", TRAINSCOPE_COLL_ALL_GATHER },
+		{ "ReduceScatter", TRAINSCOPE_COLL_REDUCE_SCATTER },
+		{ "Broadcast", TRAINSCOPE_COLL_BROADCAST },
+		{ "Bcast", TRAINSCOPE_COLL_BROADCAST },
+		{ "Reduce", TRAINSCOPE_COLL_REDUCE },
+		{ "AlltoAll", TRAINSCOPE_COLL_ALL_TO_ALL },
+		{ "AllToAll", TRAINSCOPE_COLL_ALL_TO_ALL },
+		{ "Send", TRAINSCOPE_COLL_SEND_RECV },
+		{ "Recv", TRAINSCOPE_COLL_SEND_RECV },
+		{ "SendRecv", TRAINSCOPE_COLL_SEND_RECV },
+		{ "Gather", TRAINSCOPE_COLL_GATHER },
+		{ "Scatter", TRAINSCOPE_COLL_SCATTER },
+	};
+
+	if (!f)
+		return 0;
+	if (!strncmp(f, "nccl", 4))
+		f += 4;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strcmp(f, ops[i].name))
+			return ops[i].op;
+	return 0;
+}
+
+unsigned ts_nccl_algo(const char *a)
+{
+	static const char *const names[] = { "Tree", "Ring", "CollNetDirect", "CollNetChain",
+					     "NVLS", "NVLSTree", "PAT" };
+
+	for (unsigned i = 0; a && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(a, names[i]))
+			return i + 1;
+	return 0;
+}
+
+/* Per-thread state of an open ncclGroupStart/End. */
+static __thread __attribute__((tls_model("initial-exec"))) struct {
+	CUstream stream;
+	struct ts_op_meta meta;
+	uint32_t ops;
+} group;
+
+static _Atomic uint64_t coll_seq;
+
+typedef ncclResult_t (*count_fn)(ncclComm_t, int *);
+static _Atomic(void *) real_count;
+
+static uint32_t comm_ranks(ncclComm_t comm)
+{
+	count_fn f = (count_fn)ts_real(&real_count, "libnccl", "ncclCommCount");
+	int n = 0;
+
+	return f && f(comm, &n) == 0 && n > 0 ? (uint32_t)n : 1;
+}
+
+static uint64_t comm_hash(ncclComm_t comm)
+{
+	uint64_t x = (uint64_t)(uintptr_t)comm;
+
+	x ^= x >> 31;
+	x *= 0x9e3779b97f4a7c15ull;
+	return x ^ (x >> 29);
+}
+
+struct coll_call {
+	uint64_t t0;
+	int slot;
+	bool outer;
+	CUstream stream;
+	struct ts_op_meta meta;
+};
+
+/* per_rank: the count is per rank (all-gather, reduce-scatter, all-to-all, gather,
+ * scatter); nccl-tests sizes those by the whole buffer. */
+static void coll_enter(struct coll_call *c, unsigned op, size_t count, int dtype,
+		       ncclComm_t comm, CUstream stream, bool per_rank)
+{
+	c->outer = ts_tls.nccl_depth == 0;
+	c->slot = -1;
+	ts_tls.nccl_depth++;
+	ts_tls.lib_depth++;
+	if (!c->outer)
+		return;
+	c->t0 = ts_ticks();
+	ts_ctr_add(&ts_lib.ctr.api_calls, 1);
+	ts_ctr_add(&ts_lib.ctr.colls, 1);
+	if (ts_gpu_plugin_active())
+		return;
+	c->stream = stream;
+	c->meta = (struct ts_op_meta){ .kind = TS_T_COLL, .op = (uint16_t)op,
+				       .nranks = comm_ranks(comm), .comm = comm_hash(comm),
+				       .seq = atomic_fetch_add(&coll_seq, 1) + 1 };
+	c->meta.amount = (uint64_t)count * ts_nccl_type_size(dtype) *
+			 (per_rank ? c->meta.nranks : 1);
+	if (ts_tls.group_depth) {
+		if (!group.ops++) {
+			group.stream = stream;
+			group.meta = c->meta;
+		} else {
+			group.meta.amount += c->meta.amount;
+		}
+		return;
+	}
+	c->slot = ts_gpu_timed_begin(stream, false);
+}
+
+static void coll_leave(struct coll_call *c)
+{
+	ts_tls.nccl_depth--;
+	ts_tls.lib_depth--;
+	if (!c->outer)
+		return;
+	if (c->slot >= 0)
+		ts_gpu_timed_end(c->slot, c->stream, false, &c->meta);
+	ts_ctr_add(&ts_lib.ctr.host_ticks, ts_ticks() - c->t0);
+}
+
+#define NCCL_REAL(name, ...)                                                                \
+	static _Atomic(void *) real;                                                         \
+	ncclResult_t (*f)(__VA_ARGS__) = ts_real(&real, "libnccl", name);                    \
+	if (unlikely(!f)) {                                                                  \
+		ts_missing(name);                                                            \
+		return TS_NCCL_INTERNAL_ERROR;                                               \
+	}
+
+#define NCCL_CALL(op, count, dtype, comm, stream, per_rank, call)                          \
+	struct coll_call c;                                                                  \
+	coll_enter(&c, op, count, dtype, comm, stream, per_rank);                            \
+	ncclResult_t r = f call;                                                             \
+	coll_leave(&c);                                                                      \
+	return r;
+
+TS_EXPORT ncclResult_t ncclAllReduce(const void *s, void *r_, size_t n, int t, int op,
+				     ncclComm_t comm, CUstream st)
+{
+	NCCL_REAL("ncclAllReduce", const void *, void *, size_t, int, int, ncclComm_t, CUstream)
+	NCCL_CALL(TRAINSCOPE_COLL_ALL_REDUCE, n, t, comm, st, false, (s, r_, n, t, op, comm, st))
+}
+
+TS_EXPORT ncclResult_t ncclBroadcast(const void *s, void *r_, size_t n, int t, int root,
+				     ncclComm_t comm, CUstream st)
+{
+	NCCL_REAL("ncclBroadcast", const void *, void *, size_t, int, int, ncclComm_t, CUstream)
+	NCCL_CALL(TRAINSCOPE_COLL_BROADCAST, n, t, comm, st, false, (s, r_, n, t, root, comm, st))
+}
+
+TS_EXPORT ncclResult_t ncclBcast(void *b, size_t n, int t, int root, ncclComm_t comm,
+				 CUstream st)
+{
+	NCCL_REAL("ncclBcast", void *, size_t, int, int, ncclComm_t, CUstream)
+	NCCL_CALL(TRAINSCOPE_COLL_BROADCAST, n, t, comm, st, false, (b, n, t, root, comm, st))
+}
+
+TS_EXPORT ncclResult_t ncclReduce(const void *s, void *r_, size_t n, int t, int op, int root,
+				  ncclComm_t comm, CUstream st)
+{
+	NCCL_REAL("ncclReduce", const void *, void *, size_t, int, int, int, ncclComm_t,
+		  CUstream)
+	NCCL_CALL(TRAINSCOPE_COLL_REDUCE, n, t, comm, st, false,
+		  (s, r_, n, t, op, root, comm, st))
+}
+
+TS_EXPORT ncclResult_t ncclAllGather(const void *s, void *r_, size_t n, int t, ncclComm_t comm,
+				     CUstream st)
+{
+	NCCL_REAL("ncclAllGather", const void *, void *, size_t, int, ncclComm_t, CUstream)
+	NCCL_CALL(TRAINSCOPE_COLL_ALL_GATHER, n, t, comm, st, true, (s, r_, n, t, comm, st))
+}
+
+TS_EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r_, size_t n, int t, int op,
+					 ncclComm_t comm, CUstream st)
+{
+	NCCL_REAL("ncclReduceScatter", const void *, void *, size_t, int, int, ncclComm_t,
+		  CUstream)
+	NCCL_CALL(TRAINSCOPE_COLL_REDUCE_SCATTER, n, t, comm, st, true,
+		  (s, r_, n, t, op, comm, st))
+}
+
+TS_EXPORT ncclResult_t ncclAlltoAll(const void *s, void *r_, size_t n, int t, ncclComm_t comm,
+				    CUstream st)
+{
+	NCCL_REAL("ncclAlltoAll", const void *, void *, size_t, int, ncclComm_t, CUstream)
+	NCCL_CALL(TRAINSCOPE_COLL_ALL_TO_ALL, n, t, comm, st, true, (s, r_, n, t, comm, st))
+}
+
+TS_EXPORT ncclResult_t ncclGather(const void *s, void *r_, size_t n, int t, int root,
+				  ncclComm_t comm, CUstream st)
+{
+	NCCL_REAL("ncclGather", const void *, void *, size_t, int, int, ncclComm_t, CUstream)
+	NCCL_CALL(TRAINSCOPE_COLL_GATHER, n, t, comm, st, true, (s, r_, n, t, root, comm, st))
+}
+
+TS_EXPORT ncclResult_t ncclScatter(const void *s, void *r_, size_t n, int t, int root,
+				   ncclComm_t comm, CUstream st)
+{
+	NCCL_REAL("ncclScatter", const void *, void *, size_t, int, int, ncclComm_t, CUstream)
+	NCCL_CALL(TRAINSCOPE_COLL_SCATTER, n, t, comm, st, true, (s, r_, n, t, root, comm, st))
+}
+
+TS_EXPORT ncclResult_t ncclSend(const void *s, size_t n, int t, int peer, ncclComm_t comm,
+				CUstream st)
+{
+	NCCL_REAL("ncclSend", const void *, size_t, int, int, ncclComm_t, CUstream)
+	NCCL_CALL(TRAINSCOPE_COLL_SEND_RECV, n, t, comm, st, false, (s, n, t, peer, comm, st))
+}
+
+TS_EXPORT ncclResult_t ncclRecv(void *b, size_t n, int t, int peer, ncclComm_t comm,
+				CUstream st)
+{
+	NCCL_REAL("ncclRecv", void *, size_t, int, int, ncclComm_t, CUstream)
+	NCCL_CALL(TRAINSCOPE_COLL_SEND_RECV, n, t, comm, st, false, (b, n, t, peer, comm, st))
+}
+
+TS_EXPORT ncclResult_t ncclGroupStart(void)
+{
+	NCCL_REAL("ncclGroupStart", void)
+	if (ts_tls.nccl_depth == 0 && ts_tls.group_depth++ == 0)
+		group.ops = 0;
+	return f();
+}
+
+TS_EXPORT ncclResult_t ncclGroupEnd(void)
+{
+	NCCL_REAL("ncclGroupEnd", void)
+	int slot = -1;
+	bool outer = ts_tls.nccl_depth == 0 && ts_tls.group_depth > 0 && --ts_tls.group_depth == 0;
+
+	if (outer && group.ops && !ts_gpu_plugin_active())
+		slot = ts_gpu_timed_begin(group.stream, false);
+	ts_tls.nccl_depth++; /* the group's kernels launch here */
+	ncclResult_t r = f();
+	ts_tls.nccl_depth--;
+	if (slot >= 0)
+		ts_gpu_timed_end(slot, group.stream, false, &group.meta);
+	if (outer)
+		group.ops = 0;
+	return r;
+}
