@@ -1,2 +1,0 @@
-build/obj/cli/run.o: cli/run.c cli/cli.h
-cli/cli.h:

@@ -1,4 +1,0 @@
-build/obj/injector/preload/ring.o: injector/preload/ring.c \
- injector/preload/ring.h common/ident.h
-injector/preload/ring.h:
-common/ident.h:
