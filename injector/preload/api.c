@@ -3,6 +3,7 @@
  * The ring is made on the first call, not in a constructor, so that launchers and
  * helper processes that never record leave no ring. After fork() the child makes its
  * own ring on its first call. */
+#include "gpu.h"
 #include "lib.h"
 #include "trainscope.h"
 
@@ -78,6 +79,8 @@ void ts_emit_step_counters(uint64_t step)
 	uint64_t fails = atomic_load_explicit(&ts_lib.alloc_failures, memory_order_relaxed);
 
 	(void)step;
+	ts_ctr_add(&ts_lib.total_launches, launches);
+	ts_ctr_add(&ts_lib.total_api_calls, calls);
 	if (!launches && !calls)
 		return; /* nothing device-side happened: a CPU-only program */
 	struct ts_rec rec = {
@@ -152,6 +155,22 @@ TRAINSCOPE_API void trainscope_get_counters(struct trainscope_counters *out)
 
 	out->written = r ? atomic_load(&r->head) : 0;
 	out->dropped = atomic_load(&ts_lib.orphan_drops) + (r ? atomic_load(&r->dropped) : 0);
+}
+
+TRAINSCOPE_API void trainscope_get_device_counters(struct trainscope_device_counters *out)
+{
+	struct ts_gpu_stats g;
+
+	ts_gpu_get_stats(&g);
+	*out = (struct trainscope_device_counters){
+		.launches = atomic_load(&ts_lib.total_launches) + atomic_load(&ts_lib.ctr.launches),
+		.api_calls = atomic_load(&ts_lib.total_api_calls) + atomic_load(&ts_lib.ctr.api_calls),
+		.segments = g.segments, .samples = g.samples, .completed = g.completed,
+		.timed_skipped = g.timed_skipped, .capture_skips = g.capture_skips,
+		.hangs = g.hangs, .sample_n = g.sample_n,
+		.mem_live = atomic_load(&ts_lib.mem_live),
+		.alloc_failures = atomic_load(&ts_lib.alloc_failures),
+	};
 }
 
 TRAINSCOPE_API int trainscope_side_path(const char *suffix, char *buf, size_t n)

@@ -39,6 +39,7 @@ struct ts_lib {
 	_Atomic uint64_t mem_live, mem_peak, alloc_failures;
 	double ns_per_tick;            /* TSC calibration, set once at load */
 	_Atomic int dump_signal;       /* the shim's faulthandler signal, 0 = none */
+	_Atomic uint64_t total_launches, total_api_calls; /* over closed steps */
 };
 
 extern struct ts_lib ts_lib TS_HIDDEN;

@@ -63,6 +63,22 @@ TRAINSCOPE_API void trainscope_collective_begin(enum trainscope_coll_op op, uint
 TRAINSCOPE_API void trainscope_collective_end(enum trainscope_coll_op op);
 TRAINSCOPE_API void trainscope_get_counters(struct trainscope_counters *out);
 
+/* What the device hooks saw since the process started (for tests and benchmarks). */
+struct trainscope_device_counters {
+	uint64_t launches;       /* kernel launches, every path, each counted once */
+	uint64_t api_calls;      /* cuBLAS and NCCL calls (outermost) */
+	uint64_t segments;       /* per-stream busy segments timed with an event pair */
+	uint64_t samples;        /* sampled kernels, GEMMs and timed collectives */
+	uint64_t completed;      /* event pairs read back by the poller */
+	uint64_t timed_skipped;  /* timing skipped: capture, another context, pool empty */
+	uint64_t capture_skips;  /* of those, streams capturing a CUDA graph */
+	uint64_t hangs;          /* hang reports */
+	uint64_t sample_n;       /* the current 1-in-N */
+	uint64_t mem_live;       /* device bytes allocated and not freed */
+	uint64_t alloc_failures;
+};
+TRAINSCOPE_API void trainscope_get_device_counters(struct trainscope_device_counters *out);
+
 /* For the Python shim. The path of a text file beside this process's ring (suffix
  * ".stacks", ".exc" or ".groups"); 0, or -1 when there is no ring. */
 TRAINSCOPE_API int trainscope_side_path(const char *suffix, char *buf, size_t n);

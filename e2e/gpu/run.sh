@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# GPU e2e runs, one device-tool command each (see bench/results/gpu.md for the figures):
+#   e2e/gpu/run.sh smoke     versions, launch microbenchmark, kernel coverage, FSDP run
+#   e2e/gpu/run.sh overhead  DDP transformer with and without the preload, interleaved A/B
+#   e2e/gpu/run.sh detect    noisy neighbour and hang, through relay, NATS and analyzer
+# Expects build/ (libtrainscope.so, and for detect the daemons) carried from the build
+# machine; writes results under $OUT. NVLink multicast stays off.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+OUT=${OUT:-/tmp/ts-gpu-out}
+LIB=$ROOT/build/lib/libtrainscope.so
+NGPU=${NGPU:-$(nvidia-smi -L | wc -l)}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+
+preload_env() { # the environment the webhook gives an annotated pod
+	echo "LD_PRELOAD=$LIB PYTHONPATH=$ROOT/injector/preload/python NCCL_PROFILER_PLUGIN=$LIB" \
+	     "TRAINSCOPE_RING_DIR=${RING_DIR:-/tmp/ts-ring}"
+}
+
+train() { # train <with|without> <tag> args...
+	local how=$1 tag=$2
+	shift 2
+	mkdir -p "${RING_DIR:-/tmp/ts-ring}"
+	if [ "$how" = with ]; then
+		env $(preload_env) torchrun --standalone --nproc_per_node="$NGPU" e2e/gpu/train.py \
+			--out "$OUT/$tag" "$@"
+	else
+		torchrun --standalone --nproc_per_node="$NGPU" e2e/gpu/train.py --out "$OUT/$tag" "$@"
+	fi
+}
+
+versions() {
+	{
+		nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+		python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", ".".join(map(str, torch.cuda.nccl.version())))'
+		nvcc --version | tail -1
+		uname -r
+	} | tee "$OUT/versions.txt"
+}
+
+micro() {
+	nvcc -O2 -cudart shared -o /tmp/lb_shared e2e/gpu/launchbench.cu -ldl &&
+	nvcc -O2 -o /tmp/lb_static e2e/gpu/launchbench.cu -ldl || return 1
+	for i in 1 2 3; do
+		for b in shared static; do
+			echo "$b without $(/tmp/lb_$b)"
+			echo "$b with $(LD_PRELOAD=$LIB TRAINSCOPE_RING_DIR=/tmp/ts-ring /tmp/lb_$b)"
+			echo "$b timed $(LD_PRELOAD=$LIB TRAINSCOPE_SAMPLE_N=1 TRAINSCOPE_SAMPLE_BUDGET=1 TRAINSCOPE_RING_DIR=/tmp/ts-ring /tmp/lb_$b)"
+		done
+	done | tee "$OUT/micro.txt"
+}
+
+smoke() {
+	versions
+	micro
+	train with coverage --steps 5 --warmup 5 --profile-steps 3 --layers 4 2>&1 | tail -20
+	train with fsdp --mode fsdp --steps 30 --warmup 5 --layers 4 2>&1 | tail -8
+	ls -la /tmp/ts-ring | head
+}
+
+overhead() {
+	local n=${ALTERNATIONS:-5} steps=${STEPS:-200}
+	for i in $(seq 1 "$n"); do
+		train without ab-$i-without --steps "$steps" --layers "${LAYERS:-8}" 2>&1 | tail -1
+		rm -rf /tmp/ts-ring
+		train with ab-$i-with --steps "$steps" --layers "${LAYERS:-8}" 2>&1 | tail -1
+	done
+	python3 e2e/gpu/ab.py "$OUT" | tee "$OUT/overhead.txt"
+}
+
+case "${1:-smoke}" in
+smoke) smoke ;;
+overhead) overhead ;;
+detect) source e2e/gpu/detect.sh; detect ;;
+*) echo "usage: $0 smoke|overhead|detect" >&2; exit 2 ;;
+esac

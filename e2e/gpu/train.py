@@ -1,0 +1,160 @@
+"""A GPT-style transformer trained with DDP or FSDP under torchrun: the workload of the
+GPU e2e runs (e2e/gpu/run.sh). It never imports trainscope: the preload and the shim
+find it. Writes one JSON line per rank to --out with its step times and, when preloaded,
+the library's device counters."""
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.up, self.down = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).unbind(2)
+        a = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                           v.transpose(1, 2), is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.down(F.gelu(self.up(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, d, layers, heads, seq):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(self.ln(x))
+
+
+def device_counters():
+    """The preload's counters, or None when the program runs without it."""
+    try:
+        fn = ctypes.CDLL(None).trainscope_get_device_counters
+    except AttributeError:
+        return None
+    buf = (ctypes.c_uint64 * 11)()
+    fn(buf)
+    names = ("launches", "api_calls", "segments", "samples", "completed", "timed_skipped",
+             "capture_skips", "hangs", "sample_n", "mem_live", "alloc_failures")
+    return dict(zip(names, buf))
+
+
+def start_noisy(gpu):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LD_PRELOAD", "PYTHONPATH", "NCCL_PROFILER_PLUGIN")}
+    env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    return subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "noisy.py")],
+                            env=env)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--mode", choices=("ddp", "fsdp"), default="ddp")
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--dim", type=int, default=2048)
+    ap.add_argument("--heads", type=int, default=16)
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--vocab", type=int, default=32768)
+    ap.add_argument("--noisy-rank", type=int, default=-1, help="GPU that gets a GEMM neighbour")
+    ap.add_argument("--noisy-from", type=int, default=60)
+    ap.add_argument("--hang-rank", type=int, default=-1, help="rank that stops at --hang-at")
+    ap.add_argument("--hang-at", type=int, default=30)
+    ap.add_argument("--profile-steps", type=int, default=0,
+                    help="count kernels with torch.profiler over this many steps")
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+
+    dist.init_process_group("nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    torch.cuda.set_device(local)
+    torch.manual_seed(0)
+    model = GPT(a.vocab, a.dim, a.layers, a.heads, a.seq).cuda()
+    if a.mode == "ddp":
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[local])
+    else:
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        model = FSDP(model, device_id=local, use_orig_params=True)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    data = torch.utils.data.TensorDataset(torch.randint(0, a.vocab, (64 * a.batch, a.seq + 1)))
+    loader = torch.utils.data.DataLoader(data, batch_size=a.batch, shuffle=True, drop_last=True)
+    it, noisy, times, prof_result = iter(loader), None, [], None
+
+    total = a.warmup + a.steps
+    for step in range(total):
+        if a.noisy_rank >= 0 and step == a.noisy_from and local == 0:
+            noisy = start_noisy(a.noisy_rank)
+        if rank == a.hang_rank and step == a.hang_at:
+            print("rank %d stops entering collectives at step %d" % (rank, step), flush=True)
+            time.sleep(3600)
+        profiling = a.profile_steps and step == a.warmup
+        if profiling:
+            c0 = device_counters()
+            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+            prof.__enter__()
+        t0 = time.perf_counter()
+        try:
+            (batch,) = next(it)
+        except StopIteration:
+            it = iter(loader)
+            (batch,) = next(it)
+        batch = batch.cuda(non_blocking=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(batch[:, :-1])
+            loss = F.cross_entropy(logits.float().view(-1, a.vocab), batch[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        loss.item()
+        times.append(time.perf_counter() - t0)
+        if profiling or (a.profile_steps and a.warmup < step < a.warmup + a.profile_steps):
+            if step == a.warmup + a.profile_steps - 1:
+                torch.cuda.synchronize()
+                prof.__exit__(None, None, None)
+                c1 = device_counters()
+                kernels = sum(1 for e in prof.events()
+                              if e.device_type == torch.autograd.DeviceType.CUDA)
+                prof_result = {"steps": a.profile_steps, "profiler_kernels": kernels,
+                               "preload_launches": (c1["launches"] - c0["launches"]) if c1 else None}
+    if noisy:
+        noisy.kill()
+    steady = sorted(times[a.warmup:])
+    res = {"rank": rank, "world": world, "mode": a.mode,
+           "median_step_s": steady[len(steady) // 2] if steady else None,
+           "mean_step_s": sum(steady) / len(steady) if steady else None,
+           "steps": len(steady), "preloaded": device_counters() is not None,
+           "counters": device_counters(), "profile": prof_result,
+           "step_times": [round(t, 6) for t in times]}
+    if a.out:
+        with open("%s.rank%d.json" % (a.out, rank), "w") as f:
+            json.dump(res, f)
+    print(json.dumps({k: v for k, v in res.items() if k != "step_times"}), flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

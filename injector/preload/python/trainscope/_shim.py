@@ -1,0 +1,243 @@
+"""The shim proper: finds the preloaded C library and hooks the program's step
+boundaries, data loading, garbage collection, exceptions and hang dumps into it."""
+import contextlib
+import ctypes
+import os
+import sys
+import threading
+
+DATALOADER, COMPUTE, CHECKPOINT, GC = 1, 2, 3, 6
+NOTE_EXCEPTION, NOTE_GROUPS = 1, 2
+
+_lib = None
+_step = 0
+_step_lock = threading.Lock()
+_first_optimizer = None
+_stacks_file = None
+_groups = []
+
+
+def _load():
+    try:
+        lib = ctypes.CDLL(None)
+        lib.trainscope_step_end
+    except (OSError, AttributeError):
+        return None  # not preloaded: everything stays a no-op
+    for name, args in (("trainscope_step_begin", [ctypes.c_uint64]),
+                       ("trainscope_step_end", [ctypes.c_uint64]),
+                       ("trainscope_region_begin", [ctypes.c_int]),
+                       ("trainscope_region_end", [ctypes.c_int]),
+                       ("trainscope_set_dump_signal", [ctypes.c_int]),
+                       ("trainscope_note", [ctypes.c_int]),
+                       ("trainscope_side_path",
+                        [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t])):
+        fn = getattr(lib, name)
+        fn.argtypes = args
+        fn.restype = ctypes.c_int if name == "trainscope_side_path" else None
+    return lib
+
+
+def _side_path(suffix):
+    buf = ctypes.create_string_buffer(4096)
+    if _lib.trainscope_side_path(suffix.encode(), buf, len(buf)) != 0:
+        return None
+    return buf.value.decode()
+
+
+def _arm_hang_dump():
+    """faulthandler writes every thread's stack into the ring's .stacks file when the
+    library's hang watch raises the signal (from its own thread, synchronously)."""
+    global _stacks_file
+    import faulthandler
+    import signal
+    path = _side_path(".stacks")
+    if not path:
+        return
+    sig = int(os.environ.get("TRAINSCOPE_DUMP_SIGNAL", signal.SIGRTMIN + 5))
+    _stacks_file = open(path, "w")
+    faulthandler.register(sig, file=_stacks_file, all_threads=True, chain=False)
+    _lib.trainscope_set_dump_signal(sig)
+
+
+def step():
+    """Ends the current step and begins the next."""
+    global _step
+    if _lib is None:
+        return
+    with _step_lock:
+        if _step == 0 and _stacks_file is None:
+            try:
+                _arm_hang_dump()
+            except Exception as e:
+                sys.stderr.write("trainscope: no hang dump: %r\n" % (e,))
+        _lib.trainscope_step_end(_step)
+        _step += 1
+        _lib.trainscope_step_begin(_step)
+
+
+@contextlib.contextmanager
+def region(kind):
+    if _lib is not None:
+        _lib.trainscope_region_begin(kind)
+    try:
+        yield
+    finally:
+        if _lib is not None:
+            _lib.trainscope_region_end(kind)
+
+
+def _on_gc(phase, info):
+    if phase == "start":
+        _lib.trainscope_region_begin(GC)
+    else:
+        _lib.trainscope_region_end(GC)
+
+
+def _excepthook_chain(prev):
+    def hook(tp, value, tb):
+        try:
+            import traceback
+            path = _side_path(".exc")
+            if path:
+                with open(path, "w") as f:
+                    f.write("%s\n%s\n" % (tp.__name__, value))
+                    f.write("".join(traceback.format_exception(tp, value, tb)))
+                _lib.trainscope_note(NOTE_EXCEPTION)
+        except Exception:
+            pass
+        prev(tp, value, tb)
+    return hook
+
+
+def _write_groups():
+    path = _side_path(".groups")
+    if path:
+        with open(path, "w") as f:
+            f.write("\n".join(_groups) + "\n")
+        _lib.trainscope_note(NOTE_GROUPS)
+
+
+def _wrap(obj, name, make):
+    orig = getattr(obj, name, None)
+    if orig is None or getattr(orig, "_trainscope", False):
+        return
+    new = make(orig)
+    new._trainscope = True
+    setattr(obj, name, new)
+
+
+def _step_post_hook(optimizer, args, kwargs):
+    global _first_optimizer
+    if _first_optimizer is None:
+        _first_optimizer = id(optimizer)
+    if id(optimizer) == _first_optimizer:  # one step per iteration, however many optimizers
+        step()
+
+
+def _attach_torch(torch):
+    if not os.environ.get("TRAINSCOPE_STEP_FUNC"):
+        torch.optim.optimizer.register_optimizer_step_post_hook(_step_post_hook)
+    try:
+        from torch.utils.data import dataloader
+        _wrap(dataloader._BaseDataLoaderIter, "__next__", lambda orig: _timed(orig, DATALOADER))
+    except Exception as e:
+        sys.stderr.write("trainscope: dataloader not hooked: %r\n" % (e,))
+    dist = getattr(torch, "distributed", None)
+    if dist is not None and dist.is_available():
+        _wrap(dist, "init_process_group", _after_init)
+        _wrap(dist, "new_group", _after_new_group)
+
+
+def _timed(orig, kind):
+    def call(*a, **k):
+        _lib.trainscope_region_begin(kind)
+        try:
+            return orig(*a, **k)
+        finally:
+            _lib.trainscope_region_end(kind)
+    return call
+
+
+def _after_init(orig):
+    def call(*a, **k):
+        r = orig(*a, **k)
+        import torch.distributed as dist
+        n = dist.get_world_size()
+        _groups.append("world:" + ",".join(str(i) for i in range(n)))
+        _write_groups()
+        return r
+    return call
+
+
+def _after_new_group(orig):
+    def call(*a, **k):
+        g = orig(*a, **k)
+        ranks = k.get("ranks", a[0] if a else None)
+        if ranks is not None:
+            _groups.append("group%d:%s" % (len(_groups), ",".join(str(r) for r in ranks)))
+            _write_groups()
+        return g
+    return call
+
+
+def _attach_step_func(module, spec):
+    """TRAINSCOPE_STEP_FUNC=module@object@function: each call of it is one step."""
+    _, objname, fname = spec.split("@", 2)
+    owner = getattr(module, objname) if objname else module
+
+    def make(orig):
+        def call(*a, **k):
+            try:
+                return orig(*a, **k)
+            finally:
+                step()
+        return call
+    _wrap(owner, fname, make)
+
+
+class _Finder:
+    """Runs an attach function right after a watched module has executed, so that
+    nothing is imported that the program would not import itself."""
+
+    def __init__(self, watch):
+        self.watch = watch  # module name -> attach(module)
+
+    def find_spec(self, name, path=None, target=None):
+        attach = self.watch.get(name)
+        if attach is None:
+            return None
+        import importlib.util
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return None
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def run(module):
+            exec_module(module)
+            self.watch.pop(name, None)
+            try:
+                attach(module)
+            except Exception as e:
+                sys.stderr.write("trainscope: %s not hooked: %r\n" % (name, e))
+        loader.exec_module = run
+        return spec
+
+
+def install():
+    global _lib
+    _lib = _load()
+    if _lib is None:
+        return
+    import gc
+    gc.callbacks.append(_on_gc)
+    sys.excepthook = _excepthook_chain(sys.excepthook)
+    watch = {"torch": _attach_torch}
+    spec = os.environ.get("TRAINSCOPE_STEP_FUNC")
+    if spec and spec.count("@") == 2:
+        watch[spec.split("@", 1)[0]] = lambda m: _attach_step_func(m, spec)
+    sys.meta_path.insert(0, _Finder(watch))
