@@ -136,9 +136,16 @@ def main():
                 torch.cuda.synchronize()
                 prof.__exit__(None, None, None)
                 c1 = device_counters()
-                kernels = sum(1 for e in prof.events()
-                              if e.device_type == torch.autograd.DeviceType.CUDA)
+                names = {}
+                for e in prof.events():
+                    if e.device_type == torch.autograd.DeviceType.CUDA:
+                        names[e.name] = names.get(e.name, 0) + 1
+                copies = {n: c for n, c in names.items()
+                          if n.startswith(("Memcpy", "Memset"))}
+                kernels = sum(names.values()) - sum(copies.values())
                 prof_result = {"steps": a.profile_steps, "profiler_kernels": kernels,
+                               "profiler_copies": copies,
+                               "kernel_names": sorted(names.items(), key=lambda x: -x[1])[:60],
                                "preload_launches": (c1["launches"] - c0["launches"]) if c1 else None}
     if noisy:
         noisy.kill()

@@ -463,7 +463,9 @@ static void poll_slot(struct ev_slot *e, int i, uint64_t now, uint64_t *min_acti
 			complete(e, (uint64_t)((double)ms * 1e6));
 		slot_release(i);
 	} else if (q == TS_CUDA_ERROR_NOT_READY) {
-		if (!e->hang_said && g.hang_ns && now - e->t_enq_ns > g.hang_ns) {
+		/* now was read before the slot may have been handed over: no wrap-around */
+		if (!e->hang_said && g.hang_ns && now > e->t_enq_ns &&
+		    now - e->t_enq_ns > g.hang_ns) {
 			e->hang_said = true;
 			ts_report_hang(e->meta.kind == TS_T_COLL ? e->meta.op : 0, e->meta.comm,
 				       e->meta.seq, e->step, now - e->t_start_ns);

@@ -302,9 +302,10 @@ void ts_prof_hang_scan(uint64_t now)
 
 	for (int i = 0; i < NOPS; i++) {
 		struct pop *o = &P.op[i];
+		/* finished stays true from the slot's last use until start_op has filled it */
 		if (atomic_load_explicit(&o->state, memory_order_acquire) != USED ||
-		    atomic_load(&o->finished) || atomic_load(&o->hang_said) ||
-		    now - o->t_host_ns < limit)
+		    atomic_load(&o->finished) || atomic_load(&o->hang_said) || !o->t_host_ns ||
+		    now <= o->t_host_ns || now - o->t_host_ns < limit)
 			continue;
 		atomic_store(&o->hang_said, true);
 		ts_report_hang(o->op, o->comm ? o->comm->id : 0, o->seq, o->step,

@@ -136,7 +136,8 @@ def _step_post_hook(optimizer, args, kwargs):
 
 def _attach_torch(torch):
     if not os.environ.get("TRAINSCOPE_STEP_FUNC"):
-        torch.optim.optimizer.register_optimizer_step_post_hook(_step_post_hook)
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+        register_optimizer_step_post_hook(_step_post_hook)
     try:
         from torch.utils.data import dataloader
         _wrap(dataloader._BaseDataLoaderIter, "__next__", lambda orig: _timed(orig, DATALOADER))
