@@ -55,8 +55,12 @@ micro() {
 
 smoke() {
 	versions
-	micro
-	train with coverage --steps 5 --warmup 5 --profile-steps 3 --layers 4 2>&1 | tail -20
+	[ "${MICRO:-1}" = 1 ] && micro
+	TRAINSCOPE_DEBUG_NAMES=1 train with coverage --steps 5 --warmup 5 --profile-steps 3 \
+		--layers 4 >"$OUT/coverage.log" 2>&1
+	grep -v trainscope-name "$OUT/coverage.log" | tail -5
+	grep trainscope-name "$OUT/coverage.log" | sort | uniq -c | sort -rn >"$OUT/names.txt"
+	rm -f "$OUT/coverage.log"
 	train with fsdp --mode fsdp --steps 30 --warmup 5 --layers 4 2>&1 | tail -8
 	ls -la /tmp/ts-ring | head
 }

@@ -19,6 +19,8 @@ TS_HIDDEN void *ts_dlsym_wrapped(void *handle, const char *name);
 int ts_dlsym_route(const char *name)
 {
 	ts_real_dlsym_init();
+	if (name && name[0] == 'c' && name[1] == 'u')
+		ts_drv_debug_name("dlsym", name, 0, 0);
 	return name && ts_drv_wants(name);
 }
 

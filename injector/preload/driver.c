@@ -9,6 +9,8 @@
 #include "gpu.h"
 #include "real.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum drv_fn {
@@ -430,10 +432,33 @@ void *ts_drv_wrap_dlsym(const char *name, void *real)
 	return real;
 }
 
+/* TRAINSCOPE_DEBUG_NAMES=1: every driver name looked up is written to stderr, so a
+ * GPU run can tell which entry points a new library version reaches for. */
+static bool debug_names(void)
+{
+	static _Atomic int on = -1;
+	int v = atomic_load_explicit(&on, memory_order_relaxed);
+
+	if (v < 0) {
+		const char *e = getenv("TRAINSCOPE_DEBUG_NAMES");
+		v = e && *e == '1';
+		atomic_store(&on, v);
+	}
+	return v;
+}
+
+void ts_drv_debug_name(const char *how, const char *name, int ver, uint64_t flags)
+{
+	if (debug_names())
+		fprintf(stderr, "trainscope-name %s %s %d %llu\n", how, name, ver,
+			(unsigned long long)flags);
+}
+
 static void *wrap_proc(const char *symbol, void *p, int ver, uint64_t flags)
 {
 	bool ptsz = (flags & TS_PROC_PER_THREAD_DEFAULT_STREAM) != 0;
 
+	ts_drv_debug_name("proc", symbol, ver, flags);
 	if (symbol[0] != 'c' || symbol[1] != 'u')
 		return p;
 	if (!strcmp(symbol, "cuGetProcAddress"))
