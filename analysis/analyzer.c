@@ -254,6 +254,15 @@ static void rank_records(struct ts_analyzer *a, struct ts_job *j, const Trainsco
 	for (size_t i = 0; i < b->n_records; i++) {
 		const Trainscope__V1__Record *r = b->records[i];
 		struct ts_rank_step rs;
+		if (r->kind_case == TRAINSCOPE__V1__RECORD__KIND_HANG) {
+			const Trainscope__V1__Hang *h = r->hang;
+			ts_job_rank_hang(j, id->rank, h->op, h->comm_hash, h->seq, h->pending_ns,
+					 h->stacks);
+			a->st.hangs++;
+			ts_warn("analyzer: %s/%s rank %d reports a hang: %s seq %llu", id->namespace_,
+				id->job, id->rank, h->op, (unsigned long long)h->seq);
+			continue;
+		}
 		if (r->kind_case != TRAINSCOPE__V1__RECORD__KIND_STEP)
 			continue;
 		if (r->step->end_ns < r->step->start_ns) {
@@ -307,7 +316,7 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, enum kind ki
 		return rc;
 	if (!(j = job_get(a, id->namespace_, id->job, id->world_size)))
 		return -ENOMEM;
-	if (kind == K_RANK)
+	if (kind == K_RANK || kind == K_HANG)
 		rank_records(a, j, b);
 	else
 		node_records(a, j, b);

@@ -40,6 +40,7 @@ struct ts_job {
 	uint64_t max_step, late;
 	bool any_step;
 	uint64_t last_progress_ns;
+	char hang_reason[256];   /* from a rank's hang report; empty when none */
 	struct ts_failslow fs;
 	struct ts_rank_meta *meta;          /* [world] */
 	float *hist;                        /* [world][M][space_window] per-step values */
@@ -137,6 +138,7 @@ static int size_world(struct ts_job *j, int world)
 			return -ENOMEM;
 	j->hist_n = j->hist_next = 0;
 	j->res.world = world;
+	j->res.hang_rank = -1;
 	return 0;
 }
 
@@ -184,6 +186,17 @@ const uint8_t *ts_job_trace_id(const struct ts_job *j) { return j->has_trace ? j
 struct ts_rank_meta *ts_job_rank(struct ts_job *j, int rank)
 {
 	return rank >= 0 && rank < j->world ? &j->meta[rank] : NULL;
+}
+
+void ts_job_rank_hang(struct ts_job *j, int rank, const char *op, uint64_t comm, uint64_t seq,
+		      uint64_t pending_ns, const char *stacks)
+{
+	snprintf(j->hang_reason, sizeof(j->hang_reason),
+		 "rank %d: %s (communicator %016llx, seq %llu) pending for %.0f s", rank,
+		 op && *op ? op : "an op", (unsigned long long)comm, (unsigned long long)seq,
+		 (double)pending_ns / 1e9);
+	j->res.hang_rank = rank;
+	snprintf(j->res.hang_stacks, sizeof(j->res.hang_stacks), "%s", stacks ? stacks : "");
 }
 
 void ts_job_rank_final(struct ts_job *j, int rank)
@@ -621,7 +634,10 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 		snprintf(j->res.reason, sizeof(j->res.reason),
 			 "step time %.1f ms vs baseline %.1f ms (%+.0f%%)", j->fs.current,
 			 j->fs.baseline, 100 * j->fs.degradation);
-	if (j->any_step && j->last_progress_ns && !all_final(j) &&
+	if (j->hang_reason[0] && !all_final(j)) {
+		j->res.state = TS_STATE_HANG;
+		snprintf(j->res.reason, sizeof(j->res.reason), "%s", j->hang_reason);
+	} else if (j->any_step && j->last_progress_ns && !all_final(j) &&
 	    now_ns - j->last_progress_ns > (uint64_t)(j->p.hang_timeout_s * 1e9)) {
 		j->res.state = TS_STATE_HANG;
 		snprintf(j->res.reason, sizeof(j->res.reason), "no step completed for %.0f s after step %llu",

@@ -85,6 +85,8 @@ struct ts_job_result {
 	uint8_t *ever_alarmed;    /* [world]: 1 for a rank that was ever alarmed */
 	char summary[512];
 	char reason[256];
+	int hang_rank;            /* the rank whose hang watch fired, -1 when none */
+	char hang_stacks[16384];  /* its Python stacks at that moment */
 };
 
 struct ts_job;
@@ -104,6 +106,9 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 void ts_job_host_view(struct ts_job *j, int rank, const struct ts_host_view *v);
 void ts_job_device_view(struct ts_job *j, const char *node, int device_index,
 			const struct ts_device_view *v);
+/* A rank's in-process hang watch saw an op pending past its timeout. */
+void ts_job_rank_hang(struct ts_job *j, int rank, const char *op, uint64_t comm, uint64_t seq,
+		      uint64_t pending_ns, const char *stacks);
 /* A producer announced exit (no more data from that rank). */
 void ts_job_rank_final(struct ts_job *j, int rank);
 /* Evaluates every step that is complete (or lag_steps behind) and checks for a hang.

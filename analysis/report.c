@@ -58,13 +58,17 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 					       r->reason[0] ? r->reason : "step time at baseline", now));
 	json_array_append_new(conds, condition("Hang", hang, hang ? "NoProgress" : "Progressing",
 					       hang ? r->reason : "steps complete", now));
-	return json_pack("{s:s, s:i, s:{s:o, s:o, s:o}, s:o, s:s, s:o, s:s, s:i, s:o, s:I, s:I}",
+	json_t *st = json_pack("{s:s, s:i, s:{s:o, s:o, s:o}, s:o, s:s, s:o, s:s, s:i, s:o, s:I, s:I}",
 			 "state", ts_state_names[r->state], "worldSize", r->world, "stepTime",
 			 "baselineMs", num_or_null(r->baseline_ms), "currentMs",
 			 num_or_null(r->current_ms), "degradation", num_or_null(r->degradation),
 			 "slowRanks", slow, "summary", r->summary, "conditions", conds, "traceID", trace,
 			 "observedGeneration", 0, "lastUpdateTime", time_str(now), "lastStep",
 			 (json_int_t)r->last_step, "stepsAnalyzed", (json_int_t)r->steps_evaluated);
+	if (st && hang && r->hang_rank >= 0)
+		json_object_set_new(st, "hang", json_pack("{s:i, s:s}", "rank", r->hang_rank,
+							  "stacks", r->hang_stacks));
+	return st;
 }
 
 /* sysTrace's slow-node result: resultCode 200 normal / 201 abnormal. */

@@ -53,6 +53,43 @@ static void add_coll(struct ts_step_sum *s, unsigned op, uint64_t bytes, uint64_
 	s->coll[i].time_ns += dur;
 }
 
+static void add_gemm(struct ts_step_sum *s, uint64_t flops, uint64_t dur)
+{
+	uint8_t b = log2_bucket(flops);
+	int i;
+
+	for (i = 0; i < s->ngemm; i++)
+		if (s->gemm[i].bucket == b)
+			break;
+	if (i == s->ngemm) {
+		if (s->ngemm == TS_AGG_MAX_GEMM)
+			i = TS_AGG_MAX_GEMM - 1;
+		else
+			s->gemm[s->ngemm++] = (struct ts_gemm_acc){ .bucket = b };
+	}
+	s->gemm[i].count++;
+	s->gemm[i].time_ns += dur;
+	s->gemm[i].flops += (double)flops;
+}
+
+/* The open step, or the held one when a device record names it; NULL when late. */
+static struct ts_step_sum *tagged(struct ts_agg *a, uint64_t step)
+{
+	if (a->have_held && a->held.step == step)
+		return &a->held;
+	if (a->have_held && step < a->held.step) {
+		a->late++;
+		return NULL;
+	}
+	return &a->cur;
+}
+
+static void finish(struct ts_step_sum *s)
+{
+	if (!s->have_device)
+		s->compute_ns = s->compute_wall_ns;
+}
+
 bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *out)
 {
 	uint64_t t = r->t_ns + (uint64_t)a->mono_to_real_ns;
@@ -71,23 +108,76 @@ bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *ou
 		s->have_device = true;
 		return false;
 	case TS_REC_COLL:
-		mark_start(s, t);
-		add_coll(s, r->kind, r->a, r->dur_ns);
+		if (r->b && !(s = tagged(a, r->b - 1)))
+			return false;
+		if (!r->b)
+			mark_start(s, t);
+		add_coll(s, r->kind & 0xff, r->a, r->dur_ns);
 		return false;
-	case TS_REC_STEP_END:
+	case TS_REC_GEMM:
+		if ((s = tagged(a, r->a)))
+			add_gemm(s, r->b, r->dur_ns);
+		return false;
+	case TS_REC_STEP_CTR:
+		s->launches += r->a;
+		s->launch_ns += r->b;
+		s->sync_ns += r->c;
+		s->mem_live = r->d;
+		s->mem_peak = r->dur_ns;
+		s->alloc_failures = r->kind;
+		return false;
+	case TS_REC_GPU_STEP:
+		a->gpu_seen = true;
+		if (!a->have_held || a->held.step != r->a) {
+			a->late++;
+			return false;
+		}
+		if (r->b) {
+			a->held.compute_ns = r->b;
+			a->held.have_device = true;
+		}
+		a->held.comm_busy_ns = r->c;
+		finish(&a->held);
+		*out = a->held;
+		a->have_held = false;
+		return true;
+	case TS_REC_STEP_END: {
+		bool emitted = false;
 		if (!s->start_ns)
 			s->start_ns = a->prev_end_ns ? a->prev_end_ns : t;
 		s->step = r->a;
 		s->end_ns = t;
-		if (!s->have_device)
-			s->compute_ns = s->compute_wall_ns;
-		*out = *s;
-		memset(s, 0, sizeof(*s));
 		a->prev_end_ns = t;
-		return true;
+		if (!a->gpu_seen && !s->launches) {
+			finish(s);
+			*out = *s;
+			memset(s, 0, sizeof(*s));
+			return true;
+		}
+		a->gpu_seen = true;
+		if (a->have_held) { /* its device record never came: send what there is */
+			finish(&a->held);
+			*out = a->held;
+			emitted = true;
+		}
+		a->held = *s;
+		a->have_held = true;
+		memset(s, 0, sizeof(*s));
+		return emitted;
+	}
 	default:
 		return false;
 	}
+}
+
+bool ts_agg_flush(struct ts_agg *a, struct ts_step_sum *out)
+{
+	if (!a->have_held)
+		return false;
+	finish(&a->held);
+	*out = a->held;
+	a->have_held = false;
+	return true;
 }
 
 double ts_busbw_factor(int op, int n)

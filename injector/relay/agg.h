@@ -7,6 +7,7 @@
 #include "ring.h"
 
 #define TS_AGG_MAX_COLL 16
+#define TS_AGG_MAX_GEMM 8
 
 struct ts_coll_acc {
 	uint8_t op;
@@ -16,26 +17,42 @@ struct ts_coll_acc {
 	uint64_t time_ns;
 };
 
+struct ts_gemm_acc {
+	uint8_t bucket; /* log2(flops) */
+	uint32_t count;
+	uint64_t time_ns;
+	double flops;
+};
+
 /* Times are CLOCK_REALTIME ns; durations ns. */
 struct ts_step_sum {
 	uint64_t step, start_ns, end_ns;
 	uint64_t dataloader_ns, compute_ns, compute_wall_ns, collective_ns, launch_ns, sync_ns,
 		gc_ns, checkpoint_ns;
 	bool have_device;
-	int ncoll;
+	int ncoll, ngemm;
 	struct ts_coll_acc coll[TS_AGG_MAX_COLL];
+	struct ts_gemm_acc gemm[TS_AGG_MAX_GEMM];
+	uint64_t launches, mem_live, mem_peak, comm_busy_ns;
+	uint32_t alloc_failures;
 };
 
+/* With device hooks, a closed step is held until the library's GPU_STEP record for it
+ * (device time arrives after the host has moved on), or until the next step closes. */
 struct ts_agg {
 	int64_t mono_to_real_ns;
 	uint64_t prev_end_ns; /* realtime end of the previous step */
-	uint64_t device_ns;
-	struct ts_step_sum cur;
+	bool gpu_seen, have_held;
+	uint64_t late;        /* device records for a step already sent */
+	struct ts_step_sum cur, held;
 };
 
 void ts_agg_init(struct ts_agg *a, int64_t mono_to_real_ns);
 /* Returns true when rec closes a step; the summary is then in *out. */
 bool ts_agg_add(struct ts_agg *a, const struct ts_rec *rec, struct ts_step_sum *out);
+
+/* The held step, if any, at the producer's end. */
+bool ts_agg_flush(struct ts_agg *a, struct ts_step_sum *out);
 
 /* nccl-tests: bus bandwidth = algorithm bandwidth x this factor for n ranks. */
 double ts_busbw_factor(int op, int nranks);

@@ -7,6 +7,11 @@
 typedef Trainscope__V1__Record Record;
 typedef Trainscope__V1__Step Step;
 typedef Trainscope__V1__CollStat CollStat;
+typedef Trainscope__V1__GemmStat GemmStat;
+
+static const char *const op_names[] = { "kernel", "AllReduce", "AllGather", "ReduceScatter",
+					"Broadcast", "Reduce", "AllToAll", "SendRecv",
+					"Gather", "Scatter" };
 
 static void fill_identity(Trainscope__V1__Identity *pb, Trainscope__V1__Device *dev,
 			  const struct ts_ident *id)
@@ -55,6 +60,24 @@ static void fill_step(Step *pb, CollStat *cs, CollStat **csp, const struct ts_st
 	}
 	pb->n_colls = (size_t)s->ncoll;
 	pb->colls = csp;
+	pb->mem_live_bytes = s->mem_live;
+	pb->mem_peak_bytes = s->mem_peak;
+	pb->mem_alloc_failures = s->alloc_failures;
+}
+
+static void fill_gemms(Step *pb, GemmStat *gs, GemmStat **gsp, const struct ts_step_sum *s)
+{
+	for (int i = 0; i < s->ngemm; i++) {
+		const struct ts_gemm_acc *g = &s->gemm[i];
+		trainscope__v1__gemm_stat__init(&gs[i]);
+		gs[i].size_bucket = g->bucket;
+		gs[i].count = g->count;
+		gs[i].time_ns = g->time_ns;
+		gs[i].tflops = g->time_ns ? g->flops / (double)g->time_ns / 1e3 : 0;
+		gsp[i] = &gs[i];
+	}
+	pb->n_gemms = (size_t)s->ngemm;
+	pb->gemms = gsp;
 }
 
 int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *steps, int n,
@@ -64,14 +87,17 @@ int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *step
 	Trainscope__V1__Identity id = TRAINSCOPE__V1__IDENTITY__INIT;
 	Trainscope__V1__Device dev = TRAINSCOPE__V1__DEVICE__INIT;
 	Trainscope__V1__Hello hello = TRAINSCOPE__V1__HELLO__INIT;
-	int nrec = n + (h->hello ? 1 : 0), k = 0, err = -ENOMEM;
+	Trainscope__V1__Hang hang = TRAINSCOPE__V1__HANG__INIT;
+	int nrec = n + (h->hello ? 1 : 0) + (h->hang ? 1 : 0), k = 0, err = -ENOMEM;
 	Record *recs = calloc((size_t)nrec + 1, sizeof(*recs));
 	Record **recp = calloc((size_t)nrec + 1, sizeof(*recp));
 	Step *st = calloc((size_t)n + 1, sizeof(*st));
 	CollStat *cs = calloc((size_t)n * TS_AGG_MAX_COLL + 1, sizeof(*cs));
 	CollStat **csp = calloc((size_t)n * TS_AGG_MAX_COLL + 1, sizeof(*csp));
+	GemmStat *gs = calloc((size_t)n * TS_AGG_MAX_GEMM + 1, sizeof(*gs));
+	GemmStat **gsp = calloc((size_t)n * TS_AGG_MAX_GEMM + 1, sizeof(*gsp));
 
-	if (!recs || !recp || !st || !cs || !csp)
+	if (!recs || !recp || !st || !cs || !csp || !gs || !gsp)
 		goto out;
 	fill_identity(&id, &dev, h->id);
 	b.id = &id;
@@ -93,10 +119,24 @@ int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *step
 		trainscope__v1__step__init(&st[i]);
 		fill_step(&st[i], &cs[i * TS_AGG_MAX_COLL], &csp[i * TS_AGG_MAX_COLL], &steps[i],
 			  h->id->world_size);
+		fill_gemms(&st[i], &gs[i * TS_AGG_MAX_GEMM], &gsp[i * TS_AGG_MAX_GEMM], &steps[i]);
 		trainscope__v1__record__init(&recs[k]);
 		recs[k].kind_case = TRAINSCOPE__V1__RECORD__KIND_STEP;
 		recs[k].step = &st[i];
 		recp[k] = &recs[k];
+	}
+	if (h->hang) {
+		hang.time_ns = h->hang->time_ns;
+		hang.op = (char *)op_names[h->hang->op < 10 ? h->hang->op : 0];
+		hang.comm_hash = h->hang->comm_hash;
+		hang.seq = h->hang->seq;
+		hang.pending_ns = h->hang->pending_ns;
+		hang.stacks = h->hang->stacks ? h->hang->stacks : (char *)"";
+		trainscope__v1__record__init(&recs[k]);
+		recs[k].kind_case = TRAINSCOPE__V1__RECORD__KIND_HANG;
+		recs[k].hang = &hang;
+		recp[k] = &recs[k];
+		k++;
 	}
 	b.n_records = (size_t)nrec;
 	b.records = recp;
@@ -112,5 +152,7 @@ out:
 	free(st);
 	free(cs);
 	free(csp);
+	free(gs);
+	free(gsp);
 	return err;
 }

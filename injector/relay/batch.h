@@ -8,6 +8,12 @@
 #include "agg.h"
 #include "ident.h"
 
+struct ts_hang_info {
+	uint64_t time_ns, comm_hash, seq, pending_ns;
+	unsigned op;  /* enum trainscope_coll_op, 0 for a kernel */
+	char *stacks; /* may be NULL */
+};
+
 struct ts_batch_hdr {
 	const struct ts_ident *id;
 	uint64_t producer_id;
@@ -16,6 +22,7 @@ struct ts_batch_hdr {
 	bool hello;               /* prepend a Hello record (first batch of a producer) */
 	uint64_t start_real_ns;   /* for Hello */
 	bool final;               /* the producer exited: nothing follows */
+	const struct ts_hang_info *hang; /* append a Hang record */
 };
 
 /* Returns 0 with *out malloc'ed (caller frees), or -ENOMEM. */

@@ -207,6 +207,55 @@ static void publish(struct relay *r, struct producer *p, bool final)
 	p->npending = 0;
 }
 
+/* The side file's text (the last max bytes), malloc'ed; NULL when there is none. */
+static char *read_side(const char *ring_path, const char *suffix, size_t max)
+{
+	char path[4200];
+	size_t base = strlen(ring_path) - strlen(TS_RING_SUFFIX), n;
+	FILE *f;
+	char *buf;
+	long size;
+
+	snprintf(path, sizeof(path), "%.*s%s", (int)base, ring_path, suffix);
+	if (!(f = fopen(path, "r")))
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	if (size > (long)max)
+		fseek(f, size - (long)max, SEEK_SET);
+	else
+		rewind(f);
+	buf = malloc(max + 1);
+	n = buf ? fread(buf, 1, max, f) : 0;
+	if (buf)
+		buf[n] = 0;
+	fclose(f);
+	return buf;
+}
+
+/* A hang goes out at once, on its own subject, after the steps before it. */
+static void send_hang(struct relay *r, struct producer *p, const struct ts_rec *rec)
+{
+	char leaf[16];
+	char subject[256];
+	struct ts_hang_info hang = {
+		.time_ns = rec->t_ns + (uint64_t)p->ring->mono_to_real_ns, .op = rec->kind,
+		.comm_hash = rec->a, .seq = rec->b, .pending_ns = rec->dur_ns,
+		.stacks = read_side(p->path, TS_SIDE_STACKS, 64 * 1024),
+	};
+
+	publish(r, p, false);
+	snprintf(leaf, sizeof(leaf), "%d", p->ring->id.rank);
+	if (ts_subject(subject, sizeof(subject), p->ring->id.ns, p->ring->id.job, "hang", leaf) > 0) {
+		struct ts_batch_hdr h = { .producer_id = p->producer_id, .seq = ++p->seq,
+					  .hang = &hang };
+		if (!send_batch(r, p, subject, &h, NULL, 0))
+			ts_warn("relay: rank %d reports a hang (op %u, seq %" PRIu64 ", %.0f s pending)",
+				p->ring->id.rank, hang.op, hang.seq, (double)hang.pending_ns / 1e9);
+	}
+	free(hang.stacks);
+}
+
 static void drain(struct relay *r, struct producer *p)
 {
 	struct ts_step_sum sum;
@@ -214,6 +263,10 @@ static void drain(struct relay *r, struct producer *p)
 
 	for (int n = 0; n < DRAIN_BUDGET && ts_ring_pop(p->ring, &rec); n++) {
 		r->st.records++;
+		if (rec.type == TS_REC_HANG) {
+			send_hang(r, p, &rec);
+			continue;
+		}
 		if (!ts_agg_add(&p->agg, &rec, &sum))
 			continue;
 		r->st.steps++;
@@ -260,6 +313,9 @@ static void round_all(struct relay *r, bool final)
 		if (ring_empty(p->ring) &&
 		    (atomic_load(&p->ring->closed) || !ts_ring_producer_alive(p->path)))
 			done = ring_empty(p->ring); /* nothing slipped in before it exited */
+		struct ts_step_sum last;
+		if (done && ts_agg_flush(&p->agg, &last) && !push_pending(p, &last))
+			r->st.steps++;
 		if (final || done || now - p->last_flush_ms >= (uint64_t)r->opts.flush_ms)
 			publish(r, p, done);
 		if (done || now >= p->next_hello_ms)
