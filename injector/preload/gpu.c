@@ -503,6 +503,9 @@ static void *poller(void *arg)
 	(void)arg;
 	for (;;) {
 		uint64_t now = ts_mono_ns(), min_active = UINT64_MAX;
+		/* collectives first: a stuck one names op, communicator and seq, which is
+		 * what a hang report should say (reports are one per timeout period) */
+		ts_prof_hang_scan(now);
 		if (!ctx_set && g.ctx)
 			ctx_set = g.d.ctx_set(g.ctx) == TS_CUDA_SUCCESS;
 		for (int i = 0; ctx_set && i < NSLOTS; i++) {
@@ -515,7 +518,6 @@ static void *poller(void *arg)
 		}
 		if (ctx_set)
 			close_steps(min_active);
-		ts_prof_hang_scan(now);
 		struct timespec ts = { 0, (long)(g.poll_ns ? g.poll_ns : 5000000) };
 		nanosleep(&ts, NULL);
 	}
@@ -531,8 +533,16 @@ void ts_report_hang(unsigned op, uint64_t comm, uint64_t seq, uint64_t step, uin
 	if (g.last_hang_ns && now - g.last_hang_ns < g.hang_ns)
 		return;
 	g.last_hang_ns = now;
-	if (sig > 0)
-		raise(sig); /* faulthandler writes all Python stacks before raise returns */
+	if (sig > 0) {
+		/* the poller blocks every signal; this one it raises at itself, so that
+		 * faulthandler writes all Python stacks before raise returns */
+		sigset_t one;
+		sigemptyset(&one);
+		sigaddset(&one, sig);
+		pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+		raise(sig);
+		pthread_sigmask(SIG_BLOCK, &one, NULL);
+	}
 	struct ts_rec r = { .type = TS_REC_HANG, .kind = (uint16_t)op, .t_ns = now,
 			    .dur_ns = pending, .a = comm, .b = seq, .c = step };
 	ts_emit(&r);

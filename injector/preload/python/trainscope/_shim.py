@@ -87,6 +87,8 @@ def region(kind):
 
 
 def _on_gc(phase, info):
+    if _step == 0:
+        return  # not a training process yet: a launcher must not get a ring
     if phase == "start":
         _lib.trainscope_region_begin(GC)
     else:
