@@ -4,20 +4,27 @@
 # e2e/gpu/carry.sh on the build machine) and build/bin.
 detect() {
 	export LD_LIBRARY_PATH=$ROOT/build/carry/lib PATH=$ROOT/build/carry/bin:$PATH
-	BUILD=$ROOT/build
+	BUILD=$ROOT/build KEEP_WORK=${KEEP_WORK:-}
 	. e2e/lib.sh
 	start_nats
 	start_analyzer --quiet
-	local tsrun="$BIN/trainscope run --nats $NATS_URL --lib $LIB"
-	local shim="PYTHONPATH=$ROOT/injector/preload/python NCCL_PROFILER_PLUGIN=$LIB"
+	tsrun="$BIN/trainscope run --nats $NATS_URL --lib $LIB"
+	shim="PYTHONPATH=$ROOT/injector/preload/python NCCL_PROFILER_PLUGIN=$LIB"
 
+	[ "${NOISY:-1}" = 1 ] && noisy
+	hang
+}
+
+noisy() {
 	echo "== noisy neighbour on GPU 1 from step 60"
 	$tsrun --job noisy -- env $shim torchrun --standalone --nproc_per_node="$NGPU" \
 		e2e/gpu/train.py --layers 12 --warmup 20 --steps 140 --noisy-rank 1 \
 		--noisy-from 60 --out "$OUT/noisy" 2>&1 | grep -v '^W1121' | tail -3
 	"$BIN/trainscope" report --dir "$REPORTS" --job noisy --wait-step 150 --timeout 30
 	"$BIN/trainscope" report --dir "$REPORTS" --job noisy --json >"$OUT/noisy-report.json"
+}
 
+hang() {
 	echo "== rank 1 stops entering collectives at step 30 (hang timeout 20 s)"
 	TRAINSCOPE_HANG_TIMEOUT_S=20 $tsrun --job hang -- env $shim torchrun --standalone \
 		--nproc_per_node="$NGPU" e2e/gpu/train.py --layers 4 --warmup 5 --steps 200 \
