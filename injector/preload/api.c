@@ -85,7 +85,7 @@ void ts_emit_step_counters(uint64_t step)
 		return; /* nothing device-side happened: a CPU-only program */
 	struct ts_rec rec = {
 		.type = TS_REC_STEP_CTR, .t_ns = ts_mono_ns(), .a = launches,
-		.b = (uint64_t)((double)take(&c->host_ticks) * ts_lib.ns_per_tick),
+		.b = (uint64_t)((double)take(&c->host_ticks) * ts_ns_per_tick()),
 		.c = take(&c->sync_ns), .d = atomic_load(&ts_lib.mem_live),
 		.dur_ns = atomic_exchange(&ts_lib.mem_peak, atomic_load(&ts_lib.mem_live)),
 		.kind = (uint16_t)(fails > 0xffff ? 0xffff : fails),
@@ -211,6 +211,22 @@ static void lib_after_fork_child(void)
 	atomic_store(&ts_lib.state, LIB_UNINIT);
 }
 
+static double calibrate_ticks(void);
+
+/* The TSC's rate, measured once, lazily: at a step end or by the poller, never at load
+ * (every process under the preload would pay the 2 ms). */
+double ts_ns_per_tick(void)
+{
+	static _Atomic double npt;
+	double v = atomic_load_explicit(&npt, memory_order_relaxed);
+
+	if (likely(v > 0))
+		return v;
+	v = calibrate_ticks();
+	atomic_store(&npt, v);
+	return v;
+}
+
 static double calibrate_ticks(void)
 {
 	uint64_t t0 = ts_mono_ns(), k0 = ts_ticks(), t1, k1;
@@ -224,7 +240,6 @@ static double calibrate_ticks(void)
 
 __attribute__((constructor)) static void lib_load(void)
 {
-	ts_lib.ns_per_tick = calibrate_ticks();
 	pthread_atfork(NULL, NULL, lib_after_fork_child);
 }
 

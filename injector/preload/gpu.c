@@ -367,7 +367,7 @@ void ts_gpu_stream_wait(CUstream s, bool ptsz)
 static void adapt_sampling(uint64_t now)
 {
 	uint64_t wall = now - g.last_step_end_ns;
-	double cost = (double)atomic_exchange(&g.step_sample_ticks, 0) * ts_lib.ns_per_tick;
+	double cost = (double)atomic_exchange(&g.step_sample_ticks, 0) * ts_ns_per_tick();
 	uint64_t n = atomic_load(&g.sample_n);
 
 	atomic_store(&g.step_samples, 0);

@@ -37,7 +37,6 @@ struct ts_lib {
 	_Atomic uint64_t step;         /* the step now running: records are tagged with it */
 	struct ts_step_ctr ctr;
 	_Atomic uint64_t mem_live, mem_peak, alloc_failures;
-	double ns_per_tick;            /* TSC calibration, set once at load */
 	_Atomic int dump_signal;       /* the shim's faulthandler signal, 0 = none */
 	_Atomic uint64_t total_launches, total_api_calls; /* over closed steps */
 };
@@ -62,6 +61,7 @@ static inline uint64_t ts_ticks(void)
 }
 
 TS_HIDDEN struct ts_ring *ts_lib_init(void);
+TS_HIDDEN double ts_ns_per_tick(void);
 
 static inline struct ts_ring *ts_lib_ring(void)
 {
