@@ -10,7 +10,6 @@ typedef cudaError_t (*rt_launch_fn)(const void *, ts_dim3, ts_dim3, void **, siz
 static cudaError_t launch(_Atomic(void *) *cache, const char *name, bool ptsz, const void *fn,
 			  ts_dim3 grid, ts_dim3 block, void **args, size_t shm, CUstream st)
 {
-	static const struct ts_op_meta kernel = { .kind = TS_T_KERNEL };
 	rt_launch_fn real = (rt_launch_fn)ts_real(cache, "libcudart", name);
 	uint64_t t0;
 
@@ -20,16 +19,9 @@ static cudaError_t launch(_Atomic(void *) *cache, const char *name, bool ptsz, c
 	}
 	if (ts_tls.depth)
 		return real(fn, grid, block, args, shm, st);
-	ts_tls.depth++;
-	t0 = ts_ticks();
-	ts_ctr_add(&ts_lib.ctr.launches, 1);
-	int smp = ts_gpu_launch(st, ptsz);
+	int smp = ts_launch_enter(st, ptsz, &t0);
 	cudaError_t r = real(fn, grid, block, args, shm, st);
-	if (smp >= 0)
-		ts_gpu_timed_end(smp, st, ptsz, &kernel);
-	if (!ts_tls.lib_depth)
-		ts_ctr_add(&ts_lib.ctr.host_ticks, ts_ticks() - t0);
-	ts_tls.depth--;
+	ts_launch_leave(smp, st, ptsz, t0);
 	return r;
 }
 

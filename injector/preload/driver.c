@@ -123,26 +123,6 @@ static inline void *slot_real(struct drv_slot *s)
 	return atomic_load_explicit(&s->real, memory_order_relaxed);
 }
 
-/* Bookkeeping around one launch; returns the sampled slot or -1. */
-static inline int launch_enter(CUstream stream, bool ptsz, uint64_t *t0)
-{
-	ts_tls.depth++;
-	*t0 = ts_ticks();
-	ts_ctr_add(&ts_lib.ctr.launches, 1);
-	return ts_gpu_launch(stream, ptsz);
-}
-
-static inline void launch_leave(int sampled, CUstream stream, bool ptsz, uint64_t t0)
-{
-	static const struct ts_op_meta kernel = { .kind = TS_T_KERNEL };
-
-	if (sampled >= 0)
-		ts_gpu_timed_end(sampled, stream, ptsz, &kernel);
-	if (!ts_tls.lib_depth)
-		ts_ctr_add(&ts_lib.ctr.host_ticks, ts_ticks() - t0);
-	ts_tls.depth--;
-}
-
 static CUresult do_launch(struct drv_slot *s, CUfunction f, unsigned gx, unsigned gy,
 			  unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shm,
 			  CUstream st, void **params, void **extra)
@@ -152,9 +132,9 @@ static CUresult do_launch(struct drv_slot *s, CUfunction f, unsigned gx, unsigne
 
 	if (ts_tls.depth)
 		return real(f, gx, gy, gz, bx, by, bz, shm, st, params, extra);
-	int smp = launch_enter(st, s->ptsz, &t0);
+	int smp = ts_launch_enter(st, s->ptsz, &t0);
 	CUresult r = real(f, gx, gy, gz, bx, by, bz, shm, st, params, extra);
-	launch_leave(smp, st, s->ptsz, t0);
+	ts_launch_leave(smp, st, s->ptsz, t0);
 	return r;
 }
 
@@ -167,9 +147,9 @@ static CUresult do_launchex(struct drv_slot *s, const ts_launch_config *cfg, CUf
 
 	if (ts_tls.depth || !cfg)
 		return real(cfg, f, params, extra);
-	int smp = launch_enter(st, s->ptsz, &t0);
+	int smp = ts_launch_enter(st, s->ptsz, &t0);
 	CUresult r = real(cfg, f, params, extra);
-	launch_leave(smp, st, s->ptsz, t0);
+	ts_launch_leave(smp, st, s->ptsz, t0);
 	return r;
 }
 

@@ -38,6 +38,28 @@ TS_HIDDEN bool ts_gpu_sample_gemm(void);
  * Returns a slot, or -1 (capturing, no context, pool empty: counted, never waits). */
 TS_HIDDEN int ts_gpu_timed_begin(CUstream s, bool ptsz);
 TS_HIDDEN void ts_gpu_timed_end(int slot, CUstream s, bool ptsz, const struct ts_op_meta *m);
+
+/* Around one outermost launch, runtime or driver: count it, open the stream's
+ * segment, maybe sample it (returns the slot or -1), and charge its host time. */
+static inline int ts_launch_enter(CUstream stream, bool ptsz, uint64_t *t0)
+{
+	ts_tls.depth++;
+	*t0 = ts_ticks();
+	ts_ctr_add(&ts_lib.ctr.launches, 1);
+	return ts_gpu_launch(stream, ptsz);
+}
+
+static inline void ts_launch_leave(int sampled, CUstream stream, bool ptsz, uint64_t t0)
+{
+	static const struct ts_op_meta kernel = { .kind = TS_T_KERNEL };
+
+	if (sampled >= 0)
+		ts_gpu_timed_end(sampled, stream, ptsz, &kernel);
+	if (!ts_tls.lib_depth)
+		ts_ctr_add(&ts_lib.ctr.host_ticks, ts_ticks() - t0);
+	ts_tls.depth--;
+}
+
 /* The stream is about to wait on another's work: its busy segment ends here. */
 TS_HIDDEN void ts_gpu_stream_wait(CUstream s, bool ptsz);
 /* True while NCCL's profiler plugin times collectives (the API hooks then do not). */
