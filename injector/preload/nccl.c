@@ -18,6 +18,28 @@ unsigned ts_nccl_type_size(int dtype)
 	return dtype >= 0 && dtype < (int)(sizeof(size) / sizeof(size[0])) ? size[dtype] : 0;
 }
 
+unsigned ts_nccl_type_size_named(const char *t)
+{
+	if (!t)
+		return 1;
+	if (strstr(t, "64"))
+		return 8;
+	if (strstr(t, "32"))
+		return 4;
+	if (strstr(t, "16"))
+		return 2;
+	return 1; /* the 8-bit integers and floats */
+}
+
+uint64_t ts_nccl_bytes(unsigned op, uint64_t count, unsigned elem, uint32_t nranks)
+{
+	bool per_rank = op == TRAINSCOPE_COLL_ALL_GATHER || op == TRAINSCOPE_COLL_REDUCE_SCATTER ||
+			op == TRAINSCOPE_COLL_ALL_TO_ALL || op == TRAINSCOPE_COLL_GATHER ||
+			op == TRAINSCOPE_COLL_SCATTER;
+
+	return count * elem * (per_rank && nranks ? nranks : 1);
+}
+
 unsigned ts_nccl_op_from_name(const char *f)
 {
 	static const struct {
@@ -97,10 +119,8 @@ struct coll_call {
 	struct ts_op_meta meta;
 };
 
-/* per_rank: the count is per rank (all-gather, reduce-scatter, all-to-all, gather,
- * scatter); nccl-tests sizes those by the whole buffer. */
 static void coll_enter(struct coll_call *c, unsigned op, size_t count, int dtype,
-		       ncclComm_t comm, CUstream stream, bool per_rank)
+		       ncclComm_t comm, CUstream stream)
 {
 	c->outer = ts_tls.nccl_depth == 0;
 	c->slot = -1;
@@ -117,8 +137,7 @@ static void coll_enter(struct coll_call *c, unsigned op, size_t count, int dtype
 	c->meta = (struct ts_op_meta){ .kind = TS_T_COLL, .op = (uint16_t)op,
 				       .nranks = comm_ranks(comm), .comm = comm_hash(comm),
 				       .seq = atomic_fetch_add(&coll_seq, 1) + 1 };
-	c->meta.amount = (uint64_t)count * ts_nccl_type_size(dtype) *
-			 (per_rank ? c->meta.nranks : 1);
+	c->meta.amount = ts_nccl_bytes(op, count, ts_nccl_type_size(dtype), c->meta.nranks);
 	if (ts_tls.group_depth) {
 		if (!group.ops++) {
 			group.stream = stream;
@@ -150,9 +169,9 @@ static void coll_leave(struct coll_call *c)
 		return TS_NCCL_INTERNAL_ERROR;                                               \
 	}
 
-#define NCCL_CALL(op, count, dtype, comm, stream, per_rank, call)                          \
+#define NCCL_CALL(op, count, dtype, comm, stream, call)                                    \
 	struct coll_call c;                                                                  \
-	coll_enter(&c, op, count, dtype, comm, stream, per_rank);                            \
+	coll_enter(&c, op, count, dtype, comm, stream);                                      \
 	ncclResult_t r = f call;                                                             \
 	coll_leave(&c);                                                                      \
 	return r;
@@ -161,21 +180,21 @@ TS_EXPORT ncclResult_t ncclAllReduce(const void *s, void *r_, size_t n, int t, i
 				     ncclComm_t comm, CUstream st)
 {
 	NCCL_REAL("ncclAllReduce", const void *, void *, size_t, int, int, ncclComm_t, CUstream)
-	NCCL_CALL(TRAINSCOPE_COLL_ALL_REDUCE, n, t, comm, st, false, (s, r_, n, t, op, comm, st))
+	NCCL_CALL(TRAINSCOPE_COLL_ALL_REDUCE, n, t, comm, st, (s, r_, n, t, op, comm, st))
 }
 
 TS_EXPORT ncclResult_t ncclBroadcast(const void *s, void *r_, size_t n, int t, int root,
 				     ncclComm_t comm, CUstream st)
 {
 	NCCL_REAL("ncclBroadcast", const void *, void *, size_t, int, int, ncclComm_t, CUstream)
-	NCCL_CALL(TRAINSCOPE_COLL_BROADCAST, n, t, comm, st, false, (s, r_, n, t, root, comm, st))
+	NCCL_CALL(TRAINSCOPE_COLL_BROADCAST, n, t, comm, st, (s, r_, n, t, root, comm, st))
 }
 
 TS_EXPORT ncclResult_t ncclBcast(void *b, size_t n, int t, int root, ncclComm_t comm,
 				 CUstream st)
 {
 	NCCL_REAL("ncclBcast", void *, size_t, int, int, ncclComm_t, CUstream)
-	NCCL_CALL(TRAINSCOPE_COLL_BROADCAST, n, t, comm, st, false, (b, n, t, root, comm, st))
+	NCCL_CALL(TRAINSCOPE_COLL_BROADCAST, n, t, comm, st, (b, n, t, root, comm, st))
 }
 
 TS_EXPORT ncclResult_t ncclReduce(const void *s, void *r_, size_t n, int t, int op, int root,
@@ -183,7 +202,7 @@ TS_EXPORT ncclResult_t ncclReduce(const void *s, void *r_, size_t n, int t, int 
 {
 	NCCL_REAL("ncclReduce", const void *, void *, size_t, int, int, int, ncclComm_t,
 		  CUstream)
-	NCCL_CALL(TRAINSCOPE_COLL_REDUCE, n, t, comm, st, false,
+	NCCL_CALL(TRAINSCOPE_COLL_REDUCE, n, t, comm, st,
 		  (s, r_, n, t, op, root, comm, st))
 }
 
@@ -191,7 +210,7 @@ TS_EXPORT ncclResult_t ncclAllGather(const void *s, void *r_, size_t n, int t, n
 				     CUstream st)
 {
 	NCCL_REAL("ncclAllGather", const void *, void *, size_t, int, ncclComm_t, CUstream)
-	NCCL_CALL(TRAINSCOPE_COLL_ALL_GATHER, n, t, comm, st, true, (s, r_, n, t, comm, st))
+	NCCL_CALL(TRAINSCOPE_COLL_ALL_GATHER, n, t, comm, st, (s, r_, n, t, comm, st))
 }
 
 TS_EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r_, size_t n, int t, int op,
@@ -199,7 +218,7 @@ TS_EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r_, size_t n, int 
 {
 	NCCL_REAL("ncclReduceScatter", const void *, void *, size_t, int, int, ncclComm_t,
 		  CUstream)
-	NCCL_CALL(TRAINSCOPE_COLL_REDUCE_SCATTER, n, t, comm, st, true,
+	NCCL_CALL(TRAINSCOPE_COLL_REDUCE_SCATTER, n, t, comm, st,
 		  (s, r_, n, t, op, comm, st))
 }
 
@@ -207,35 +226,35 @@ TS_EXPORT ncclResult_t ncclAlltoAll(const void *s, void *r_, size_t n, int t, nc
 				    CUstream st)
 {
 	NCCL_REAL("ncclAlltoAll", const void *, void *, size_t, int, ncclComm_t, CUstream)
-	NCCL_CALL(TRAINSCOPE_COLL_ALL_TO_ALL, n, t, comm, st, true, (s, r_, n, t, comm, st))
+	NCCL_CALL(TRAINSCOPE_COLL_ALL_TO_ALL, n, t, comm, st, (s, r_, n, t, comm, st))
 }
 
 TS_EXPORT ncclResult_t ncclGather(const void *s, void *r_, size_t n, int t, int root,
 				  ncclComm_t comm, CUstream st)
 {
 	NCCL_REAL("ncclGather", const void *, void *, size_t, int, int, ncclComm_t, CUstream)
-	NCCL_CALL(TRAINSCOPE_COLL_GATHER, n, t, comm, st, true, (s, r_, n, t, root, comm, st))
+	NCCL_CALL(TRAINSCOPE_COLL_GATHER, n, t, comm, st, (s, r_, n, t, root, comm, st))
 }
 
 TS_EXPORT ncclResult_t ncclScatter(const void *s, void *r_, size_t n, int t, int root,
 				   ncclComm_t comm, CUstream st)
 {
 	NCCL_REAL("ncclScatter", const void *, void *, size_t, int, int, ncclComm_t, CUstream)
-	NCCL_CALL(TRAINSCOPE_COLL_SCATTER, n, t, comm, st, true, (s, r_, n, t, root, comm, st))
+	NCCL_CALL(TRAINSCOPE_COLL_SCATTER, n, t, comm, st, (s, r_, n, t, root, comm, st))
 }
 
 TS_EXPORT ncclResult_t ncclSend(const void *s, size_t n, int t, int peer, ncclComm_t comm,
 				CUstream st)
 {
 	NCCL_REAL("ncclSend", const void *, size_t, int, int, ncclComm_t, CUstream)
-	NCCL_CALL(TRAINSCOPE_COLL_SEND_RECV, n, t, comm, st, false, (s, n, t, peer, comm, st))
+	NCCL_CALL(TRAINSCOPE_COLL_SEND_RECV, n, t, comm, st, (s, n, t, peer, comm, st))
 }
 
 TS_EXPORT ncclResult_t ncclRecv(void *b, size_t n, int t, int peer, ncclComm_t comm,
 				CUstream st)
 {
 	NCCL_REAL("ncclRecv", void *, size_t, int, int, ncclComm_t, CUstream)
-	NCCL_CALL(TRAINSCOPE_COLL_SEND_RECV, n, t, comm, st, false, (b, n, t, peer, comm, st))
+	NCCL_CALL(TRAINSCOPE_COLL_SEND_RECV, n, t, comm, st, (b, n, t, peer, comm, st))
 }
 
 TS_EXPORT ncclResult_t ncclGroupStart(void)

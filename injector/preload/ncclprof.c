@@ -196,14 +196,7 @@ static void start_op(struct pcomm *c, void **handle, const descr_v5 *d)
 	o->algo = coll ? (uint16_t)ts_nccl_algo(d->coll.algo) : 0;
 	o->nch = coll ? d->coll.nchannels : d->p2p.nchannels;
 	o->seq = coll ? d->coll.seq : 0;
-	o->bytes = count * (dtype && strstr(dtype, "64") ? 8 :
-			    dtype && (strstr(dtype, "32")) ? 4 :
-			    dtype && (strstr(dtype, "16") || strstr(dtype, "half")) ? 2 :
-			    dtype && strstr(dtype, "double") ? 8 :
-			    dtype && strstr(dtype, "float") ? 4 : 1);
-	if (op == TRAINSCOPE_COLL_ALL_GATHER || op == TRAINSCOPE_COLL_REDUCE_SCATTER ||
-	    op == TRAINSCOPE_COLL_ALL_TO_ALL)
-		o->bytes *= c ? c->nranks : 1; /* nccl-tests sizes by the whole buffer */
+	o->bytes = ts_nccl_bytes(op, count, ts_nccl_type_size_named(dtype), c ? c->nranks : 1);
 	o->step = atomic_load_explicit(&ts_lib.step, memory_order_relaxed);
 	o->t_host_ns = ts_mono_ns();
 	atomic_store(&o->ch_started, 0);
