@@ -72,13 +72,12 @@ static uint64_t take(_Atomic uint64_t *c)
 	return atomic_exchange_explicit(c, 0, memory_order_relaxed);
 }
 
-void ts_emit_step_counters(uint64_t step)
+void ts_emit_step_counters(void)
 {
 	struct ts_step_ctr *c = &ts_lib.ctr;
 	uint64_t launches = take(&c->launches), calls = take(&c->api_calls);
 	uint64_t fails = atomic_load_explicit(&ts_lib.alloc_failures, memory_order_relaxed);
 
-	(void)step;
 	ts_ctr_add(&ts_lib.total_launches, launches);
 	ts_ctr_add(&ts_lib.total_api_calls, calls);
 	if (!launches && !calls)
@@ -96,7 +95,7 @@ void ts_emit_step_counters(uint64_t step)
 
 TRAINSCOPE_API void trainscope_step_end(uint64_t step)
 {
-	ts_emit_step_counters(step);
+	ts_emit_step_counters();
 	struct ts_rec rec = { .type = TS_REC_STEP_END, .t_ns = ts_mono_ns(), .a = step };
 	ts_emit(&rec);
 	ts_gpu_step_end(step);
@@ -159,18 +158,13 @@ TRAINSCOPE_API void trainscope_get_counters(struct trainscope_counters *out)
 
 TRAINSCOPE_API void trainscope_get_device_counters(struct trainscope_device_counters *out)
 {
-	struct ts_gpu_stats g;
-
-	ts_gpu_get_stats(&g);
 	*out = (struct trainscope_device_counters){
 		.launches = atomic_load(&ts_lib.total_launches) + atomic_load(&ts_lib.ctr.launches),
 		.api_calls = atomic_load(&ts_lib.total_api_calls) + atomic_load(&ts_lib.ctr.api_calls),
-		.segments = g.segments, .samples = g.samples, .completed = g.completed,
-		.timed_skipped = g.timed_skipped, .capture_skips = g.capture_skips,
-		.hangs = g.hangs, .sample_n = g.sample_n,
 		.mem_live = atomic_load(&ts_lib.mem_live),
 		.alloc_failures = atomic_load(&ts_lib.alloc_failures),
 	};
+	ts_gpu_get_stats(out);
 }
 
 TRAINSCOPE_API int trainscope_side_path(const char *suffix, char *buf, size_t n)

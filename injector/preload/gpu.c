@@ -7,6 +7,7 @@
 #include "gpu.h"
 #include "nccl.h"
 #include "real.h"
+#include "trainscope.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -549,15 +550,13 @@ void ts_report_hang(unsigned op, uint64_t comm, uint64_t seq, uint64_t step, uin
 	atomic_fetch_add_explicit(&g.st.hangs, 1, memory_order_relaxed);
 }
 
-void ts_gpu_get_stats(struct ts_gpu_stats *o)
+void ts_gpu_get_stats(struct trainscope_device_counters *o)
 {
 	o->segments = atomic_load(&g.st.segments);
 	o->samples = atomic_load(&g.st.samples);
+	o->completed = atomic_load(&g.st.completed);
 	o->timed_skipped = atomic_load(&g.st.timed_skipped);
 	o->capture_skips = atomic_load(&g.st.capture_skips);
-	o->pool_empty = atomic_load(&g.st.pool_empty);
-	o->ctx_mismatch = atomic_load(&g.st.ctx_mismatch);
-	o->completed = atomic_load(&g.st.completed);
 	o->hangs = atomic_load(&g.st.hangs);
 	o->sample_n = atomic_load(&g.sample_n);
 }

@@ -73,10 +73,8 @@ TS_HIDDEN void ts_report_hang(unsigned op, uint64_t comm, uint64_t seq, uint64_t
 			      uint64_t pending_ns);
 TS_HIDDEN uint64_t ts_hang_timeout_ns(void);
 
-struct ts_gpu_stats {
-	uint64_t segments, samples, timed_skipped, capture_skips, pool_empty, ctx_mismatch;
-	uint64_t completed, hangs, sample_n;
-};
-TS_HIDDEN void ts_gpu_get_stats(struct ts_gpu_stats *out);
+/* Fills the device-side fields of the public counters (trainscope.h). */
+struct trainscope_device_counters;
+TS_HIDDEN void ts_gpu_get_stats(struct trainscope_device_counters *out);
 
 #endif

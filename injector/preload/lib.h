@@ -90,6 +90,6 @@ static inline void ts_ctr_add(_Atomic uint64_t *c, uint64_t v)
 /* Step boundaries as the device backends see them (gpu.c). */
 TS_HIDDEN void ts_gpu_step_end(uint64_t step);
 /* Emits the per-step counter records and resets the counters (api.c). */
-TS_HIDDEN void ts_emit_step_counters(uint64_t step);
+TS_HIDDEN void ts_emit_step_counters(void);
 
 #endif
