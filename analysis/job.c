@@ -438,6 +438,16 @@ static double rel(double v, double med)
 	return med > 0 ? (v - med) / med : 0;
 }
 
+/* A rank whose GPU is slower (another process on it, a slow card) fills its launch
+ * queue, and then every launch call waits: its host launch time can stand out more than
+ * its device time. Launch time is the host's doing only when the device time is normal
+ * or the scheduler shows the host short of CPU. */
+static bool gpu_blocks_launches(struct ts_job *j, int k)
+{
+	return j->alarm[idx(j, k, TS_M_COMPUTE)] && !j->alarm[idx(j, k, TS_M_RUNQ)] &&
+	       !j->alarm[idx(j, k, TS_M_OFFCPU)];
+}
+
 /* The rank's cause: the alarmed metric that stands out most. A high collective time is
  * not a cause by itself: in synchronous training the ranks that wait for a slow one
  * show it. Communication needs evidence beyond one rank (a node's ranks together). */
@@ -454,6 +464,8 @@ static int pick_metric(struct ts_job *j, int k)
 		if (best < 0 || d > bd)
 			best = m, bd = d;
 	}
+	if (best == TS_M_LAUNCH && gpu_blocks_launches(j, k))
+		best = TS_M_COMPUTE;
 	return best;
 }
 
@@ -520,6 +532,12 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 	s->evidence[0] = 0;
 	appendf(s->evidence, sizeof(s->evidence), "%s %.2f ms/step vs group median %.2f ms (%+.0f%%)",
 		s->metric, s->value_ms, s->median_ms, 100 * s->degradation);
+	if (m == TS_M_COMPUTE && j->alarm[idx(j, k, TS_M_LAUNCH)])
+		appendf(s->evidence, sizeof(s->evidence), "; launch %.2f ms vs %.2f ms (%+.0f%%): "
+			"launches wait for the busy GPU", j->hit_value[idx(j, k, TS_M_LAUNCH)],
+			j->hit_median[idx(j, k, TS_M_LAUNCH)],
+			100 * rel(j->hit_value[idx(j, k, TS_M_LAUNCH)],
+				  j->hit_median[idx(j, k, TS_M_LAUNCH)]));
 	if (m == TS_M_COMPUTE)
 		device_evidence(j, k, s);
 	if (!strcmp(s->cause, "HostCPU") && j->meta[k].blame.top_comm[0])

@@ -20,6 +20,7 @@ struct sim {
 	enum ts_metric metric;
 	double factor;
 	unsigned seed;
+	double launch_factor; /* >0: the slow rank's launches also take this much longer */
 };
 
 static double jitter(unsigned *seed, double v, double rel)
@@ -39,6 +40,8 @@ static void feed_step(struct ts_job *j, struct sim *s, uint64_t step)
 		struct ts_rank_step rs = { .step = step, .start_ns = t0 };
 		for (int m = 0; m < TS_M_COUNT; m++)
 			rs.m[m] = jitter(&s->seed, base[m], 0.03);
+		if (r == s->slow_rank && extra > 0 && s->launch_factor > 0)
+			rs.m[TS_M_LAUNCH] *= s->launch_factor;
 		if (r == s->slow_rank && extra > 0)
 			rs.m[s->metric] += extra;
 		else
@@ -104,6 +107,24 @@ static void test_launch_is_host_cpu(void **state)
 {
 	(void)state;
 	expect_slow(TS_M_LAUNCH, 3.0, "HostCPU", 8);
+}
+
+/* A GPU shared with another process: the rank's launches wait on a full queue and
+ * stand out more than its device time, yet the cause is the device side. */
+static void test_busy_gpu_blocks_launches(void **state)
+{
+	struct sim s = { 4, 1, 40, TS_M_COMPUTE, 2.0, 3, 3.0 };
+	uint64_t first;
+	const struct ts_job_result *r;
+
+	(void)state;
+	s.slow_rank = 1;
+	r = run(&s, 120, &first);
+	assert_int_equal(r->nslow, 1);
+	assert_int_equal(r->slow[0].rank, 1);
+	assert_string_equal(r->slow[0].cause, "Compute");
+	assert_string_equal(r->slow[0].metric, "compute");
+	assert_non_null(strstr(r->slow[0].evidence, "launches wait for the busy GPU"));
 }
 
 /* A compute outlier on a GPU that says it throttles is the device's doing. */
@@ -255,6 +276,7 @@ int main(void)
 		cmocka_unit_test(test_compute),
 		cmocka_unit_test(test_storage),
 		cmocka_unit_test(test_launch_is_host_cpu),
+		cmocka_unit_test(test_busy_gpu_blocks_launches),
 		cmocka_unit_test(test_throttled_gpu_is_device),
 		cmocka_unit_test(test_runq_names_preemptor),
 		cmocka_unit_test(test_healthy_names_nobody),

@@ -1,7 +1,7 @@
 # Sourced by run.sh: the noisy-neighbour and hang runs through the whole pipeline on the
 # GPU machine (nats-server, trainscope run = preload + relay, analyzer in local mode).
 # Needs build/carry (nats-server and the daemons' shared libraries, made by
-# e2e/gpu/carry.sh on the build machine) and build/bin.
+# e2e/gpu/carry.sh on the build machine) and build/bin. NOISY=0 or HANG=0 skips a part.
 detect() {
 	export LD_LIBRARY_PATH=$ROOT/build/carry/lib PATH=$ROOT/build/carry/bin:$PATH
 	BUILD=$ROOT/build KEEP_WORK=${KEEP_WORK:-}
@@ -12,7 +12,7 @@ detect() {
 	shim="PYTHONPATH=$ROOT/injector/preload/python NCCL_PROFILER_PLUGIN=$LIB"
 
 	[ "${NOISY:-1}" = 1 ] && noisy
-	hang
+	[ "${HANG:-1}" = 1 ] && hang
 }
 
 noisy() {
@@ -22,6 +22,7 @@ noisy() {
 		--noisy-from 60 --out "$OUT/noisy" 2>&1 | grep -v '^W1121' | tail -3
 	"$BIN/trainscope" report --dir "$REPORTS" --job noisy --wait-step 150 --timeout 30
 	"$BIN/trainscope" report --dir "$REPORTS" --job noisy --json >"$OUT/noisy-report.json"
+	grep 'noisy' "$ANALYZER_LOG" | grep -E 'alarm|FailSlow' | head -12
 }
 
 hang() {
