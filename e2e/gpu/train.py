@@ -53,10 +53,11 @@ def device_counters():
         fn = ctypes.CDLL(None).trainscope_get_device_counters
     except AttributeError:
         return None
-    buf = (ctypes.c_uint64 * 11)()
-    fn(buf)
     names = ("launches", "api_calls", "segments", "samples", "completed", "timed_skipped",
-             "capture_skips", "hangs", "sample_n", "mem_live", "alloc_failures")
+             "capture_skips", "hangs", "sample_n", "mem_live", "alloc_failures", "gemms",
+             "colls")
+    buf = (ctypes.c_uint64 * len(names))()
+    fn(buf)
     return dict(zip(names, buf))
 
 

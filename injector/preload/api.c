@@ -163,6 +163,8 @@ TRAINSCOPE_API void trainscope_get_device_counters(struct trainscope_device_coun
 		.api_calls = atomic_load(&ts_lib.total_api_calls) + atomic_load(&ts_lib.ctr.api_calls),
 		.mem_live = atomic_load(&ts_lib.mem_live),
 		.alloc_failures = atomic_load(&ts_lib.alloc_failures),
+		.gemms = atomic_load(&ts_lib.ctr.gemms),
+		.colls = atomic_load(&ts_lib.ctr.colls),
 	};
 	ts_gpu_get_stats(out);
 }

@@ -12,7 +12,6 @@
 
 #include <dlfcn.h>
 
-TS_HIDDEN void ts_real_dlsym_init(void);
 TS_HIDDEN int ts_dlsym_route(const char *name);
 TS_HIDDEN void *ts_dlsym_wrapped(void *handle, const char *name);
 

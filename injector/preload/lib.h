@@ -24,7 +24,7 @@ struct ts_step_ctr {
 	_Atomic uint64_t api_calls;  /* hooked CUDA/cuBLAS/NCCL calls */
 	_Atomic uint64_t host_ticks; /* TSC ticks spent inside hooked launch/API calls */
 	_Atomic uint64_t sync_ns;    /* waiting in stream/context/event synchronize */
-	_Atomic uint64_t gemms;
+	_Atomic uint64_t gemms;      /* these two are never reset: process totals */
 	_Atomic uint64_t colls;
 };
 

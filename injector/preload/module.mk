@@ -17,3 +17,49 @@ $(BUILD)/test/test_preload: $(BUILD)/obj/injector/preload/tests/test_preload.o $
 		| $(PRELOAD_LIB)
 	$(call link,$^,$(CMOCKA_LIBS) -ldl)
 TESTS += $(BUILD)/test/test_preload
+
+# TEST DOUBLES of the CUDA driver, runtime, cuBLAS and NCCL (tests/double/double.h),
+# under the vendors' library names, and the scenario driver that runs under the preload.
+# Never sanitized: the preload library is injected into the driver.
+DOUBLE_DIR := $(BUILD)/test/double
+DOUBLE_LIBS := $(addprefix $(DOUBLE_DIR)/,libcuda.so.1 libcudart.so.13 libcublas.so.13 \
+		libnccl.so.2 libtsd_user.so)
+HOOKDRIVE := $(DOUBLE_DIR)/hookdrive
+DOUBLE_RPATH := -Wl,-rpath,'$$ORIGIN'
+
+$(BUILD)/dpic/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC.dbl  $<"
+	@$(CC) $(CFLAGS_ALL) -fPIC -MMD -MP -c $< -o $@
+
+# $(call double_lib,object,soname,extra link arguments)
+define double_lib
+	@mkdir -p $(dir $@)
+	@echo "  LD.dbl  $@"
+	@$(CC) -shared -Wl,-soname,$(2) -o $@ $(1) $(3) -ldl -lpthread
+endef
+
+$(DOUBLE_DIR)/libcuda.so.1: $(BUILD)/dpic/injector/preload/tests/double/cuda_double.o
+	$(call double_lib,$<,libcuda.so.1)
+$(DOUBLE_DIR)/libcudart.so.13: $(BUILD)/dpic/injector/preload/tests/double/cudart_double.o
+	$(call double_lib,$<,libcudart.so.13)
+$(DOUBLE_DIR)/libcublas.so.13: $(BUILD)/dpic/injector/preload/tests/double/cublas_double.o
+	$(call double_lib,$<,libcublas.so.13)
+$(DOUBLE_DIR)/libnccl.so.2: $(BUILD)/dpic/injector/preload/tests/double/nccl_double.o
+	$(call double_lib,$<,libnccl.so.2)
+$(DOUBLE_DIR)/libtsd_user.so: $(BUILD)/dpic/injector/preload/tests/double/user_double.o \
+		$(DOUBLE_DIR)/libnccl.so.2 $(DOUBLE_DIR)/libcublas.so.13
+	$(call double_lib,$^,libtsd_user.so,$(DOUBLE_RPATH))
+
+# The runtime before the driver: the search order RTLD_NEXT is tested against.
+$(HOOKDRIVE): $(BUILD)/plain/injector/preload/tests/double/hookdrive.o \
+		$(BUILD)/plain/injector/preload/ring.o $(BUILD)/plain/common/ident.o \
+		$(DOUBLE_DIR)/libcudart.so.13 $(DOUBLE_DIR)/libcuda.so.1 | $(DOUBLE_DIR)/libtsd_user.so
+	@echo "  LD      $@"
+	@$(CC) -o $@ $(filter %.o,$^) $(DOUBLE_DIR)/libcudart.so.13 $(DOUBLE_DIR)/libcuda.so.1 \
+		$(DOUBLE_RPATH) -ldl -lpthread
+
+$(BUILD)/test/test_hooks: $(BUILD)/obj/injector/preload/tests/test_hooks.o \
+		| $(PRELOAD_LIB) $(HOOKDRIVE)
+	$(call link,$^,$(CMOCKA_LIBS))
+TESTS += $(BUILD)/test/test_hooks

@@ -7,6 +7,8 @@
 
 /* glibc's own dlsym, found with dlvsym; this library's dlsym stands in front of it. */
 TS_HIDDEN void *ts_real_dlsym(void *handle, const char *name);
+/* Sets the pointer the dlsym trampoline jumps through (dlsym.c). */
+TS_HIDDEN void ts_real_dlsym_init(void);
 
 /* name in the library loaded after this one (RTLD_NEXT) or, where that fails because
  * the library was loaded in a local scope, in the first loaded object whose file name

@@ -76,6 +76,8 @@ struct trainscope_device_counters {
 	uint64_t sample_n;       /* the current 1-in-N */
 	uint64_t mem_live;       /* device bytes allocated and not freed */
 	uint64_t alloc_failures;
+	uint64_t gemms;          /* cuBLAS GEMM calls (outermost) */
+	uint64_t colls;          /* NCCL collective and p2p calls (outermost) */
 };
 TRAINSCOPE_API void trainscope_get_device_counters(struct trainscope_device_counters *out);
 

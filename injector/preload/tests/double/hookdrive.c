@@ -1,0 +1,503 @@
+/* TEST DRIVER for the preload library against the CUDA/NCCL/cuBLAS test doubles.
+ * Run with libtrainscope.so in LD_PRELOAD: `hookdrive SCENARIO` plays one scenario,
+ * drains its own ring (it is the only consumer) and prints "key value" lines that
+ * test_hooks.c checks. Linked with the runtime and driver doubles; the framework double
+ * (with NCCL and cuBLAS behind it) is opened RTLD_LOCAL. */
+#define TRAINSCOPE_WEAK
+#include "double.h"
+#include "cudefs.h"
+#include "ring.h"
+#include "trainscope.h"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+cudaError_t __cudaLaunchKernel(const void *, ts_dim3, ts_dim3, void **, size_t, CUstream);
+cudaError_t __cudaLaunchKernel_ptsz(const void *, ts_dim3, ts_dim3, void **, size_t, CUstream);
+cudaError_t cudaLaunchKernel(const void *, ts_dim3, ts_dim3, void **, size_t, CUstream);
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+			      unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult (*launchex_fn)(const ts_launch_config *, CUfunction, void **, void **);
+typedef CUresult (*getproc_fn)(const char *, void **, int, uint64_t);
+typedef CUresult (*getproc2_fn)(const char *, void **, int, uint64_t, int *);
+
+#define A ((CUstream)0x1000)
+#define B ((CUstream)0x2000)
+#define C ((CUstream)0x3000)
+#define MAXREC 64
+
+/* What the ring said. */
+struct seen {
+	struct ts_ring *ring;
+	int gpu_steps, ncoll, ngemm, nhang;
+	struct ts_rec gpu_step[MAXREC], coll[MAXREC], gemm[MAXREC], hang[4];
+	uint64_t ctr_launches, ctr_api;
+};
+
+static struct {
+	void *user; /* the framework double, RTLD_LOCAL */
+	struct seen seen;
+	volatile sig_atomic_t dumps;
+} d;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "hookdrive: %s\n", what);
+	exit(2);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static void *user_fn(const char *name)
+{
+	void *f = dlsym(d.user, name);
+
+	if (!f)
+		die(name);
+	return f;
+}
+
+static void rt_launch(int how, CUstream s)
+{
+	ts_dim3 one = { 1, 1, 1 };
+	cudaError_t r = how == 0 ? __cudaLaunchKernel(NULL, one, one, NULL, 0, s)
+		      : how == 1 ? __cudaLaunchKernel_ptsz(NULL, one, one, NULL, 0, s)
+				 : cudaLaunchKernel(NULL, one, one, NULL, 0, s);
+	if (r)
+		die("runtime launch failed");
+}
+
+static void keep(struct ts_rec *arr, int *n, int cap, const struct ts_rec *r)
+{
+	if (*n < cap)
+		arr[(*n)++] = *r;
+}
+
+static void drain(void)
+{
+	struct seen *s = &d.seen;
+	struct ts_rec r;
+
+	while (ts_ring_pop(s->ring, &r)) {
+		switch (r.type) {
+		case TS_REC_GPU_STEP: keep(s->gpu_step, &s->gpu_steps, MAXREC, &r); break;
+		case TS_REC_COLL: keep(s->coll, &s->ncoll, MAXREC, &r); break;
+		case TS_REC_GEMM: keep(s->gemm, &s->ngemm, MAXREC, &r); break;
+		case TS_REC_HANG: keep(s->hang, &s->nhang, 4, &r); break;
+		case TS_REC_STEP_CTR:
+			s->ctr_launches += r.a;
+			s->ctr_api += r.reserved;
+			break;
+		}
+	}
+}
+
+static struct trainscope_device_counters counters(void)
+{
+	struct trainscope_device_counters c;
+
+	trainscope_get_device_counters(&c);
+	return c;
+}
+
+/* Polls (the library's poller works asynchronously) until done() or 10 s. */
+static void wait_until(bool (*done)(void *), void *arg, const char *what)
+{
+	uint64_t end = now_ms() + 10000;
+
+	for (;;) {
+		drain();
+		if (done(arg))
+			return;
+		if (now_ms() > end)
+			die(what);
+		struct timespec t = { 0, 1000000 };
+		nanosleep(&t, NULL);
+	}
+}
+
+static bool have_gpu_steps(void *n)
+{
+	return d.seen.gpu_steps >= *(int *)n;
+}
+
+static bool all_read_back(void *arg)
+{
+	struct trainscope_device_counters c = counters();
+
+	(void)arg;
+	return c.completed >= c.segments + c.samples;
+}
+
+static void wait_gpu_steps(int n)
+{
+	wait_until(have_gpu_steps, &n, "timed out waiting for GPU_STEP records");
+}
+
+/* ---- scenarios ------------------------------------------------------------------- */
+
+/* Every launch path counts once: the runtime's (which calls the driver inside), and the
+ * driver pointers from dlsym and cuGetProcAddress. */
+static void sc_dispatch(void)
+{
+	launch_fn drv = (launch_fn)dlsym(RTLD_DEFAULT, "cuLaunchKernel");
+	getproc2_fn gp = (getproc2_fn)dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2");
+	launchex_fn ex = NULL;
+	ts_launch_config cfg = { 1, 1, 1, 1, 1, 1, 0, B, NULL, 0 };
+	int st;
+
+	if (!drv || !gp || gp("cuLaunchKernelEx", (void **)&ex, 12000, 0, &st) || !ex)
+		die("driver entry points");
+	for (uint64_t s = 0; s < 10; s++) {
+		trainscope_step_begin(s);
+		for (int i = 0; i < 4; i++)
+			rt_launch(0, A);
+		for (int i = 0; i < 2; i++)
+			rt_launch(1, NULL);
+		for (int i = 0; i < 2; i++)
+			rt_launch(2, A);
+		drv(NULL, 1, 1, 1, 1, 1, 1, 0, B, NULL, NULL);
+		ex(&cfg, NULL, NULL, NULL);
+		trainscope_step_end(s);
+	}
+	wait_gpu_steps(10);
+	printf("per_thread_stream_launches %llu\n",
+	       (unsigned long long)tsd_stream_launches((void *)2));
+}
+
+static int in_object(void *p, const char *name)
+{
+	Dl_info info;
+
+	return p && dladdr(p, &info) && info.dli_fname && strstr(info.dli_fname, name) != NULL;
+}
+
+/* What dlsym and cuGetProcAddress hand out, and that callers' RTLD_NEXT still works. */
+static void sc_rtld(void)
+{
+	void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	getproc2_fn gp = (getproc2_fn)dlsym(cuda, "cuGetProcAddress_v2");
+	getproc2_fn nested = NULL;
+	getproc_fn gp1 = (getproc_fn)dlsym(RTLD_DEFAULT, "cuGetProcAddress");
+	void *p = NULL, *q = NULL, *old = NULL, *ptsz = NULL, *via1 = NULL;
+	struct tsd_stats before, after;
+	int st;
+
+	if (!cuda || !gp || !gp1)
+		die("libcuda double");
+	printf("exe_next_in_lib %d\n", in_object(dlsym(RTLD_NEXT, "cudaLaunchKernel"), "libtrainscope"));
+	printf("cudart_next_probe %d\n", tsd_next_probe());
+	printf("default_probe %d\n", ((int (*)(void))dlsym(RTLD_DEFAULT, "tsd_probe"))());
+	printf("getproc_in_lib %d\n", in_object((void *)gp, "libtrainscope"));
+	printf("default_launch_in_lib %d\n", in_object(dlsym(RTLD_DEFAULT, "cuLaunchKernel"), "libtrainscope"));
+	printf("unhooked_in_double %d\n", in_object(dlsym(RTLD_DEFAULT, "cuEventQuery"), "libcuda.so"));
+	printf("missing_is_null %d\n", dlsym(RTLD_DEFAULT, "cuNoSuchFunction") == NULL);
+	gp("cuMemAlloc", &p, 12000, 0, &st);
+	gp("cuMemAlloc", &old, 3000, 0, &st);
+	printf("memalloc_v2_in_lib %d\n", in_object(p, "libtrainscope"));
+	printf("memalloc_old_in_double %d\n", in_object(old, "libcuda.so"));
+	gp("cuEventQuery", &q, 12000, 0, &st);
+	printf("getproc_unhooked_in_double %d\n", in_object(q, "libcuda.so"));
+	gp("cuGetProcAddress", (void **)&nested, 12000, 0, &st);
+	printf("nested_getproc_in_lib %d\n", in_object((void *)nested, "libtrainscope"));
+	nested("cuLaunchKernel", &p, 12000, 0, &st);
+	nested("cuLaunchKernel", &ptsz, 12000, TS_PROC_PER_THREAD_DEFAULT_STREAM, &st);
+	gp1("cuLaunchKernel", &via1, 11000, 0);
+	printf("launch_from_nested_in_lib %d\n", in_object(p, "libtrainscope"));
+	printf("ptsz_is_own_wrapper %d\n", in_object(ptsz, "libtrainscope") && ptsz != p);
+	printf("getproc_v1_launch_in_lib %d\n", in_object(via1, "libtrainscope"));
+	tsd_get_stats(&before);
+	trainscope_step_begin(0);
+	((launch_fn)p)(NULL, 1, 1, 1, 1, 1, 1, 0, A, NULL, NULL);
+	((launch_fn)ptsz)(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+	tsd_get_stats(&after);
+	printf("calls_reach_double %llu\n", (unsigned long long)(after.launches - before.launches));
+	printf("ptsz_records %llu\n", (unsigned long long)tsd_stream_records((void *)2));
+	trainscope_step_end(0);
+	wait_gpu_steps(1);
+}
+
+/* Device memory through the wrapped allocators: live bytes and failures. */
+static void sc_memory(void)
+{
+	getproc2_fn gp = (getproc2_fn)dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2");
+	CUresult (*ma)(CUdeviceptr *, size_t) = NULL, (*mf)(CUdeviceptr) = NULL;
+	CUresult (*mc)(CUmemHandle *, size_t, const void *, unsigned long long);
+	CUresult (*mr)(CUmemHandle);
+	CUresult (*maa)(CUdeviceptr *, size_t, CUstream), (*mfa)(CUdeviceptr, CUstream);
+	CUdeviceptr p[4];
+	CUmemHandle h[2];
+	int st;
+
+	gp("cuMemAlloc", (void **)&ma, 12000, 0, &st);
+	gp("cuMemFree", (void **)&mf, 12000, 0, &st);
+	*(void **)&mc = dlsym(RTLD_DEFAULT, "cuMemCreate");
+	*(void **)&mr = dlsym(RTLD_DEFAULT, "cuMemRelease");
+	*(void **)&maa = dlsym(RTLD_DEFAULT, "cuMemAllocAsync");
+	*(void **)&mfa = dlsym(RTLD_DEFAULT, "cuMemFreeAsync");
+	if (!ma || !mf || !mc || !mr || !maa || !mfa)
+		die("memory entry points");
+	for (int i = 0; i < 3; i++)
+		ma(&p[i], 1 << 20);
+	mf(p[1]);
+	printf("oom_result %d\n", ma(&p[3], 1ull << 50));
+	mc(&h[0], 4 << 20, NULL, 0);
+	mc(&h[1], 4 << 20, NULL, 0);
+	mr(h[0]);
+	maa(&p[3], 2 << 20, A);
+	mfa(p[3], A);
+	mf(0x1234); /* never allocated: ignored */
+}
+
+/* Event pairs come from a pool: thousands of timed operations, a bounded number of
+ * events. A stalled stream exhausts the pool; launches then go on untimed, never wait. */
+static void sc_pool(void)
+{
+	uint64_t s = 0;
+
+	for (int round = 0; round < 6; round++) {
+		for (int i = 0; i < 500; i++, s++) {
+			trainscope_step_begin(s);
+			rt_launch(0, A);
+			trainscope_step_end(s);
+		}
+		wait_until(all_read_back, NULL, "event pairs not read back");
+	}
+	struct trainscope_device_counters c = counters();
+	printf("before_stall.skipped %llu\n", (unsigned long long)c.timed_skipped);
+	tsd_set_stalled(C, 1);
+	trainscope_step_begin(s);
+	for (int i = 0; i < 1100; i++)
+		rt_launch(0, C);
+	printf("stalled_launches %llu\n", (unsigned long long)tsd_stream_launches(C));
+	c = counters();
+	printf("stalled.skipped %llu\n", (unsigned long long)c.timed_skipped);
+	tsd_set_stalled(C, 0);
+	trainscope_step_end(s);
+	wait_until(all_read_back, NULL, "event pairs not read back after the stall");
+}
+
+/* A stream that captures a CUDA graph gets no event, from any hook. */
+static void sc_capture(void)
+{
+	int (*gemm)(void *, int, int, int) = (int (*)(void *, int, int, int))user_fn("tsd_user_gemm");
+
+	tsd_set_capturing(C, 1);
+	for (uint64_t s = 0; s < 10; s++) {
+		trainscope_step_begin(s);
+		for (int i = 0; i < 5; i++) {
+			rt_launch(0, C);
+			rt_launch(0, A);
+		}
+		if (gemm(C, 8, 8, 8))
+			die("gemm");
+		trainscope_step_end(s);
+	}
+	wait_gpu_steps(10);
+	printf("captured_launches %llu\n", (unsigned long long)tsd_stream_launches(C));
+	printf("captured_records %llu\n", (unsigned long long)tsd_stream_records(C));
+}
+
+/* 1 in N kernels timed; with a tiny host budget N grows. */
+static void sc_sampling(void)
+{
+	uint64_t max_n = 0;
+
+	for (uint64_t s = 0; s < 10; s++) {
+		trainscope_step_begin(s);
+		for (int i = 0; i < 40; i++)
+			rt_launch(0, A);
+		trainscope_step_end(s);
+		uint64_t n = counters().sample_n;
+		max_n = n > max_n ? n : max_n;
+	}
+	wait_gpu_steps(10);
+	printf("max_sample_n %llu\n", (unsigned long long)max_n);
+}
+
+static void on_dump(int sig)
+{
+	(void)sig;
+	d.dumps++;
+}
+
+static bool hang_seen(void *arg)
+{
+	(void)arg;
+	return d.seen.nhang > 0;
+}
+
+/* A collective that never completes: a Hang record after the timeout, dump signal first. */
+static void sc_hang(void)
+{
+	void *(*comm_of)(int) = (void *(*)(int))user_fn("tsd_user_comm");
+	int (*allreduce)(void *, void *, uint64_t) =
+		(int (*)(void *, void *, uint64_t))user_fn("tsd_user_allreduce");
+	void *comm = comm_of(4);
+
+	signal(SIGUSR1, on_dump);
+	trainscope_set_dump_signal(SIGUSR1);
+	trainscope_step_begin(0);
+	rt_launch(0, A);
+	tsd_set_stalled(B, 1);
+	uint64_t t0 = now_ms();
+	if (allreduce(comm, B, 1024))
+		die("allreduce");
+	wait_until(hang_seen, NULL, "no hang reported");
+	printf("hang_after_ms %llu\n", (unsigned long long)(now_ms() - t0));
+	printf("dumps %d\n", (int)d.dumps);
+}
+
+/* Collectives in a local-scope NCCL: outermost only, a group timed as one. */
+static void sc_nccl(void)
+{
+	void *(*comm_of)(int) = (void *(*)(int))user_fn("tsd_user_comm");
+	int (*group)(void *, void *, int, uint64_t) =
+		(int (*)(void *, void *, int, uint64_t))user_fn("tsd_user_group_allreduce");
+	int (*bcast)(void *, void *, uint64_t) =
+		(int (*)(void *, void *, uint64_t))user_fn("tsd_user_bcast");
+	int (*allgather)(void *, void *, uint64_t) =
+		(int (*)(void *, void *, uint64_t))user_fn("tsd_user_allgather");
+	void *comm = comm_of(4);
+
+	trainscope_step_begin(0);
+	if (group(comm, B, 3, 256) || bcast(comm, B, 100) || allgather(comm, B, 10))
+		die("nccl");
+	trainscope_step_end(0);
+	wait_gpu_steps(1);
+}
+
+/* A GEMM whose library calls another GEMM inside counts once, with its flops. */
+static void sc_cublas(void)
+{
+	int (*gemm)(void *, int, int, int) = (int (*)(void *, int, int, int))user_fn("tsd_user_gemm");
+
+	trainscope_step_begin(0);
+	if (gemm(A, 64, 32, 16))
+		die("gemm");
+	trainscope_step_end(0);
+	wait_gpu_steps(1);
+}
+
+/* ---- output ---------------------------------------------------------------------- */
+
+static void kv(const char *key, int i, const char *field, uint64_t v)
+{
+	if (i < 0)
+		printf("%s %llu\n", key, (unsigned long long)v);
+	else
+		printf("%s.%d.%s %llu\n", key, i, field, (unsigned long long)v);
+}
+
+static void print_all(void)
+{
+	struct trainscope_device_counters c = counters();
+	struct tsd_stats t;
+	struct seen *s = &d.seen;
+
+	drain();
+	tsd_get_stats(&t);
+	kv("ts.launches", -1, 0, c.launches);
+	kv("ts.api_calls", -1, 0, c.api_calls);
+	kv("ts.segments", -1, 0, c.segments);
+	kv("ts.samples", -1, 0, c.samples);
+	kv("ts.completed", -1, 0, c.completed);
+	kv("ts.timed_skipped", -1, 0, c.timed_skipped);
+	kv("ts.capture_skips", -1, 0, c.capture_skips);
+	kv("ts.hangs", -1, 0, c.hangs);
+	kv("ts.sample_n", -1, 0, c.sample_n);
+	kv("ts.mem_live", -1, 0, c.mem_live);
+	kv("ts.alloc_failures", -1, 0, c.alloc_failures);
+	kv("ts.gemms", -1, 0, c.gemms);
+	kv("ts.colls", -1, 0, c.colls);
+	kv("dbl.launches", -1, 0, t.launches);
+	kv("dbl.events_created", -1, 0, t.events_created);
+	kv("dbl.records_while_capturing", -1, 0, t.records_while_capturing);
+	kv("ring.step_ctr_launches", -1, 0, s->ctr_launches);
+	kv("ring.gpu_steps", -1, 0, (uint64_t)s->gpu_steps);
+	for (int i = 0; i < s->gpu_steps; i++) {
+		kv("gpu_step", i, "compute_ns", s->gpu_step[i].b);
+		kv("gpu_step", i, "comm_ns", s->gpu_step[i].c);
+		kv("gpu_step", i, "ksamples", s->gpu_step[i].d);
+		kv("gpu_step", i, "ksample_ns", s->gpu_step[i].dur_ns);
+	}
+	kv("ring.colls", -1, 0, (uint64_t)s->ncoll);
+	for (int i = 0; i < s->ncoll; i++) {
+		kv("coll", i, "op", s->coll[i].kind & 0xff);
+		kv("coll", i, "bytes", s->coll[i].a);
+		kv("coll", i, "ranks", s->coll[i].reserved);
+		kv("coll", i, "seq", s->coll[i].d);
+		kv("coll", i, "has_comm", s->coll[i].c != 0);
+		kv("coll", i, "dur_ns", s->coll[i].dur_ns);
+	}
+	kv("ring.gemms", -1, 0, (uint64_t)s->ngemm);
+	for (int i = 0; i < s->ngemm; i++) {
+		kv("gemm", i, "flops", s->gemm[i].b);
+		kv("gemm", i, "dur_ns", s->gemm[i].dur_ns);
+	}
+	kv("ring.hangs", -1, 0, (uint64_t)s->nhang);
+	for (int i = 0; i < s->nhang; i++) {
+		kv("hang", i, "op", s->hang[i].kind);
+		kv("hang", i, "has_comm", s->hang[i].a != 0);
+		kv("hang", i, "seq", s->hang[i].b);
+		kv("hang", i, "pending_ms", s->hang[i].dur_ns / 1000000);
+	}
+}
+
+static const struct {
+	const char *name;
+	void (*run)(void);
+} scenarios[] = {
+	{ "dispatch", sc_dispatch }, { "rtld", sc_rtld },         { "memory", sc_memory },
+	{ "pool", sc_pool },         { "capture", sc_capture },   { "sampling", sc_sampling },
+	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "cublas", sc_cublas },
+};
+
+static void open_ring(void)
+{
+	char path[4096];
+
+	if (trainscope_side_path(TS_RING_SUFFIX, path, sizeof(path)) ||
+	    ts_ring_open(path, &d.seen.ring))
+		die("no ring: is TRAINSCOPE_RING_DIR set?");
+}
+
+static void open_user(const char *self)
+{
+	char path[4096];
+	const char *slash = strrchr(self, '/');
+
+	snprintf(path, sizeof(path), "%.*s/libtsd_user.so", slash ? (int)(slash - self) : 1,
+		 slash ? self : ".");
+	d.user = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!d.user)
+		die(dlerror());
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2 || !trainscope_step_begin)
+		die("usage: LD_PRELOAD=libtrainscope.so hookdrive SCENARIO");
+	open_user(argv[0]);
+	open_ring();
+	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+		if (!strcmp(argv[1], scenarios[i].name)) {
+			scenarios[i].run();
+			print_all();
+			return 0;
+		}
+	die("unknown scenario");
+}

@@ -1,0 +1,65 @@
+/* TEST DOUBLE of a framework library (libtsd_user.so): see double.h. It links the NCCL
+ * and cuBLAS doubles and is opened RTLD_LOCAL by the test driver, the way Python opens
+ * libtorch_cuda: the preload then has to find NCCL and cuBLAS with RTLD_NOLOAD. */
+#include "double.h"
+#include "cudefs.h"
+
+#include <stddef.h>
+
+void *tsd_nccl_comm(int nranks);
+ncclResult_t ncclAllReduce(const void *, void *, size_t, int, int, ncclComm_t, CUstream);
+ncclResult_t ncclBcast(void *, size_t, int, int, ncclComm_t, CUstream);
+ncclResult_t ncclAllGather(const void *, void *, size_t, int, ncclComm_t, CUstream);
+ncclResult_t ncclGroupStart(void);
+ncclResult_t ncclGroupEnd(void);
+cublasStatus_t cublasCreate_v2(cublasHandle_t *);
+cublasStatus_t cublasDestroy_v2(cublasHandle_t);
+cublasStatus_t cublasSetStream_v2(cublasHandle_t, CUstream);
+cublasStatus_t cublasGemmEx(cublasHandle_t, int, int, int, int, int, const void *,
+			    const void *, int, int, const void *, int, int, const void *, void *,
+			    int, int, int, int);
+
+enum { NCCL_INT8 = 0, NCCL_FLOAT32 = 7, NCCL_SUM = 0, CUDA_R_32F = 0 };
+
+void *tsd_user_comm(int nranks)
+{
+	return tsd_nccl_comm(nranks);
+}
+
+int tsd_user_allreduce(void *comm, void *stream, uint64_t count)
+{
+	return ncclAllReduce(NULL, NULL, count, NCCL_FLOAT32, NCCL_SUM, comm, stream);
+}
+
+int tsd_user_group_allreduce(void *comm, void *stream, int ops, uint64_t count)
+{
+	int r = ncclGroupStart();
+
+	for (int i = 0; i < ops && !r; i++)
+		r = tsd_user_allreduce(comm, stream, count);
+	return ncclGroupEnd() || r;
+}
+
+int tsd_user_bcast(void *comm, void *stream, uint64_t bytes)
+{
+	return ncclBcast(NULL, bytes, NCCL_INT8, 0, comm, stream);
+}
+
+int tsd_user_allgather(void *comm, void *stream, uint64_t count)
+{
+	return ncclAllGather(NULL, NULL, count, NCCL_FLOAT32, comm, stream);
+}
+
+int tsd_user_gemm(void *stream, int m, int n, int k)
+{
+	cublasHandle_t h;
+	int r = cublasCreate_v2(&h);
+
+	if (r)
+		return r;
+	r = cublasSetStream_v2(h, stream) ||
+	    cublasGemmEx(h, 0, 0, m, n, k, NULL, NULL, CUDA_R_32F, m, NULL, CUDA_R_32F, k, NULL,
+			 NULL, CUDA_R_32F, m, CUDA_R_32F, 0);
+	cublasDestroy_v2(h);
+	return r;
+}

@@ -1,0 +1,289 @@
+/* The device hooks of libtrainscope.so against the CUDA/NCCL/cuBLAS test doubles (no GPU
+ * here): each test runs one scenario of the hookdrive program with the library preloaded
+ * and checks what it printed. The doubles' device is a virtual clock (1 ms a kernel), so
+ * device times are exact. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MS 1000000ull
+
+struct out {
+	char text[65536];
+	size_t len;
+};
+
+static const char *lib_path(void)
+{
+	const char *p = getenv("TRAINSCOPE_LIB");
+
+	return p ? p : "build/lib/libtrainscope.so";
+}
+
+/* build/test/test_hooks -> build/test/double/hookdrive */
+static void driver_path(char *buf, size_t n)
+{
+	ssize_t len = readlink("/proc/self/exe", buf, n - 1);
+	char *slash;
+
+	assert_true(len > 0);
+	buf[len] = 0;
+	slash = strrchr(buf, '/');
+	assert_non_null(slash);
+	snprintf(slash, n - (size_t)(slash - buf), "/double/hookdrive");
+}
+
+static void child(const char *drv, const char *scenario, const char *dir, char *const *env,
+		  int fd)
+{
+	dup2(fd, 1);
+	setenv("LD_PRELOAD", lib_path(), 1);
+	setenv("TRAINSCOPE_RING_DIR", dir, 1);
+	setenv("TRAINSCOPE_RING_SLOTS", "65536", 1);
+	setenv("TRAINSCOPE_POLL_MS", "1", 1);
+	for (; env && *env; env++)
+		putenv(*env);
+	execl(drv, drv, scenario, (char *)NULL);
+	_exit(127);
+}
+
+/* Runs hookdrive SCENARIO with extra "NAME=value" settings; fails the test unless it
+ * exits 0. */
+static void run(const char *scenario, char *const *env, struct out *o)
+{
+	char drv[4096], dir[] = "/tmp/ts-hooks-XXXXXX";
+	int fds[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	driver_path(drv, sizeof(drv));
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		child(drv, scenario, dir, env, fds[1]);
+	}
+	close(fds[1]);
+	o->len = 0;
+	while ((n = read(fds[0], o->text + o->len, sizeof(o->text) - 1 - o->len)) > 0)
+		o->len += (size_t)n;
+	o->text[o->len] = 0;
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	char cmd[4200];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("hookdrive %s failed (status 0x%x); it printed:\n%s", scenario, status,
+			 o->text);
+}
+
+static uint64_t val(const struct out *o, const char *key)
+{
+	size_t k = strlen(key);
+
+	for (const char *p = o->text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, k) && p[k] == ' ')
+			return strtoull(p + k + 1, NULL, 10);
+	fail_msg("hookdrive printed no %s:\n%s", key, o->text);
+	return 0;
+}
+
+static uint64_t vali(const struct out *o, const char *what, int i, const char *field)
+{
+	char key[128];
+
+	snprintf(key, sizeof(key), "%s.%d.%s", what, i, field);
+	return val(o, key);
+}
+
+static struct out o;
+
+/* __cudaLaunchKernel(_ptsz), cudaLaunchKernel, and the driver's cuLaunchKernel(Ex) from
+ * dlsym and cuGetProcAddress: each launch counted once, device time per step exact. */
+static void test_dispatch(void **state)
+{
+	(void)state;
+	run("dispatch", NULL, &o);
+	assert_int_equal(val(&o, "dbl.launches"), 100);
+	assert_int_equal(val(&o, "ts.launches"), 100);
+	assert_int_equal(val(&o, "ring.step_ctr_launches"), 100);
+	assert_int_equal(val(&o, "per_thread_stream_launches"), 20);
+	assert_int_equal(val(&o, "ring.gpu_steps"), 10);
+	/* stream A 6 kernels, the per-thread stream 2, stream B 2: 10 ms a step */
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 10 * MS);
+		assert_int_equal(vali(&o, "gpu_step", i, "comm_ns"), 0);
+	}
+	assert_int_equal(val(&o, "ts.segments"), 30);
+}
+
+/* The trampoline keeps RTLD_NEXT relative to the caller; only the wanted names and
+ * ABI versions are wrapped. */
+static void test_rtld_and_getproc(void **state)
+{
+	(void)state;
+	run("rtld", NULL, &o);
+	assert_int_equal(val(&o, "exe_next_in_lib"), 1);
+	assert_int_equal(val(&o, "cudart_next_probe"), 2);
+	assert_int_equal(val(&o, "default_probe"), 1);
+	assert_int_equal(val(&o, "getproc_in_lib"), 1);
+	assert_int_equal(val(&o, "default_launch_in_lib"), 1);
+	assert_int_equal(val(&o, "unhooked_in_double"), 1);
+	assert_int_equal(val(&o, "missing_is_null"), 1);
+	assert_int_equal(val(&o, "memalloc_v2_in_lib"), 1);
+	assert_int_equal(val(&o, "memalloc_old_in_double"), 1);
+	assert_int_equal(val(&o, "getproc_unhooked_in_double"), 1);
+	assert_int_equal(val(&o, "nested_getproc_in_lib"), 1);
+	assert_int_equal(val(&o, "launch_from_nested_in_lib"), 1);
+	assert_int_equal(val(&o, "ptsz_is_own_wrapper"), 1);
+	assert_int_equal(val(&o, "getproc_v1_launch_in_lib"), 1);
+	assert_int_equal(val(&o, "calls_reach_double"), 2);
+	assert_int_equal(val(&o, "ts.launches"), 2);
+	/* the per-thread wrapper times the caller's NULL on the per-thread stream */
+	assert_true(val(&o, "ptsz_records") >= 1);
+}
+
+static void test_memory(void **state)
+{
+	(void)state;
+	run("memory", NULL, &o);
+	assert_int_equal(val(&o, "oom_result"), 2);
+	/* 3 MiB allocated, 1 freed; 8 MiB created, 4 released; 2 MiB async, freed */
+	assert_int_equal(val(&o, "ts.mem_live"), 6u << 20);
+	assert_int_equal(val(&o, "ts.alloc_failures"), 1);
+}
+
+/* 6,000 timed event pairs from at most 2 × 1,024 events; a stalled stream empties the
+ * pool and the launches go on, untimed and counted. */
+static void test_event_pool(void **state)
+{
+	char *env[] = { "TRAINSCOPE_SAMPLE_N=1", "TRAINSCOPE_SAMPLE_BUDGET=1", NULL };
+
+	(void)state;
+	run("pool", env, &o);
+	assert_int_equal(val(&o, "before_stall.skipped"), 0);
+	assert_true(val(&o, "ts.segments") >= 3000);
+	assert_true(val(&o, "ts.samples") >= 3000);
+	assert_true(val(&o, "dbl.events_created") <= 2 * 1024);
+	assert_int_equal(val(&o, "stalled_launches"), 1100);
+	assert_true(val(&o, "stalled.skipped") >= 1100 - 1024);
+	assert_int_equal(val(&o, "ts.launches"), 3000 + 1100);
+	assert_int_equal(val(&o, "ts.completed"), val(&o, "ts.segments") + val(&o, "ts.samples"));
+}
+
+static void test_capture_gets_no_event(void **state)
+{
+	char *env[] = { "TRAINSCOPE_SAMPLE_N=1", "TRAINSCOPE_SAMPLE_BUDGET=1", NULL };
+
+	(void)state;
+	run("capture", env, &o);
+	assert_int_equal(val(&o, "captured_launches"), 60);
+	assert_int_equal(val(&o, "captured_records"), 0);
+	assert_int_equal(val(&o, "dbl.records_while_capturing"), 0);
+	assert_true(val(&o, "ts.capture_skips") >= 60);
+	assert_int_equal(val(&o, "ts.launches"), 110);
+	assert_int_equal(val(&o, "ts.gemms"), 10);
+	assert_int_equal(val(&o, "ring.gemms"), 0);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 5 * MS);
+}
+
+static void test_sampling(void **state)
+{
+	char *fixed[] = { "TRAINSCOPE_SAMPLE_N=4", "TRAINSCOPE_SAMPLE_BUDGET=1", NULL };
+	char *tiny[] = { "TRAINSCOPE_SAMPLE_N=4", "TRAINSCOPE_SAMPLE_BUDGET=1e-9", NULL };
+
+	(void)state;
+	run("sampling", fixed, &o);
+	assert_int_equal(val(&o, "ts.samples"), 100);
+	assert_int_equal(val(&o, "ts.sample_n"), 4);
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(vali(&o, "gpu_step", i, "ksamples"), 10);
+		assert_int_equal(vali(&o, "gpu_step", i, "ksample_ns"), 10 * MS);
+	}
+	/* a budget no sample fits in: N doubles after every step that sampled */
+	run("sampling", tiny, &o);
+	assert_true(val(&o, "max_sample_n") >= 16);
+	assert_true(val(&o, "ts.samples") < 100);
+}
+
+static void test_hang(void **state)
+{
+	char *env[] = { "TRAINSCOPE_HANG_TIMEOUT_MS=300", NULL };
+
+	(void)state;
+	run("hang", env, &o);
+	assert_int_equal(val(&o, "ring.hangs"), 1);
+	assert_int_equal(vali(&o, "hang", 0, "op"), 1); /* AllReduce */
+	assert_int_equal(vali(&o, "hang", 0, "has_comm"), 1);
+	assert_int_equal(vali(&o, "hang", 0, "seq"), 1);
+	assert_true(vali(&o, "hang", 0, "pending_ms") >= 300);
+	assert_true(val(&o, "hang_after_ms") >= 300);
+	assert_int_equal(val(&o, "dumps"), 1);
+}
+
+/* NCCL in a local scope (found with RTLD_NOLOAD); a group is timed as one operation;
+ * ncclBcast's inner ncclBroadcast does not count again; bytes by nccl-tests. */
+static void test_nccl(void **state)
+{
+	(void)state;
+	run("nccl", NULL, &o);
+	assert_int_equal(val(&o, "ts.colls"), 5);
+	assert_int_equal(val(&o, "dbl.launches"), 5);
+	assert_int_equal(val(&o, "ts.launches"), 5);
+	assert_int_equal(val(&o, "ring.colls"), 3);
+	assert_int_equal(vali(&o, "coll", 0, "op"), 1);
+	assert_int_equal(vali(&o, "coll", 0, "bytes"), 3 * 256 * 4);
+	assert_int_equal(vali(&o, "coll", 0, "ranks"), 4);
+	assert_int_equal(vali(&o, "coll", 0, "dur_ns"), 3 * MS);
+	assert_int_equal(vali(&o, "coll", 0, "has_comm"), 1);
+	assert_int_equal(vali(&o, "coll", 1, "op"), 4); /* Broadcast */
+	assert_int_equal(vali(&o, "coll", 1, "bytes"), 100);
+	assert_int_equal(vali(&o, "coll", 1, "seq"), 4);
+	assert_int_equal(vali(&o, "coll", 2, "op"), 2); /* AllGather: the whole output */
+	assert_int_equal(vali(&o, "coll", 2, "bytes"), 10 * 4 * 4);
+	assert_int_equal(vali(&o, "gpu_step", 0, "comm_ns"), 5 * MS);
+	assert_int_equal(vali(&o, "gpu_step", 0, "compute_ns"), 0);
+}
+
+static void test_cublas(void **state)
+{
+	char *env[] = { "TRAINSCOPE_SAMPLE_N=1", "TRAINSCOPE_SAMPLE_BUDGET=1", NULL };
+
+	(void)state;
+	run("cublas", env, &o);
+	assert_int_equal(val(&o, "ts.gemms"), 1);
+	assert_int_equal(val(&o, "ts.launches"), 1);
+	assert_int_equal(val(&o, "ring.gemms"), 1);
+	assert_int_equal(vali(&o, "gemm", 0, "flops"), 2 * 64 * 32 * 16);
+	assert_int_equal(vali(&o, "gemm", 0, "dur_ns"), 1 * MS);
+	/* the library's own kernel is counted, never sampled on its own */
+	assert_int_equal(val(&o, "ts.samples"), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dispatch),
+		cmocka_unit_test(test_rtld_and_getproc),
+		cmocka_unit_test(test_memory),
+		cmocka_unit_test(test_event_pool),
+		cmocka_unit_test(test_capture_gets_no_event),
+		cmocka_unit_test(test_sampling),
+		cmocka_unit_test(test_hang),
+		cmocka_unit_test(test_nccl),
+		cmocka_unit_test(test_cublas),
+	};
+	return cmocka_run_group_tests_name("device hooks (test doubles)", tests, NULL, NULL);
+}
