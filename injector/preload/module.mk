@@ -14,6 +14,7 @@ $(BUILD)/test/test_ring: $(BUILD)/obj/injector/preload/tests/test_ring.o $(RING_
 TESTS += $(BUILD)/test/test_ring
 
 $(BUILD)/test/test_preload: $(BUILD)/obj/injector/preload/tests/test_preload.o $(RING_OBJS) \
+		$(BUILD)/obj/injector/preload/tests/util.o \
 		| $(PRELOAD_LIB)
 	$(call link,$^,$(CMOCKA_LIBS) -ldl)
 TESTS += $(BUILD)/test/test_preload
@@ -60,6 +61,11 @@ $(HOOKDRIVE): $(BUILD)/plain/injector/preload/tests/double/hookdrive.o \
 		$(DOUBLE_RPATH) -ldl -lpthread
 
 $(BUILD)/test/test_hooks: $(BUILD)/obj/injector/preload/tests/test_hooks.o \
-		| $(PRELOAD_LIB) $(HOOKDRIVE)
+		$(BUILD)/obj/injector/preload/tests/util.o | $(PRELOAD_LIB) $(HOOKDRIVE)
 	$(call link,$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/test_hooks
+
+$(BUILD)/test/test_shim: $(BUILD)/obj/injector/preload/tests/test_shim.o \
+		$(BUILD)/obj/injector/preload/tests/util.o $(RING_OBJS) | $(PRELOAD_LIB)
+	$(call link,$^,$(CMOCKA_LIBS))
+TESTS += $(BUILD)/test/test_shim

@@ -11,21 +11,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
+
+#include "util.h"
 
 #define MS 1000000ull
 
 struct out {
 	char text[65536];
-	size_t len;
 };
 
+/* Absolute: the child may be a wrapper script (pyenv) that runs elsewhere. */
 static const char *lib_path(void)
 {
+	static char abs[4096];
 	const char *p = getenv("TRAINSCOPE_LIB");
 
-	return p ? p : "build/lib/libtrainscope.so";
+	if (!realpath(p ? p : "build/lib/libtrainscope.so", abs))
+		fail_msg("no preload library at %s", p ? p : "build/lib/libtrainscope.so");
+	return abs;
 }
 
 /* build/test/test_hooks -> build/test/double/hookdrive */
@@ -41,50 +45,27 @@ static void driver_path(char *buf, size_t n)
 	snprintf(slash, n - (size_t)(slash - buf), "/double/hookdrive");
 }
 
-static void child(const char *drv, const char *scenario, const char *dir, char *const *env,
-		  int fd)
+/* Runs hookdrive SCENARIO under the preload with extra "NAME=value" settings; fails the
+ * test unless it exits 0. */
+static void run(const char *scenario, char *const *extra, struct out *o)
 {
-	dup2(fd, 1);
-	setenv("LD_PRELOAD", lib_path(), 1);
-	setenv("TRAINSCOPE_RING_DIR", dir, 1);
-	setenv("TRAINSCOPE_RING_SLOTS", "65536", 1);
-	setenv("TRAINSCOPE_POLL_MS", "1", 1);
-	for (; env && *env; env++)
-		putenv(*env);
-	execl(drv, drv, scenario, (char *)NULL);
-	_exit(127);
-}
-
-/* Runs hookdrive SCENARIO with extra "NAME=value" settings; fails the test unless it
- * exits 0. */
-static void run(const char *scenario, char *const *env, struct out *o)
-{
-	char drv[4096], dir[] = "/tmp/ts-hooks-XXXXXX";
-	int fds[2], status;
-	ssize_t n;
-	pid_t pid;
+	char drv[4096], dir[] = "/tmp/ts-hooks-XXXXXX", preload[4200], ring[64];
+	char *env[16] = { preload, ring, "TRAINSCOPE_RING_SLOTS=65536", "TRAINSCOPE_POLL_MS=1" };
+	int n = 4, status;
 
 	driver_path(drv, sizeof(drv));
 	assert_non_null(mkdtemp(dir));
-	assert_int_equal(pipe(fds), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(fds[0]);
-		child(drv, scenario, dir, env, fds[1]);
-	}
-	close(fds[1]);
-	o->len = 0;
-	while ((n = read(fds[0], o->text + o->len, sizeof(o->text) - 1 - o->len)) > 0)
-		o->len += (size_t)n;
-	o->text[o->len] = 0;
-	close(fds[0]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", lib_path());
+	snprintf(ring, sizeof(ring), "TRAINSCOPE_RING_DIR=%s", dir);
+	for (; extra && *extra && n < 15; extra++)
+		env[n++] = *extra;
+	status = ts_test_spawn((char *[]){ drv, (char *)scenario, NULL }, env, o->text,
+			       sizeof(o->text));
 	char cmd[4200];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	assert_int_equal(system(cmd), 0);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		fail_msg("hookdrive %s failed (status 0x%x); it printed:\n%s", scenario, status,
+	if (status != 0)
+		fail_msg("hookdrive %s failed (status %d); it printed:\n%s", scenario, status,
 			 o->text);
 }
 

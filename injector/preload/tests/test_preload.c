@@ -5,7 +5,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 
 #include "ring.h"
 #include "trainscope.h"
+#include "util.h"
 
 struct api {
 	void *h;
@@ -44,22 +44,6 @@ static void load(struct api *a)
 	*(void **)&a->get_counters = dlsym(a->h, "trainscope_get_counters");
 	assert_non_null(a->get_counters);
 	assert_non_null(a->region_end);
-}
-
-static int find_ring(const char *dir, char *path, size_t n)
-{
-	struct dirent *de;
-	DIR *d = opendir(dir);
-	int found = 0;
-
-	while (d && (de = readdir(d)))
-		if (strstr(de->d_name, TS_RING_SUFFIX) && !strstr(de->d_name, ".tmp")) {
-			snprintf(path, n, "%s/%s", dir, de->d_name);
-			found++;
-		}
-	if (d)
-		closedir(d);
-	return found;
 }
 
 /* Runs in a child: the library keeps one state per process. */
@@ -104,7 +88,7 @@ static void test_records_reach_ring(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
-	assert_int_equal(find_ring(dir, path, sizeof(path)), 1);
+	assert_int_equal(ts_test_find(dir, TS_RING_SUFFIX, path, sizeof(path)), 1);
 	assert_int_equal(ts_ring_open(path, &r), 0);
 	assert_int_equal(r->id.rank, 2);
 	assert_int_equal(r->id.world_size, 4);

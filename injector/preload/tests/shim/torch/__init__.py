@@ -1,0 +1,4 @@
+"""TEST DOUBLE of torch for the Python shim's tests: only the names the shim reaches
+(the optimizer step post hook, the dataloader iterator, torch.distributed)."""
+from torch import distributed, optim  # noqa: F401
+from torch.utils import data  # noqa: F401

@@ -1,0 +1,166 @@
+/* The Python shim (injector/preload/python) in real python3 processes under the preload:
+ * a program that never imports torch runs exactly as without it and leaves no ring; a
+ * loop over the test double of torch (tests/shim/torch) gives steps, data loading, GC,
+ * process groups, a stack dump and the uncaught exception; TRAINSCOPE_STEP_FUNC gives
+ * steps without torch. Run from the repository root (make unit does). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ring.h"
+#include "trainscope.h"
+#include "util.h"
+
+#define SHIM "injector/preload/python"
+#define FAKES "injector/preload/tests/shim"
+
+static char out[65536];
+
+struct ring_seen {
+	int step_end, dataloader, gc, groups, exceptions;
+};
+
+/* Absolute: the child may be a wrapper script (pyenv) that runs elsewhere. */
+static const char *lib_path(void)
+{
+	static char abs[4096];
+	const char *p = getenv("TRAINSCOPE_LIB");
+
+	if (!realpath(p ? p : "build/lib/libtrainscope.so", abs))
+		fail_msg("no preload library at %s", p ? p : "build/lib/libtrainscope.so");
+	return abs;
+}
+
+static void rm_rf(const char *dir)
+{
+	char cmd[4200];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* Runs python3 script under the preload and the shim; ring files go to dir. */
+static int python(const char *script, const char *dir, char *const *extra)
+{
+	static char preload[4200], ring[4200], dump[64];
+	char *env[16] = { preload, ring, dump, "PYTHONPATH=" SHIM ":" FAKES, "RANK=0",
+			  "WORLD_SIZE=4", "TRAINSCOPE_JOB=shim" };
+	int n = 7;
+
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", lib_path());
+	snprintf(ring, sizeof(ring), "TRAINSCOPE_RING_DIR=%s", dir);
+	snprintf(dump, sizeof(dump), "TRAINSCOPE_DUMP_SIGNAL=%d", SIGRTMIN + 5);
+	for (; extra && *extra && n < 15; extra++)
+		env[n++] = *extra;
+	return ts_test_spawn((char *[]){ "python3", (char *)script, NULL }, env, out, sizeof(out));
+}
+
+static struct ring_seen read_ring(const char *dir, char *path, size_t n)
+{
+	struct ring_seen s = { 0 };
+	struct ts_ring *r;
+	struct ts_rec rec;
+
+	assert_int_equal(ts_test_find(dir, TS_RING_SUFFIX, path, n), 1);
+	assert_int_equal(ts_ring_open(path, &r), 0);
+	assert_int_equal(r->id.rank, 0);
+	while (ts_ring_pop(r, &rec)) {
+		s.step_end += rec.type == TS_REC_STEP_END;
+		s.groups += rec.type == TS_REC_GROUPS;
+		s.exceptions += rec.type == TS_REC_EXCEPTION;
+		s.dataloader += rec.type == TS_REC_REGION && rec.kind == TRAINSCOPE_REGION_DATALOADER;
+		s.gc += rec.type == TS_REC_REGION && rec.kind == TRAINSCOPE_REGION_GC;
+	}
+	ts_ring_unmap(r);
+	return s;
+}
+
+/* The text of the file beside the ring with this suffix. */
+static const char *side(const char *ring_path, const char *suffix)
+{
+	static char text[16384];
+	char path[4200];
+	size_t len = strlen(ring_path) - strlen(TS_RING_SUFFIX), got;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%.*s%s", (int)len, ring_path, suffix);
+	f = fopen(path, "r");
+	if (!f)
+		fail_msg("no %s file beside the ring", suffix);
+	got = fread(text, 1, sizeof(text) - 1, f);
+	text[got] = 0;
+	fclose(f);
+	return text;
+}
+
+static void test_plain_program_unchanged(void **state)
+{
+	char dir[] = "/tmp/ts-shim-XXXXXX", path[4200], without[sizeof(out)];
+	char *bare[] = { "LD_PRELOAD=", "PYTHONPATH=", NULL };
+	int rc;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	rc = ts_test_spawn((char *[]){ "python3", FAKES "/plain.py", NULL }, bare, out, sizeof(out));
+	assert_int_equal(rc, 3);
+	memcpy(without, out, sizeof(out));
+	assert_non_null(strstr(without, "\"torch\": false"));
+	assert_int_equal(python(FAKES "/plain.py", dir, NULL), 3);
+	assert_string_equal(out, without);
+	/* the shim never called the library: no ring for a program that is not training */
+	assert_int_equal(ts_test_find(dir, TS_RING_SUFFIX, path, sizeof(path)), 0);
+	rm_rf(dir);
+}
+
+static void test_fake_torch_loop(void **state)
+{
+	char dir[] = "/tmp/ts-shim-XXXXXX", path[4200];
+	struct ring_seen s;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	/* the uncaught exception still ends the program as Python would: status 1 */
+	assert_int_equal(python(FAKES "/train_fake.py", dir, NULL), 1);
+	assert_non_null(strstr(out, "trained"));
+	s = read_ring(dir, path, sizeof(path));
+	assert_int_equal(s.step_end, 5);
+	assert_int_equal(s.dataloader, 6); /* 5 batches and the StopIteration */
+	assert_true(s.gc >= 4);            /* gc.collect() in steps 1..4 */
+	assert_true(s.groups >= 1);
+	assert_int_equal(s.exceptions, 1);
+	assert_non_null(strstr(side(path, TS_SIDE_GROUPS), "world:0,1,2,3"));
+	assert_non_null(strstr(side(path, TS_SIDE_GROUPS), "group1:0,1"));
+	assert_non_null(strstr(side(path, TS_SIDE_EXC), "the fake model diverged"));
+	assert_non_null(strstr(side(path, TS_SIDE_STACKS), "train_fake.py"));
+	rm_rf(dir);
+}
+
+static void test_step_func(void **state)
+{
+	char dir[] = "/tmp/ts-shim-XXXXXX", path[4200];
+	char *env[] = { "TRAINSCOPE_STEP_FUNC=workmod@@train_step", NULL };
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(python(FAKES "/stepfunc.py", dir, env), 0);
+	assert_string_equal(out, "3\n");
+	assert_int_equal(read_ring(dir, path, sizeof(path)).step_end, 3);
+	rm_rf(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plain_program_unchanged),
+		cmocka_unit_test(test_fake_torch_loop),
+		cmocka_unit_test(test_step_func),
+	};
+	return cmocka_run_group_tests_name("python shim", tests, NULL, NULL);
+}

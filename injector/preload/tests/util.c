@@ -1,0 +1,73 @@
+#include "util.h"
+
+#include <dirent.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void child(char *const argv[], char *const env[], int fd)
+{
+	dup2(fd, 1);
+	close(fd);
+	for (; env && *env; env++) {
+		const char *eq = strchr(*env, '=');
+		if (eq && !eq[1]) {
+			char name[256];
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - *env), *env);
+			unsetenv(name);
+		} else {
+			putenv(*env);
+		}
+	}
+	execvp(argv[0], argv);
+	_exit(127);
+}
+
+int ts_test_spawn(char *const argv[], char *const env[], char *out, size_t n)
+{
+	int fds[2], status;
+	size_t len = 0;
+	ssize_t got;
+	pid_t pid;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(fds[0]);
+		child(argv, env, fds[1]);
+	}
+	close(fds[1]);
+	while ((got = read(fds[0], out + len, n - 1 - len)) > 0)
+		len += (size_t)got;
+	out[len] = 0;
+	close(fds[0]);
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int ts_test_find(const char *dir, const char *suffix, char *path, size_t n)
+{
+	size_t sl = strlen(suffix);
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int found = 0;
+
+	while (d && (de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		if (len >= sl && !strcmp(de->d_name + len - sl, suffix) &&
+		    !strstr(de->d_name, ".tmp")) {
+			snprintf(path, n, "%s/%s", dir, de->d_name);
+			found++;
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}

@@ -1,0 +1,17 @@
+/* Helpers of the preload library's tests: run a program, find the ring it left. */
+#ifndef TS_TEST_UTIL_H
+#define TS_TEST_UTIL_H
+
+#include <stddef.h>
+
+/* Runs argv (PATH is searched) with each "NAME=value" of env (NULL-terminated, may be
+ * NULL) added; "NAME=" removes NAME. stdout goes into out (NUL-terminated, cut at n - 1
+ * bytes). Returns the exit status (128 + signal when killed), or -1 when it could not
+ * run. */
+int ts_test_spawn(char *const argv[], char *const env[], char *out, size_t n);
+
+/* How many files of dir end in suffix (temporary ".tmp" names left out); the path of
+ * the last one found goes into path. */
+int ts_test_find(const char *dir, const char *suffix, char *path, size_t n);
+
+#endif
