@@ -1,5 +1,5 @@
 /* The same library as NCCL's profiler plugin (NCCL_PROFILER_PLUGIN=libtrainscope.so;
- * NCCL >= 2.23 looks up ncclProfiler_v5 first). Coll and P2p events carry op, size,
+ * NCCL looks up ncclProfiler_v5 first, then older versions: ncclprof_compat.c). Coll and P2p events carry op, size,
  * algorithm, communicator hash and sequence number; their KernelCh children carry the
  * GPU globaltimer at each channel's start and stop. A collective's device time is the
  * earliest channel start to the latest channel stop. No CUDA event is involved.
@@ -8,56 +8,12 @@
  * (channels), so event objects live in fixed pools claimed with compare-and-swap. */
 #include "gpu.h"
 #include "nccl.h"
+#include "ncclprof.h"
 #include "trainscope.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
-
-enum { P_GROUP = 1 << 0, P_COLL = 1 << 1, P_P2P = 1 << 2, P_KERNEL_CH = 1 << 6 };
-#define KERNEL_CH_STOP 22 /* ncclProfilerKernelChStop */
-
-/* ---- the v5 ABI (NCCL's ext-profiler/example/nccl/profiler_v5.h) ------------------- */
-
-typedef void (*ts_nccl_logger)(int, unsigned long, const char *, int, const char *, ...);
-
-typedef struct {
-	uint64_t type;
-	void *parent;
-	int rank;
-	union {
-		struct { int graph_captured, group_depth; } group_api;
-		struct { const char *func; size_t count; const char *dtype; int root;
-			 void *stream; bool graph_captured; } coll_api;
-		struct { const char *func; size_t count; const char *dtype; void *stream;
-			 bool graph_captured; } p2p_api;
-		struct { void *stream; } kernel_launch;
-		struct { uint64_t seq; const char *func; const void *sendbuf; void *recvbuf;
-			 size_t count; int root; const char *dtype; uint8_t nchannels;
-			 uint8_t nwarps; const char *algo; const char *proto;
-			 void *parent_group; } coll;
-		struct { const char *func; void *buf; const char *dtype; size_t count; int peer;
-			 uint8_t nchannels; void *parent_group; } p2p;
-		struct { uint8_t channel; uint64_t ptimer; } kernel_ch;
-		char pad[96];
-	};
-} descr_v5;
-
-typedef union {
-	struct { size_t size; } proxy_step;
-	struct { uint64_t ptimer; } kernel_ch;
-	char pad[16];
-} state_args_v5;
-
-typedef struct {
-	const char *name;
-	int (*init)(void **ctx, uint64_t comm_id, int *mask, const char *comm_name, int nnodes,
-		    int nranks, int rank, ts_nccl_logger log);
-	int (*start_event)(void *ctx, void **handle, descr_v5 *d);
-	int (*stop_event)(void *handle);
-	int (*record_event_state)(void *handle, int state, state_args_v5 *args);
-	int (*finalize)(void *ctx);
-} profiler_v5;
 
 /* ---- pools ------------------------------------------------------------------------- */
 
@@ -161,8 +117,8 @@ static bool op_complete(struct pop *o)
 
 /* ---- callbacks --------------------------------------------------------------------- */
 
-static int p_init(void **ctx, uint64_t comm_id, int *mask, const char *name, int nnodes,
-		  int nranks, int rank, ts_nccl_logger log)
+int ts_prof_init(void **ctx, uint64_t comm_id, int *mask, const char *name, int nnodes,
+		 int nranks, int rank, ts_nccl_logger log)
 {
 	struct pcomm *c;
 
@@ -175,15 +131,15 @@ static int p_init(void **ctx, uint64_t comm_id, int *mask, const char *name, int
 	c->id = comm_id;
 	c->nranks = nranks > 0 ? (uint32_t)nranks : 1;
 	*ctx = c;
-	*mask = P_COLL | P_P2P | P_KERNEL_CH;
+	*mask = TS_PROF_COLL | TS_PROF_P2P | TS_PROF_KERNEL_CH;
 	ts_gpu_set_plugin_active();
 	return 0;
 }
 
-static void start_op(struct pcomm *c, void **handle, const descr_v5 *d)
+static void start_op(struct pcomm *c, void **handle, const ts_prof_descr_v5 *d)
 {
 	struct pop *o = CLAIM(P.op, NOPS, P.op_hint);
-	bool coll = d->type == P_COLL;
+	bool coll = d->type == TS_PROF_COLL;
 	const char *dtype = coll ? d->coll.dtype : d->p2p.dtype;
 	size_t count = coll ? d->coll.count : d->p2p.count;
 	unsigned op = ts_nccl_op_from_name(coll ? d->coll.func : d->p2p.func);
@@ -209,15 +165,16 @@ static void start_op(struct pcomm *c, void **handle, const descr_v5 *d)
 	*handle = o;
 }
 
-static void start_ch(void **handle, const descr_v5 *d)
+static void start_ch(void **handle, const ts_prof_descr_v5 *d)
 {
 	struct pop *o = d->parent;
 	struct pch *ch;
 
-	if (!o || (o->type != P_COLL && o->type != P_P2P) || !(ch = CLAIM(P.ch, NCHS, P.ch_hint)))
+	if (!o || (o->type != TS_PROF_COLL && o->type != TS_PROF_P2P) ||
+	    !(ch = CLAIM(P.ch, NCHS, P.ch_hint)))
 		return;
 	atomic_store_explicit(&P.kernel_ch_seen, true, memory_order_relaxed);
-	ch->type = P_KERNEL_CH;
+	ch->type = TS_PROF_KERNEL_CH;
 	ch->op = o;
 	ch->start = d->kernel_ch.ptimer;
 	ch->stop = 0;
@@ -227,32 +184,32 @@ static void start_ch(void **handle, const descr_v5 *d)
 	*handle = ch;
 }
 
-static int p_start(void *ctx, void **handle, descr_v5 *d)
+int ts_prof_start(void *ctx, void **handle, ts_prof_descr_v5 *d)
 {
 	*handle = NULL;
 	if (!d)
 		return 0;
-	if (d->type == P_COLL || d->type == P_P2P)
+	if (d->type == TS_PROF_COLL || d->type == TS_PROF_P2P)
 		start_op(ctx, handle, d);
-	else if (d->type == P_KERNEL_CH)
+	else if (d->type == TS_PROF_KERNEL_CH)
 		start_ch(handle, d);
 	return 0;
 }
 
-static int p_record(void *handle, int state, state_args_v5 *args)
+int ts_prof_record(void *handle, int state, ts_prof_state_args_v5 *args)
 {
 	struct pch *ch = handle;
 
-	if (ch && ch->type == P_KERNEL_CH && state == KERNEL_CH_STOP && args)
+	if (ch && ch->type == TS_PROF_KERNEL_CH && state == TS_PROF_KERNEL_CH_STOP && args)
 		ch->stop = args->kernel_ch.ptimer;
 	return 0;
 }
 
-static int p_stop(void *handle)
+int ts_prof_stop(void *handle)
 {
 	uint64_t type = handle ? *(uint64_t *)handle : 0;
 
-	if (type == P_KERNEL_CH) {
+	if (type == TS_PROF_KERNEL_CH) {
 		struct pch *ch = handle;
 		struct pop *o = ch->op;
 		if (ch->stop)
@@ -261,7 +218,7 @@ static int p_stop(void *handle)
 		atomic_store_explicit(&ch->state, FREE, memory_order_release);
 		if (op_complete(o))
 			op_finish(o);
-	} else if (type == P_COLL || type == P_P2P) {
+	} else if (type == TS_PROF_COLL || type == TS_PROF_P2P) {
 		struct pop *o = handle;
 		atomic_store(&o->host_done, true);
 		if (op_complete(o))
@@ -270,7 +227,7 @@ static int p_stop(void *handle)
 	return 0;
 }
 
-static int p_finalize(void *ctx)
+int ts_prof_finalize(void *ctx)
 {
 	struct pcomm *c = ctx;
 
@@ -279,13 +236,13 @@ static int p_finalize(void *ctx)
 	return 0;
 }
 
-TS_EXPORT profiler_v5 ncclProfiler_v5 = {
+TS_EXPORT ts_profiler_v5 ncclProfiler_v5 = {
 	.name = "trainscope",
-	.init = p_init,
-	.start_event = p_start,
-	.stop_event = p_stop,
-	.record_event_state = p_record,
-	.finalize = p_finalize,
+	.init = ts_prof_init,
+	.start_event = ts_prof_start,
+	.stop_event = ts_prof_stop,
+	.record_event_state = ts_prof_record,
+	.finalize = ts_prof_finalize,
 };
 
 /* From the poller: an op the GPU has not finished within the hang timeout. */

@@ -253,6 +253,31 @@ static void test_cublas(void **state)
 	assert_int_equal(val(&o, "ts.samples"), 1);
 }
 
+/* The profiler plugin: v5 and v4 give device time from the channels' GPU timers (first
+ * start to last stop), op, bytes, algorithm, communicator and sequence; v3 declines. */
+static void test_profiler_plugin(void **state)
+{
+	(void)state;
+	run("plugin", NULL, &o);
+	assert_int_equal(val(&o, "mask_v5"), (1 << 1) | (1 << 2) | (1 << 6));
+	assert_int_equal(val(&o, "mask_v4"), val(&o, "mask_v5"));
+	assert_int_equal(val(&o, "mask_v3"), 0);
+	assert_int_equal(val(&o, "ring.colls"), 2);
+	assert_int_equal(vali(&o, "coll", 0, "op"), 2);             /* AllGather */
+	assert_int_equal(vali(&o, "coll", 0, "bytes"), 256 * 4 * 4); /* ranks x count x 4 */
+	assert_int_equal(vali(&o, "coll", 0, "dur_ns"), 4000);
+	assert_int_equal(vali(&o, "coll", 0, "seq"), 7);
+	assert_int_equal(vali(&o, "coll", 0, "algo"), 2); /* Ring */
+	assert_int_equal(vali(&o, "coll", 0, "comm"), 0xabc);
+	assert_int_equal(vali(&o, "coll", 0, "ranks"), 4);
+	assert_int_equal(vali(&o, "coll", 1, "op"), 1); /* AllReduce */
+	assert_int_equal(vali(&o, "coll", 1, "bytes"), 2000);
+	assert_int_equal(vali(&o, "coll", 1, "dur_ns"), 2500);
+	assert_int_equal(vali(&o, "coll", 1, "seq"), 3);
+	assert_int_equal(vali(&o, "coll", 1, "algo"), 1); /* Tree */
+	assert_int_equal(vali(&o, "coll", 1, "comm"), 0xdef);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_hang),
 		cmocka_unit_test(test_nccl),
 		cmocka_unit_test(test_cublas),
+		cmocka_unit_test(test_profiler_plugin),
 	};
 	return cmocka_run_group_tests_name("device hooks (test doubles)", tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #define TRAINSCOPE_WEAK
 #include "double.h"
 #include "cudefs.h"
+#include "ncclprof.h"
 #include "ring.h"
 #include "trainscope.h"
 
@@ -392,6 +393,79 @@ static void sc_cublas(void)
 	wait_gpu_steps(1);
 }
 
+/* NCCL's profiler plugin, v5 and v4 as NCCL would drive them: collectives whose
+ * channels' GPU timers give their device time; v3 takes no events. */
+static ts_profiler_v5 *p5;
+static ts_profiler_v4 *p4;
+
+static void plugin_v5_coll(void *ctx, uint64_t seq, uint64_t t0)
+{
+	ts_prof_descr_v5 d5 = { .type = TS_PROF_COLL };
+	ts_prof_state_args_v5 a = { 0 };
+	void *op = NULL, *ch[2] = { 0 };
+
+	d5.coll.seq = seq, d5.coll.func = "AllGather", d5.coll.count = 256;
+	d5.coll.dtype = "ncclFloat32", d5.coll.nchannels = 2, d5.coll.algo = "Ring";
+	p5->start_event(ctx, &op, &d5);
+	for (int i = 0; i < 2; i++) {
+		ts_prof_descr_v5 k = { .type = TS_PROF_KERNEL_CH, .parent = op };
+		k.kernel_ch.ptimer = t0 + 200 * (uint64_t)i;
+		p5->start_event(ctx, &ch[i], &k);
+	}
+	p5->stop_event(op); /* the host side ends before the kernel */
+	for (int i = 0; i < 2; i++) {
+		a.kernel_ch.ptimer = t0 + 4000 - 1000 * (uint64_t)i;
+		p5->record_event_state(ch[i], TS_PROF_KERNEL_CH_STOP, &a);
+		p5->stop_event(ch[i]);
+	}
+}
+
+static void plugin_v4_coll(void *ctx, uint64_t seq, uint64_t t0)
+{
+	ts_prof_descr_v4 d4 = { .type = TS_PROF_COLL };
+	ts_prof_state_args_v4 a = { 0 };
+	void *op = NULL, *ch = NULL;
+
+	d4.coll.seq = seq, d4.coll.func = "AllReduce", d4.coll.count = 1000;
+	d4.coll.dtype = "ncclBfloat16", d4.coll.nchannels = 1, d4.coll.algo = "Tree";
+	p4->start_event(ctx, &op, &d4);
+	ts_prof_descr_v4 k = { .type = TS_PROF_KERNEL_CH, .parent = op };
+	k.kernel_ch.ptimer = t0;
+	p4->start_event(ctx, &ch, &k);
+	a.kernel_ch.ptimer = t0 + 2500;
+	p4->record_event_state(ch, TS_PROF_KERNEL_CH_STOP, &a);
+	p4->stop_event(ch);
+	p4->stop_event(op);
+}
+
+static bool have_colls(void *n)
+{
+	return d.seen.ncoll >= *(int *)n;
+}
+
+static void sc_plugin(void)
+{
+	ts_profiler_v1 *p3 = dlsym(RTLD_DEFAULT, "ncclProfiler_v3");
+	void *c5 = NULL, *c4 = NULL, *c3 = NULL;
+	int m5 = 0, m4 = 0, m3 = -1, two = 2;
+
+	p5 = dlsym(RTLD_DEFAULT, "ncclProfiler_v5");
+	p4 = dlsym(RTLD_DEFAULT, "ncclProfiler_v4");
+	if (!p5 || !p4 || !p3 || !dlsym(RTLD_DEFAULT, "ncclProfiler_v1"))
+		die("profiler plugin symbols");
+	trainscope_step_begin(0);
+	p5->init(&c5, 0xabc, &m5, "c5", 1, 4, 0, NULL);
+	p4->init(&c4, &m4, "c4", 0xdef, 1, 2, 0, NULL);
+	p3->init(&c3, &m3);
+	printf("mask_v5 %d\nmask_v4 %d\nmask_v3 %d\n", m5, m4, m3);
+	plugin_v5_coll(c5, 7, 1000000);
+	plugin_v4_coll(c4, 3, 2000000);
+	wait_until(have_colls, &two, "no collective from the plugin");
+	p5->finalize(c5);
+	p4->finalize(c4);
+	p3->finalize(c3);
+}
+
 /* ---- output ---------------------------------------------------------------------- */
 
 static void kv(const char *key, int i, const char *field, uint64_t v)
@@ -442,6 +516,8 @@ static void print_all(void)
 		kv("coll", i, "seq", s->coll[i].d);
 		kv("coll", i, "has_comm", s->coll[i].c != 0);
 		kv("coll", i, "dur_ns", s->coll[i].dur_ns);
+		kv("coll", i, "algo", s->coll[i].kind >> 8);
+		kv("coll", i, "comm", s->coll[i].c);
 	}
 	kv("ring.gemms", -1, 0, (uint64_t)s->ngemm);
 	for (int i = 0; i < s->ngemm; i++) {
@@ -464,6 +540,7 @@ static const struct {
 	{ "dispatch", sc_dispatch }, { "rtld", sc_rtld },         { "memory", sc_memory },
 	{ "pool", sc_pool },         { "capture", sc_capture },   { "sampling", sc_sampling },
 	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "cublas", sc_cublas },
+	{ "plugin", sc_plugin },
 };
 
 static void open_ring(void)

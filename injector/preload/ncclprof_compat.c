@@ -1,0 +1,107 @@
+/* Older NCCL profiler ABIs as thin shims over the v5 callbacks (ncclprof.c).
+ *
+ * v4 has everything the plugin uses, KernelCh pTimers included: its descriptors are
+ * copied into v5's layout. v1 to v3 have no device timestamps, so they take no events
+ * (an empty activation mask): collectives are then timed by the API hooks' CUDA events,
+ * as without any plugin. Exporting them still lets those NCCL versions load the plugin
+ * cleanly instead of failing over a missing symbol. */
+#include "gpu.h"
+#include "ncclprof.h"
+
+#include <stdio.h>
+
+static int v4_init(void **ctx, int *mask, const char *name, uint64_t comm_id, int nnodes,
+		   int nranks, int rank, ts_nccl_logger log)
+{
+	return ts_prof_init(ctx, comm_id, mask, name, nnodes, nranks, rank, log);
+}
+
+static void v4_to_v5(const ts_prof_descr_v4 *a, ts_prof_descr_v5 *b)
+{
+	*b = (ts_prof_descr_v5){ .type = a->type, .parent = a->parent, .rank = a->rank };
+	if (a->type == TS_PROF_COLL) {
+		b->coll.seq = a->coll.seq;
+		b->coll.func = a->coll.func;
+		b->coll.count = a->coll.count;
+		b->coll.dtype = a->coll.dtype;
+		b->coll.nchannels = a->coll.nchannels;
+		b->coll.algo = a->coll.algo;
+	} else if (a->type == TS_PROF_P2P) {
+		b->p2p.func = a->p2p.func;
+		b->p2p.count = a->p2p.count;
+		b->p2p.dtype = a->p2p.dtype;
+		b->p2p.nchannels = a->p2p.nchannels;
+	} else if (a->type == TS_PROF_KERNEL_CH) {
+		b->kernel_ch.channel = a->kernel_ch.channel;
+		b->kernel_ch.ptimer = a->kernel_ch.ptimer;
+	}
+}
+
+static int v4_start(void *ctx, void **handle, ts_prof_descr_v4 *d)
+{
+	ts_prof_descr_v5 d5;
+
+	*handle = NULL;
+	if (!d)
+		return 0;
+	v4_to_v5(d, &d5);
+	return ts_prof_start(ctx, handle, &d5);
+}
+
+static int v4_record(void *handle, int state, ts_prof_state_args_v4 *args)
+{
+	ts_prof_state_args_v5 a5 = { 0 };
+
+	if (args && state == TS_PROF_KERNEL_CH_STOP)
+		a5.kernel_ch.ptimer = args->kernel_ch.ptimer;
+	return ts_prof_record(handle, state, args ? &a5 : NULL);
+}
+
+TS_EXPORT ts_profiler_v4 ncclProfiler_v4 = {
+	.name = "trainscope",
+	.init = v4_init,
+	.start_event = v4_start,
+	.stop_event = ts_prof_stop,
+	.record_event_state = v4_record,
+	.finalize = ts_prof_finalize,
+};
+
+static int old_init(void **ctx, int *mask)
+{
+	static _Atomic int said;
+
+	*ctx = NULL;
+	*mask = 0;
+	if (!atomic_exchange(&said, 1))
+		fprintf(stderr, "trainscope: this NCCL's profiler API (before v4) has no device "
+				"timestamps; collectives are timed by the API hooks\n");
+	return 0;
+}
+
+static int old_start(void *ctx, void **handle, void *d)
+{
+	(void)ctx, (void)d;
+	*handle = NULL;
+	return 0;
+}
+
+static int old_handle(void *handle)
+{
+	(void)handle;
+	return 0;
+}
+
+static int old_record(void *handle, int state, void *args)
+{
+	(void)handle, (void)state, (void)args;
+	return 0;
+}
+
+#define OLD_PROFILER(sym)                                                                   \
+	TS_EXPORT ts_profiler_v1 sym = { .name = "trainscope", .init = old_init,              \
+					 .start_event = old_start, .stop_event = old_handle,  \
+					 .record_event_state = old_record,                    \
+					 .finalize = old_handle }
+OLD_PROFILER(ncclProfiler_v3);
+OLD_PROFILER(ncclProfiler_v2);
+OLD_PROFILER(ncclProfiler_v1);
