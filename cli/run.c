@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,18 +28,22 @@ static void run_usage(FILE *f)
 		"Usage: trainscope run [options] -- command [args...]\n"
 		"Runs command with libtrainscope.so preloaded (LD_PRELOAD is appended to, not\n"
 		"replaced) and a trainscope-relay that publishes its ranks' steps to NATS while it\n"
-		"runs. The command's exit status is passed through.\n\n"
+		"runs. Python programs also get the shim (PYTHONPATH, prepended) that finds their\n"
+		"steps, and NCCL gets the library as its profiler plugin (NCCL_PROFILER_PLUGIN,\n"
+		"unless already set). The command's exit status is passed through.\n\n"
 		"  -s, --nats URL        NATS server (env TRAINSCOPE_NATS_URL,\n"
 		"                        default nats://127.0.0.1:4222)\n"
 		"  -j, --job NAME        job name (env TRAINSCOPE_JOB, default local)\n"
 		"  -n, --namespace NS    namespace (env TRAINSCOPE_NAMESPACE, default default)\n"
 		"      --ring-dir DIR    ring folder (default: a new folder under /dev/shm)\n"
 		"      --lib PATH        the preload library (env TRAINSCOPE_LIB)\n"
+		"      --shim DIR        the Python shim's folder (env TRAINSCOPE_SHIM, default\n"
+		"                        ../python beside the library's folder, or the source tree's)\n"
 		"      --relay-metrics-port N  serve the relay's /metrics on port N\n"
 		"  -h, --help\n");
 }
 
-/* <dir of this executable>/../<rel> */
+/* <dir of this executable>/<rel> */
 static void beside_self(char *out, size_t n, const char *rel)
 {
 	char self[PATH_MAX];
@@ -84,25 +89,62 @@ static pid_t start_relay(const char *ring_dir, const char *nats, const char *met
 	return pid;
 }
 
-static int set_preload(const char *lib)
+/* Adds ours to a colon-separated variable, keeping the user's value: appended for
+ * LD_PRELOAD (their libraries interpose first), prepended for PYTHONPATH. */
+static int chain_env(const char *name, const char *ours, bool prepend)
 {
-	const char *old = getenv("LD_PRELOAD");
+	const char *old = getenv(name);
 	char *v;
 	int rc;
+
+	if (old && *old) {
+		if (asprintf(&v, "%s:%s", prepend ? ours : old, prepend ? old : ours) < 0)
+			return -1;
+	} else if (!(v = strdup(ours))) {
+		return -1;
+	}
+	rc = setenv(name, v, 1);
+	free(v);
+	return rc;
+}
+
+/* The Python shim's folder: <lib folder>/../python where installed (/opt/trainscope),
+ * else the source tree's beside a build tree (build/bin -> injector/preload/python). */
+static bool find_shim(const char *lib, char *out, size_t n)
+{
+	const char *slash = strrchr(lib, '/');
+	struct stat st;
+
+	snprintf(out, n, "%.*s/../python/sitecustomize.py", slash ? (int)(slash - lib) : 1,
+		 slash ? lib : ".");
+	if (stat(out, &st) != 0)
+		beside_self(out, n, "../../injector/preload/python/sitecustomize.py");
+	if (stat(out, &st) != 0)
+		return false;
+	*strrchr(out, '/') = 0;
+	return true;
+}
+
+/* LD_PRELOAD, the Python shim on PYTHONPATH, and the library as NCCL's profiler plugin
+ * unless the user has one. */
+static int set_preload(const char *lib, const char *shim)
+{
+	char found[PATH_MAX];
 
 	if (access(lib, R_OK) != 0) {
 		fprintf(stderr, "trainscope run: preload library %s: %s\n", lib, strerror(errno));
 		return -1;
 	}
-	if (old && *old) {
-		if (asprintf(&v, "%s:%s", old, lib) < 0)
-			return -1;
-	} else if (!(v = strdup(lib))) {
+	if (!shim && find_shim(lib, found, sizeof(found)))
+		shim = found;
+	if (!shim)
+		fprintf(stderr, "trainscope run: no Python shim found (--shim); Python programs "
+				"get step boundaries only from trainscope.step()\n");
+	if (!getenv("NCCL_PROFILER_PLUGIN") && setenv("NCCL_PROFILER_PLUGIN", lib, 1))
 		return -1;
-	}
-	rc = setenv("LD_PRELOAD", v, 1);
-	free(v);
-	return rc;
+	if (shim && chain_env("PYTHONPATH", shim, true))
+		return -1;
+	return chain_env("LD_PRELOAD", lib, false);
 }
 
 int cmd_run(int argc, char **argv)
@@ -113,12 +155,13 @@ int cmd_run(int argc, char **argv)
 		{ "namespace", required_argument, NULL, 'n' },
 		{ "ring-dir", required_argument, NULL, 'R' },
 		{ "lib", required_argument, NULL, 'L' },
+		{ "shim", required_argument, NULL, 'P' },
 		{ "relay-metrics-port", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *nats = getenv("TRAINSCOPE_NATS_URL"), *ring_dir = NULL, *lib = getenv("TRAINSCOPE_LIB");
-	const char *metrics_port = NULL;
+	const char *metrics_port = NULL, *shim = getenv("TRAINSCOPE_SHIM");
 	char tmpl[32] = "/dev/shm/trainscope-XXXXXX", libpath[PATH_MAX];
 	int ch, status = 0, rstatus = 0;
 	pid_t relay, child;
@@ -130,6 +173,7 @@ int cmd_run(int argc, char **argv)
 		case 'n': setenv("TRAINSCOPE_NAMESPACE", optarg, 1); break;
 		case 'R': ring_dir = optarg; break;
 		case 'L': lib = optarg; break;
+		case 'P': shim = optarg; break;
 		case 'p': metrics_port = optarg; break;
 		case 'h': run_usage(stdout); return 0;
 		default: run_usage(stderr); return 2;
@@ -153,7 +197,7 @@ int cmd_run(int argc, char **argv)
 	setenv("TRAINSCOPE_RING_DIR", ring_dir, 1);
 	setenv("TRAINSCOPE_NATS_URL", nats, 1);
 	relay = start_relay(ring_dir, nats, metrics_port);
-	if (relay < 0 || set_preload(lib))
+	if (relay < 0 || set_preload(lib, shim))
 		return 1;
 	child = fork();
 	if (child == 0) {

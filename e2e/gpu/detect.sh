@@ -8,8 +8,8 @@ detect() {
 	. e2e/lib.sh
 	start_nats
 	start_analyzer --quiet
+	# trainscope run also puts the Python shim on PYTHONPATH and sets NCCL_PROFILER_PLUGIN
 	tsrun="$BIN/trainscope run --nats $NATS_URL --lib $LIB"
-	shim="PYTHONPATH=$ROOT/injector/preload/python NCCL_PROFILER_PLUGIN=$LIB"
 
 	[ "${NOISY:-1}" = 1 ] && noisy
 	[ "${HANG:-1}" = 1 ] && hang
@@ -17,7 +17,7 @@ detect() {
 
 noisy() {
 	echo "== noisy neighbour on GPU 1 from step 60"
-	$tsrun --job noisy -- env $shim torchrun --standalone --nproc_per_node="$NGPU" \
+	$tsrun --job noisy -- torchrun --standalone --nproc_per_node="$NGPU" \
 		e2e/gpu/train.py --layers 12 --warmup 20 --steps 140 --noisy-rank 1 \
 		--noisy-from 60 --out "$OUT/noisy" 2>&1 | grep -v '^W1121' | tail -3
 	"$BIN/trainscope" report --dir "$REPORTS" --job noisy --wait-step 150 --timeout 30
@@ -27,7 +27,7 @@ noisy() {
 
 hang() {
 	echo "== rank 1 stops entering collectives at step 30 (hang timeout 20 s)"
-	TRAINSCOPE_HANG_TIMEOUT_S=20 $tsrun --job hang -- env $shim torchrun --standalone \
+	TRAINSCOPE_HANG_TIMEOUT_S=20 $tsrun --job hang -- torchrun --standalone \
 		--nproc_per_node="$NGPU" e2e/gpu/train.py --layers 4 --warmup 5 --steps 200 \
 		--hang-rank 1 --hang-at 30 >"$WORK/hang.log" 2>&1 &
 	local job=$!

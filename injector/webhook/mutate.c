@@ -119,6 +119,21 @@ static void chain_env(json_t *patch, json_t *c, const char *cpath, const char *n
 	append(patch, c, "env", path, json_pack("{s:s, s:s}", "name", name, "value", ours));
 }
 
+/* Sets name only where the container does not: the user's own choice wins. */
+static void default_env(json_t *patch, json_t *c, const char *cpath, const char *name,
+			const char *value)
+{
+	json_t *e;
+	char path[512];
+	size_t i;
+
+	json_array_foreach(json_object_get(c, "env"), i, e)
+		if (str_at(e, "name") && !strcmp(str_at(e, "name"), name))
+			return;
+	snprintf(path, sizeof(path), "%s/env", cpath);
+	append(patch, c, "env", path, json_pack("{s:s, s:s}", "name", name, "value", value));
+}
+
 static void patch_container(json_t *patch, json_t *c, size_t idx, const char *job,
 			    const struct ts_inject_opts *o)
 {
@@ -129,6 +144,8 @@ static void patch_container(json_t *patch, json_t *c, size_t idx, const char *jo
 	snprintf(cpath, sizeof(cpath), "/spec/containers/%zu", idx);
 	chain_env(patch, c, cpath, "LD_PRELOAD", LIB_PATH, false);
 	chain_env(patch, c, cpath, "PYTHONPATH", SHIM_DIR, true);
+	/* NCCL's per-channel device times; without it the API hooks time collectives */
+	default_env(patch, c, cpath, "NCCL_PROFILER_PLUGIN", LIB_PATH);
 	json_array_append_new(env, json_pack("{s:s, s:s}", "name", "TRAINSCOPE_CONTAINER", "value",
 					     str_at(c, "name") ? str_at(c, "name") : ""));
 	snprintf(path, sizeof(path), "%s/env", cpath);

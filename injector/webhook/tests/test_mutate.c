@@ -146,6 +146,7 @@ static void test_injects_and_keeps_user_values(void **state)
 	trainer = json_array_get(json_object_get(spec, "containers"), 0);
 	assert_string_equal(env_of(trainer, "LD_PRELOAD"), "/opt/jemalloc.so:/trainscope/lib/libtrainscope.so");
 	assert_string_equal(env_of(trainer, "PYTHONPATH"), "/trainscope/python");
+	assert_string_equal(env_of(trainer, "NCCL_PROFILER_PLUGIN"), "/trainscope/lib/libtrainscope.so");
 	assert_string_equal(env_of(trainer, "TRAINSCOPE_JOB"), "llm");
 	assert_string_equal(env_of(trainer, "TRAINSCOPE_RING_DIR"), "/trainscope-rings");
 	assert_string_equal(env_of(trainer, "TRAINSCOPE_CONTAINER"), "trainer");
@@ -163,6 +164,28 @@ static void test_injects_and_keeps_user_values(void **state)
 		"metadata"), "annotations"), TS_ANNOT_INJECTED)), "true");
 	/* a second pass changes nothing */
 	assert_null(mutate(done, &opts));
+	json_decref(pod);
+	json_decref(done);
+}
+
+/* A user's own NCCL profiler plugin stays: ours is only the default. */
+static void test_keeps_user_nccl_plugin(void **state)
+{
+	json_t *pod = json_pack("{s:{s:s, s:{s:s}}, s:{s:[{s:s, s:[{s:s, s:s}]}]}}", "metadata",
+				"name", "p", "annotations", TS_ANNOT_INJECT, "true", "spec",
+				"containers", "name", "c", "env", "name", "NCCL_PROFILER_PLUGIN",
+				"value", "/opt/mine.so");
+	json_t *done = mutate(pod, &opts), *c, *e;
+	int n = 0;
+	size_t i;
+
+	(void)state;
+	assert_non_null(done);
+	c = json_array_get(json_object_get(json_object_get(done, "spec"), "containers"), 0);
+	assert_string_equal(env_of(c, "NCCL_PROFILER_PLUGIN"), "/opt/mine.so");
+	json_array_foreach(json_object_get(c, "env"), i, e)
+		n += !strcmp(json_string_value(json_object_get(e, "name")), "NCCL_PROFILER_PLUGIN");
+	assert_int_equal(n, 1);
 	json_decref(pod);
 	json_decref(done);
 }
@@ -235,6 +258,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_injects_and_keeps_user_values),
+		cmocka_unit_test(test_keeps_user_nccl_plugin),
 		cmocka_unit_test(test_opt_in_and_out),
 		cmocka_unit_test(test_job_name_rules),
 		cmocka_unit_test(test_malformed),
