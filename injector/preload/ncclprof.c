@@ -1,8 +1,9 @@
 /* The same library as NCCL's profiler plugin (NCCL_PROFILER_PLUGIN=libtrainscope.so;
- * NCCL looks up ncclProfiler_v5 first, then older versions: ncclprof_compat.c). Coll and P2p events carry op, size,
- * algorithm, communicator hash and sequence number; their KernelCh children carry the
- * GPU globaltimer at each channel's start and stop. A collective's device time is the
- * earliest channel start to the latest channel stop. No CUDA event is involved.
+ * NCCL looks up ncclProfiler_v5 first, then the older versions of ncclprof_compat.c).
+ * Coll and P2p events carry op, size, algorithm, communicator hash and sequence
+ * number; their KernelCh children carry the GPU globaltimer at each channel's start
+ * and stop. A collective's device time is the earliest channel start to the latest
+ * channel stop. No CUDA event is involved.
  *
  * Callbacks come from the user's thread (start/stop of the op) and NCCL's proxy thread
  * (channels), so event objects live in fixed pools claimed with compare-and-swap. */

@@ -61,9 +61,7 @@ static void run(const char *scenario, char *const *extra, struct out *o)
 		env[n++] = *extra;
 	status = ts_test_spawn((char *[]){ drv, (char *)scenario, NULL }, env, o->text,
 			       sizeof(o->text));
-	char cmd[4200];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(ts_test_rmdir(dir), 0);
 	if (status != 0)
 		fail_msg("hookdrive %s failed (status %d); it printed:\n%s", scenario, status,
 			 o->text);

@@ -38,14 +38,6 @@ static const char *lib_path(void)
 	return abs;
 }
 
-static void rm_rf(const char *dir)
-{
-	char cmd[4200];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
-}
-
 /* Runs python3 script under the preload and the shim; ring files go to dir. */
 static int python(const char *script, const char *dir, char *const *extra)
 {
@@ -116,7 +108,7 @@ static void test_plain_program_unchanged(void **state)
 	assert_string_equal(out, without);
 	/* the shim never called the library: no ring for a program that is not training */
 	assert_int_equal(ts_test_find(dir, TS_RING_SUFFIX, path, sizeof(path)), 0);
-	rm_rf(dir);
+	assert_int_equal(ts_test_rmdir(dir), 0);
 }
 
 static void test_fake_torch_loop(void **state)
@@ -139,7 +131,7 @@ static void test_fake_torch_loop(void **state)
 	assert_non_null(strstr(side(path, TS_SIDE_GROUPS), "group1:0,1"));
 	assert_non_null(strstr(side(path, TS_SIDE_EXC), "the fake model diverged"));
 	assert_non_null(strstr(side(path, TS_SIDE_STACKS), "train_fake.py"));
-	rm_rf(dir);
+	assert_int_equal(ts_test_rmdir(dir), 0);
 }
 
 static void test_step_func(void **state)
@@ -152,7 +144,7 @@ static void test_step_func(void **state)
 	assert_int_equal(python(FAKES "/stepfunc.py", dir, env), 0);
 	assert_string_equal(out, "3\n");
 	assert_int_equal(read_ring(dir, path, sizeof(path)).step_end, 3);
-	rm_rf(dir);
+	assert_int_equal(ts_test_rmdir(dir), 0);
 }
 
 int main(void)

@@ -71,3 +71,19 @@ int ts_test_find(const char *dir, const char *suffix, char *path, size_t n)
 		closedir(d);
 	return found;
 }
+
+int ts_test_rmdir(const char *dir)
+{
+	char path[4096];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			unlink(path);
+		}
+	if (d)
+		closedir(d);
+	return rmdir(dir);
+}

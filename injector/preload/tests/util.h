@@ -14,4 +14,7 @@ int ts_test_spawn(char *const argv[], char *const env[], char *out, size_t n);
  * the last one found goes into path. */
 int ts_test_find(const char *dir, const char *suffix, char *path, size_t n);
 
+/* Removes a test's temporary folder and what it holds; 0 or -1. */
+int ts_test_rmdir(const char *dir);
+
 #endif

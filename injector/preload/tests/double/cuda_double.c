@@ -24,7 +24,8 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct stream streams[NSTREAM];
 static struct event events[NEVENT];
 static struct tsd_stats st;
-static uint64_t kernel_ns = 1000000, next_ptr = 0x7f0000000000ull;
+static const uint64_t kernel_ns = 1000000;
+static uint64_t next_ptr = 0x7f0000000000ull;
 static char context; /* the one context: current in every thread */
 
 /* NULL means the legacy default stream, or the per-thread one for _ptsz entry points. */
@@ -41,11 +42,6 @@ static struct stream *stream_of(CUstream s, int ptsz)
 		}
 	}
 	abort(); /* a test that uses more streams than the double knows */
-}
-
-void tsd_set_kernel_ns(uint64_t ns)
-{
-	kernel_ns = ns;
 }
 
 void tsd_set_capturing(void *s, int on)

@@ -4,7 +4,7 @@
  * libcublas.so.13, libnccl.so.2) because the hooks find real libraries by those names.
  * Never install or ship it.
  *
- * The device is a virtual clock per stream: each launch adds the kernel time, an event
+ * The device is a virtual clock per stream: each launch adds 1 ms, an event
  * records its stream's clock, and elapsed time is the difference, so device times in
  * the tests are exact. A stalled stream stops completing work (a hang); a capturing
  * stream says so to cuStreamIsCapturing. These tsd_ functions steer and observe it. */
@@ -22,7 +22,6 @@ struct tsd_stats {
 };
 
 /* libcuda.so.1 */
-void tsd_set_kernel_ns(uint64_t ns);
 void tsd_set_capturing(void *stream, int on);
 void tsd_set_stalled(void *stream, int on);
 uint64_t tsd_stream_launches(void *stream);

@@ -186,6 +186,11 @@ static int in_object(void *p, const char *name)
 	return p && dladdr(p, &info) && info.dli_fname && strstr(info.dli_fname, name) != NULL;
 }
 
+static int in_lib(void *p)
+{
+	return in_object(p, "libtrainscope");
+}
+
 /* What dlsym and cuGetProcAddress hand out, and that callers' RTLD_NEXT still works. */
 static void sc_rtld(void)
 {
@@ -199,27 +204,27 @@ static void sc_rtld(void)
 
 	if (!cuda || !gp || !gp1)
 		die("libcuda double");
-	printf("exe_next_in_lib %d\n", in_object(dlsym(RTLD_NEXT, "cudaLaunchKernel"), "libtrainscope"));
+	printf("exe_next_in_lib %d\n", in_lib(dlsym(RTLD_NEXT, "cudaLaunchKernel")));
 	printf("cudart_next_probe %d\n", tsd_next_probe());
 	printf("default_probe %d\n", ((int (*)(void))dlsym(RTLD_DEFAULT, "tsd_probe"))());
-	printf("getproc_in_lib %d\n", in_object((void *)gp, "libtrainscope"));
-	printf("default_launch_in_lib %d\n", in_object(dlsym(RTLD_DEFAULT, "cuLaunchKernel"), "libtrainscope"));
+	printf("getproc_in_lib %d\n", in_lib((void *)gp));
+	printf("default_launch_in_lib %d\n", in_lib(dlsym(RTLD_DEFAULT, "cuLaunchKernel")));
 	printf("unhooked_in_double %d\n", in_object(dlsym(RTLD_DEFAULT, "cuEventQuery"), "libcuda.so"));
 	printf("missing_is_null %d\n", dlsym(RTLD_DEFAULT, "cuNoSuchFunction") == NULL);
 	gp("cuMemAlloc", &p, 12000, 0, &st);
 	gp("cuMemAlloc", &old, 3000, 0, &st);
-	printf("memalloc_v2_in_lib %d\n", in_object(p, "libtrainscope"));
+	printf("memalloc_v2_in_lib %d\n", in_lib(p));
 	printf("memalloc_old_in_double %d\n", in_object(old, "libcuda.so"));
 	gp("cuEventQuery", &q, 12000, 0, &st);
 	printf("getproc_unhooked_in_double %d\n", in_object(q, "libcuda.so"));
 	gp("cuGetProcAddress", (void **)&nested, 12000, 0, &st);
-	printf("nested_getproc_in_lib %d\n", in_object((void *)nested, "libtrainscope"));
+	printf("nested_getproc_in_lib %d\n", in_lib((void *)nested));
 	nested("cuLaunchKernel", &p, 12000, 0, &st);
 	nested("cuLaunchKernel", &ptsz, 12000, TS_PROC_PER_THREAD_DEFAULT_STREAM, &st);
 	gp1("cuLaunchKernel", &via1, 11000, 0);
-	printf("launch_from_nested_in_lib %d\n", in_object(p, "libtrainscope"));
-	printf("ptsz_is_own_wrapper %d\n", in_object(ptsz, "libtrainscope") && ptsz != p);
-	printf("getproc_v1_launch_in_lib %d\n", in_object(via1, "libtrainscope"));
+	printf("launch_from_nested_in_lib %d\n", in_lib(p));
+	printf("ptsz_is_own_wrapper %d\n", in_lib(ptsz) && ptsz != p);
+	printf("getproc_v1_launch_in_lib %d\n", in_lib(via1));
 	tsd_get_stats(&before);
 	trainscope_step_begin(0);
 	((launch_fn)p)(NULL, 1, 1, 1, 1, 1, 1, 0, A, NULL, NULL);
