@@ -97,6 +97,9 @@ def _on_gc(phase, info):
 
 def _excepthook_chain(prev):
     def hook(tp, value, tb):
+        # a launcher (torchrun's parent has no RANK) must not get a ring for its exit
+        if _step == 0 and os.environ.get("RANK") is None:
+            return prev(tp, value, tb)
         try:
             import traceback
             path = _side_path(".exc")
