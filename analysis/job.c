@@ -513,7 +513,7 @@ static void device_evidence(struct ts_job *j, int k, struct ts_slow_rank *s)
 
 static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uint64_t t_ns)
 {
-	size_t i = idx(j, k, m), c = idx(j, k, TS_M_COLLECTIVE);
+	size_t i = idx(j, k, m), c = idx(j, k, TS_M_COLLECTIVE), l = idx(j, k, TS_M_LAUNCH);
 	double cv = j->win_median[c], cmed = j->group_median[TS_M_COLLECTIVE];
 
 	/* an alarm outlives its last hit by clear_after_steps: show the numbers that
@@ -532,12 +532,10 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 	s->evidence[0] = 0;
 	appendf(s->evidence, sizeof(s->evidence), "%s %.2f ms/step vs group median %.2f ms (%+.0f%%)",
 		s->metric, s->value_ms, s->median_ms, 100 * s->degradation);
-	if (m == TS_M_COMPUTE && j->alarm[idx(j, k, TS_M_LAUNCH)])
+	if (m == TS_M_COMPUTE && j->alarm[l])
 		appendf(s->evidence, sizeof(s->evidence), "; launch %.2f ms vs %.2f ms (%+.0f%%): "
-			"launches wait for the busy GPU", j->hit_value[idx(j, k, TS_M_LAUNCH)],
-			j->hit_median[idx(j, k, TS_M_LAUNCH)],
-			100 * rel(j->hit_value[idx(j, k, TS_M_LAUNCH)],
-				  j->hit_median[idx(j, k, TS_M_LAUNCH)]));
+			"launches wait for the busy GPU", j->hit_value[l], j->hit_median[l],
+			100 * rel(j->hit_value[l], j->hit_median[l]));
 	if (m == TS_M_COMPUTE)
 		device_evidence(j, k, s);
 	if (!strcmp(s->cause, "HostCPU") && j->meta[k].blame.top_comm[0])

@@ -21,15 +21,13 @@ struct out {
 	char text[65536];
 };
 
-/* Absolute: the child may be a wrapper script (pyenv) that runs elsewhere. */
 static const char *lib_path(void)
 {
-	static char abs[4096];
-	const char *p = getenv("TRAINSCOPE_LIB");
+	const char *p = ts_test_lib();
 
-	if (!realpath(p ? p : "build/lib/libtrainscope.so", abs))
-		fail_msg("no preload library at %s", p ? p : "build/lib/libtrainscope.so");
-	return abs;
+	if (!p)
+		fail_msg("no preload library ($TRAINSCOPE_LIB or build/lib/libtrainscope.so)");
+	return p;
 }
 
 /* build/test/test_hooks -> build/test/double/hookdrive */

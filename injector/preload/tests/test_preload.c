@@ -27,9 +27,11 @@ struct api {
 
 static const char *lib_path(void)
 {
-	const char *p = getenv("TRAINSCOPE_LIB");
+	const char *p = ts_test_lib();
 
-	return p ? p : "build/lib/libtrainscope.so";
+	if (!p)
+		fail_msg("no preload library ($TRAINSCOPE_LIB or build/lib/libtrainscope.so)");
+	return p;
 }
 
 static void load(struct api *a)

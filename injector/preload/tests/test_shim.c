@@ -27,15 +27,13 @@ struct ring_seen {
 	int step_end, dataloader, gc, groups, exceptions;
 };
 
-/* Absolute: the child may be a wrapper script (pyenv) that runs elsewhere. */
 static const char *lib_path(void)
 {
-	static char abs[4096];
-	const char *p = getenv("TRAINSCOPE_LIB");
+	const char *p = ts_test_lib();
 
-	if (!realpath(p ? p : "build/lib/libtrainscope.so", abs))
-		fail_msg("no preload library at %s", p ? p : "build/lib/libtrainscope.so");
-	return abs;
+	if (!p)
+		fail_msg("no preload library ($TRAINSCOPE_LIB or build/lib/libtrainscope.so)");
+	return p;
 }
 
 /* Runs python3 script under the preload and the shim; ring files go to dir. */

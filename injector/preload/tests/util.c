@@ -87,3 +87,11 @@ int ts_test_rmdir(const char *dir)
 		closedir(d);
 	return rmdir(dir);
 }
+
+const char *ts_test_lib(void)
+{
+	static char abs[4096];
+	const char *p = getenv("TRAINSCOPE_LIB");
+
+	return realpath(p ? p : "build/lib/libtrainscope.so", abs) ? abs : NULL;
+}

@@ -14,6 +14,11 @@ int ts_test_spawn(char *const argv[], char *const env[], char *out, size_t n);
  * the last one found goes into path. */
 int ts_test_find(const char *dir, const char *suffix, char *path, size_t n);
 
+/* The preload library under test, as an absolute path ($TRAINSCOPE_LIB, default
+ * build/lib/libtrainscope.so): a child may be a wrapper script (pyenv) that runs
+ * elsewhere. NULL when there is no such file. */
+const char *ts_test_lib(void);
+
 /* Removes a test's temporary folder and what it holds; 0 or -1. */
 int ts_test_rmdir(const char *dir);
 
