@@ -4,9 +4,18 @@ PRELOAD_SRCS := $(addprefix injector/preload/,api.c real.c dlsym.c driver.c gpu.
 PRELOAD_LIB  := $(BUILD)/lib/libtrainscope.so
 RING_OBJS    := $(BUILD)/obj/injector/preload/ring.o $(BUILD)/obj/common/ident.o
 
-$(PRELOAD_LIB): $(PRELOAD_SRCS:%.c=$(BUILD)/pic/%.o)
+PRELOAD_PIC  := $(PRELOAD_SRCS:%.c=$(BUILD)/pic/%.o)
+PRELOAD_COMPAT := injector/preload/glibc_compat.h
+
+# Old glibc versions of what the library imports (glibc_compat.h); libdl and libpthread
+# by file name: before 2.34 the old dlopen and pthread_create live there, not in libc.
+$(PRELOAD_PIC): CFLAGS_ALL += -include $(PRELOAD_COMPAT)
+$(PRELOAD_PIC): $(PRELOAD_COMPAT)
+PRELOAD_LDLIBS := -Wl,--no-as-needed -l:libpthread.so.0 -l:libdl.so.2
+
+$(PRELOAD_LIB): $(PRELOAD_PIC)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $^ -lpthread -ldl -Wl,--no-undefined -Wl,-z,now
+	$(CC) -shared -o $@ $^ $(PRELOAD_LDLIBS) -Wl,--no-undefined -Wl,-z,now
 LIBS += $(PRELOAD_LIB)
 
 $(BUILD)/test/test_ring: $(BUILD)/obj/injector/preload/tests/test_ring.o $(RING_OBJS)
@@ -18,6 +27,11 @@ $(BUILD)/test/test_preload: $(BUILD)/obj/injector/preload/tests/test_preload.o $
 		| $(PRELOAD_LIB)
 	$(call link,$^,$(CMOCKA_LIBS) -ldl)
 TESTS += $(BUILD)/test/test_preload
+
+$(BUILD)/test/test_abi: $(BUILD)/obj/injector/preload/tests/test_abi.o \
+		$(BUILD)/obj/injector/preload/tests/util.o | $(PRELOAD_LIB)
+	$(call link,$^,$(CMOCKA_LIBS))
+TESTS += $(BUILD)/test/test_abi
 
 # TEST DOUBLES of the CUDA driver, runtime, cuBLAS and NCCL (tests/double/double.h),
 # under the vendors' library names, and the scenario driver that runs under the preload.

@@ -96,6 +96,8 @@ static void test_records_reach_ring(void **state)
 	assert_int_equal(r->id.world_size, 4);
 	assert_string_equal(r->id.job, "unit");
 	assert_int_equal(r->id.pid, pid);
+	/* the library's stat is glibc's old __xstat (glibc_compat.h): same answer */
+	assert_int_equal(r->id.cgroup_id, ts_cgroup_id());
 	assert_int_equal(atomic_load(&r->closed), 1);
 	assert_int_equal(atomic_load(&r->dropped), 236);
 	assert_int_equal(ts_ring_pop(r, &rec), 1);
