@@ -18,13 +18,37 @@ $(PRELOAD_LIB): $(PRELOAD_PIC)
 	$(CC) -shared -o $@ $^ $(PRELOAD_LDLIBS) -Wl,--no-undefined -Wl,-z,now
 LIBS += $(PRELOAD_LIB)
 
+# The webhook preloads lib/$PLATFORM/libtrainscope.so, a literal $PLATFORM: glibc expands
+# it (x86_64, haswell, xeon_phi, aarch64) and finds one of these links; musl does not,
+# finds no such file and skips the preload, where it would fail to start the program
+# on the glibc library's imports.
+PRELOAD_PLATFORMS := x86_64 haswell xeon_phi aarch64
+PRELOAD_LINKS := $(PRELOAD_PLATFORMS:%=$(dir $(PRELOAD_LIB))%/libtrainscope.so)
+$(PRELOAD_LINKS): | $(PRELOAD_LIB)
+	@mkdir -p $(dir $@)
+	@ln -sfn ../libtrainscope.so $@
+LIBS += $(PRELOAD_LINKS)
+
 $(BUILD)/test/test_ring: $(BUILD)/obj/injector/preload/tests/test_ring.o $(RING_OBJS)
 	$(call link,$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/test_ring
 
+# A user's program under the $PLATFORM preload: glibc, and musl where musl-gcc is
+# (Debian package musl-tools; without it the musl test says it is skipped).
+MUSL_CC := $(shell command -v musl-gcc 2>/dev/null)
+PLAT_HELLO := $(BUILD)/test/plat/hello-glibc $(if $(MUSL_CC),$(BUILD)/test/plat/hello-musl)
+$(BUILD)/test/plat/hello-glibc: injector/preload/tests/plat_hello.c
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -std=c11 -O2 $(WARN) -o $@ $<
+$(BUILD)/test/plat/hello-musl: injector/preload/tests/plat_hello.c
+	@mkdir -p $(dir $@)
+	@echo "  LD.musl $@"
+	@$(MUSL_CC) -std=c11 -O2 $(WARN) -o $@ $<
+
 $(BUILD)/test/test_preload: $(BUILD)/obj/injector/preload/tests/test_preload.o $(RING_OBJS) \
 		$(BUILD)/obj/injector/preload/tests/util.o \
-		| $(PRELOAD_LIB)
+		| $(PRELOAD_LIB) $(PRELOAD_LINKS) $(PLAT_HELLO)
 	$(call link,$^,$(CMOCKA_LIBS) -ldl)
 TESTS += $(BUILD)/test/test_preload
 

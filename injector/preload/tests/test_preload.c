@@ -131,11 +131,74 @@ static void test_no_ring_folder_counts(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* <folder of the library>/$PLATFORM/libtrainscope.so, the literal token the webhook sets */
+static const char *platform_preload(void)
+{
+	static char env[4200];
+	const char *lib = lib_path(), *slash = strrchr(lib, '/');
+
+	snprintf(env, sizeof(env), "LD_PRELOAD=%.*s/$PLATFORM/libtrainscope.so", (int)(slash - lib),
+		 lib);
+	return env;
+}
+
+/* build/test/plat/hello-<libc>, beside this test; NULL when it was not built. */
+static const char *hello(const char *libc)
+{
+	static char path[4200];
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0)
+		return NULL;
+	self[n] = 0;
+	*strrchr(self, '/') = 0;
+	snprintf(path, sizeof(path), "%s/plat/hello-%s", self, libc);
+	return access(path, X_OK) == 0 ? path : NULL;
+}
+
+static void test_platform_token_glibc(void **state)
+{
+	char out[256], *env[] = { (char *)platform_preload(), NULL };
+	const char *prog = hello("glibc");
+
+	(void)state;
+	assert_non_null(prog);
+	assert_int_equal(ts_test_spawn((char *[]){ (char *)prog, NULL }, NULL, out, sizeof(out)), 0);
+	assert_string_equal(out, "hello preloaded=no\n");
+	/* glibc expands $PLATFORM and finds the link to the library */
+	assert_int_equal(ts_test_spawn((char *[]){ (char *)prog, NULL }, env, out, sizeof(out)), 0);
+	assert_string_equal(out, "hello preloaded=yes\n");
+}
+
+static void test_platform_token_musl(void **state)
+{
+	char out[1024], direct[4200], *env[] = { (char *)platform_preload(), NULL };
+	char *denv[] = { direct, NULL };
+	const char *prog = hello("musl");
+
+	(void)state;
+	if (!prog) {
+		print_message("musl-gcc not installed (Debian package musl-tools): musl test "
+			      "skipped\n");
+		skip();
+	}
+	assert_int_equal(ts_test_spawn((char *[]){ (char *)prog, NULL }, env, out, sizeof(out)), 0);
+	assert_string_equal(out, "hello preloaded=no\n");
+	/* what the token avoids: musl loads the glibc library and cannot start the program */
+	snprintf(direct, sizeof(direct), "LD_PRELOAD=%s", lib_path());
+	assert_int_equal(ts_test_spawn((char *[]){ "sh", "-c", "exec \"$0\" 2>&1", (char *)prog,
+						   NULL }, denv, out, sizeof(out)), 127);
+	assert_non_null(strstr(out, "Error relocating"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_records_reach_ring),
 		cmocka_unit_test(test_no_ring_folder_counts),
+		cmocka_unit_test(test_platform_token_glibc),
+		cmocka_unit_test(test_platform_token_musl),
 	};
 	return cmocka_run_group_tests_name("preload library", tests, NULL, NULL);
 }
