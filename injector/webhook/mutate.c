@@ -6,9 +6,20 @@
 #include <string.h>
 
 #define LIB_DIR "/trainscope"
-#define RING_DIR "/trainscope-rings"
+#define RINGS_MOUNT "/trainscope-rings"
+/* Made by the init container (user 65532), mode 3777: setgid, so every ring created
+ * inside gets group 65532 and the library makes it 0660 for the relay (uid and gid
+ * 65532) whatever the trainer's uid, never world readable; sticky, so only a ring's
+ * owner or the folder's owner (the relay's uid) removes it. */
+#define RING_DIR RINGS_MOUNT "/r"
 #define LIB_PATH LIB_DIR "/lib/libtrainscope.so"
+/* A literal $PLATFORM: glibc's loader expands this dynamic string token (x86_64,
+ * haswell, xeon_phi, aarch64; the image has a link per platform to ../libtrainscope.so),
+ * musl's does not, finds no such file and skips the preload silently: a musl program
+ * runs unchanged instead of exiting 127 on a glibc library it cannot load. */
+#define PRELOAD_PATH LIB_DIR "/lib/$PLATFORM/libtrainscope.so"
 #define SHIM_DIR LIB_DIR "/python"
+#define INJECTED_UID 65532
 
 static const char *str_at(json_t *obj, const char *key)
 {
@@ -142,7 +153,7 @@ static void patch_container(json_t *patch, json_t *c, size_t idx, const char *jo
 	size_t i;
 
 	snprintf(cpath, sizeof(cpath), "/spec/containers/%zu", idx);
-	chain_env(patch, c, cpath, "LD_PRELOAD", LIB_PATH, false);
+	chain_env(patch, c, cpath, "LD_PRELOAD", PRELOAD_PATH, false);
 	chain_env(patch, c, cpath, "PYTHONPATH", SHIM_DIR, true);
 	/* NCCL's per-channel device times; without it the API hooks time collectives */
 	default_env(patch, c, cpath, "NCCL_PROFILER_PLUGIN", LIB_PATH);
@@ -157,27 +168,87 @@ static void patch_container(json_t *patch, json_t *c, size_t idx, const char *jo
 	       json_pack("{s:s, s:s, s:b}", "name", "trainscope-lib", "mountPath", LIB_DIR,
 			 "readOnly", 1));
 	append(patch, c, "volumeMounts", path,
-	       json_pack("{s:s, s:s}", "name", "trainscope-rings", "mountPath", RING_DIR));
+	       json_pack("{s:s, s:s}", "name", "trainscope-rings", "mountPath", RINGS_MOUNT));
 }
 
-static json_t *init_container(const struct ts_inject_opts *o)
+/* What passes the Pod Security Standard "restricted". */
+static json_t *restricted_security_context(void)
 {
-	return json_pack("{s:s, s:s, s:[s, s, s, s], s:[{s:s, s:s}], s:{s:{s:s, s:s}}}", "name",
-			 "trainscope-init", "image", o->image, "command", "cp", "-a",
-			 "/opt/trainscope/.", LIB_DIR "/", "volumeMounts", "name", "trainscope-lib",
-			 "mountPath", LIB_DIR, "resources", "requests", "cpu", "10m", "memory", "16Mi");
+	return json_pack("{s:b, s:i, s:i, s:b, s:{s:[s]}, s:{s:s}, s:b}", "runAsNonRoot", 1,
+			 "runAsUser", INJECTED_UID, "runAsGroup", INJECTED_UID,
+			 "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL",
+			 "seccompProfile", "type", "RuntimeDefault", "readOnlyRootFilesystem", 1);
+}
+
+static bool declares_resources(json_t *c)
+{
+	json_t *r = json_object_get(c, "resources");
+
+	return json_object_size(json_object_get(r, "requests")) ||
+	       json_object_size(json_object_get(r, "limits"));
+}
+
+/* A pod that declares no resources is BestEffort: ours must not change that. */
+static bool pod_declares_resources(json_t *spec)
+{
+	static const char *const lists[] = { "containers", "initContainers" };
+	json_t *c;
+	size_t i, k;
+
+	for (k = 0; k < 2; k++)
+		json_array_foreach(json_object_get(spec, lists[k]), i, c)
+			if (declares_resources(c))
+				return true;
+	return false;
+}
+
+/* Requests equal to limits, so that a Guaranteed pod stays Guaranteed; none at all for a
+ * pod that declares none, so that a BestEffort pod stays BestEffort. */
+static void set_resources(json_t *c, bool pod_has_resources, const char *cpu,
+			  const char *memory)
+{
+	if (pod_has_resources)
+		json_object_set_new(c, "resources",
+				    json_pack("{s:{s:s, s:s}, s:{s:s, s:s}}", "requests", "cpu",
+					      cpu, "memory", memory, "limits", "cpu", cpu,
+					      "memory", memory));
+}
+
+static const char *or_default(const char *v, const char *def)
+{
+	return v && *v ? v : def;
+}
+
+static json_t *init_container(bool pod_has_resources, const struct ts_inject_opts *o)
+{
+	json_t *c = json_pack("{s:s, s:s, s:[s, s, s], s:[{s:s, s:s}, {s:s, s:s}], s:o}", "name",
+			      "trainscope-init", "image", o->image, "command", "/bin/sh", "-c",
+			      "cp -a /opt/trainscope/. " LIB_DIR "/ && mkdir -p " RING_DIR
+			      " && chmod 3777 " RING_DIR,
+			      "volumeMounts", "name", "trainscope-lib", "mountPath", LIB_DIR,
+			      "name", "trainscope-rings", "mountPath", RINGS_MOUNT,
+			      "securityContext", restricted_security_context());
+
+	set_resources(c, pod_has_resources, or_default(o->init_cpu, TS_INIT_CPU_DEFAULT),
+		      or_default(o->init_memory, TS_INIT_MEMORY_DEFAULT));
+	return c;
 }
 
 /* The relay as a native sidecar: an init container that keeps running. */
-static json_t *relay_container(const char *job, const struct ts_inject_opts *o)
+static json_t *relay_container(bool pod_has_resources, const char *job,
+			       const struct ts_inject_opts *o)
 {
-	return json_pack("{s:s, s:s, s:s, s:[s], s:[s, s, s, s], s:o, s:[{s:s, s:s}],"
-			 " s:{s:{s:s, s:s}, s:{s:s}}}",
-			 "name", "trainscope-relay", "image", o->image, "restartPolicy", "Always",
-			 "command", "/usr/local/bin/trainscope-relay", "args", "--ring-dir", RING_DIR,
-			 "--nats", o->nats_url, "env", identity_env(job, o), "volumeMounts", "name",
-			 "trainscope-rings", "mountPath", RING_DIR, "resources", "requests", "cpu",
-			 "50m", "memory", "32Mi", "limits", "memory", "256Mi");
+	json_t *c = json_pack("{s:s, s:s, s:s, s:[s], s:[s, s, s, s], s:o, s:[{s:s, s:s}], s:o}",
+			      "name", "trainscope-relay", "image", o->image, "restartPolicy",
+			      "Always", "command", "/usr/local/bin/trainscope-relay", "args",
+			      "--ring-dir", RING_DIR, "--nats", o->nats_url, "env",
+			      identity_env(job, o), "volumeMounts", "name", "trainscope-rings",
+			      "mountPath", RINGS_MOUNT, "securityContext",
+			      restricted_security_context());
+
+	set_resources(c, pod_has_resources, or_default(o->relay_cpu, TS_RELAY_CPU_DEFAULT),
+		      or_default(o->relay_memory, TS_RELAY_MEMORY_DEFAULT));
+	return c;
 }
 
 static bool wants_injection(json_t *pod, const struct ts_inject_opts *o)
@@ -203,22 +274,74 @@ static bool already_injected(json_t *pod)
 	return false;
 }
 
-/* The patch for a pod; NULL when there is nothing to do. */
-static json_t *pod_patch(json_t *pod, const struct ts_inject_opts *o)
+/* Marks in sel the containers named by the annotation: a name that matches none is
+ * skipped with a warning. Returns false when the annotation names no container at all
+ * (empty, or only separators): the first container is then the default. */
+static bool select_named(json_t *containers, const char *names, bool *sel, json_t *warnings)
 {
-	json_t *patch, *spec = json_object_get(pod, "spec"), *md = json_object_get(pod, "metadata");
-	const char *job = ts_pod_job(pod);
-	char key[128], path[192];
+	char *list = strdup(names), *save = NULL, *name;
+	bool any_name = false;
 	json_t *c;
 	size_t i;
 
+	if (!list)
+		return false;
+	for (name = strtok_r(list, ", \t", &save); name; name = strtok_r(NULL, ", \t", &save)) {
+		bool found = false;
+		any_name = true;
+		json_array_foreach(containers, i, c)
+			if (str_at(c, "name") && !strcmp(str_at(c, "name"), name))
+				sel[i] = found = true;
+		if (!found)
+			json_array_append_new(warnings, json_sprintf("trainscope: container \"%s\" of "
+				TS_ANNOT_CONTAINER_NAMES " not found, skipped", name));
+	}
+	free(list);
+	return any_name;
+}
+
+/* The containers to instrument (sel[i] for containers[i]): those the annotation names,
+ * else the first. Returns how many; NULL sel when out of memory. */
+static size_t select_containers(json_t *pod, json_t *containers, bool **sel, json_t *warnings)
+{
+	json_t *ann = json_object_get(json_object_get(pod, "metadata"), "annotations");
+	const char *names = str_at(ann, TS_ANNOT_CONTAINER_NAMES);
+	size_t i, n = json_array_size(containers), count = 0;
+
+	if (!(*sel = calloc(n + 1, sizeof(**sel))))
+		return 0;
+	if (!names || !select_named(containers, names, *sel, warnings))
+		(*sel)[0] = n > 0;
+	for (i = 0; i < n; i++)
+		count += (*sel)[i] && json_is_object(json_array_get(containers, i));
+	return count;
+}
+
+/* The patch for a pod; NULL when there is nothing to do. */
+static json_t *pod_patch(json_t *pod, const struct ts_inject_opts *o, json_t *warnings)
+{
+	json_t *patch, *spec = json_object_get(pod, "spec"), *md = json_object_get(pod, "metadata");
+	json_t *containers = json_object_get(spec, "containers"), *c;
+	const char *job = ts_pod_job(pod);
+	char key[128], path[192];
+	bool *sel, has_resources;
+	size_t i;
+
 	if (!wants_injection(pod, o) || already_injected(pod) || !json_is_object(spec) ||
-	    !json_is_array(json_object_get(spec, "containers")))
+	    !json_is_array(containers))
 		return NULL;
+	if (!select_containers(pod, containers, &sel, warnings)) {
+		if (sel)
+			json_array_append_new(warnings, json_string("trainscope: no container to "
+								    "instrument, pod left unchanged"));
+		free(sel);
+		return NULL;
+	}
 	if (!job) /* a bare pod: its own name, or the prefix of a generated one */
 		job = str_at(md, "name") ? str_at(md, "name") : str_at(md, "generateName");
 	if (!job || !*job)
 		job = "unnamed";
+	has_resources = pod_declares_resources(spec);
 	patch = json_array();
 	if (!json_is_object(json_object_get(md, "annotations")))
 		op(patch, "add", "/metadata/annotations", json_object());
@@ -229,11 +352,14 @@ static json_t *pod_patch(json_t *pod, const struct ts_inject_opts *o)
 	       json_pack("{s:s, s:{}}", "name", "trainscope-lib", "emptyDir"));
 	append(patch, spec, "volumes", "/spec/volumes",
 	       json_pack("{s:s, s:{s:s}}", "name", "trainscope-rings", "emptyDir", "medium", "Memory"));
-	append(patch, spec, "initContainers", "/spec/initContainers", init_container(o));
-	append(patch, spec, "initContainers", "/spec/initContainers", relay_container(job, o));
-	json_array_foreach(json_object_get(spec, "containers"), i, c)
-		if (json_is_object(c))
+	append(patch, spec, "initContainers", "/spec/initContainers",
+	       init_container(has_resources, o));
+	append(patch, spec, "initContainers", "/spec/initContainers",
+	       relay_container(has_resources, job, o));
+	json_array_foreach(containers, i, c)
+		if (sel[i] && json_is_object(c))
 			patch_container(patch, c, i, job, o);
+	free(sel);
 	return patch;
 }
 
@@ -260,6 +386,20 @@ static char *b64(const char *s)
 	return out;
 }
 
+/* The patch goes base64-encoded into the response; takes the reference to patch. */
+static void set_patch(json_t *resp, json_t *patch)
+{
+	char *text = json_dumps(patch, JSON_COMPACT), *enc = text ? b64(text) : NULL;
+
+	if (enc) {
+		json_object_set_new(resp, "patchType", json_string("JSONPatch"));
+		json_object_set_new(resp, "patch", json_string(enc));
+	}
+	free(text);
+	free(enc);
+	json_decref(patch);
+}
+
 static int reply(json_t *response, char **out)
 {
 	json_t *review = json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1", "kind",
@@ -283,7 +423,7 @@ int ts_mutate(const char *body, size_t len, const struct ts_inject_opts *o, char
 {
 	json_error_t err;
 	json_t *review = json_loadb(body, len, JSON_REJECT_DUPLICATES, &err);
-	json_t *req = json_object_get(review, "request"), *pod, *patch, *resp;
+	json_t *req = json_object_get(review, "request"), *pod, *patch, *resp, *warnings;
 	const char *uid = str_at(req, "uid"), *kind;
 	char why[256];
 
@@ -300,20 +440,15 @@ int ts_mutate(const char *body, size_t len, const struct ts_inject_opts *o, char
 	resp = json_pack("{s:s, s:b}", "uid", uid, "allowed", 1);
 	kind = str_at(json_object_get(req, "kind"), "kind");
 	pod = json_object_get(req, "object");
+	warnings = json_array();
 	/* never block a pod: anything unexpected is allowed unchanged, with a warning */
-	if (!kind || strcmp(kind, "Pod") || !json_is_object(pod)) {
-		json_object_set_new(resp, "warnings",
-				    json_pack("[s]", "trainscope: not a pod, left unchanged"));
-	} else if ((patch = pod_patch(pod, o))) {
-		char *text = json_dumps(patch, JSON_COMPACT), *enc = text ? b64(text) : NULL;
-		if (enc) {
-			json_object_set_new(resp, "patchType", json_string("JSONPatch"));
-			json_object_set_new(resp, "patch", json_string(enc));
-		}
-		free(text);
-		free(enc);
-		json_decref(patch);
-	}
+	if (!kind || strcmp(kind, "Pod") || !json_is_object(pod))
+		json_array_append_new(warnings, json_string("trainscope: not a pod, left unchanged"));
+	else if ((patch = pod_patch(pod, o, warnings)))
+		set_patch(resp, patch);
+	if (json_array_size(warnings))
+		json_object_set(resp, "warnings", warnings);
+	json_decref(warnings);
 	json_decref(review);
 	return reply(resp, out);
 }

@@ -10,11 +10,23 @@ struct ts_inject_opts {
 	const char *image;      /* holds the library, the shim and the relay */
 	const char *nats_url;   /* what the relay publishes to */
 	bool namespace_opt_in;  /* the namespace carries the label: inject unless opted out */
+	/* The injected containers' requests (= limits), given only when some container of
+	 * the pod declares resources; NULL: the defaults below. */
+	const char *init_cpu, *init_memory;
+	const char *relay_cpu, *relay_memory;
 };
+
+#define TS_INIT_CPU_DEFAULT "50m"
+#define TS_INIT_MEMORY_DEFAULT "32Mi"
+#define TS_RELAY_CPU_DEFAULT "100m"
+#define TS_RELAY_MEMORY_DEFAULT "128Mi"
 
 #define TS_ANNOT_INJECT "trainscope.dev/inject"
 #define TS_ANNOT_INJECTED "trainscope.dev/injected"
 #define TS_ANNOT_JOB "trainscope.dev/job"
+/* Comma-separated names of the containers to instrument (the OpenTelemetry operator's
+ * instrumentation.opentelemetry.io/container-names); without it, the first container. */
+#define TS_ANNOT_CONTAINER_NAMES "trainscope.dev/container-names"
 
 /* Writes the response AdmissionReview into *out (malloc'ed JSON, always set unless
  * out of memory). Returns the HTTP status: 200, or 400 for a request that is not an

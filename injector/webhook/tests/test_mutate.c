@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,8 +84,9 @@ static json_t *review(json_t *pod)
 }
 
 /* Runs the webhook on pod; returns the patched pod (NULL when no patch) and checks
- * the response envelope. */
-static json_t *mutate(json_t *pod, const struct ts_inject_opts *o)
+ * the response envelope. *warnings (when asked for) gets the response's warnings, or
+ * NULL. */
+static json_t *mutate_warn(json_t *pod, const struct ts_inject_opts *o, json_t **warnings)
 {
 	json_t *rev = review(json_deep_copy(pod)), *root, *resp, *patch;
 	char *in = json_dumps(rev, 0), *out = NULL;
@@ -95,6 +97,8 @@ static json_t *mutate(json_t *pod, const struct ts_inject_opts *o)
 	resp = json_object_get(root, "response");
 	assert_string_equal(json_string_value(json_object_get(resp, "uid")), "u-1");
 	assert_true(json_is_true(json_object_get(resp, "allowed")));
+	if (warnings)
+		*warnings = json_incref(json_object_get(resp, "warnings"));
 	free(in);
 	free(out);
 	json_decref(rev);
@@ -112,6 +116,35 @@ static json_t *mutate(json_t *pod, const struct ts_inject_opts *o)
 	apply(done, patch);
 	json_decref(patch);
 	return done;
+}
+
+static json_t *mutate(json_t *pod, const struct ts_inject_opts *o)
+{
+	return mutate_warn(pod, o, NULL);
+}
+
+/* The element of spec's list (containers, initContainers) with that name, or NULL. */
+static json_t *named(json_t *pod, const char *list, const char *name)
+{
+	json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(pod, "spec"), list), i, c)
+		if (!strcmp(json_string_value(json_object_get(c, "name")), name))
+			return c;
+	return NULL;
+}
+
+static bool mounts(json_t *c, const char *volume, const char *path)
+{
+	json_t *m;
+	size_t i;
+
+	json_array_foreach(json_object_get(c, "volumeMounts"), i, m)
+		if (!strcmp(json_string_value(json_object_get(m, "name")), volume) &&
+		    !strcmp(json_string_value(json_object_get(m, "mountPath")), path))
+			return true;
+	return false;
 }
 
 static const char *env_of(json_t *c, const char *name)
@@ -136,6 +169,8 @@ static json_t *training_pod(void)
 			 "data");
 }
 
+#define PRELOAD "/trainscope/lib/$PLATFORM/libtrainscope.so"
+
 static void test_injects_and_keeps_user_values(void **state)
 {
 	json_t *pod = training_pod(), *done = mutate(pod, &opts);
@@ -144,15 +179,14 @@ static void test_injects_and_keeps_user_values(void **state)
 	(void)state;
 	assert_non_null(done);
 	trainer = json_array_get(json_object_get(spec, "containers"), 0);
-	assert_string_equal(env_of(trainer, "LD_PRELOAD"), "/opt/jemalloc.so:/trainscope/lib/libtrainscope.so");
+	assert_string_equal(env_of(trainer, "LD_PRELOAD"), "/opt/jemalloc.so:" PRELOAD);
 	assert_string_equal(env_of(trainer, "PYTHONPATH"), "/trainscope/python");
 	assert_string_equal(env_of(trainer, "NCCL_PROFILER_PLUGIN"), "/trainscope/lib/libtrainscope.so");
 	assert_string_equal(env_of(trainer, "TRAINSCOPE_JOB"), "llm");
-	assert_string_equal(env_of(trainer, "TRAINSCOPE_RING_DIR"), "/trainscope-rings");
+	assert_string_equal(env_of(trainer, "TRAINSCOPE_RING_DIR"), "/trainscope-rings/r");
 	assert_string_equal(env_of(trainer, "TRAINSCOPE_CONTAINER"), "trainer");
-	/* every container gets it, even one without env */
-	assert_string_equal(env_of(json_array_get(json_object_get(spec, "containers"), 1),
-				   "LD_PRELOAD"), "/trainscope/lib/libtrainscope.so");
+	assert_true(mounts(trainer, "trainscope-lib", "/trainscope"));
+	assert_true(mounts(trainer, "trainscope-rings", "/trainscope-rings"));
 	assert_int_equal(json_array_size(json_object_get(spec, "volumes")), 3);
 	init = json_object_get(spec, "initContainers");
 	assert_int_equal(json_array_size(init), 2);
@@ -166,6 +200,205 @@ static void test_injects_and_keeps_user_values(void **state)
 	assert_null(mutate(done, &opts));
 	json_decref(pod);
 	json_decref(done);
+}
+
+/* Without the annotation only the first container is instrumented: a logging sidecar
+ * next to the trainer is left exactly as it was. */
+static void test_only_first_container_by_default(void **state)
+{
+	json_t *pod = training_pod(), *done = mutate(pod, &opts);
+	json_t *logger = named(done, "containers", "logger");
+
+	(void)state;
+	assert_non_null(logger);
+	assert_true(json_equal(logger, named(pod, "containers", "logger")));
+	assert_null(json_object_get(logger, "env"));
+	assert_null(json_object_get(logger, "volumeMounts"));
+	json_decref(pod);
+	json_decref(done);
+}
+
+static json_t *three_containers(const char *names)
+{
+	return json_pack("{s:{s:s, s:{s:s, s:s}}, s:{s:[{s:s}, {s:s}, {s:s}]}}", "metadata", "name",
+			 "p", "annotations", TS_ANNOT_INJECT, "true", TS_ANNOT_CONTAINER_NAMES,
+			 names, "spec", "containers", "name", "a", "name", "b", "name", "c");
+}
+
+static bool instrumented(json_t *pod, const char *name)
+{
+	json_t *c = named(pod, "containers", name);
+	const char *v = env_of(c, "LD_PRELOAD");
+
+	if (!v) { /* nothing of ours at all */
+		assert_null(json_object_get(c, "env"));
+		assert_null(json_object_get(c, "volumeMounts"));
+		return false;
+	}
+	assert_string_equal(v, PRELOAD);
+	assert_string_equal(env_of(c, "TRAINSCOPE_CONTAINER"), name);
+	assert_non_null(env_of(c, "PYTHONPATH"));
+	assert_non_null(env_of(c, "NCCL_PROFILER_PLUGIN"));
+	assert_true(mounts(c, "trainscope-lib", "/trainscope"));
+	assert_true(mounts(c, "trainscope-rings", "/trainscope-rings"));
+	return true;
+}
+
+/* trainscope.dev/container-names picks the containers; a name that matches none is
+ * skipped, the pod is still admitted, and a warning says which. */
+static void test_container_names_annotation(void **state)
+{
+	json_t *pod = three_containers(" c,missing, a"), *warnings, *done;
+
+	(void)state;
+	done = mutate_warn(pod, &opts, &warnings);
+	assert_non_null(done);
+	assert_true(instrumented(done, "a"));
+	assert_false(instrumented(done, "b"));
+	assert_true(instrumented(done, "c"));
+	assert_int_equal(json_array_size(warnings), 1);
+	assert_non_null(strstr(json_string_value(json_array_get(warnings, 0)), "\"missing\""));
+	assert_non_null(strstr(json_string_value(json_array_get(warnings, 0)),
+			       TS_ANNOT_CONTAINER_NAMES));
+	json_decref(warnings);
+	json_decref(done);
+	json_decref(pod);
+
+	/* the second container alone, no warning */
+	pod = three_containers("b");
+	done = mutate_warn(pod, &opts, &warnings);
+	assert_false(instrumented(done, "a"));
+	assert_true(instrumented(done, "b"));
+	assert_false(instrumented(done, "c"));
+	assert_null(warnings);
+	json_decref(done);
+	json_decref(pod);
+
+	/* an empty list is no list: the first container */
+	pod = three_containers(" , ");
+	done = mutate_warn(pod, &opts, &warnings);
+	assert_true(instrumented(done, "a"));
+	assert_false(instrumented(done, "b"));
+	json_decref(done);
+	json_decref(pod);
+}
+
+/* No name matches: admitted unchanged, with the warnings. */
+static void test_container_names_none_found(void **state)
+{
+	json_t *pod = three_containers("x,y"), *warnings;
+
+	(void)state;
+	assert_null(mutate_warn(pod, &opts, &warnings));
+	assert_int_equal(json_array_size(warnings), 3);
+	assert_non_null(strstr(json_string_value(json_array_get(warnings, 0)), "\"x\""));
+	assert_non_null(strstr(json_string_value(json_array_get(warnings, 1)), "\"y\""));
+	json_decref(warnings);
+	json_decref(pod);
+}
+
+/* The injected containers pass the Pod Security Standard "restricted". */
+static void test_restricted_security_context(void **state)
+{
+	json_t *pod = training_pod(), *done = mutate(pod, &opts);
+	json_t *want = json_pack("{s:b, s:i, s:i, s:b, s:{s:[s]}, s:{s:s}, s:b}", "runAsNonRoot", 1,
+				 "runAsUser", 65532, "runAsGroup", 65532,
+				 "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL",
+				 "seccompProfile", "type", "RuntimeDefault",
+				 "readOnlyRootFilesystem", 1);
+
+	(void)state;
+	assert_true(json_equal(json_object_get(named(done, "initContainers", "trainscope-init"),
+					       "securityContext"), want));
+	assert_true(json_equal(json_object_get(named(done, "initContainers", "trainscope-relay"),
+					       "securityContext"), want));
+	json_decref(want);
+	json_decref(pod);
+	json_decref(done);
+}
+
+/* The init container makes the ring folder the relay reads: setgid and sticky, owned by
+ * the injected user; the trainer and the relay are told that folder. */
+static void test_ring_folder(void **state)
+{
+	json_t *pod = training_pod(), *done = mutate(pod, &opts);
+	json_t *init = named(done, "initContainers", "trainscope-init");
+	json_t *relay = named(done, "initContainers", "trainscope-relay");
+	json_t *cmd = json_object_get(init, "command"), *args = json_object_get(relay, "args");
+	size_t i;
+
+	(void)state;
+	assert_int_equal(json_array_size(cmd), 3);
+	assert_string_equal(json_string_value(json_array_get(cmd, 0)), "/bin/sh");
+	assert_string_equal(json_string_value(json_array_get(cmd, 1)), "-c");
+	assert_string_equal(json_string_value(json_array_get(cmd, 2)),
+			    "cp -a /opt/trainscope/. /trainscope/ && mkdir -p /trainscope-rings/r"
+			    " && chmod 3777 /trainscope-rings/r");
+	assert_true(mounts(init, "trainscope-lib", "/trainscope"));
+	assert_true(mounts(init, "trainscope-rings", "/trainscope-rings"));
+	assert_true(mounts(relay, "trainscope-rings", "/trainscope-rings"));
+	for (i = 0; i < json_array_size(args); i++)
+		if (!strcmp(json_string_value(json_array_get(args, i)), "--ring-dir"))
+			break;
+	assert_string_equal(json_string_value(json_array_get(args, i + 1)), "/trainscope-rings/r");
+	assert_string_equal(env_of(relay, "TRAINSCOPE_RING_DIR"), "/trainscope-rings/r");
+	/* still an emptyDir: per pod */
+	assert_non_null(json_object_get(json_array_get(json_object_get(json_object_get(done, "spec"),
+		"volumes"), 2), "emptyDir"));
+	json_decref(pod);
+	json_decref(done);
+}
+
+static void assert_resources(json_t *c, const char *cpu, const char *memory)
+{
+	json_t *want = json_pack("{s:{s:s, s:s}, s:{s:s, s:s}}", "requests", "cpu", cpu, "memory",
+				 memory, "limits", "cpu", cpu, "memory", memory);
+
+	assert_true(json_equal(json_object_get(c, "resources"), want));
+	json_decref(want);
+}
+
+/* A pod that declares resources gets ours with requests = limits (Guaranteed stays
+ * Guaranteed); one that declares none gets none (BestEffort stays BestEffort). */
+static void test_qos_kept(void **state)
+{
+	struct ts_inject_opts big = opts;
+	json_t *pod = training_pod(), *done = mutate(pod, &opts), *c;
+
+	(void)state;
+	assert_null(json_object_get(named(done, "initContainers", "trainscope-init"), "resources"));
+	assert_null(json_object_get(named(done, "initContainers", "trainscope-relay"), "resources"));
+	json_decref(done);
+
+	c = json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 1);
+	json_object_set_new(c, "resources", json_pack("{s:{s:s, s:s}, s:{s:s, s:s}}", "requests",
+						      "cpu", "1", "memory", "1Gi", "limits",
+						      "cpu", "1", "memory", "1Gi"));
+	done = mutate(pod, &opts);
+	assert_resources(named(done, "initContainers", "trainscope-init"), "50m", "32Mi");
+	assert_resources(named(done, "initContainers", "trainscope-relay"), "100m", "128Mi");
+	json_decref(done);
+
+	/* limits alone count, in an init container too; the sizes are options */
+	json_object_del(c, "resources");
+	json_object_set_new(json_object_get(pod, "spec"), "initContainers",
+			    json_pack("[{s:s, s:{s:{s:s}}}]", "name", "setup", "resources",
+				      "limits", "memory", "64Mi"));
+	big.relay_cpu = "250m";
+	big.relay_memory = "1Gi";
+	done = mutate(pod, &big);
+	assert_resources(named(done, "initContainers", "trainscope-init"), "50m", "32Mi");
+	assert_resources(named(done, "initContainers", "trainscope-relay"), "250m", "1Gi");
+	json_decref(done);
+
+	/* empty requests and limits declare nothing */
+	json_object_set_new(json_array_get(json_object_get(json_object_get(pod, "spec"),
+							   "initContainers"), 0),
+			    "resources", json_pack("{s:{}, s:{}}", "requests", "limits"));
+	done = mutate(pod, &opts);
+	assert_null(json_object_get(named(done, "initContainers", "trainscope-relay"), "resources"));
+	json_decref(done);
+	json_decref(pod);
 }
 
 /* A user's own NCCL profiler plugin stays: ours is only the default. */
@@ -258,6 +491,12 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_injects_and_keeps_user_values),
+		cmocka_unit_test(test_only_first_container_by_default),
+		cmocka_unit_test(test_container_names_annotation),
+		cmocka_unit_test(test_container_names_none_found),
+		cmocka_unit_test(test_restricted_security_context),
+		cmocka_unit_test(test_ring_folder),
+		cmocka_unit_test(test_qos_kept),
 		cmocka_unit_test(test_keeps_user_nccl_plugin),
 		cmocka_unit_test(test_opt_in_and_out),
 		cmocka_unit_test(test_job_name_rules),
