@@ -24,7 +24,7 @@ code=$(post --data-binary @"$here/../injector/webhook/tests/corpus/pod.json" "$u
 expect "an annotated pod is patched" '[ "$code" = 200 ] && grep -q "\"patchType\":\"JSONPatch\"" "$WORK/out"'
 patch=$(python3 -c 'import json,sys,base64; print(base64.b64decode(json.load(open(sys.argv[1]))["response"]["patch"]).decode())' "$WORK/out")
 expect "the patch appends LD_PRELOAD and adds the relay sidecar" \
-	'echo "$patch" | grep -q "/opt/jemalloc.so:/trainscope/lib/libtrainscope.so" && echo "$patch" | grep -q "\"restartPolicy\":\"Always\""'
+	'echo "$patch" | grep -qF "/opt/jemalloc.so:/trainscope/lib/\$PLATFORM/libtrainscope.so" && echo "$patch" | grep -q "\"restartPolicy\":\"Always\""'
 code=$(post --data-binary '{"request": {' "$url/mutate")
 expect "malformed JSON gets 400 and an AdmissionReview" '[ "$code" = 400 ] && grep -q "\"allowed\":false" "$WORK/out"'
 head -c 2000000 /dev/zero | tr '\0' 'x' >"$WORK/big"

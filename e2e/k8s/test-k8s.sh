@@ -123,7 +123,7 @@ p = json.load(open(sys.argv[1]))
 init = {c["name"]: c for c in p["spec"].get("initContainers", [])}
 env = {e["name"]: e.get("value") for e in p["spec"]["containers"][0]["env"]}
 ok = init.get("trainscope-relay", {}).get("restartPolicy") == "Always" and "trainscope-init" in init \
-    and env["LD_PRELOAD"] == "/opt/jemalloc.so:/trainscope/lib/libtrainscope.so" \
+    and env["LD_PRELOAD"] == "/opt/jemalloc.so:/trainscope/lib/$PLATFORM/libtrainscope.so" \
     and env["TRAINSCOPE_JOB"] == "llm" and p["metadata"]["annotations"]["trainscope.dev/injected"] == "true"
 sys.exit(0 if ok else 1)
 PY
