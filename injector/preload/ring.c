@@ -41,14 +41,21 @@ int ts_ring_init(struct ts_ring *r, uint32_t capacity, const struct ts_ident *id
 	return 0;
 }
 
+int ts_ring_file_mode(const char *dir)
+{
+	struct stat st;
+
+	return stat(dir, &st) == 0 && (st.st_mode & S_ISGID) ? 0660 : 0600;
+}
+
 int ts_ring_create(const char *dir, uint32_t capacity, const struct ts_ident *id,
 		   struct ts_ring **out, int *lock_fd, char *path, size_t pathlen)
 {
 	char tmp[4096];
 	size_t size = ts_ring_bytes(capacity);
+	int mode = ts_ring_file_mode(dir), fd, err;
 	struct timespec now;
 	void *mem;
-	int fd, err;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	snprintf(path, pathlen, "%s/%d-%lx%s", dir, (int)getpid(), (unsigned long)now.tv_nsec,
@@ -57,6 +64,9 @@ int ts_ring_create(const char *dir, uint32_t capacity, const struct ts_ident *id
 	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
+	/* fchmod, unlike open's mode, ignores the umask; should it fail, the ring stays 0600 */
+	if (mode != 0600)
+		(void)fchmod(fd, (mode_t)mode);
 	if (ftruncate(fd, (off_t)size) < 0)
 		goto fail;
 	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -119,9 +119,12 @@ static inline int ts_ring_pop(struct ts_ring *r, struct ts_rec *out)
 	return 1;
 }
 
-/* Creates <dir>/<pid>-<nonce>.ring (written under a temporary name, then renamed so a
- * watcher never sees a half-made header) and maps it. *lock_fd holds a shared flock for
- * the producer's lifetime. Returns 0 or -errno. */
+/* The mode of the files a producer makes in dir: 0660 when dir is setgid (its group, the
+ * relay's, must read and write them whatever the producer's uid), 0600 otherwise. */
+int ts_ring_file_mode(const char *dir);
+/* Creates <dir>/<pid>-<nonce>.ring, mode ts_ring_file_mode(dir) (written under a temporary
+ * name, then renamed so a watcher never sees a half-made header) and maps it. *lock_fd
+ * holds a shared flock for the producer's lifetime. Returns 0 or -errno. */
 int ts_ring_create(const char *dir, uint32_t capacity, const struct ts_ident *id,
 		   struct ts_ring **out, int *lock_fd, char *path, size_t pathlen);
 /* 1 while a process holds the ring's lock, 0 once every producer has exited. */

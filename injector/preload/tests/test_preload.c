@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,6 +60,7 @@ static void child_records(const char *dir)
 	setenv("RANK", "2", 1);
 	setenv("WORLD_SIZE", "4", 1);
 	setenv("TRAINSCOPE_JOB", "unit", 1);
+	umask(077); /* a strict umask: the ring's mode must not depend on it */
 	load(&a);
 	for (uint64_t s = 0; s < 100; s++) {
 		a.step_begin(s);
@@ -74,23 +76,40 @@ static void child_records(const char *dir)
 	exit(0); /* runs the library's destructor, which marks the ring closed */
 }
 
-static void test_records_reach_ring(void **state)
+/* A process that records into a ring in dir and exits; its pid. */
+static pid_t record_in(const char *dir)
 {
-	char dir[] = "/tmp/ts-preload-XXXXXX", path[4096];
-	struct ts_ring *r;
-	struct ts_rec rec;
 	int status;
-	pid_t pid;
+	pid_t pid = fork();
 
-	(void)state;
-	assert_non_null(mkdtemp(dir));
-	pid = fork();
 	if (pid == 0)
 		child_records(dir);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
+	return pid;
+}
+
+static unsigned file_mode(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_mode & 07777;
+}
+
+static void test_records_reach_ring(void **state)
+{
+	char dir[] = "/tmp/ts-preload-XXXXXX", path[4096];
+	struct ts_ring *r;
+	struct ts_rec rec;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	pid = record_in(dir);
 	assert_int_equal(ts_test_find(dir, TS_RING_SUFFIX, path, sizeof(path)), 1);
+	assert_int_equal(file_mode(path), 0600); /* a plain folder: the producer's uid only */
 	assert_int_equal(ts_ring_open(path, &r), 0);
 	assert_int_equal(r->id.rank, 2);
 	assert_int_equal(r->id.world_size, 4);
@@ -109,6 +128,21 @@ static void test_records_reach_ring(void **state)
 	ts_ring_unmap(r);
 	unlink(path);
 	rmdir(dir);
+}
+
+/* The Kubernetes ring folder: setgid, sticky, world-writable, the relay's group. Whatever
+ * the trainer's uid, the folder's group reads and writes its ring. */
+static void test_ring_group_rw_in_setgid_folder(void **state)
+{
+	char dir[] = "/tmp/ts-preload-XXXXXX", path[4096];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 03777), 0);
+	record_in(dir);
+	assert_int_equal(ts_test_find(dir, TS_RING_SUFFIX, path, sizeof(path)), 1);
+	assert_int_equal(file_mode(path), 0660);
+	assert_int_equal(ts_test_rmdir(dir), 0);
 }
 
 static void test_no_ring_folder_counts(void **state)
@@ -196,6 +230,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_records_reach_ring),
+		cmocka_unit_test(test_ring_group_rw_in_setgid_folder),
 		cmocka_unit_test(test_no_ring_folder_counts),
 		cmocka_unit_test(test_platform_token_glibc),
 		cmocka_unit_test(test_platform_token_musl),

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ring.h"
@@ -90,6 +91,19 @@ static const char *side(const char *ring_path, const char *suffix)
 	return text;
 }
 
+/* The permission bits of the file beside the ring with this suffix. */
+static unsigned side_mode(const char *ring_path, const char *suffix)
+{
+	char path[4200];
+	size_t len = strlen(ring_path) - strlen(TS_RING_SUFFIX);
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%.*s%s", (int)len, ring_path, suffix);
+	if (stat(path, &st))
+		fail_msg("no %s file beside the ring", suffix);
+	return st.st_mode & 07777;
+}
+
 static void test_plain_program_unchanged(void **state)
 {
 	char dir[] = "/tmp/ts-shim-XXXXXX", path[4200], without[sizeof(out)];
@@ -131,6 +145,34 @@ static void test_fake_torch_loop(void **state)
 	assert_non_null(strstr(side(path, TS_SIDE_GROUPS), "group1:0,1"));
 	assert_non_null(strstr(side(path, TS_SIDE_EXC), "the fake model diverged"));
 	assert_non_null(strstr(side(path, TS_SIDE_STACKS), "train_fake.py"));
+	/* a plain folder: the ring and its side files are the process's uid's alone */
+	assert_int_equal(side_mode(path, TS_RING_SUFFIX), 0600);
+	assert_int_equal(side_mode(path, TS_SIDE_STACKS), 0600);
+	assert_int_equal(side_mode(path, TS_SIDE_EXC), 0600);
+	assert_int_equal(side_mode(path, TS_SIDE_GROUPS), 0600);
+	assert_int_equal(ts_test_rmdir(dir), 0);
+}
+
+/* The Kubernetes ring folder (setgid, sticky, world-writable, the relay's group): the
+ * relay reads the side files whatever the trainer's uid and umask. */
+static void test_side_files_group_rw(void **state)
+{
+	char dir[] = "/tmp/ts-shim-XXXXXX", path[4200];
+	mode_t old;
+	int rc;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 03777), 0);
+	old = umask(077);
+	rc = python(FAKES "/train_fake.py", dir, NULL);
+	umask(old);
+	assert_int_equal(rc, 1);
+	assert_int_equal(read_ring(dir, path, sizeof(path)).step_end, 5);
+	assert_int_equal(side_mode(path, TS_RING_SUFFIX), 0660);
+	assert_int_equal(side_mode(path, TS_SIDE_STACKS), 0660);
+	assert_int_equal(side_mode(path, TS_SIDE_EXC), 0660);
+	assert_int_equal(side_mode(path, TS_SIDE_GROUPS), 0660);
 	assert_int_equal(ts_test_rmdir(dir), 0);
 }
 
@@ -152,6 +194,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plain_program_unchanged),
 		cmocka_unit_test(test_fake_torch_loop),
+		cmocka_unit_test(test_side_files_group_rw),
 		cmocka_unit_test(test_step_func),
 	};
 	return cmocka_run_group_tests_name("python shim", tests, NULL, NULL);

@@ -3,6 +3,7 @@ boundaries, data loading, garbage collection, exceptions and hang dumps into it.
 import contextlib
 import ctypes
 import os
+import stat
 import sys
 import threading
 
@@ -44,6 +45,20 @@ def _side_path(suffix):
     return buf.value.decode()
 
 
+def _open_side(path):
+    """Opens a file beside the ring for writing, with the ring's mode: 0660 in a setgid
+    ring folder, whose group (the relay's) reads it whatever this process's uid, 0600
+    otherwise; fchmod, unlike the mode given to open, ignores the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        if os.stat(os.path.dirname(path)).st_mode & stat.S_ISGID:
+            os.fchmod(fd, 0o660)
+        return os.fdopen(fd, "w")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _arm_hang_dump():
     """faulthandler writes every thread's stack into the ring's .stacks file when the
     library's hang watch raises the signal (from its own thread, synchronously)."""
@@ -54,7 +69,7 @@ def _arm_hang_dump():
     if not path:
         return
     sig = int(os.environ.get("TRAINSCOPE_DUMP_SIGNAL", signal.SIGRTMIN + 5))
-    _stacks_file = open(path, "w")
+    _stacks_file = _open_side(path)
     faulthandler.register(sig, file=_stacks_file, all_threads=True, chain=False)
     _lib.trainscope_set_dump_signal(sig)
 
@@ -104,7 +119,7 @@ def _excepthook_chain(prev):
             import traceback
             path = _side_path(".exc")
             if path:
-                with open(path, "w") as f:
+                with _open_side(path) as f:
                     f.write("%s\n%s\n" % (tp.__name__, value))
                     f.write("".join(traceback.format_exception(tp, value, tb)))
                 _lib.trainscope_note(NOTE_EXCEPTION)
@@ -117,7 +132,7 @@ def _excepthook_chain(prev):
 def _write_groups():
     path = _side_path(".groups")
     if path:
-        with open(path, "w") as f:
+        with _open_side(path) as f:
             f.write("\n".join(_groups) + "\n")
         _lib.trainscope_note(NOTE_GROUPS)
 
