@@ -1,11 +1,30 @@
 #!/bin/bash
-# Renders deploy/trainscope.yaml from the chart (cert-manager certificates, so that the
-# output is the same every time). --check: fail when deploy/ is out of date.
+# Renders deploy/trainscope.yaml from the chart: the trainscope Namespace (PodSecurity
+# "privileged", for the agent), the CRD, then the chart with cert-manager certificates,
+# so that the output is the same every time and applies to an empty cluster that has
+# cert-manager. --check: fail when deploy/ is out of date.
 set -e
 cd "$(dirname "$0")/../.."
 HELM=${HELM:-helm}
-out=$("$HELM" template trainscope helm/trainscope --namespace trainscope \
-	--set webhook.certManager.enabled=true)
+# --kube-version: the oldest the chart supports (a helm built without its release
+# ldflags assumes 1.20 and would refuse the chart's kubeVersion)
+chart=$("$HELM" template trainscope helm/trainscope --namespace trainscope --include-crds \
+	--kube-version 1.29.0 --set webhook.certManager.enabled=true)
+out=$(
+	cat <<'NS'
+# Rendered by e2e/k8s/render.sh from helm/trainscope: do not edit. Needs cert-manager.
+#   kubectl apply -f deploy/trainscope.yaml
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: trainscope
+  labels:
+    # the agent: hostPID, root with BPF capabilities, seccomp Unconfined
+    pod-security.kubernetes.io/enforce: privileged
+NS
+	echo "$chart"
+)
 if [ "$1" = --check ]; then
 	if diff -u deploy/trainscope.yaml <(echo "$out") >/dev/null; then
 		echo "ok    deploy/trainscope.yaml matches the chart"
