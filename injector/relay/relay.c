@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define DRAIN_BUDGET 65536 /* records per ring per round, so one busy ring cannot starve others */
@@ -35,6 +36,12 @@ struct producer {
 
 #define HELLO_EVERY_MS 5000
 
+/* A ring file the relay could not follow: said once, retried quietly at each scan. */
+struct refused {
+	char *path;
+	bool seen; /* still in the folder at the last scan */
+};
+
 struct relay {
 	struct relay_opts opts;
 	struct tsn *nats;
@@ -45,6 +52,8 @@ struct relay {
 	int nprod, capprod;
 	struct relay_stats st;
 	uint64_t dropped_done; /* ring drops of producers already removed */
+	struct refused *refused;
+	int nrefused, caprefused;
 };
 
 static uint64_t mono_ms(void)
@@ -108,6 +117,110 @@ static int add_producer(struct relay *r, const char *path)
 	return 0;
 }
 
+static struct refused *find_refused(struct relay *r, const char *path)
+{
+	for (int i = 0; i < r->nrefused; i++)
+		if (strcmp(r->refused[i].path, path) == 0)
+			return &r->refused[i];
+	return NULL;
+}
+
+/* Remembers path; false when out of memory (then it is said again at the next scan). */
+static bool add_refused(struct relay *r, const char *path)
+{
+	char *copy;
+
+	if (r->nrefused == r->caprefused) {
+		int cap = r->caprefused ? r->caprefused * 2 : 8;
+		struct refused *nf = realloc(r->refused, (size_t)cap * sizeof(*nf));
+		if (!nf)
+			return false;
+		r->refused = nf;
+		r->caprefused = cap;
+	}
+	if (!(copy = strdup(path)))
+		return false;
+	r->refused[r->nrefused++] = (struct refused){ .path = copy, .seen = true };
+	return true;
+}
+
+/* Forgets refused files that left the folder or are followed now: not seen by this scan. */
+static void prune_refused(struct relay *r)
+{
+	for (int i = 0; i < r->nrefused; i++) {
+		if (r->refused[i].seen)
+			continue;
+		free(r->refused[i].path);
+		r->refused[i--] = r->refused[--r->nrefused];
+	}
+}
+
+static bool in_group(gid_t gid)
+{
+	gid_t groups[256];
+	int n = getgroups(256, groups);
+
+	if (gid == getegid())
+		return true;
+	for (int i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
+/* What makes a ring readable by this relay, for the line that says it is not. */
+static const char *unreadable_fix(const char *dir, const struct stat *ring, char *buf, size_t n)
+{
+	struct stat d;
+
+	if (stat(dir, &d) == 0 && !(d.st_mode & S_ISGID))
+		snprintf(buf, n, "give the ring folder the relay's group and the setgid bit "
+			 "(chgrp %u %s; chmod 3777 %s): the library then makes its rings 0660",
+			 (unsigned)getegid(), dir, dir);
+	else if (!in_group(ring->st_gid))
+		snprintf(buf, n, "the ring's group %u is not the relay's (gid %u): chgrp %u %s",
+			 (unsigned)ring->st_gid, (unsigned)getegid(), (unsigned)getegid(), dir);
+	else
+		snprintf(buf, n, "the ring is not group-readable: the program's libtrainscope.so "
+			 "predates group-readable rings in a setgid folder, use this version's");
+	return buf;
+}
+
+static void say_unreadable(struct relay *r, const char *path)
+{
+	char fix[1024];
+	struct stat st;
+
+	r->st.unreadable_rings++;
+	if (stat(path, &st) < 0) {
+		ts_warn("relay: cannot open ring %s: permission denied", path);
+		return;
+	}
+	ts_warn("relay: cannot open ring %s: permission denied (owner uid %u gid %u, mode %04o; "
+		"relay uid %u gid %u); fix: %s",
+		path, (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777),
+		(unsigned)geteuid(), (unsigned)getegid(),
+		unreadable_fix(r->opts.ring_dir, &st, fix, sizeof(fix)));
+}
+
+/* One line and one count per file, however many scans meet it. */
+static void refuse(struct relay *r, const char *path, int err)
+{
+	struct refused *f = find_refused(r, path);
+
+	if (f) {
+		f->seen = true;
+		return;
+	}
+	add_refused(r, path);
+	if (err == -EACCES || err == -EPERM) {
+		say_unreadable(r, path);
+	} else {
+		r->st.bad_rings++;
+		ts_warn("relay: ignoring %s: %s", path, strerror(-err));
+	}
+}
+
 static bool is_ring_name(const char *name)
 {
 	size_t n = strlen(name), k = strlen(TS_RING_SUFFIX);
@@ -127,6 +240,8 @@ static void scan(struct relay *r)
 		ts_warn("relay: cannot read %s: %s", r->opts.ring_dir, strerror(errno));
 		return;
 	}
+	for (int i = 0; i < r->nrefused; i++)
+		r->refused[i].seen = false;
 	while ((de = readdir(d))) {
 		if (!is_ring_name(de->d_name))
 			continue;
@@ -134,12 +249,11 @@ static void scan(struct relay *r)
 		if (known(r, path))
 			continue;
 		int err = add_producer(r, path);
-		if (err) {
-			r->st.bad_rings++;
-			ts_warn("relay: ignoring %s: %s", path, strerror(-err));
-		}
+		if (err)
+			refuse(r, path, err);
 	}
 	closedir(d);
+	prune_refused(r);
 }
 
 static int push_pending(struct producer *p, const struct ts_step_sum *s)
@@ -418,6 +532,9 @@ void relay_render_metrics(struct relay *r, struct ts_buf *b)
 	M("producers", "gauge", "Rings followed now.", s.producers_active);
 	M("producers_done_total", "counter", "Rings finished and removed.", s.producers_done);
 	M("bad_rings_total", "counter", "Ring files refused (bad header).", s.bad_rings);
+	M("unreadable_rings_total", "counter",
+	  "Ring files the relay may not open (their owner, mode and the fix are logged).",
+	  s.unreadable_rings);
 	M("encode_errors_total", "counter", "Batches lost to encoding or memory errors.",
 	  s.encode_errors);
 	M("publish_errors_total", "counter", "Batches refused by the outbox.", s.publish_errors);
@@ -445,6 +562,9 @@ void relay_free(struct relay *r)
 		free(r->prod[i]);
 	}
 	free(r->prod);
+	for (int i = 0; i < r->nrefused; i++)
+		free(r->refused[i].path);
+	free(r->refused);
 	tsn_close(r->nats);
 	close(r->inotify_fd);
 	free(r);

@@ -15,6 +15,7 @@ struct relay_opts {
 
 struct relay_stats {
 	uint64_t producers_seen, producers_active, producers_done, bad_rings;
+	uint64_t unreadable_rings; /* ring files not ours to open (EACCES), once per file */
 	uint64_t records, steps, batches, encode_errors, publish_errors;
 	uint64_t ring_dropped; /* drops counted by the producers' rings, finished ones too */
 };
