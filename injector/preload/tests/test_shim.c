@@ -176,6 +176,28 @@ static void test_side_files_group_rw(void **state)
 	assert_int_equal(ts_test_rmdir(dir), 0);
 }
 
+/* The shim without the library in the process (not preloaded: a musl Python skips the
+ * glibc preload; or a Python without ctypes): it loads, does nothing, says nothing on
+ * stdout or stderr, and leaves no ring. */
+static void test_no_library_silent(void **state)
+{
+	char dir[] = "/tmp/ts-shim-XXXXXX", ring[4200], path[4200];
+	char *nolib[] = { "LD_PRELOAD=", "PYTHONPATH=" SHIM ":" FAKES, ring, "RANK=0", NULL };
+	char *noctypes[] = { "LD_PRELOAD=", "PYTHONPATH=" FAKES "/noctypes:" SHIM ":" FAKES, ring,
+			     "RANK=0", NULL };
+	char *argv[] = { "sh", "-c", "exec python3 \"$0\" 2>&1", FAKES "/nolib.py", NULL };
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(ring, sizeof(ring), "TRAINSCOPE_RING_DIR=%s", dir);
+	assert_int_equal(ts_test_spawn(argv, nolib, out, sizeof(out)), 0);
+	assert_string_equal(out, "shim loaded=True hooks=0\n");
+	assert_int_equal(ts_test_spawn(argv, noctypes, out, sizeof(out)), 0);
+	assert_string_equal(out, "shim loaded=True hooks=0\n");
+	assert_int_equal(ts_test_find(dir, TS_RING_SUFFIX, path, sizeof(path)), 0);
+	assert_int_equal(ts_test_rmdir(dir), 0);
+}
+
 static void test_step_func(void **state)
 {
 	char dir[] = "/tmp/ts-shim-XXXXXX", path[4200];
@@ -196,6 +218,7 @@ int main(void)
 		cmocka_unit_test(test_fake_torch_loop),
 		cmocka_unit_test(test_side_files_group_rw),
 		cmocka_unit_test(test_step_func),
+		cmocka_unit_test(test_no_library_silent),
 	};
 	return cmocka_run_group_tests_name("python shim", tests, NULL, NULL);
 }

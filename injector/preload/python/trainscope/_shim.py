@@ -1,7 +1,6 @@
 """The shim proper: finds the preloaded C library and hooks the program's step
 boundaries, data loading, garbage collection, exceptions and hang dumps into it."""
 import contextlib
-import ctypes
 import os
 import stat
 import sys
@@ -19,11 +18,14 @@ _groups = []
 
 
 def _load():
+    """The C library when it is in the process, else None: not preloaded (a musl Python
+    skips the glibc preload), or a Python without ctypes. Never raises, says nothing."""
     try:
+        import ctypes
         lib = ctypes.CDLL(None)
         lib.trainscope_step_end
-    except (OSError, AttributeError):
-        return None  # not preloaded: everything stays a no-op
+    except Exception:
+        return None  # everything stays a no-op
     for name, args in (("trainscope_step_begin", [ctypes.c_uint64]),
                        ("trainscope_step_end", [ctypes.c_uint64]),
                        ("trainscope_region_begin", [ctypes.c_int]),
@@ -39,6 +41,7 @@ def _load():
 
 
 def _side_path(suffix):
+    import ctypes
     buf = ctypes.create_string_buffer(4096)
     if _lib.trainscope_side_path(suffix.encode(), buf, len(buf)) != 0:
         return None
