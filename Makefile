@@ -64,13 +64,25 @@ include agent/module.mk
 include e2e/module.mk
 include bench/module.mk
 
-.PHONY: all test unit integration demo e2e bench deps lint clean
+.PHONY: all test unit integration demo e2e e2e-node bench deps lint clean image-root
 .DEFAULT_GOAL := all
 
 all: $(LIBS) $(BINS)
 
 deps:
 	@e2e/deps.sh
+
+# The image's files as the Dockerfile copies them to / (e2e/node/images.sh too): the
+# programs, the preload library with its $$PLATFORM links, the Python shim.
+IMAGE_ROOT := $(BUILD)/image
+image-root: all
+	@rm -rf $(IMAGE_ROOT)
+	@mkdir -p $(IMAGE_ROOT)/usr/local/bin $(IMAGE_ROOT)/opt/trainscope/lib
+	@cp -a $(BUILD)/bin/. $(IMAGE_ROOT)/usr/local/bin/
+	@cp -a $(BUILD)/lib/. $(IMAGE_ROOT)/opt/trainscope/lib/
+	@cp -a injector/preload/python $(IMAGE_ROOT)/opt/trainscope/python
+	@find $(IMAGE_ROOT) -name __pycache__ -prune -exec rm -rf {} +
+	@echo "  IMAGE   $(IMAGE_ROOT)"
 
 # Unit tests (cmocka), integration tests (a real nats-server), end to end (real
 # processes: workload, relay, NATS, analyzer).
@@ -88,6 +100,12 @@ test: deps
 	@BUILD=$(BUILD) e2e/test-agent.sh
 	@BUILD=$(BUILD) e2e/test-webhook.sh
 	@BUILD=$(BUILD) e2e/k8s/test-k8s.sh
+	@$(MAKE) --no-print-directory e2e-node
+
+# A one-node cluster from real parts (kubelet, containerd): the chart and injected pods run.
+e2e-node: deps
+	@$(MAKE) --no-print-directory image-root
+	@BUILD=$(BUILD) e2e/node/test-node.sh
 
 FAULT ?= compute
 RANKS ?= 8
@@ -96,11 +114,12 @@ demo: deps
 	@BUILD=$(BUILD) FAULT=$(FAULT) RANKS=$(RANKS) e2e/demo.sh
 
 e2e: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory image-root
 	@BUILD=$(BUILD) e2e/test-demo.sh
 	@BUILD=$(BUILD) e2e/test-agent.sh
 	@BUILD=$(BUILD) e2e/test-webhook.sh
 	@BUILD=$(BUILD) e2e/k8s/test-k8s.sh
+	@BUILD=$(BUILD) e2e/node/test-node.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCHES) $(PINGPONG) $(BENCH_WEBHOOK)

@@ -1,12 +1,14 @@
 #!/bin/bash
 # Builds the real servers the Kubernetes e2e needs, once, from their Go modules, into
-# ~/.cache/trainscope/bin (TRAINSCOPE_TOOLS overrides): kube-apiserver and kubectl
-# (k8s.io/kubernetes with its staging modules at their published versions), helm,
-# and Jaeger; etcd comes from Debian. Prints the folder. Exit 0 when all are there.
+# ~/.cache/trainscope/bin (TRAINSCOPE_TOOLS overrides): kube-apiserver, kubectl and, for
+# a real node, kube-controller-manager, kube-scheduler, kubelet and kube-proxy
+# (k8s.io/kubernetes with its staging modules at their published versions), CoreDNS,
+# helm and Jaeger; etcd comes from Debian. Prints the folder. Exit 0 when all are there.
 set -e
 K8S_VERSION=${K8S_VERSION:-1.31.4}
 HELM_VERSION=${HELM_VERSION:-v3.16.4}
 JAEGER_VERSION=${JAEGER_VERSION:-v1.62.0}
+COREDNS_VERSION=${COREDNS_VERSION:-v1.11.4}
 TOOLS=${TRAINSCOPE_TOOLS:-$HOME/.cache/trainscope}
 BIN="$TOOLS/bin"
 mkdir -p "$BIN"
@@ -23,8 +25,19 @@ need_etcd() {
 
 # kube-apiserver and kubectl: a wrapper module requires k8s.io/kubernetes and maps each
 # staging module (which k8s.io/kubernetes lists at v0.0.0) to its published v0 release.
+KUBE_CMDS="kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy"
+kube_version() { # CMD: the version a built binary reports
+	case $1 in
+	kubectl) "$BIN/kubectl" version --client 2>/dev/null | awk '/Client Version/ { print $3 }' ;;
+	*) "$BIN/$1" --version 2>/dev/null | awk '{ print $2 }' ;;
+	esac
+}
 need_kube() {
-	[ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kubectl" ] && return
+	local c missing=""
+	for c in $KUBE_CMDS; do
+		[ -x "$BIN/$c" ] && [ "$(kube_version "$c")" = "v$K8S_VERSION" ] || missing="$missing $c"
+	done
+	[ -z "$missing" ] && return
 	local minor=${K8S_VERSION#*.} src="$TOOLS/src/kube-$K8S_VERSION"
 	local staging="api apiextensions-apiserver apimachinery apiserver cli-runtime client-go
 		cloud-provider cluster-bootstrap code-generator component-base component-helpers
@@ -41,11 +54,29 @@ need_kube() {
 		for m in $staging; do echo "	k8s.io/$m => k8s.io/$m v0.$minor"; done
 		echo ")"
 	} >"$src/go.mod"
-	printf 'package tools\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\t_ "k8s.io/kubectl/pkg/cmd"\n)\n' >"$src/tools.go"
-	log "building kube-apiserver and kubectl $K8S_VERSION (several minutes, once)"
-	(cd "$src" && go mod tidy >/dev/null 2>&1 && go mod download &&
-		go build -o "$BIN/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver &&
-		go build -o "$BIN/kubectl" k8s.io/kubernetes/cmd/kubectl)
+	{
+		printf 'package tools\nimport (\n\t_ "k8s.io/kubectl/pkg/cmd"\n'
+		for c in $KUBE_CMDS; do
+			[ "$c" = kubectl ] || printf '\t_ "k8s.io/kubernetes/cmd/%s/app"\n' "$c"
+		done
+		printf ')\n'
+	} >"$src/tools.go"
+	log "building$missing $K8S_VERSION (some 20 minutes on 2 cores, once)"
+	(cd "$src" && go mod tidy >/dev/null 2>&1 && go mod download) || return 1
+	# the version the binaries report (helm checks the chart's kubeVersion against it)
+	local v=k8s.io/component-base/version
+	local ld="-X $v.gitVersion=v$K8S_VERSION -X $v.gitMajor=1 -X $v.gitMinor=${minor%%.*}"
+	for c in $missing; do
+		(cd "$src" && go build -ldflags "$ld" -o "$BIN/$c" "k8s.io/kubernetes/cmd/$c") || return 1
+		log "built $c"
+	done
+}
+
+need_coredns() {
+	[ -x "$BIN/coredns" ] && return
+	log "building coredns $COREDNS_VERSION"
+	# static: its image holds nothing else
+	CGO_ENABLED=0 GOBIN="$BIN" go install "github.com/coredns/coredns@$COREDNS_VERSION"
 }
 
 need_helm() {
@@ -80,4 +111,5 @@ need_etcd
 need_helm
 need_kube
 need_jaeger
+need_coredns
 echo "$BIN"

@@ -1,0 +1,104 @@
+#!/bin/bash
+# Builds the node e2e's container images without a Docker engine or a registry, as OCI
+# archives: images.sh BUILD OUT. The trainscope image follows the Dockerfile's runtime
+# stage: its base is Debian bookworm (debootstrap minbase, the same release as
+# debian:bookworm-slim) with the packages of the Dockerfile's RUNTIME_PACKAGES, then
+# `make image-root`'s tree, USER and ENTRYPOINT as the Dockerfile says. The other images:
+# the pod sandbox (pause.c), CoreDNS (its Go module, built by tools.sh), and a trainer
+# that runs the synthetic workload as root beside a musl program. Writes OUT/images.tar
+# (one OCI layout, each image named by io.containerd.image.name) and prints the names.
+# The base root filesystem is cached in ~/.cache/trainscope/rootfs (TRAINSCOPE_TOOLS).
+set -e
+BUILD=$1 OUT=$2
+[ -n "$BUILD" ] && [ -n "$OUT" ] || { echo "usage: images.sh BUILD OUT" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+CACHE=${TRAINSCOPE_TOOLS:-$HOME/.cache/trainscope}
+TAG=e2e
+log() { echo "node images: $*" >&2; }
+
+# What the Dockerfile says of its runtime stage.
+dockerfile_arg() { sed -n "s/^ARG $1=\"\(.*\)\"$/\1/p" "$root/Dockerfile"; }
+PACKAGES=$(dockerfile_arg RUNTIME_PACKAGES)
+USER_ID=$(awk '$1 == "USER" { u = $2 } END { print u }' "$root/Dockerfile")
+ENTRY=$(sed -n 's/^ENTRYPOINT \["\([^"]*\)"\]$/\1/p' "$root/Dockerfile")
+[ -n "$PACKAGES" ] && [ -n "$USER_ID" ] && [ -n "$ENTRY" ] ||
+	{ log "cannot read RUNTIME_PACKAGES, USER and ENTRYPOINT from the Dockerfile"; exit 1; }
+
+# Debian's mirror as apt has it configured here (the only package source reachable).
+mirror() {
+	local m
+	m=$(sed -n 's/^URIs: *\(.*debian\)\/*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1)
+	[ -n "$m" ] || m=$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
+	echo "${m:-http://deb.debian.org/debian}"
+}
+
+# bookworm minbase + PACKAGES, docs and apt lists dropped (as the slim image does).
+base_rootfs() {
+	local key dir tar
+	key=$(echo "bookworm $PACKAGES" | sha256sum | cut -c1-12)
+	tar="$CACHE/rootfs/bookworm-$key.tar"
+	if [ ! -s "$tar" ]; then
+		dir=$(mktemp -d "$CACHE/rootfs/tmp-XXXXXX")
+		log "debootstrap bookworm minbase with $PACKAGES (about a minute, once)"
+		debootstrap --variant=minbase --include="${PACKAGES// /,}" bookworm "$dir/root" \
+			"$(mirror)" >"$dir/log" 2>&1 || { tail -20 "$dir/log" >&2; rm -rf "$dir"; exit 1; }
+		rm -rf "$dir"/root/var/cache/apt/* "$dir"/root/var/lib/apt/lists/* \
+			"$dir"/root/usr/share/doc "$dir"/root/usr/share/man "$dir"/root/usr/share/locale
+		tar -C "$dir/root" --numeric-owner -cf "$tar.tmp" . && mv "$tar.tmp" "$tar"
+		rm -rf "$dir"
+	fi
+	echo "$tar"
+}
+
+need() { command -v "$1" >/dev/null || { log "$1 is missing (Debian package $2)"; exit 1; }; }
+need debootstrap debootstrap
+need umoci umoci
+need musl-gcc musl-tools
+mkdir -p "$CACHE/rootfs" "$OUT"
+stage="$OUT/stage"
+rm -rf "$stage" "$OUT/layout"
+mkdir -p "$stage/base" "$stage/pause" "$stage/coredns" "$stage/trainer/usr/local/bin" "$stage/trainer/lib"
+tar -C "$stage/base" -xf "$(base_rootfs)"
+
+# the sandbox and the musl program, from this folder's sources
+cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -static -o "$stage/pause/pause" "$here/pause.c"
+musl-gcc -O2 -Wall -Wextra -Werror -o "$stage/trainer/usr/local/bin/musl-probe" "$here/musl_probe.c"
+cp -L /lib/ld-musl-x86_64.so.1 "$stage/trainer/lib/"
+cp "$BUILD/bin/workload" "$stage/trainer/usr/local/bin/"
+cp "$CACHE/bin/coredns" "$stage/coredns/coredns"
+
+L="$OUT/layout"
+umoci init --layout "$L"
+image() { # REF DIR... : a new image of these folders, one layer each
+	local ref=$1 d; shift
+	umoci new --image "$L:$ref"
+	for d in "$@"; do umoci insert --image "$L:$ref" "$d" / >/dev/null; done
+}
+image trainscope "$stage/base" "$BUILD/image"
+umoci config --image "$L:trainscope" --config.user "$USER_ID" --config.entrypoint "$ENTRY" \
+	--config.workingdir / >/dev/null
+image trainer "$stage/base" "$stage/trainer"
+umoci config --image "$L:trainer" --config.user 0 --config.cmd /usr/local/bin/workload >/dev/null
+image pause "$stage/pause"
+umoci config --image "$L:pause" --config.entrypoint /pause >/dev/null
+image coredns "$stage/coredns"
+umoci config --image "$L:coredns" --config.entrypoint /coredns >/dev/null
+umoci gc --layout "$L"
+
+# containerd names an imported image by this annotation
+python3 - "$L/index.json" "$TAG" <<'PY'
+import json, sys
+path, tag = sys.argv[1], sys.argv[2]
+names = {"trainscope": "trainscope", "trainer": "trainscope-trainer",
+         "pause": "trainscope-pause", "coredns": "trainscope-coredns"}
+idx = json.load(open(path))
+for m in idx["manifests"]:
+    ref = m["annotations"]["org.opencontainers.image.ref.name"]
+    m["annotations"]["io.containerd.image.name"] = "docker.io/library/%s:%s" % (names[ref], tag)
+json.dump(idx, open(path, "w"))
+for ref in sorted(names):
+    print("docker.io/library/%s:%s" % (names[ref], tag))
+PY
+tar -C "$L" -cf "$OUT/images.tar" .
+rm -rf "$stage" "$L"

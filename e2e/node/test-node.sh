@@ -1,0 +1,243 @@
+#!/bin/bash
+# trainscope on a real one-node Kubernetes cluster (cluster.sh): `helm install` of the
+# chart with locally built images (images.sh), every chart pod Ready, the agent's eBPF
+# programs loaded inside its pod; annotated training pods as users write them (a root
+# trainer with a musl program beside it; a restricted, Guaranteed, non-root one) are
+# injected, really run, and `kubectl get snr` names the slowed rank with its pod and
+# node, cause Compute and then HostCPU with the preemptor seen by the DaemonSet agent;
+# `helm upgrade` keeps injection working; `helm uninstall` leaves nothing behind.
+# Runs inside its own network and mount namespaces; needs root.
+set -e
+BUILD=${BUILD:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+TOTAL=18
+
+skip() {
+	echo "node e2e: skipped: $*"
+	echo "node e2e: 0 passed, 0 failed, $TOTAL skipped"
+	exit 0
+}
+
+if [ -z "$TS_NODE_NS" ]; then
+	[ "$(id -u)" -eq 0 ] || skip "needs root (containerd, kubelet, network namespaces)"
+	for c in cpu cpuacct cpuset memory; do
+		grep -qw "$c" /proc/cgroups || skip "the kernel has no '$c' cgroup controller, which the kubelet needs"
+	done
+	"$here/deps.sh" || skip "the node's Debian packages could not be installed (see above)"
+	TOOLS=$("$root/e2e/k8s/tools.sh") || skip "the Kubernetes servers could not be built (see above)"
+	BUILD=$(cd "$BUILD" && pwd)
+	export TS_NODE_NS=1 TOOLS BUILD
+	exec unshare --net --mount --propagation private "$0" "$@"
+fi
+
+. "$root/e2e/lib.sh"
+. "$here/cluster.sh"
+export PATH="$TOOLS:$PATH"
+mount --make-rshared /
+
+node_cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	[ -n "$KEEP_WORK" ] && [ "$rc" -ne 0 ] && cp -a "$WORK/pod-logs" "$WORK/saved-pod-logs" 2>/dev/null
+	node_down
+	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
+	for p in $PIDS; do wait "$p" 2>/dev/null || true; done
+	grep -o " $WORK[^ ]*" /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+	node_cgroups_clean
+	[ -n "$KEEP_WORK" ] && echo "node e2e: kept $WORK" || rm -rf "$WORK"
+	exit $rc
+}
+trap node_cleanup EXIT INT TERM
+
+fails=0
+passed=0
+expect() { # NAME CMD...
+	local name=$1; shift
+	if "$@"; then echo "ok    $name"; passed=$((passed + 1)); else echo "FAIL  $name"; fails=$((fails + 1)); fi
+}
+
+PAUSE_IMAGE=docker.io/library/trainscope-pause:e2e
+COREDNS_IMAGE=docker.io/library/trainscope-coredns:e2e
+"$here/images.sh" "$BUILD" "$WORK/images" >/dev/null || die "the images could not be built"
+node_up "$WORK/images/images.tar"
+
+# ---- the chart, as a user installs it ----------------------------------------------------
+kubectl create namespace trainscope >/dev/null
+kubectl label namespace trainscope pod-security.kubernetes.io/enforce=privileged >/dev/null
+CHART_SET=(--set image.repository=trainscope --set image.tag=e2e --set image.pullPolicy=Never
+	--set agent.intervalMs=500)
+started=$(date +%s)
+helm install trainscope "$root/helm/trainscope" -n trainscope "${CHART_SET[@]}" \
+	--wait --timeout 5m >"$WORK/helm-install.log" 2>&1 ||
+	{ kubectl -n trainscope get pods -o wide; die "helm install: $(tail -5 "$WORK/helm-install.log")"; }
+chart_ready() {
+	kubectl -n trainscope wait --for=condition=Ready pods --all --timeout 180s >/dev/null
+}
+expect "helm install: NATS, analyzer, webhook and agent Ready ($(($(date +%s) - started)) s)" chart_ready
+kubectl -n trainscope get pods -o wide | sed 's/^/      /'
+agent_loaded() {
+	kubectl -n trainscope logs ds/trainscope-agent >"$WORK/agent-pod.log" 2>&1 &&
+		grep -q "agent: scheduling: on" "$WORK/agent-pod.log"
+}
+expect "the agent loaded its eBPF programs inside its pod" wait_for 60 agent_loaded
+
+# ---- a training pod as users write it: root trainer, a musl program beside it -----------
+kubectl create namespace team >/dev/null
+job_pod() { # NAME JOB FAULT [EXTRA WORKLOAD ARGS]
+	local name=$1 job=$2 fault=$3; shift 3
+	local args=""
+	for a in "$@"; do args="$args, \"$a\""; done
+	cat <<POD
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $name
+  namespace: team
+  labels: {training.kubeflow.org/job-name: $job}
+  annotations: {trainscope.dev/inject: "true"}
+spec:
+  restartPolicy: Never
+  containers:
+    - name: trainer
+      image: trainscope-trainer:e2e
+      imagePullPolicy: Never
+      command: [/usr/local/bin/workload, --ranks, "8", --fault, "$fault", --fault-rank, "5",
+                --fault-step, "40"$args]
+    - name: musl
+      image: trainscope-trainer:e2e
+      imagePullPolicy: Never
+      command: [/usr/local/bin/musl-probe]
+POD
+}
+pod_done() { # NS POD: Succeeded or Failed
+	local phase
+	phase=$(kubectl -n "$1" get pod "$2" -o jsonpath='{.status.phase}' 2>/dev/null)
+	[ "$phase" = Succeeded ] || [ "$phase" = Failed ]
+}
+snr_names() { # NS JOB SUMMARY
+	kubectl -n "$1" get snr "$2" -o jsonpath='{.status.summary}' 2>/dev/null | grep -q "$3"
+}
+
+job_pod llm-0 llm compute --steps 150 | kubectl apply -f - >/dev/null
+wait_for 300 pod_done team llm-0 || true
+kubectl -n team get pod llm-0 -o json >"$WORK/llm-0.json"
+expect "the root trainer's pod was injected and ran to Succeeded" python3 - "$WORK/llm-0.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+init = [c["name"] for c in p["spec"].get("initContainers", [])]
+print("      phase %s, init containers %s" % (p["status"].get("phase"), init))
+sys.exit(0 if p["status"].get("phase") == "Succeeded" and "trainscope-relay" in init else 1)
+PY
+musl_ok() { # NS POD WANT
+	kubectl -n "$1" logs "$2" -c musl 2>/dev/null | grep -qF "$3"
+}
+expect "the unselected musl container ran unchanged (no LD_PRELOAD, exit 0)" \
+	musl_ok team llm-0 "musl probe: ran, LD_PRELOAD=(unset)"
+expect "kubectl get snr names rank 5 (Compute)" wait_for 60 snr_names team llm "5(Compute)"
+kubectl -n team get snr | sed 's/^/      /'
+kubectl -n team get snr llm -o json >"$WORK/snr-llm.json"
+expect "the report names the rank's pod and node" python3 - "$WORK/snr-llm.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["status"]
+r = [x for x in s["slowRanks"] if x["rank"] == 5]
+print("      %s" % r)
+sys.exit(0 if r and r[0]["pod"] == "llm-0" and r[0]["node"] == "tsnode" else 1)
+PY
+slowrank_event() { # NS POD
+	kubectl -n "$1" get events --field-selector reason=SlowRank -o json >"$WORK/events.json" &&
+		python3 -c '
+import json, sys
+ev = json.load(open(sys.argv[1]))["items"]
+sys.exit(0 if any(e["involvedObject"]["name"] == sys.argv[2] and "rank 5" in e["message"] for e in ev) else 1)' \
+			"$WORK/events.json" "$2"
+}
+expect "a SlowRank Event on the pod" wait_for 30 slowrank_event team llm-0
+host_joined() {
+	kubectl -n trainscope logs ds/trainscope-agent 2>/dev/null | grep -q "tracing rank 5 of team/llm"
+}
+expect "the DaemonSet agent traced the job's ranks" host_joined
+
+# ---- a CPU hog on the rank's core: HostCPU, the preemptor named through the agent ---------
+job_pod hog-0 hog host --steps 300 --matrix 48 --compute-iters 4 | kubectl apply -f - >/dev/null
+wait_for 300 pod_done team hog-0 || true
+expect "kubectl get snr names rank 5 (HostCPU)" wait_for 60 snr_names team hog "5(HostCPU)"
+preemptor() {
+	kubectl -n team get snr hog -o jsonpath='{.status.slowRanks[0].evidence}' | grep -q "preempted by stress"
+}
+expect "the evidence names the preemptor (stress)" preemptor
+kubectl -n team get snr hog -o jsonpath='      {.status.slowRanks[0].evidence}{"\n"}'
+
+# ---- a restricted namespace, a Guaranteed non-root pod, a selected musl container -------
+kubectl create namespace secure >/dev/null
+kubectl label namespace secure pod-security.kubernetes.io/enforce=restricted >/dev/null
+cat >"$WORK/secure.yaml" <<'POD'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: secure-0
+  namespace: secure
+  labels: {job-name: secure}
+  annotations: {trainscope.dev/inject: "true", trainscope.dev/container-names: "trainer,musl"}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: {type: RuntimeDefault}}
+  containers:
+    - name: trainer
+      image: trainscope-trainer:e2e
+      imagePullPolicy: Never
+      command: [/usr/local/bin/workload, --ranks, "4", --steps, "60", --dataloader-ms, "5"]
+      securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+      resources: {requests: {cpu: 200m, memory: 128Mi}, limits: {cpu: 200m, memory: 128Mi}}
+    - name: musl
+      image: trainscope-trainer:e2e
+      imagePullPolicy: Never
+      command: [/usr/local/bin/musl-probe]
+      securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+      resources: {requests: {cpu: 10m, memory: 16Mi}, limits: {cpu: 10m, memory: 16Mi}}
+POD
+expect "a restricted namespace admits the injected pod" sh -c "kubectl apply -f '$WORK/secure.yaml' >'$WORK/secure.out' 2>&1 || { cat '$WORK/secure.out'; false; }"
+wait_for 180 pod_done secure secure-0 || true
+kubectl -n secure get pod secure-0 -o json >"$WORK/secure-0.json" 2>/dev/null || echo '{}' >"$WORK/secure-0.json"
+expect "the Guaranteed pod stays Guaranteed and runs to Succeeded" python3 - "$WORK/secure-0.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+st = p.get("status", {})
+print("      qosClass %s, phase %s" % (st.get("qosClass"), st.get("phase")))
+sys.exit(0 if st.get("qosClass") == "Guaranteed" and st.get("phase") == "Succeeded" else 1)
+PY
+expect "a selected musl container runs unchanged under the preload" \
+	musl_ok secure secure-0 'LD_PRELOAD=/trainscope/lib/$PLATFORM/libtrainscope.so'
+expect "the relay (uid 65532) read the non-root trainer's rings: a report with 60 steps" \
+	sh -c "kubectl -n secure get snr secure -o jsonpath='{.status.lastStep}' 2>/dev/null | grep -qx 59"
+
+# ---- helm upgrade keeps injecting; uninstall leaves nothing behind ----------------------
+helm upgrade trainscope "$root/helm/trainscope" -n trainscope "${CHART_SET[@]}" \
+	--set analyzer.k8sIntervalS=3 --wait --timeout 3m >"$WORK/helm-upgrade.log" 2>&1 ||
+	die "helm upgrade: $(tail -5 "$WORK/helm-upgrade.log")"
+injected_after_upgrade() {
+	kubectl -n team run after-upgrade --image trainscope-trainer:e2e --image-pull-policy Never \
+		--restart Never --annotations trainscope.dev/inject=true --command -- /usr/local/bin/musl-probe \
+		>/dev/null 2>&1
+	kubectl -n team get pod after-upgrade -o jsonpath='{.spec.initContainers[*].name}' | grep -q trainscope-relay
+}
+expect "after helm upgrade a new annotated pod is still injected" injected_after_upgrade
+expect "an old cluster is refused: helm template --kube-version 1.28" sh -c \
+	"! helm template t '$root/helm/trainscope' --kube-version 1.28.0 2>&1 | tee '$WORK/old.log' >/dev/null; grep -q kubeVersion '$WORK/old.log'"
+helm uninstall trainscope -n trainscope --wait --timeout 3m >/dev/null
+leftovers() {
+	local left
+	left=$(kubectl get all,cm,secret,sa,role,rolebinding,pdb -n trainscope -o name 2>/dev/null |
+		grep -v -e '^configmap/kube-root-ca.crt$' -e '^serviceaccount/default$')
+	left="$left$(kubectl get clusterrole,clusterrolebinding,mutatingwebhookconfiguration -o name |
+		grep trainscope)"
+	[ -z "$left" ] || { echo "      left behind: $left"; return 1; }
+}
+expect "helm uninstall leaves no trainscope object behind (the CRD aside)" wait_for 60 leftovers
+kubectl delete crd slownodereports.trainscope.dev >/dev/null
+kubectl delete namespace trainscope --timeout 120s >/dev/null
+expect "deploy/trainscope.yaml applies cleanly on an empty cluster" sh -c \
+	"kubectl apply -f '$root/deploy/trainscope.yaml' >'$WORK/apply.log' 2>&1 || { tail -5 '$WORK/apply.log'; false; }"
+
+echo "node e2e: $passed passed, $fails failed"
+[ "$fails" -eq 0 ] && [ "$passed" -eq "$TOTAL" ]
