@@ -1,13 +1,12 @@
 /* trainscope-webhook: the mutating admission webhook that injects trainscope. */
+#include "cert.h"
 #include "log.h"
 #include "signals.h"
 #include "server.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 static void usage(FILE *f)
@@ -19,34 +18,96 @@ static void usage(FILE *f)
 		"by label (POST /mutate-namespace, unless the pod says \"false\"), gets an init\n"
 		"container that copies the library and the Python shim, the relay as a native\n"
 		"sidecar, LD_PRELOAD (appended), PYTHONPATH (prepended), TRAINSCOPE_* and volumes.\n"
-		"A second pass changes nothing. GET /healthz and /metrics.\n\n"
+		"Only the containers named by the annotation trainscope.dev/container-names\n"
+		"(comma-separated) are instrumented, else the first. A second pass changes\n"
+		"nothing. GET /healthz and /metrics.\n\n"
 		"  --tls-cert FILE   PEM certificate (chain) the API server trusts\n"
 		"  --tls-key FILE    its PEM key\n"
+		"  --cert-check-s N  reread both files every N seconds and serve a new pair\n"
+		"                    without closing the port (default 10; 0 = never)\n"
 		"  --plain-http      serve without TLS (local tests only)\n"
 		"  --addr ADDR       listen address (default 0.0.0.0)\n"
 		"  --port N          listen port (default 8443; 0 = any free port)\n"
 		"  --image IMAGE     the trainscope image injected (env TRAINSCOPE_IMAGE)\n"
 		"  --nats URL        NATS URL for the relays (env TRAINSCOPE_NATS_URL,\n"
 		"                    default nats://trainscope-nats:4222)\n"
+		"  --relay-cpu Q     the relay's cpu request and limit, given when the pod\n"
+		"                    declares resources (default " TS_RELAY_CPU_DEFAULT ")\n"
+		"  --relay-memory Q  its memory request and limit (default " TS_RELAY_MEMORY_DEFAULT ")\n"
 		"  -h, --help\n");
 }
 
-static char *slurp(const char *path)
+static int parse_seconds(const char *arg, unsigned *out)
 {
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	long n;
+	char *end;
+	long v = strtol(arg, &end, 10);
 
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && n < (1 << 20) &&
-	    fseek(f, 0, SEEK_SET) == 0 && (buf = calloc(1, (size_t)n + 1)) &&
-	    fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
+	if (*arg && !*end && v >= 0 && v <= 86400) {
+		*out = (unsigned)v;
+		return 0;
 	}
-	fclose(f);
-	return buf;
+	fprintf(stderr, "trainscope-webhook: --cert-check-s wants seconds (0 to 86400), not %s\n",
+		arg);
+	return -1;
+}
+
+/* The pair at startup: it must load. */
+static int first_pair(struct ts_cert_files *f, struct webhook_opts *o, struct ts_cert_pair *p)
+{
+	char why[256];
+
+	if (ts_cert_poll(f, p, why, sizeof(why)) != TS_CERT_NEW) {
+		fprintf(stderr, "trainscope-webhook: %s and %s: %s\n", f->cert_path, f->key_path,
+			why);
+		return -1;
+	}
+	o->cert_pem = p->cert_pem;
+	o->key_pem = p->key_pem;
+	o->cert_not_after = p->not_after;
+	return 0;
+}
+
+/* Serves the files' new pair, if any. Returns -1 when nothing serves the port any more. */
+static int check_certs(struct webhook *w, struct ts_cert_files *f)
+{
+	struct ts_cert_pair p;
+	char why[256], when[32];
+	int rc = 0;
+
+	switch (ts_cert_poll(f, &p, why, sizeof(why))) {
+	case TS_CERT_NEW:
+		rc = webhook_reload_tls(w, p.cert_pem, p.key_pem, p.not_after);
+		if (!rc) {
+			ts_cert_time(p.not_after, when, sizeof(when));
+			ts_info("webhook: reloaded certificate from %s (notAfter %s)",
+				f->cert_path, when);
+		}
+		ts_cert_pair_free(&p);
+		break;
+	case TS_CERT_BAD:
+		ts_error("webhook: the new certificate %s and key %s do not load: %s; still "
+			 "serving the previous pair", f->cert_path, f->key_path, why);
+		webhook_count_tls_failure(w);
+		break;
+	case TS_CERT_SAME:
+		break;
+	}
+	return rc == -2 ? -1 : 0;
+}
+
+/* Until SIGTERM: every check_s seconds, the certificate files. */
+static int serve(struct webhook *w, struct ts_cert_files *f, unsigned check_s)
+{
+	while (!ts_stop_requested()) {
+		if (!f || !check_s) {
+			pause();
+			continue;
+		}
+		sleep(check_s); /* a signal ends it early */
+		if (!ts_stop_requested() && check_certs(w, f))
+			return 1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -56,50 +117,62 @@ int main(int argc, char **argv)
 		{ "plain-http", no_argument, NULL, 'P' },     { "addr", required_argument, NULL, 'a' },
 		{ "port", required_argument, NULL, 'p' },     { "image", required_argument, NULL, 'i' },
 		{ "nats", required_argument, NULL, 's' },     { "help", no_argument, NULL, 'h' },
+		{ "cert-check-s", required_argument, NULL, 'C' },
+		{ "relay-cpu", required_argument, NULL, 'R' },
+		{ "relay-memory", required_argument, NULL, 'M' },
 		{ 0 }
 	};
 	struct webhook_opts o = { .port = 8443 };
-	const char *cert = NULL, *key = NULL;
+	struct ts_cert_files files = { 0 };
+	struct ts_cert_pair pair = { 0 };
+	unsigned check_s = 10;
 	struct webhook *w;
 	bool plain = false;
-	int ch;
+	int ch, rc;
 
 	ts_log_init("webhook");
 	o.inject.image = getenv("TRAINSCOPE_IMAGE") ? getenv("TRAINSCOPE_IMAGE") : "trainscope:latest";
 	o.inject.nats_url = getenv("TRAINSCOPE_NATS_URL") ? getenv("TRAINSCOPE_NATS_URL")
 							  : "nats://trainscope-nats:4222";
+	o.inject.init_cpu = TS_INIT_CPU_DEFAULT;
+	o.inject.init_memory = TS_INIT_MEMORY_DEFAULT;
+	o.inject.relay_cpu = TS_RELAY_CPU_DEFAULT;
+	o.inject.relay_memory = TS_RELAY_MEMORY_DEFAULT;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'c': cert = optarg; break;
-		case 'k': key = optarg; break;
+		case 'c': files.cert_path = optarg; break;
+		case 'k': files.key_path = optarg; break;
 		case 'P': plain = true; break;
 		case 'a': o.addr = optarg; break;
 		case 'p': o.port = (uint16_t)atoi(optarg); break;
 		case 'i': o.inject.image = optarg; break;
 		case 's': o.inject.nats_url = optarg; break;
+		case 'C':
+			if (parse_seconds(optarg, &check_s))
+				return 2;
+			break;
+		case 'R': o.inject.relay_cpu = optarg; break;
+		case 'M': o.inject.relay_memory = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (!plain && (!cert || !key)) {
+	if (!plain && (!files.cert_path || !files.key_path)) {
 		fprintf(stderr, "trainscope-webhook: the API server only calls HTTPS: pass --tls-cert "
 				"and --tls-key (or --plain-http for a local test)\n");
 		return 2;
 	}
-	if (!plain && (!(o.cert_pem = slurp(cert)) || !(o.key_pem = slurp(key)))) {
-		fprintf(stderr, "trainscope-webhook: cannot read %s: %s\n", o.cert_pem ? key : cert,
-			strerror(errno ? errno : EINVAL));
+	if (!plain && first_pair(&files, &o, &pair))
 		return 1;
-	}
-	if (webhook_start(&w, &o))
-		return 1;
+	rc = webhook_start(&w, &o) ? 1 : 0;
+	ts_cert_pair_free(&pair);
+	if (rc)
+		return rc;
 	ts_info("webhook: serving %s on port %u, injecting %s (relays to %s)",
 		plain ? "HTTP" : "HTTPS", webhook_port(w), o.inject.image, o.inject.nats_url);
 	ts_signals_init();
-	while (!ts_stop_requested())
-		pause();
+	rc = serve(w, plain ? NULL : &files, check_s);
 	webhook_stop(w);
-	free((char *)o.cert_pem);
-	free((char *)o.key_pem);
-	return 0;
+	ts_cert_files_free(&files);
+	return rc;
 }

@@ -1,7 +1,11 @@
 WEBHOOK_LIB_OBJS := $(BUILD)/obj/injector/webhook/mutate.o
+# The certificate files and their checks (OpenSSL): the binary and its test only.
+WEBHOOK_CERT_OBJ := $(BUILD)/obj/injector/webhook/cert.o
+WEBHOOK_CRYPTO_LIBS := $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
 
-$(BUILD)/test/test_mutate: $(BUILD)/obj/injector/webhook/tests/test_mutate.o $(WEBHOOK_LIB_OBJS)
-	$(call link,$^,$(CMOCKA_LIBS))
+$(BUILD)/test/test_mutate: $(BUILD)/obj/injector/webhook/tests/test_mutate.o $(WEBHOOK_LIB_OBJS) \
+		$(WEBHOOK_CERT_OBJ)
+	$(call link,$^,$(CMOCKA_LIBS) $(WEBHOOK_CRYPTO_LIBS))
 TESTS += $(BUILD)/test/test_mutate
 
 # make fuzz: the AdmissionReview handling under libFuzzer with ASan + UBSan.
@@ -25,6 +29,6 @@ fuzz: $(FUZZ_MUTATE)
 
 WEBHOOK_BIN := $(BUILD)/bin/trainscope-webhook
 $(WEBHOOK_BIN): $(BUILD)/obj/injector/webhook/main.o $(BUILD)/obj/injector/webhook/server.o \
-		$(WEBHOOK_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
-	$(call link,$^)
+		$(WEBHOOK_LIB_OBJS) $(WEBHOOK_CERT_OBJ) $(COMMON_OBJS) $(PROTO_OBJ)
+	$(call link,$^,$(WEBHOOK_CRYPTO_LIBS))
 BINS += $(WEBHOOK_BIN)

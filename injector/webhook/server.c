@@ -11,13 +11,23 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* How long a reload waits for the previous daemon's connections to end before it stops
+ * that daemon, which closes what is left (idle keep-alive connections, which a client
+ * retries on). */
+#define DRAIN_MS 3000
 
 struct webhook {
 	struct webhook_opts o;
 	struct MHD_Daemon *mhd;
+	char *cert, *key; /* the PEM served: the daemon keeps pointers into it */
 	uint16_t port;
-	pthread_mutex_t lock; /* counters: MHD may serve from several threads */
+	pthread_mutex_t lock; /* what follows: MHD serves from several threads */
 	uint64_t reviews, patched, refused, too_large, not_found;
+	uint64_t cert_reloads, cert_failures;
+	int64_t cert_not_after;
+	struct MHD_Daemon *retiring; /* the previous daemon during a reload */
 };
 
 /* A request's body as it arrives. */
@@ -27,8 +37,20 @@ struct upload {
 	bool too_large;
 };
 
-static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *ctype,
-				 const char *body, size_t len)
+/* Whether c belongs to the daemon a reload is retiring. */
+static bool retiring(struct webhook *w, struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
+	bool yes;
+
+	pthread_mutex_lock(&w->lock);
+	yes = i && w->retiring && i->daemon == w->retiring;
+	pthread_mutex_unlock(&w->lock);
+	return yes;
+}
+
+static enum MHD_Result send_text(struct webhook *w, struct MHD_Connection *c, unsigned status,
+				 const char *ctype, const char *body, size_t len)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body,
 								 MHD_RESPMEM_MUST_COPY);
@@ -37,6 +59,8 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, cons
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, "Content-Type", ctype);
+	if (retiring(w, c)) /* the client's next request goes to the new daemon */
+		MHD_add_response_header(r, "Connection", "close");
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -49,28 +73,42 @@ static void count(struct webhook *w, uint64_t *counter)
 	pthread_mutex_unlock(&w->lock);
 }
 
+static void metrics(struct webhook *w, struct ts_buf *b)
+{
+	pthread_mutex_lock(&w->lock);
+	ts_prom(b, "trainscope_webhook_reviews_total", "counter", "AdmissionReviews answered.",
+		w->reviews);
+	ts_prom(b, "trainscope_webhook_patched_total", "counter", "Pods given trainscope.",
+		w->patched);
+	ts_prom(b, "trainscope_webhook_refused_total", "counter",
+		"Requests refused as malformed.", w->refused);
+	ts_prom(b, "trainscope_webhook_too_large_total", "counter",
+		"Requests refused for their size.", w->too_large);
+	ts_prom(b, "trainscope_webhook_cert_reloads_total", "counter",
+		"New serving certificates taken from the files.", w->cert_reloads);
+	ts_prom(b, "trainscope_webhook_cert_reload_failures_total", "counter",
+		"New certificate files that did not load (the previous pair still served).",
+		w->cert_failures);
+	if (w->cert_not_after > 0)
+		ts_prom(b, "trainscope_webhook_cert_expiry_seconds", "gauge",
+			"notAfter of the certificate served, Unix seconds.",
+			(uint64_t)w->cert_not_after);
+	pthread_mutex_unlock(&w->lock);
+}
+
 static enum MHD_Result serve_get(struct webhook *w, struct MHD_Connection *c, const char *url)
 {
 	struct ts_buf b = { 0 };
 	enum MHD_Result ret;
 
 	if (!strcmp(url, "/healthz"))
-		return send_text(c, 200, "text/plain", "ok\n", 3);
+		return send_text(w, c, 200, "text/plain", "ok\n", 3);
 	if (strcmp(url, "/metrics")) {
 		count(w, &w->not_found);
-		return send_text(c, 404, "text/plain", "not found\n", 10);
+		return send_text(w, c, 404, "text/plain", "not found\n", 10);
 	}
-	pthread_mutex_lock(&w->lock);
-	ts_prom(&b, "trainscope_webhook_reviews_total", "counter", "AdmissionReviews answered.",
-		w->reviews);
-	ts_prom(&b, "trainscope_webhook_patched_total", "counter", "Pods given trainscope.",
-		w->patched);
-	ts_prom(&b, "trainscope_webhook_refused_total", "counter",
-		"Requests refused as malformed.", w->refused);
-	ts_prom(&b, "trainscope_webhook_too_large_total", "counter",
-		"Requests refused for their size.", w->too_large);
-	pthread_mutex_unlock(&w->lock);
-	ret = send_text(c, 200, "text/plain; version=0.0.4", b.data ? b.data : "", b.len);
+	metrics(w, &b);
+	ret = send_text(w, c, 200, "text/plain; version=0.0.4", b.data ? b.data : "", b.len);
 	ts_buf_free(&b);
 	return ret;
 }
@@ -86,18 +124,18 @@ static enum MHD_Result serve_review(struct webhook *w, struct MHD_Connection *c,
 	if (up->too_large) {
 		count(w, &w->too_large);
 		ts_warn("webhook: refused a review larger than %u bytes", TS_WEBHOOK_MAX_BODY);
-		return send_text(c, 413, "text/plain", "request too large\n", 18);
+		return send_text(w, c, 413, "text/plain", "request too large\n", 18);
 	}
 	io.namespace_opt_in = !strcmp(url, "/mutate-namespace");
 	status = ts_mutate(up->data ? up->data : "", up->len, &io, &out);
 	if (!out)
-		return send_text(c, 500, "text/plain", "out of memory\n", 14);
+		return send_text(w, c, 500, "text/plain", "out of memory\n", 14);
 	count(w, status == 200 ? &w->reviews : &w->refused);
 	if (status == 200 && strstr(out, "\"patch\""))
 		count(w, &w->patched);
 	if (status != 200)
 		ts_warn("webhook: refused a request on %s: %.200s", url, out);
-	ret = send_text(c, (unsigned)status, "application/json", out, strlen(out));
+	ret = send_text(w, c, (unsigned)status, "application/json", out, strlen(out));
 	free(out);
 	return ret;
 }
@@ -113,10 +151,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!strcmp(method, "GET"))
 		return serve_get(w, c, url);
 	if (strcmp(method, "POST"))
-		return send_text(c, 405, "text/plain", "method not allowed\n", 19);
+		return send_text(w, c, 405, "text/plain", "method not allowed\n", 19);
 	if (strcmp(url, "/mutate") && strcmp(url, "/mutate-namespace")) {
 		count(w, &w->not_found);
-		return send_text(c, 404, "text/plain", "not found: POST /mutate\n", 24);
+		return send_text(w, c, 404, "text/plain", "not found: POST /mutate\n", 24);
 	}
 	if (!up) { /* first call: headers only */
 		*con_cls = up = calloc(1, sizeof(*up));
@@ -153,11 +191,44 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 	}
 }
 
+/* A daemon on sa, or on the listening socket fd when it is valid (a reload); TLS with
+ * cert and key unless they are NULL. */
+static struct MHD_Daemon *start_daemon(struct webhook *w, struct sockaddr_in *sa, MHD_socket fd,
+				       const char *cert, const char *key)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+			 MHD_USE_ITC | MHD_USE_ERROR_LOG; /* ITC: MHD_quiesce_daemon needs it */
+	struct MHD_OptionItem where[] = {
+		{ MHD_OPTION_SOCK_ADDR, 0, sa },
+		{ MHD_OPTION_END, 0, NULL },
+	}, tls[] = {
+		{ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert },
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+
+	if (fd != MHD_INVALID_SOCKET)
+		where[0] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, fd, NULL };
+	if (cert && key)
+		flags |= MHD_USE_TLS;
+	else
+		tls[0].option = MHD_OPTION_END;
+	return MHD_start_daemon(flags, w->o.port, NULL, NULL, on_request, w, MHD_OPTION_ARRAY,
+				where, MHD_OPTION_ARRAY, tls, MHD_OPTION_NOTIFY_COMPLETED, on_done,
+				w, MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
+}
+
+static void webhook_free(struct webhook *w)
+{
+	pthread_mutex_destroy(&w->lock);
+	free(w->cert);
+	free(w->key);
+	free(w);
+}
+
 int webhook_start(struct webhook **out, const struct webhook_opts *o)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(o->port) };
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-			 MHD_USE_ERROR_LOG;
 	const union MHD_DaemonInfo *info;
 	struct webhook *w;
 
@@ -166,23 +237,18 @@ int webhook_start(struct webhook **out, const struct webhook_opts *o)
 	if (!(w = calloc(1, sizeof(*w))))
 		return -ENOMEM;
 	w->o = *o;
+	w->cert_not_after = o->cert_not_after;
 	pthread_mutex_init(&w->lock, NULL);
-	if (o->cert_pem && o->key_pem)
-		w->mhd = MHD_start_daemon(flags | MHD_USE_TLS, o->port, NULL, NULL, on_request, w,
-					  MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_HTTPS_MEM_CERT,
-					  o->cert_pem, MHD_OPTION_HTTPS_MEM_KEY, o->key_pem,
-					  MHD_OPTION_NOTIFY_COMPLETED, on_done, w,
-					  MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
-	else
-		w->mhd = MHD_start_daemon(flags, o->port, NULL, NULL, on_request, w,
-					  MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
-					  on_done, w, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
-					  MHD_OPTION_END);
-	if (!w->mhd) {
+	if (o->cert_pem && o->key_pem &&
+	    (!(w->cert = strdup(o->cert_pem)) || !(w->key = strdup(o->key_pem)))) {
+		webhook_free(w);
+		return -ENOMEM;
+	}
+	w->o.cert_pem = w->o.key_pem = NULL; /* the caller's: ours are w->cert, w->key */
+	if (!(w->mhd = start_daemon(w, &sa, MHD_INVALID_SOCKET, w->cert, w->key))) {
 		ts_error("webhook: cannot listen on port %u%s", o->port,
 			 o->cert_pem ? " (check the certificate and key)" : "");
-		pthread_mutex_destroy(&w->lock);
-		free(w);
+		webhook_free(w);
 		return -EADDRINUSE;
 	}
 	info = MHD_get_daemon_info(w->mhd, MHD_DAEMON_INFO_BIND_PORT);
@@ -196,11 +262,94 @@ uint16_t webhook_port(const struct webhook *w)
 	return w->port;
 }
 
+static unsigned connections(struct MHD_Daemon *d)
+{
+	const union MHD_DaemonInfo *i = MHD_get_daemon_info(d,
+							    MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+	return i ? i->num_connections : 0;
+}
+
+static void set_retiring(struct webhook *w, struct MHD_Daemon *d)
+{
+	pthread_mutex_lock(&w->lock);
+	w->retiring = d;
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* The old daemon, no longer accepting, finishes its connections (handshakes and reviews
+ * under way; each answer asks the client to close) within a bound, then stops. */
+static void retire(struct webhook *w, struct MHD_Daemon *old)
+{
+	struct timespec tick = { 0, 10 * 1000 * 1000 };
+	unsigned left;
+	int waited;
+
+	set_retiring(w, old);
+	for (waited = 0; (left = connections(old)) && waited < DRAIN_MS; waited += 10)
+		nanosleep(&tick, NULL);
+	if (left)
+		ts_info("webhook: closing %u idle connections of the previous certificate", left);
+	MHD_stop_daemon(old);
+	set_retiring(w, NULL);
+}
+
+/* After a failed hand-over: the previous pair again, on the same socket (it loaded
+ * before). Returns 0, or -1 when nothing accepts on the port any more. */
+static int restore(struct webhook *w, struct MHD_Daemon *old, MHD_socket fd)
+{
+	struct MHD_Daemon *again = start_daemon(w, NULL, fd, w->cert, w->key);
+
+	if (!again) {
+		ts_error("webhook: cannot serve on port %u any more", w->port);
+		return -1;
+	}
+	w->mhd = again;
+	retire(w, old);
+	return 0;
+}
+
+int webhook_reload_tls(struct webhook *w, const char *cert_pem, const char *key_pem,
+		       int64_t not_after)
+{
+	char *cert = strdup(cert_pem), *key = strdup(key_pem);
+	struct MHD_Daemon *old = w->mhd, *next = NULL;
+	MHD_socket fd = MHD_INVALID_SOCKET;
+
+	if (cert && key && w->cert && (fd = MHD_quiesce_daemon(old)) != MHD_INVALID_SOCKET)
+		next = start_daemon(w, NULL, fd, cert, key);
+	if (!next) {
+		free(cert);
+		free(key);
+		count(w, &w->cert_failures);
+		ts_error("webhook: the new certificate does not start a TLS server; still "
+			 "serving the previous one");
+		if (fd != MHD_INVALID_SOCKET && restore(w, old, fd))
+			return -2;
+		return -1;
+	}
+	w->mhd = next;
+	pthread_mutex_lock(&w->lock);
+	w->cert_reloads++;
+	w->cert_not_after = not_after;
+	pthread_mutex_unlock(&w->lock);
+	retire(w, old);
+	free(w->cert); /* the old daemon kept pointers into it */
+	free(w->key);
+	w->cert = cert;
+	w->key = key;
+	return 0;
+}
+
+void webhook_count_tls_failure(struct webhook *w)
+{
+	count(w, &w->cert_failures);
+}
+
 void webhook_stop(struct webhook *w)
 {
 	if (!w)
 		return;
 	MHD_stop_daemon(w->mhd);
-	pthread_mutex_destroy(&w->lock);
-	free(w);
+	webhook_free(w);
 }

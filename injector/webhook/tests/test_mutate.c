@@ -1,15 +1,25 @@
 /* The webhook's patch applied to real pod shapes: what it adds, what it keeps, job
- * names, idempotency, and refusal of malformed reviews. */
+ * names, idempotency, and refusal of malformed reviews; and its certificate files:
+ * which pairs load, and a rotation seen once per change. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <ftw.h>
 #include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "injector/webhook/cert.h"
 #include "injector/webhook/mutate.h"
 
 static const struct ts_inject_opts opts = { "trainscope:test", "nats://nats:4222", false };
@@ -487,6 +497,173 @@ static void test_malformed(void **state)
 	free(out);
 }
 
+/* ---- certificates ---------------------------------------------------------------- */
+
+struct pem_pair {
+	char cert[4096], key[4096];
+};
+
+static void bio_text(BIO *b, char *out, size_t n)
+{
+	int len = BIO_read(b, out, (int)n - 1);
+
+	out[len > 0 ? len : 0] = 0;
+}
+
+/* A self-signed P-256 certificate for localhost, valid for days. */
+static void make_pair(struct pem_pair *p, long days)
+{
+	EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	X509 *x = X509_new();
+	BIO *cb = BIO_new(BIO_s_mem()), *kb = BIO_new(BIO_s_mem());
+	X509_NAME *name = X509_get_subject_name(x);
+
+	assert_non_null(k);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+	X509_gmtime_adj(X509_getm_notBefore(x), 0);
+	X509_gmtime_adj(X509_getm_notAfter(x), days * 86400);
+	X509_set_pubkey(x, k);
+	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost",
+				   -1, -1, 0);
+	X509_set_issuer_name(x, name);
+	assert_true(X509_sign(x, k, EVP_sha256()) > 0);
+	assert_true(PEM_write_bio_X509(cb, x) && PEM_write_bio_PrivateKey(kb, k, NULL, NULL, 0,
+									  NULL, NULL));
+	bio_text(cb, p->cert, sizeof(p->cert));
+	bio_text(kb, p->key, sizeof(p->key));
+	BIO_free(cb);
+	BIO_free(kb);
+	X509_free(x);
+	EVP_PKEY_free(k);
+}
+
+/* The first half of s: a file caught while it is written. */
+static void half(char *out, const char *s)
+{
+	size_t n = strlen(s) / 2;
+
+	memcpy(out, s, n);
+	out[n] = 0;
+}
+
+static void test_cert_check(void **state)
+{
+	struct pem_pair a, b;
+	char why[256], chain[8192], cut[4096];
+	int64_t not_after = 0;
+
+	(void)state;
+	make_pair(&a, 2);
+	make_pair(&b, 2);
+	assert_int_equal(ts_cert_check(a.cert, a.key, &not_after, why, sizeof(why)), 0);
+	assert_true(llabs(not_after - (time(NULL) + 2 * 86400)) < 60);
+	/* a chain: the key matches its first certificate */
+	snprintf(chain, sizeof(chain), "%s%s", a.cert, b.cert);
+	assert_int_equal(ts_cert_check(chain, a.key, &not_after, why, sizeof(why)), 0);
+	/* the key of another certificate */
+	assert_int_equal(ts_cert_check(a.cert, b.key, &not_after, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "does not match"));
+	/* half-written: a certificate cut in two, a chain cut in its second one */
+	half(cut, a.cert);
+	assert_int_equal(ts_cert_check(cut, a.key, &not_after, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "certificate does not parse"));
+	chain[strlen(a.cert) + strlen(b.cert) / 2] = 0;
+	assert_int_equal(ts_cert_check(chain, a.key, &not_after, why, sizeof(why)), -1);
+	half(cut, a.key);
+	assert_int_equal(ts_cert_check(a.cert, cut, &not_after, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "key does not parse"));
+	assert_int_equal(ts_cert_check("", "", &not_after, why, sizeof(why)), -1);
+}
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_non_null(f = fopen(path, "w"));
+	fputs(text, f);
+	fclose(f);
+}
+
+/* What the kubelet does to a mounted Secret: a new folder, then ..data swapped to it. */
+static void publish(const char *dir, const char *version, const struct pem_pair *p)
+{
+	char sub[512], tmp[512], data[512];
+
+	snprintf(sub, sizeof(sub), "%s/%s", dir, version);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	write_text(sub, "tls.crt", p->cert);
+	write_text(sub, "tls.key", p->key);
+	snprintf(tmp, sizeof(tmp), "%s/..data_tmp", dir);
+	snprintf(data, sizeof(data), "%s/..data", dir);
+	assert_int_equal(symlink(version, tmp), 0);
+	assert_int_equal(rename(tmp, data), 0);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+static enum ts_cert_change poll_pair(struct ts_cert_files *f, const struct pem_pair *want)
+{
+	struct ts_cert_pair got;
+	char why[256];
+	enum ts_cert_change rc = ts_cert_poll(f, &got, why, sizeof(why));
+
+	if (rc == TS_CERT_NEW) {
+		assert_non_null(want);
+		assert_string_equal(got.cert_pem, want->cert);
+		assert_string_equal(got.key_pem, want->key);
+		assert_true(got.not_after > time(NULL));
+	}
+	ts_cert_pair_free(&got);
+	return rc;
+}
+
+/* A rotation is seen through the ..data swap; a bad pair is reported once per change. */
+static void test_cert_rotation(void **state)
+{
+	char dir[] = "/tmp/test_mutate_tls_XXXXXX", cert[512], key[512], data[512];
+	struct ts_cert_files f = { cert, key, NULL, NULL, 0 };
+	struct pem_pair v1, v2, bad;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	make_pair(&v1, 1);
+	make_pair(&v2, 1);
+	memcpy(bad.cert, v2.cert, sizeof(bad.cert));
+	memcpy(bad.key, v1.key, sizeof(bad.key));
+	snprintf(cert, sizeof(cert), "%s/tls.crt", dir);
+	snprintf(key, sizeof(key), "%s/tls.key", dir);
+	snprintf(data, sizeof(data), "%s/..data", dir);
+	publish(dir, "..v1", &v1);
+	assert_int_equal(symlink("..data/tls.crt", cert), 0);
+	assert_int_equal(symlink("..data/tls.key", key), 0);
+
+	assert_int_equal(poll_pair(&f, &v1), TS_CERT_NEW);
+	assert_int_equal(poll_pair(&f, NULL), TS_CERT_SAME);
+	publish(dir, "..v2", &v2);
+	assert_int_equal(poll_pair(&f, &v2), TS_CERT_NEW);
+	assert_int_equal(poll_pair(&f, NULL), TS_CERT_SAME);
+	publish(dir, "..v3", &bad);
+	assert_int_equal(poll_pair(&f, NULL), TS_CERT_BAD);
+	assert_int_equal(poll_pair(&f, NULL), TS_CERT_SAME); /* once per change */
+	/* gone for a while: said once; back as it was: nothing new */
+	assert_int_equal(unlink(data), 0);
+	assert_int_equal(poll_pair(&f, NULL), TS_CERT_BAD);
+	assert_int_equal(poll_pair(&f, NULL), TS_CERT_SAME);
+	assert_int_equal(symlink("..v3", data), 0);
+	assert_int_equal(poll_pair(&f, NULL), TS_CERT_SAME);
+	/* fixed: the good pair is taken */
+	publish(dir, "..v4", &v1);
+	assert_int_equal(poll_pair(&f, &v1), TS_CERT_NEW);
+	ts_cert_files_free(&f);
+	nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -501,6 +678,8 @@ int main(void)
 		cmocka_unit_test(test_opt_in_and_out),
 		cmocka_unit_test(test_job_name_rules),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_cert_check),
+		cmocka_unit_test(test_cert_rotation),
 	};
 	return cmocka_run_group_tests_name("webhook mutation", tests, NULL, NULL);
 }
