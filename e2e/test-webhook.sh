@@ -1,6 +1,7 @@
 #!/bin/bash
 # trainscope-webhook over real HTTPS: a pod that opts in is patched, malformed and
-# oversized requests are refused with an answer, and the counters say so.
+# oversized requests are refused with an answer, and the counters say so; a rotated
+# certificate is served without a restart, a broken one is refused.
 set -e
 BUILD=${BUILD:-build}
 . "$(dirname "$0")/lib.sh"
@@ -8,8 +9,18 @@ here=$(dirname "$0")
 
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -days 1 \
 	-subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" 2>/dev/null
-"$BIN/trainscope-webhook" --tls-cert "$WORK/cert.pem" --tls-key "$WORK/key.pem" --addr 127.0.0.1 \
-	--port 0 --image trainscope:e2e --nats nats://nats:4222 2>"$WORK/webhook.log" &
+# The pair as the kubelet mounts a Secret: tls.crt -> ..data/tls.crt, ..data -> a
+# timestamped folder; an update writes a new folder and swaps ..data in one rename.
+tls="$WORK/tls"
+publish() { # FOLDER CERT KEY
+	mkdir -p "$tls/$1" && cp "$2" "$tls/$1/tls.crt" && cp "$3" "$tls/$1/tls.key" &&
+		ln -s "$1" "$tls/..data_tmp" && mv -T "$tls/..data_tmp" "$tls/..data"
+}
+publish ..v1 "$WORK/cert.pem" "$WORK/key.pem"
+ln -s ..data/tls.crt "$tls/tls.crt"
+ln -s ..data/tls.key "$tls/tls.key"
+"$BIN/trainscope-webhook" --tls-cert "$tls/tls.crt" --tls-key "$tls/tls.key" --addr 127.0.0.1 \
+	--port 0 --cert-check-s 1 --image trainscope:e2e --nats nats://nats:4222 2>"$WORK/webhook.log" &
 PIDS="$PIDS $!"
 wait_for 10 grep -q "serving HTTPS" "$WORK/webhook.log" || die "webhook: $(cat "$WORK/webhook.log")"
 port=$(grep -o 'port [0-9]*' "$WORK/webhook.log" | head -1 | cut -d' ' -f2)
@@ -35,7 +46,33 @@ expect "healthz" '[ "$code" = 200 ]'
 curl -s --cacert "$WORK/cert.pem" "$url/metrics" >"$WORK/out"
 expect "metrics count 1 patched, 1 refused, 1 too large" \
 	'grep -q "^trainscope_webhook_patched_total 1$" "$WORK/out" && grep -q "^trainscope_webhook_refused_total 1$" "$WORK/out" && grep -q "^trainscope_webhook_too_large_total 1$" "$WORK/out"'
+
+# ---- certificate rotation: a pair from a second CA, then a broken pair ----------------
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/ca2.key" -out "$WORK/ca2.pem" -days 2 \
+	-subj /CN=second-ca 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout "$WORK/key2.pem" -out "$WORK/req2.pem" \
+	-subj /CN=localhost 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$WORK/san.ext"
+openssl x509 -req -in "$WORK/req2.pem" -CA "$WORK/ca2.pem" -CAkey "$WORK/ca2.key" \
+	-CAcreateserial -days 1 -extfile "$WORK/san.ext" -out "$WORK/cert2.pem" 2>/dev/null
+publish ..v2 "$WORK/cert2.pem" "$WORK/key2.pem"
+healthz() { curl -sf --cacert "$1" -o /dev/null "$url/healthz"; }
+metric() { curl -sf --cacert "$WORK/ca2.pem" "$url/metrics" | grep "^trainscope_webhook_$1 " | cut -d' ' -f2; }
+wait_for 15 healthz "$WORK/ca2.pem"
+expect "the new pair (second CA) is served on the same port, the old one no longer" \
+	'healthz "$WORK/ca2.pem" && ! healthz "$WORK/cert.pem"'
+expiry=$(date -d "$(openssl x509 -enddate -noout -in "$WORK/cert2.pem" | cut -d= -f2)" +%s)
+expect "the reload is logged and counted, the new notAfter exported" \
+	'grep -q "reloaded certificate" "$WORK/webhook.log" && [ "$(metric cert_reloads_total)" = 1 ] &&
+	[ "$(metric cert_expiry_seconds)" = "$expiry" ] && [ "$(metric cert_reload_failures_total)" = 0 ]'
+publish ..v3 "$WORK/cert2.pem" "$WORK/key.pem" # the key of another certificate
+cond_failures() { [ "$(metric cert_reload_failures_total)" = "$1" ]; }
+wait_for 15 cond_failures 1
+expect "a broken pair keeps the previous one served and counts 1 failure" \
+	'cond_failures 1 && healthz "$WORK/ca2.pem" && [ "$(metric cert_reloads_total)" = 1 ] &&
+	[ "$(grep -c "do not load: the key does not match" "$WORK/webhook.log")" = 1 ]'
+
 kill -0 "$(pgrep -f "trainscope-webhook --tls-cert $WORK" | head -1)" 2>/dev/null
 expect "the webhook is still up" '[ $? -eq 0 ]'
-echo "webhook e2e: $((7 - fails)) passed, $fails failed"
+echo "webhook e2e: $((10 - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]
