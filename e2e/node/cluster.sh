@@ -1,8 +1,8 @@
 # A one-node Kubernetes cluster from real parts, sourced by test-node.sh inside its own
 # network and mount namespaces: etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, containerd + runc + CNI bridge, kubelet, kube-proxy (iptables) and
-# CoreDNS as a pod. The node's address lives on a dummy interface of that network
-# namespace and pod addresses on its bridge: nothing routes off this machine.
+# CoreDNS as a pod. The node's address lives on that network namespace's loopback and
+# pod addresses on its bridge: nothing routes off this machine.
 # Needs WORK, PIDS, wait_for and die from e2e/lib.sh, and TOOLS (the built servers).
 
 NODE_NAME=tsnode
@@ -20,9 +20,10 @@ node_log() { echo "node e2e: $*"; }
 # The namespace's own loopback and node address; netfilter sees bridged pod traffic.
 node_network() {
 	ip link set lo up
-	ip link add tsnode0 type dummy
-	ip addr add "$NODE_IP/32" dev tsnode0
-	ip link set tsnode0 up
+	ip addr add "$NODE_IP/32" dev lo
+	# a route for service addresses, so that connecting to one gets as far as
+	# kube-proxy's DNAT (the namespace has no default route)
+	ip route add "$SERVICE_CIDR" dev lo src "$NODE_IP"
 	sysctl -qw net.ipv4.ip_forward=1
 	sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null ||
 		die "net.bridge.bridge-nf-call-iptables is missing: the kernel needs br_netfilter"
@@ -74,6 +75,7 @@ node_control_plane() {
 		--authorization-mode Node,RBAC --service-account-issuer https://kubernetes.default.svc \
 		--service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
 		--service-cluster-ip-range "$SERVICE_CIDR" --allow-privileged=true \
+		--kubelet-preferred-address-types InternalIP \
 		--kubelet-client-certificate "$PKI/kubelet-client.crt" \
 		--kubelet-client-key "$PKI/kubelet-client.key"
 	node_kubeconfig admin admin-token "$WORK/admin.kubeconfig"
@@ -93,6 +95,8 @@ node_control_plane() {
 }
 
 node_containerd() {
+	local RESTRICT_OOM=false
+	(echo -1 >/proc/self/oom_score_adj) 2>/dev/null || RESTRICT_OOM=true
 	mkdir -p "$CTRD/cni"
 	cat >"$CTRD/config.toml" <<TOML
 version = 2
@@ -102,8 +106,15 @@ state = "$CTRD/state"
   address = "$CTRD/containerd.sock"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$PAUSE_IMAGE"
+  # some machines refuse a negative oom_score_adj (the kubelet asks -998 for sandboxes
+  # and -997 for Guaranteed pods): keep containers at containerd's own value
+  restrict_oom_score_adj = $RESTRICT_OOM
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+    BinaryName = "${TS_RUNC:-runc}"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$CTRD/cni"

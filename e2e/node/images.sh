@@ -4,8 +4,9 @@
 # stage: its base is Debian bookworm (debootstrap minbase, the same release as
 # debian:bookworm-slim) with the packages of the Dockerfile's RUNTIME_PACKAGES, then
 # `make image-root`'s tree, USER and ENTRYPOINT as the Dockerfile says. The other images:
-# the pod sandbox (pause.c), CoreDNS (its Go module, built by tools.sh), and a trainer
-# that runs the synthetic workload as root beside a musl program. Writes OUT/images.tar
+# the pod sandbox (pause.c), CoreDNS (its Go module, built by tools.sh), NATS (Debian's
+# nats-server on the same base) and a trainer that runs the synthetic workload as root
+# beside a musl program. Writes OUT/images.tar
 # (one OCI layout, each image named by io.containerd.image.name) and prints the names.
 # The base root filesystem is cached in ~/.cache/trainscope/rootfs (TRAINSCOPE_TOOLS).
 set -e
@@ -58,7 +59,8 @@ need musl-gcc musl-tools
 mkdir -p "$CACHE/rootfs" "$OUT"
 stage="$OUT/stage"
 rm -rf "$stage" "$OUT/layout"
-mkdir -p "$stage/base" "$stage/pause" "$stage/coredns" "$stage/trainer/usr/local/bin" "$stage/trainer/lib"
+mkdir -p "$stage/base" "$stage/pause" "$stage/coredns" "$stage/trainer/usr/local/bin" \
+	"$stage/trainer/lib" "$stage/nats/usr/local/bin"
 tar -C "$stage/base" -xf "$(base_rootfs)"
 
 # the sandbox and the musl program, from this folder's sources
@@ -67,6 +69,7 @@ musl-gcc -O2 -Wall -Wextra -Werror -o "$stage/trainer/usr/local/bin/musl-probe" 
 cp -L /lib/ld-musl-x86_64.so.1 "$stage/trainer/lib/"
 cp "$BUILD/bin/workload" "$stage/trainer/usr/local/bin/"
 cp "$CACHE/bin/coredns" "$stage/coredns/coredns"
+cp "$(command -v nats-server)" "$stage/nats/usr/local/bin/"
 
 L="$OUT/layout"
 umoci init --layout "$L"
@@ -82,6 +85,8 @@ image trainer "$stage/base" "$stage/trainer"
 umoci config --image "$L:trainer" --config.user 0 --config.cmd /usr/local/bin/workload >/dev/null
 image pause "$stage/pause"
 umoci config --image "$L:pause" --config.entrypoint /pause >/dev/null
+image nats "$stage/base" "$stage/nats"
+umoci config --image "$L:nats" --config.user 65532 --config.entrypoint /usr/local/bin/nats-server >/dev/null
 image coredns "$stage/coredns"
 umoci config --image "$L:coredns" --config.entrypoint /coredns >/dev/null
 umoci gc --layout "$L"
@@ -91,7 +96,7 @@ python3 - "$L/index.json" "$TAG" <<'PY'
 import json, sys
 path, tag = sys.argv[1], sys.argv[2]
 names = {"trainscope": "trainscope", "trainer": "trainscope-trainer",
-         "pause": "trainscope-pause", "coredns": "trainscope-coredns"}
+         "pause": "trainscope-pause", "coredns": "trainscope-coredns", "nats": "trainscope-nats"}
 idx = json.load(open(path))
 for m in idx["manifests"]:
     ref = m["annotations"]["org.opencontainers.image.ref.name"]

@@ -66,7 +66,7 @@ node_up "$WORK/images/images.tar"
 kubectl create namespace trainscope >/dev/null
 kubectl label namespace trainscope pod-security.kubernetes.io/enforce=privileged >/dev/null
 CHART_SET=(--set image.repository=trainscope --set image.tag=e2e --set image.pullPolicy=Never
-	--set agent.intervalMs=500)
+	--set nats.image=trainscope-nats:e2e --set nats.storage= --set agent.intervalMs=500)
 started=$(date +%s)
 helm install trainscope "$root/helm/trainscope" -n trainscope "${CHART_SET[@]}" \
 	--wait --timeout 5m >"$WORK/helm-install.log" 2>&1 ||
@@ -75,7 +75,7 @@ chart_ready() {
 	kubectl -n trainscope wait --for=condition=Ready pods --all --timeout 180s >/dev/null
 }
 expect "helm install: NATS, analyzer, webhook and agent Ready ($(($(date +%s) - started)) s)" chart_ready
-kubectl -n trainscope get pods -o wide | sed 's/^/      /'
+kubectl -n trainscope get pods -o wide 2>&1 | sed 's/^/      /'
 agent_loaded() {
 	kubectl -n trainscope logs ds/trainscope-agent >"$WORK/agent-pod.log" 2>&1 &&
 		grep -q "agent: scheduling: on" "$WORK/agent-pod.log"
@@ -135,8 +135,8 @@ musl_ok() { # NS POD WANT
 expect "the unselected musl container ran unchanged (no LD_PRELOAD, exit 0)" \
 	musl_ok team llm-0 "musl probe: ran, LD_PRELOAD=(unset)"
 expect "kubectl get snr names rank 5 (Compute)" wait_for 60 snr_names team llm "5(Compute)"
-kubectl -n team get snr | sed 's/^/      /'
-kubectl -n team get snr llm -o json >"$WORK/snr-llm.json"
+kubectl -n team get snr 2>&1 | sed 's/^/      /'
+kubectl -n team get snr llm -o json >"$WORK/snr-llm.json" 2>&1 || echo '{"status": {"slowRanks": []}}' >"$WORK/snr-llm.json"
 expect "the report names the rank's pod and node" python3 - "$WORK/snr-llm.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))["status"]
@@ -166,7 +166,7 @@ preemptor() {
 	kubectl -n team get snr hog -o jsonpath='{.status.slowRanks[0].evidence}' | grep -q "preempted by stress"
 }
 expect "the evidence names the preemptor (stress)" preemptor
-kubectl -n team get snr hog -o jsonpath='      {.status.slowRanks[0].evidence}{"\n"}'
+kubectl -n team get snr hog -o jsonpath='      {.status.slowRanks[0].evidence}{"\n"}' 2>&1 || true
 
 # ---- a restricted namespace, a Guaranteed non-root pod, a selected musl container -------
 kubectl create namespace secure >/dev/null
@@ -224,7 +224,7 @@ injected_after_upgrade() {
 expect "after helm upgrade a new annotated pod is still injected" injected_after_upgrade
 expect "an old cluster is refused: helm template --kube-version 1.28" sh -c \
 	"! helm template t '$root/helm/trainscope' --kube-version 1.28.0 2>&1 | tee '$WORK/old.log' >/dev/null; grep -q kubeVersion '$WORK/old.log'"
-helm uninstall trainscope -n trainscope --wait --timeout 3m >/dev/null
+helm uninstall trainscope -n trainscope --wait --timeout 3m >/dev/null || true
 leftovers() {
 	local left
 	left=$(kubectl get all,cm,secret,sa,role,rolebinding,pdb -n trainscope -o name 2>/dev/null |
@@ -234,8 +234,8 @@ leftovers() {
 	[ -z "$left" ] || { echo "      left behind: $left"; return 1; }
 }
 expect "helm uninstall leaves no trainscope object behind (the CRD aside)" wait_for 60 leftovers
-kubectl delete crd slownodereports.trainscope.dev >/dev/null
-kubectl delete namespace trainscope --timeout 120s >/dev/null
+kubectl delete crd slownodereports.trainscope.dev >/dev/null || true
+kubectl delete namespace trainscope --timeout 120s >/dev/null || true
 expect "deploy/trainscope.yaml applies cleanly on an empty cluster" sh -c \
 	"kubectl apply -f '$root/deploy/trainscope.yaml' >'$WORK/apply.log' 2>&1 || { tail -5 '$WORK/apply.log'; false; }"
 

@@ -219,11 +219,12 @@ static const char *or_default(const char *v, const char *def)
 	return v && *v ? v : def;
 }
 
+/* cp -R, not -a: as uid 65532 the times of the root-owned emptyDir cannot be set. */
 static json_t *init_container(bool pod_has_resources, const struct ts_inject_opts *o)
 {
 	json_t *c = json_pack("{s:s, s:s, s:[s, s, s], s:[{s:s, s:s}, {s:s, s:s}], s:o}", "name",
 			      "trainscope-init", "image", o->image, "command", "/bin/sh", "-c",
-			      "cp -a /opt/trainscope/. " LIB_DIR "/ && mkdir -p " RING_DIR
+			      "cp -R /opt/trainscope/. " LIB_DIR "/ && mkdir -p " RING_DIR
 			      " && chmod 3777 " RING_DIR,
 			      "volumeMounts", "name", "trainscope-lib", "mountPath", LIB_DIR,
 			      "name", "trainscope-rings", "mountPath", RINGS_MOUNT,

@@ -342,7 +342,7 @@ static void test_ring_folder(void **state)
 	assert_string_equal(json_string_value(json_array_get(cmd, 0)), "/bin/sh");
 	assert_string_equal(json_string_value(json_array_get(cmd, 1)), "-c");
 	assert_string_equal(json_string_value(json_array_get(cmd, 2)),
-			    "cp -a /opt/trainscope/. /trainscope/ && mkdir -p /trainscope-rings/r"
+			    "cp -R /opt/trainscope/. /trainscope/ && mkdir -p /trainscope-rings/r"
 			    " && chmod 3777 /trainscope-rings/r");
 	assert_true(mounts(init, "trainscope-lib", "/trainscope"));
 	assert_true(mounts(init, "trainscope-rings", "/trainscope-rings"));
