@@ -125,7 +125,7 @@ static void follow(struct agent *a)
 		}
 		if (e->resolved)
 			continue;
-		if (ts_ranks_resolve(&a->ranks, &e->id, &e->host_tgid) ||
+		if (ts_ranks_resolve(&a->ranks, &e->id, &e->host_tgid, &e->id.cgroup_id) ||
 		    ts_probe_trace(a->probe, e->host_tgid, e->id.cgroup_id, e->slot)) {
 			a->unresolved++;
 			continue;
@@ -324,7 +324,7 @@ int agent_new(struct agent **out, const struct agent_opts *opts, char *err, size
 		a->opts.forget_after_ms = 30000;
 	a->nonce = ts_real_ns() ^ ((uint64_t)getpid() << 40);
 	pthread_mutex_init(&a->lock, NULL);
-	ts_ranks_init(&a->ranks);
+	ts_ranks_init(&a->ranks, a->opts.host_cgroup);
 	a->recs = calloc(TS_MAX_SLOTS, sizeof(*a->recs));
 	a->recp = calloc(TS_MAX_SLOTS, sizeof(*a->recp));
 	if (!a->recs || !a->recp) {

@@ -9,6 +9,7 @@ struct agent_opts {
 	const char *node;     /* this node's name as the ranks report it */
 	int interval_ms;      /* sample period (1000) */
 	int forget_after_ms;  /* a rank silent this long is dropped (30000) */
+	const char *host_cgroup; /* the host's /sys/fs/cgroup mounted here, or NULL */
 	struct tsn_opts nats;
 };
 

@@ -20,7 +20,7 @@ static void usage(FILE *f)
 		"retransmits) and NVML (GPU health), and publishes per-rank host samples to\n"
 		"ts.v1.<namespace>.<job>.host.<node> every interval. It learns the ranks from the\n"
 		"relays' announcements on ts.v1.*.*.ctl.<node>. Needs BTF and root, or CAP_BPF,\n"
-		"CAP_PERFMON, CAP_SYS_RESOURCE and CAP_SYS_PTRACE.\n\n"
+		"CAP_PERFMON and CAP_SYS_PTRACE (and CAP_SYS_RESOURCE on kernels before 5.11).\n\n"
 		"  -s, --nats URL         NATS server (env TRAINSCOPE_NATS_URL,\n"
 		"                         default nats://127.0.0.1:4222)\n"
 		"      --nats-creds FILE  --nats-token TOKEN  --nats-ca FILE\n"
@@ -30,6 +30,9 @@ static void usage(FILE *f)
 		"  -p, --metrics-port N   /metrics and /healthz (0 = any free port, -1 = off;\n"
 		"                         default 9101)\n"
 		"      --metrics-addr A   listen address (default 127.0.0.1)\n"
+		"      --host-cgroup DIR  the host's /sys/fs/cgroup as mounted in this container\n"
+		"                         (env TRAINSCOPE_HOST_CGROUP): ranks' cgroups are found\n"
+		"                         there (default: the first cgroup2 mount seen)\n"
 		"  -h, --help\n");
 }
 
@@ -48,6 +51,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "interval-ms", required_argument, NULL, 'i' },
 		{ "metrics-port", required_argument, NULL, 'p' },
 		{ "metrics-addr", required_argument, NULL, 'a' },
+		{ "host-cgroup", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -58,12 +62,14 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	tsn_opts_from_env(&c->ao.nats, "trainscope-agent");
 	c->metrics_port = 9101;
 	c->ao.interval_ms = 1000;
+	c->ao.host_cgroup = getenv("TRAINSCOPE_HOST_CGROUP");
 	while ((ch = getopt_long(argc, argv, "s:n:i:p:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n': c->ao.node = optarg; break;
 		case 'i': c->ao.interval_ms = atoi(optarg); break;
 		case 'p': c->metrics_port = atoi(optarg); break;
 		case 'a': c->metrics_addr = optarg; break;
+		case 'g': c->ao.host_cgroup = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			if (tsn_parse_option(&c->ao.nats, ch, optarg))

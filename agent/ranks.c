@@ -6,11 +6,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-void ts_ranks_init(struct ts_ranks *t)
+/* A cgroup v2 hierarchy at dir itself, or at dir/unified (a cgroup v1 host). */
+static int cgroup2_under(const char *dir, char *out, size_t n)
+{
+	static const char *const sub[] = { "", "/unified" };
+	char probe[300];
+
+	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		snprintf(probe, sizeof(probe), "%s%s/cgroup.controllers", dir, sub[i]);
+		if (access(probe, F_OK) == 0) {
+			snprintf(out, n, "%s%s", dir, sub[i]);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+void ts_ranks_init(struct ts_ranks *t, const char *host_cgroup)
 {
 	memset(t, 0, sizeof(*t));
 	t->proc_root = "/proc";
+	if (host_cgroup && *host_cgroup && cgroup2_under(host_cgroup, t->cgroup_root,
+							 sizeof(t->cgroup_root)) == 0)
+		return;
 	if (ts_cgroup2_mount(t->cgroup_root, sizeof(t->cgroup_root)))
 		snprintf(t->cgroup_root, sizeof(t->cgroup_root), "/sys/fs/cgroup");
 }
@@ -114,17 +134,107 @@ static int match_in_cgroup(const struct ts_ranks *t, const char *cg, int ns_pid,
 	return rc;
 }
 
-int ts_ranks_resolve(const struct ts_ranks *t, const struct ts_ident *id, uint32_t *host_tgid)
+/* Whether a process's environment (as it was at exec) is a traced rank's and agrees
+ * with the rank's identity: it carries TRAINSCOPE_RING_DIR (the webhook and `trainscope
+ * run` set it) or names the rank, and each TRAINSCOPE_{POD,NAMESPACE,JOB} it sets is
+ * the rank's. */
+static bool environ_agrees(const char *proc_root, uint32_t pid, const struct ts_ident *id)
+{
+	const struct { const char *key; const char *want; } vars[] = {
+		{ "TRAINSCOPE_POD=", id->pod }, { "TRAINSCOPE_NAMESPACE=", id->ns },
+		{ "TRAINSCOPE_JOB=", id->job }, { "TRAINSCOPE_RING_DIR=", NULL },
+	};
+	int named = 0;
+	const size_t cap = 65536;
+	char path[256], *env;
+	size_t len;
+	bool ok = true;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%u/environ", proc_root, pid);
+	if (!(f = fopen(path, "r")))
+		return false;
+	if (!(env = malloc(cap))) {
+		fclose(f);
+		return false;
+	}
+	len = fread(env, 1, cap - 1, f);
+	fclose(f);
+	env[len] = 0;
+	for (size_t off = 0; off < len; off += strlen(env + off) + 1)
+		for (size_t v = 0; v < sizeof(vars) / sizeof(vars[0]); v++) {
+			size_t k = strlen(vars[v].key);
+			if (strncmp(env + off, vars[v].key, k))
+				continue;
+			named++;
+			ok = ok && (!vars[v].want || !strcmp(env + off + k, vars[v].want));
+		}
+	free(env);
+	return ok && named > 0;
+}
+
+/* A rank that could not name its cgroup (in a container on a cgroup v1 host it sees no
+ * cgroup2 mount), or whose cgroup the agent cannot see (cgroup namespaces): the host
+ * process with the rank's pid in its own namespace and an environment that agrees (pid
+ * 7 of one pod is not pid 7 of another, nor the host's pid 7). */
+static int find_by_environ(const struct ts_ranks *t, const struct ts_ident *id, uint32_t *out)
+{
+	struct dirent *de;
+	int rc = -ENOENT;
+	DIR *d = opendir(t->proc_root);
+
+	if (!d)
+		return -ENOENT;
+	while (rc && (de = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+		if (*end || !pid || ns_pid_of(t->proc_root, (uint32_t)pid) != id->pid)
+			continue;
+		if (environ_agrees(t->proc_root, (uint32_t)pid, id)) {
+			*out = (uint32_t)pid;
+			rc = 0;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+/* The cgroup v2 id of a host process: the inode of its cgroup under cgroup_root, or 0
+ * where its path is outside what the agent sees. */
+static uint64_t cgroup_id_of(const struct ts_ranks *t, uint32_t pid)
+{
+	char path[4400], line[4096];
+	struct stat st;
+	uint64_t id = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%u/cgroup", t->proc_root, pid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (strncmp(line, "0::/", 4) || strstr(line, "/.."))
+			continue;
+		snprintf(path, sizeof(path), "%s%s", t->cgroup_root, line + 3);
+		if (stat(path, &st) == 0)
+			id = (uint64_t)st.st_ino;
+	}
+	fclose(f);
+	return id;
+}
+
+int ts_ranks_resolve(const struct ts_ranks *t, const struct ts_ident *id, uint32_t *host_tgid,
+		     uint64_t *cgroup_id)
 {
 	char cg[4096];
 
+	*cgroup_id = id->cgroup_id;
 	if (id->cgroup_id && cgroup_path(t->cgroup_root, id->cgroup_id, cg, sizeof(cg), 0) == 0 &&
 	    match_in_cgroup(t, cg, id->pid, host_tgid) == 0)
 		return 0;
-	/* no cgroup v2 id: only a process in the agent's own pid namespace can match */
-	if (ns_pid_of(t->proc_root, (uint32_t)id->pid) == id->pid) {
-		*host_tgid = (uint32_t)id->pid;
-		return 0;
-	}
-	return -ENOENT;
+	if (find_by_environ(t, id, host_tgid))
+		return -ENOENT;
+	if (!*cgroup_id)
+		*cgroup_id = cgroup_id_of(t, *host_tgid);
+	return 0;
 }

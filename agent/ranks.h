@@ -24,13 +24,18 @@ struct ts_ranks {
 	char cgroup_root[256];   /* the cgroup v2 mount */
 };
 
-void ts_ranks_init(struct ts_ranks *t);
+/* host_cgroup: where the host's cgroup tree is mounted (its cgroup2 hierarchy there or
+ * in its unified/ folder); NULL or "": the first cgroup2 mount this process sees. */
+void ts_ranks_init(struct ts_ranks *t, const char *host_cgroup);
 /* Adds or refreshes a rank from its Hello. Returns its entry, or NULL when full. */
 struct ts_rank_entry *ts_ranks_hello(struct ts_ranks *t, const struct ts_ident *id, uint64_t now_ms);
-/* Finds the host tgid of the process whose innermost pid is id->pid, among the
- * processes of its cgroup (any process when the cgroup is unknown). Returns 0 or
+/* Finds the host tgid of the process whose innermost pid is id->pid: among the
+ * processes of its cgroup, or, when that is unknown or not visible here, the one whose
+ * environment names the rank's pod and job. *cgroup_id gets the rank's cgroup v2 id
+ * (from the host's view when the rank could not tell), 0 when unknown. Returns 0 or
  * -ENOENT. */
-int ts_ranks_resolve(const struct ts_ranks *t, const struct ts_ident *id, uint32_t *host_tgid);
+int ts_ranks_resolve(const struct ts_ranks *t, const struct ts_ident *id, uint32_t *host_tgid,
+		     uint64_t *cgroup_id);
 void ts_ranks_forget(struct ts_ranks *t, struct ts_rank_entry *e);
 
 #endif

@@ -15,7 +15,7 @@
 
 static char root[64];
 
-static void put(const char *rel, const char *text)
+static void put_n(const char *rel, const char *text, size_t n)
 {
 	char path[256];
 	FILE *f;
@@ -23,9 +23,17 @@ static void put(const char *rel, const char *text)
 	snprintf(path, sizeof(path), "%s/%s", root, rel);
 	f = fopen(path, "w");
 	assert_non_null(f);
-	fputs(text, f);
+	assert_int_equal(fwrite(text, 1, n, f), n);
 	fclose(f);
 }
+
+static void put(const char *rel, const char *text)
+{
+	put_n(rel, text, strlen(text));
+}
+
+/* /proc/PID/environ holds NUL-separated entries: sizeof keeps the embedded NULs. */
+#define PUT_ENV(rel, lit) put_n(rel, lit, sizeof(lit) - 1)
 
 static void mk(const char *rel)
 {
@@ -46,19 +54,35 @@ static uint64_t ino(const char *rel)
 }
 
 /* Host pid 4100 is pid 7 in the pod's namespace, in cgroup pod-a; host 4200 is
- * also pid 7, but in another pod. */
+ * also pid 7, but in another pod; host pid 7 is some host process; 4400 is pid 7 of a
+ * pod that was not injected. Host 4100 and 4200 run in cgroup v2 paths that the
+ * "host" cgroup tree has, under unified/ as on a cgroup v1 host. */
 static int setup(void **state)
 {
 	(void)state;
 	snprintf(root, sizeof(root), "/tmp/ts-ranks-XXXXXX");
 	assert_non_null(mkdtemp(root));
-	mk("proc"), mk("proc/4100"), mk("proc/4200"), mk("proc/4300");
+	mk("proc"), mk("proc/4100"), mk("proc/4200"), mk("proc/4300"), mk("proc/7");
+	mk("proc/4400");
 	put("proc/4100/status", "Name:\tpython\nNSpid:\t4100\t7\n");
 	put("proc/4200/status", "Name:\tpython\nNSpid:\t4200\t7\n");
 	put("proc/4300/status", "Name:\tlocal\nNSpid:\t4300\n");
+	put("proc/7/status", "Name:\tkthreadd\nNSpid:\t7\n");
+	put("proc/4400/status", "Name:\tsidecar\nNSpid:\t4400\t7\n");
+	PUT_ENV("proc/4100/environ", "PATH=/bin\0TRAINSCOPE_POD=pod-a\0TRAINSCOPE_NAMESPACE=team\0"
+				    "TRAINSCOPE_JOB=llm\0TRAINSCOPE_RING_DIR=/r\0");
+	PUT_ENV("proc/4200/environ", "TRAINSCOPE_POD=pod-b\0TRAINSCOPE_NAMESPACE=team\0"
+				    "TRAINSCOPE_JOB=llm\0");
+	PUT_ENV("proc/4300/environ", "HOME=/root\0TRAINSCOPE_RING_DIR=/tmp/r\0");
+	PUT_ENV("proc/7/environ", "");
+	PUT_ENV("proc/4400/environ", "PATH=/bin\0");
+	put("proc/4100/cgroup", "4:memory:/kubepods/pod-a\n0::/kubepods/pod-a\n");
+	put("proc/4200/cgroup", "0::/../../kubepods/pod-b\n");
 	mk("cg"), mk("cg/kubepods"), mk("cg/kubepods/pod-a"), mk("cg/kubepods/pod-b");
 	put("cg/kubepods/pod-a/cgroup.procs", "4000\n4100\n");
 	put("cg/kubepods/pod-b/cgroup.procs", "4200\n");
+	mk("host"), mk("host/unified"), mk("host/unified/kubepods"), mk("host/unified/kubepods/pod-a");
+	put("host/unified/cgroup.controllers", "cpu memory\n");
 	return 0;
 }
 
@@ -73,7 +97,7 @@ static int teardown(void **state)
 
 static void init(struct ts_ranks *t, char *proc, char *cg)
 {
-	ts_ranks_init(t);
+	ts_ranks_init(t, NULL);
 	sprintf(proc, "%s/proc", root);
 	sprintf(cg, "%s/cg", root);
 	t->proc_root = proc;
@@ -88,17 +112,49 @@ static void test_resolve_through_cgroup_and_nspid(void **state)
 	struct ts_ident b = { .pid = 7, .cgroup_id = ino("cg/kubepods/pod-b") };
 	struct ts_ident local = { .pid = 4300 };
 	struct ts_ident missing = { .pid = 9, .cgroup_id = ino("cg/kubepods/pod-a") };
+	uint64_t cgid;
 	uint32_t host;
 
 	(void)state;
 	init(&t, proc, cg);
-	assert_int_equal(ts_ranks_resolve(&t, &a, &host), 0);
+	assert_int_equal(ts_ranks_resolve(&t, &a, &host, &cgid), 0);
 	assert_int_equal(host, 4100);
-	assert_int_equal(ts_ranks_resolve(&t, &b, &host), 0);
+	assert_int_equal(cgid, a.cgroup_id);
+	assert_int_equal(ts_ranks_resolve(&t, &b, &host, &cgid), 0);
 	assert_int_equal(host, 4200);
-	assert_int_equal(ts_ranks_resolve(&t, &local, &host), 0);
+	assert_int_equal(ts_ranks_resolve(&t, &local, &host, &cgid), 0);
 	assert_int_equal(host, 4300);
-	assert_int_equal(ts_ranks_resolve(&t, &missing, &host), -ENOENT);
+	assert_int_equal(ts_ranks_resolve(&t, &missing, &host, &cgid), -ENOENT);
+}
+
+/* A rank in a container on a cgroup v1 host reports cgroup 0: the agent finds it by
+ * its pid in its namespace and its environment, and its cgroup in the host's tree. */
+static void test_resolve_without_cgroup(void **state)
+{
+	static struct ts_ranks t;
+	char proc[128], cg[128], host_cg[160];
+	struct ts_ident a = { .ns = "team", .job = "llm", .pod = "pod-a", .pid = 7 };
+	struct ts_ident b = { .ns = "team", .job = "llm", .pod = "pod-b", .pid = 7 };
+	struct ts_ident other = { .ns = "team", .job = "llm", .pod = "pod-c", .pid = 7 };
+	struct ts_ident local = { .ns = "default", .job = "local", .pid = 4300 };
+	uint64_t cgid;
+	uint32_t host;
+
+	(void)state;
+	init(&t, proc, cg);
+	snprintf(host_cg, sizeof(host_cg), "%s/host", root);
+	ts_ranks_init(&t, host_cg);
+	t.proc_root = proc;
+	assert_int_equal(ts_ranks_resolve(&t, &a, &host, &cgid), 0);
+	assert_int_equal(host, 4100);
+	assert_int_equal(cgid, ino("host/unified/kubepods/pod-a"));
+	assert_int_equal(ts_ranks_resolve(&t, &b, &host, &cgid), 0);
+	assert_int_equal(host, 4200);
+	assert_int_equal(cgid, 0); /* its path lies outside what the agent sees */
+	assert_int_equal(ts_ranks_resolve(&t, &local, &host, &cgid), 0);
+	assert_int_equal(host, 4300);
+	/* neither the host's pid 7 nor the uninjected pod's pid 7 is pod-c's rank */
+	assert_int_equal(ts_ranks_resolve(&t, &other, &host, &cgid), -ENOENT);
 }
 
 static void test_hello_bookkeeping(void **state)
@@ -134,6 +190,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resolve_through_cgroup_and_nspid),
+		cmocka_unit_test(test_resolve_without_cgroup),
 		cmocka_unit_test(test_hello_bookkeeping),
 	};
 	return cmocka_run_group_tests_name("agent ranks", tests, setup, teardown);

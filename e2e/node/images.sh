@@ -60,13 +60,14 @@ mkdir -p "$CACHE/rootfs" "$OUT"
 stage="$OUT/stage"
 rm -rf "$stage" "$OUT/layout"
 mkdir -p "$stage/base" "$stage/pause" "$stage/coredns" "$stage/trainer/usr/local/bin" \
-	"$stage/trainer/lib" "$stage/nats/usr/local/bin"
+	"$stage/trainer/usr/lib" "$stage/nats/usr/local/bin"
 tar -C "$stage/base" -xf "$(base_rootfs)"
 
 # the sandbox and the musl program, from this folder's sources
 cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -static -o "$stage/pause/pause" "$here/pause.c"
 musl-gcc -O2 -Wall -Wextra -Werror -o "$stage/trainer/usr/local/bin/musl-probe" "$here/musl_probe.c"
-cp -L /lib/ld-musl-x86_64.so.1 "$stage/trainer/lib/"
+# /lib is a link to usr/lib in bookworm: a /lib folder in the layer would hide glibc
+cp -L /lib/ld-musl-x86_64.so.1 "$stage/trainer/usr/lib/"
 cp "$BUILD/bin/workload" "$stage/trainer/usr/local/bin/"
 cp "$CACHE/bin/coredns" "$stage/coredns/coredns"
 cp "$(command -v nats-server)" "$stage/nats/usr/local/bin/"

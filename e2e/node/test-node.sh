@@ -208,12 +208,15 @@ sys.exit(0 if st.get("qosClass") == "Guaranteed" and st.get("phase") == "Succeed
 PY
 expect "a selected musl container runs unchanged under the preload" \
 	musl_ok secure secure-0 'LD_PRELOAD=/trainscope/lib/$PLATFORM/libtrainscope.so'
+last_step() { # NS JOB STEP
+	kubectl -n "$1" get snr "$2" -o jsonpath='{.status.lastStep}' 2>/dev/null | grep -qx "$3"
+}
 expect "the relay (uid 65532) read the non-root trainer's rings: a report with 60 steps" \
-	sh -c "kubectl -n secure get snr secure -o jsonpath='{.status.lastStep}' 2>/dev/null | grep -qx 59"
+	wait_for 60 last_step secure secure 59
 
 # ---- helm upgrade keeps injecting; uninstall leaves nothing behind ----------------------
 helm upgrade trainscope "$root/helm/trainscope" -n trainscope "${CHART_SET[@]}" \
-	--set analyzer.k8sIntervalS=3 --wait --timeout 3m >"$WORK/helm-upgrade.log" 2>&1 ||
+	--set webhook.timeoutSeconds=4 --wait --timeout 3m >"$WORK/helm-upgrade.log" 2>&1 ||
 	die "helm upgrade: $(tail -5 "$WORK/helm-upgrade.log")"
 injected_after_upgrade() {
 	kubectl -n team run after-upgrade --image trainscope-trainer:e2e --image-pull-policy Never \
