@@ -14,9 +14,10 @@
 #define CONFLICT_RETRIES 5
 
 struct written {
-	char ns[64], name[256];
+	char ns[64], name[256], job[256];
 	char verdict[600];   /* state + summary last written */
 	uint64_t at_ns;
+	json_t *pending;     /* a status held back by the interval, written by ts_k8s_flush */
 	uint8_t evented[8192]; /* a bit per rank: an Event was raised for this slow spell */
 };
 
@@ -63,6 +64,8 @@ void ts_k8s_free(struct ts_k8s *k)
 {
 	if (!k)
 		return;
+	for (int i = 0; i < k->njobs; i++)
+		json_decref(k->jobs[i].pending);
 	free(k->jobs);
 	free(k);
 }
@@ -201,6 +204,25 @@ static void events(struct ts_k8s *k, struct written *w, json_t *status, uint64_t
 	memcpy(w->evented, now_slow, sizeof(now_slow));
 }
 
+static void verdict_of(json_t *status, char *out, size_t n)
+{
+	snprintf(out, n, "%s|%s", jstr(status, "state"), jstr(status, "summary"));
+}
+
+/* Takes st (a copy of the report's status). */
+static void write_now(struct ts_k8s *k, struct written *w, json_t *st, uint64_t now_ns)
+{
+	if (write_status(k, w->ns, w->name, w->job, st)) {
+		k->st.errors++;
+		ts_warn("k8s: could not write the status of %s/%s", w->ns, w->name);
+	} else {
+		verdict_of(st, w->verdict, sizeof(w->verdict));
+		w->at_ns = now_ns;
+		events(k, w, st, now_ns);
+	}
+	json_decref(st);
+}
+
 void ts_k8s_publish(struct ts_k8s *k, json_t *report, uint64_t now_ns)
 {
 	json_t *md = json_object_get(report, "metadata"), *status = json_object_get(report, "status");
@@ -211,18 +233,28 @@ void ts_k8s_publish(struct ts_k8s *k, json_t *report, uint64_t now_ns)
 	ts_k8s_name(name, sizeof(name), job);
 	if (!status || !(w = written_for(k, ns, name)))
 		return;
-	snprintf(verdict, sizeof(verdict), "%s|%s", jstr(status, "state"), jstr(status, "summary"));
-	bool changed = strcmp(verdict, w->verdict) != 0;
-	if (!changed && now_ns - w->at_ns < (uint64_t)k->min_interval_s * 1000000000ull)
+	snprintf(w->job, sizeof(w->job), "%s", job);
+	verdict_of(status, verdict, sizeof(verdict));
+	json_decref(w->pending);
+	w->pending = NULL;
+	/* an unchanged verdict waits for the interval, but its last state is never lost */
+	if (!strcmp(verdict, w->verdict) &&
+	    now_ns - w->at_ns < (uint64_t)k->min_interval_s * 1000000000ull) {
+		w->pending = json_deep_copy(status);
 		return;
-	json_t *st = json_deep_copy(status);
-	if (write_status(k, ns, name, job, st)) {
-		k->st.errors++;
-		ts_warn("k8s: could not write the status of %s/%s", ns, name);
-	} else {
-		snprintf(w->verdict, sizeof(w->verdict), "%s", verdict);
-		w->at_ns = now_ns;
-		events(k, w, status, now_ns);
 	}
-	json_decref(st);
+	write_now(k, w, json_deep_copy(status), now_ns);
+}
+
+void ts_k8s_flush(struct ts_k8s *k, uint64_t now_ns, bool all)
+{
+	for (int i = 0; i < k->njobs; i++) {
+		struct written *w = &k->jobs[i];
+		if (!w->pending ||
+		    (!all && now_ns - w->at_ns < (uint64_t)k->min_interval_s * 1000000000ull))
+			continue;
+		json_t *st = w->pending;
+		w->pending = NULL;
+		write_now(k, w, st, now_ns);
+	}
 }

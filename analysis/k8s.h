@@ -19,6 +19,8 @@ void ts_k8s_free(struct ts_k8s *k);
 /* Brings the job's SlowNodeReport up to date with report (the analyzer's JSON) and
  * raises an Event on the pod of each rank that just became slow. */
 void ts_k8s_publish(struct ts_k8s *k, json_t *report, uint64_t now_ns);
+/* Writes the statuses the interval held back once it has passed (all: now, at exit). */
+void ts_k8s_flush(struct ts_k8s *k, uint64_t now_ns, bool all);
 void ts_k8s_get_stats(struct ts_k8s *k, struct ts_k8s_stats *out);
 /* DNS-1123 name for a job: lower case, [a-z0-9-.], at most 253 characters. */
 void ts_k8s_name(char *out, size_t n, const char *job);

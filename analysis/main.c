@@ -303,6 +303,8 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 		if (now - last_tick > 100000000ull) {
 			pthread_mutex_lock(&core_lock);
 			ts_analyzer_tick(a, now);
+			if (c->k8s)
+				ts_k8s_flush(c->k8s, now, false);
 			pthread_mutex_unlock(&core_lock);
 			last_tick = now;
 		}
@@ -310,6 +312,8 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 	pthread_mutex_lock(&core_lock);
 	ts_analyzer_tick(a, ts_real_ns());
 	ts_analyzer_flush_reports(a);
+	if (c->k8s)
+		ts_k8s_flush(c->k8s, ts_real_ns(), true);
 	pthread_mutex_unlock(&core_lock);
 	tsn_unsubscribe(sub);
 	return 0;

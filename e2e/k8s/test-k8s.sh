@@ -14,7 +14,7 @@ root=$(cd "$here/../.." && pwd)
 # skips; with them a failure to start any server is a failure of the test.
 if ! TOOLS=$("$here/tools.sh"); then
 	echo "k8s e2e: skipped: the Kubernetes tools could not be built (see above)"
-	echo "k8s e2e: 0 passed, 0 failed, 9 skipped"
+	echo "k8s e2e: 0 passed, 0 failed, 10 skipped"
 	exit 0
 fi
 export PATH="$TOOLS:$PATH"
@@ -157,6 +157,8 @@ kubectl get slownodereports -n team >"$WORK/snr.txt"
 sed 's/^/      /' "$WORK/snr.txt"
 expect "kubectl get slownodereports names rank 5, Compute" sh -c "[ $named = 1 ] &&
 	grep -E '^llm +FailSlow +8 +5\(Compute\) +Compute' '$WORK/snr.txt'"
+expect "the SlowNodeReport ends at the job's last step (149), not at the last rate-limited write" \
+	wait_for 30 sh -c 'kubectl get snr llm -n team -o jsonpath="{.status.lastStep}" | grep -qx 149'
 kubectl get events -n team --field-selector reason=SlowRank -o json >"$WORK/events.json"
 expect "a SlowRank Event on the rank's pod" python3 -c '
 import json, sys
@@ -176,5 +178,5 @@ steps = [s for s in data["spans"] if s["operationName"].startswith("step ")]
 print("      %d spans, %d step spans, ranks %s" % (len(data["spans"]), len(steps), sorted(ranks)))
 sys.exit(0 if ranks == set(range(8)) and len(steps) >= 8 * 100 else 1)
 PY
-echo "k8s e2e: $((9 - fails)) passed, $fails failed"
+echo "k8s e2e: $((10 - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -11,7 +11,7 @@ set -e
 BUILD=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-TOTAL=18
+TOTAL=19
 
 skip() {
 	echo "node e2e: skipped: $*"
@@ -86,8 +86,10 @@ expect "the agent loaded its eBPF programs inside its pod" wait_for 60 agent_loa
 kubectl create namespace team >/dev/null
 job_pod() { # NAME JOB FAULT [EXTRA WORKLOAD ARGS]
 	local name=$1 job=$2 fault=$3; shift 3
-	local args=""
+	local args="" caps="[]"
 	for a in "$@"; do args="$args, \"$a\""; done
+	# the injected hog outranks the rank as on the host test (it raises its priority)
+	[ "$fault" = host ] && caps="[SYS_NICE]"
 	cat <<POD
 apiVersion: v1
 kind: Pod
@@ -104,6 +106,7 @@ spec:
       imagePullPolicy: Never
       command: [/usr/local/bin/workload, --ranks, "8", --fault, "$fault", --fault-rank, "5",
                 --fault-step, "40"$args]
+      securityContext: {capabilities: {add: $caps}}
     - name: musl
       image: trainscope-trainer:e2e
       imagePullPolicy: Never
@@ -225,6 +228,38 @@ injected_after_upgrade() {
 	kubectl -n team get pod after-upgrade -o jsonpath='{.spec.initContainers[*].name}' | grep -q trainscope-relay
 }
 expect "after helm upgrade a new annotated pod is still injected" injected_after_upgrade
+# A renewal as cert-manager does it: a new CA and serving certificate in the Secret,
+# the new CA in the webhook configuration; the webhook pod must serve the new pair.
+renew_webhook_cert() {
+	local d="$WORK/renew" secret mwc svc=trainscope-webhook.trainscope.svc n i
+	mkdir -p "$d"
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout "$d/ca.key" -out "$d/ca.crt" -days 1 \
+		-subj /CN=renewed-ca 2>/dev/null
+	openssl req -newkey rsa:2048 -nodes -keyout "$d/tls.key" -out "$d/tls.csr" -subj "/CN=$svc" 2>/dev/null
+	openssl x509 -req -in "$d/tls.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 1 \
+		-out "$d/tls.crt" -extfile <(printf 'subjectAltName=DNS:%s' "$svc") 2>/dev/null
+	secret=$(kubectl -n trainscope get secret --field-selector type=kubernetes.io/tls -o name | head -1)
+	kubectl -n trainscope create secret generic "${secret#secret/}" --type kubernetes.io/tls \
+		--from-file "$d/ca.crt" --from-file "$d/tls.crt" --from-file "$d/tls.key" \
+		--dry-run=client -o yaml | kubectl apply -f - >/dev/null 2>&1
+	mwc=$(kubectl get mutatingwebhookconfiguration -o name | grep trainscope)
+	n=$(kubectl get "$mwc" -o jsonpath='{.webhooks[*].name}' | wc -w)
+	for ((i = 0; i < n; i++)); do
+		kubectl patch "$mwc" --type json -p "[{\"op\": \"replace\", \"path\": \"/webhooks/$i/clientConfig/caBundle\", \"value\": \"$(base64 -w0 "$d/ca.crt")\"}]" >/dev/null
+	done
+}
+webhook_reloaded() {
+	kubectl -n trainscope logs deploy/trainscope-webhook 2>/dev/null | grep -q "reloaded certificate"
+}
+injected_after_renewal() {
+	kubectl -n team run after-renewal --image trainscope-trainer:e2e --image-pull-policy Never \
+		--restart Never --annotations trainscope.dev/inject=true --command -- /usr/local/bin/musl-probe \
+		>/dev/null 2>&1
+	kubectl -n team get pod after-renewal -o jsonpath='{.spec.initContainers[*].name}' | grep -q trainscope-relay
+}
+renewed() { wait_for 120 webhook_reloaded && injected_after_renewal; }
+renew_webhook_cert
+expect "a renewed Secret is served by the running webhook (reloaded, new pods injected)" renewed
 expect "an old cluster is refused: helm template --kube-version 1.28" sh -c \
 	"! helm template t '$root/helm/trainscope' --kube-version 1.28.0 2>&1 | tee '$WORK/old.log' >/dev/null; grep -q kubeVersion '$WORK/old.log'"
 helm uninstall trainscope -n trainscope --wait --timeout 3m >/dev/null || true
