@@ -1,8 +1,9 @@
 #!/bin/sh
-# Installs the Debian packages trainscope builds and tests with; does nothing when they
-# are all there already.
+# Installs the Debian packages trainscope builds and tests with (or the packages named
+# as arguments); does nothing when they are all there already.
 set -e
-PKGS="build-essential pkg-config libnats-dev nats-server libprotobuf-c-dev protobuf-c-compiler
+PKGS="$*"
+[ -n "$PKGS" ] || PKGS="build-essential pkg-config libnats-dev nats-server libprotobuf-c-dev protobuf-c-compiler
 libyaml-dev libjansson-dev libmicrohttpd-dev libcmocka-dev libcurl4-openssl-dev libssl-dev curl
 clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev python3 bc openssl musl-tools"
 missing=""

@@ -11,7 +11,7 @@ set -e
 BUILD=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-TOTAL=19
+TOTAL=20
 
 skip() {
 	echo "node e2e: skipped: $*"
@@ -24,7 +24,9 @@ if [ -z "$TS_NODE_NS" ]; then
 	for c in cpu cpuacct cpuset memory; do
 		grep -qw "$c" /proc/cgroups || skip "the kernel has no '$c' cgroup controller, which the kubelet needs"
 	done
-	"$here/deps.sh" || skip "the node's Debian packages could not be installed (see above)"
+	# a container runtime and CNI plugins, iptables for kube-proxy, image tools
+	"$root/e2e/deps.sh" containerd runc containernetworking-plugins iptables umoci debootstrap \
+		musl-tools || skip "the node's Debian packages could not be installed (see above)"
 	TOOLS=$("$root/e2e/k8s/tools.sh") || skip "the Kubernetes servers could not be built (see above)"
 	BUILD=$(cd "$BUILD" && pwd)
 	export TS_NODE_NS=1 TOOLS BUILD
@@ -274,8 +276,41 @@ leftovers() {
 expect "helm uninstall leaves no trainscope object behind (the CRD aside)" wait_for 60 leftovers
 kubectl delete crd slownodereports.trainscope.dev >/dev/null || true
 kubectl delete namespace trainscope --timeout 120s >/dev/null || true
+# ---- deploy/ as it is, on the emptied cluster: its images named as this test built them,
+# and a volume for NATS's claim as a cluster administrator provides one ---------------
+mkdir -p "$WORK/pv"
+cat <<PV | kubectl apply -f - >/dev/null
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: e2e-nats}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  hostPath: {path: "$WORK/pv", type: DirectoryOrCreate}
+PV
+chmod 0777 "$WORK/pv"
+sed -e 's|image: "\{0,1\}trainscope:[0-9][^" ]*"\{0,1\}|image: trainscope:e2e|' \
+	-e 's|image: "\{0,1\}nats:[^" ]*"\{0,1\}|image: trainscope-nats:e2e|' \
+	-e 's|--image", "trainscope:[0-9][^"]*"|--image", "trainscope:e2e"|' \
+	"$root/deploy/trainscope.yaml" >"$WORK/deploy.yaml"
 expect "deploy/trainscope.yaml applies cleanly on an empty cluster" sh -c \
-	"kubectl apply -f '$root/deploy/trainscope.yaml' >'$WORK/apply.log' 2>&1 || { tail -5 '$WORK/apply.log'; false; }"
+	"kubectl apply -f '$WORK/deploy.yaml' >'$WORK/apply.log' 2>&1 || { tail -5 '$WORK/apply.log'; false; }"
+deploy_ready() {
+	local w
+	for w in deploy/trainscope-webhook deploy/trainscope-analyzer ds/trainscope-agent sts/trainscope-nats; do
+		kubectl -n trainscope rollout status "$w" --timeout 180s >/dev/null 2>&1 || return 1
+	done
+}
+injected_by_deploy() {
+	kubectl -n team delete pod by-deploy --ignore-not-found >/dev/null 2>&1
+	kubectl -n team run by-deploy --image trainscope-trainer:e2e --image-pull-policy Never \
+		--restart Never --annotations trainscope.dev/inject=true --command -- /usr/local/bin/musl-probe \
+		>/dev/null 2>&1
+	kubectl -n team get pod by-deploy -o jsonpath='{.spec.initContainers[*].name}' | grep -q trainscope-relay
+}
+deploy_works() { wait_for 240 deploy_ready && wait_for 120 injected_by_deploy; }
+expect "deploy/: every pod Ready, its certificates made in-cluster, annotated pods injected" deploy_works
+kubectl -n trainscope get pods 2>&1 | sed 's/^/      /'
 
 echo "node e2e: $passed passed, $fails failed"
 [ "$fails" -eq 0 ] && [ "$passed" -eq "$TOTAL" ]
