@@ -41,4 +41,32 @@ void ts_cert_pair_free(struct ts_cert_pair *p);
 /* notAfter as "2006-01-02T15:04:05Z". */
 void ts_cert_time(int64_t t, char *out, size_t n);
 
+/* ---- the CA and serving pair of --bootstrap-certs ------------------------------------ */
+
+/* What the webhook's Secret holds: ca.crt, tls.crt, tls.key (PEM, malloc'ed; NULL when
+ * absent). */
+struct ts_cert_set {
+	char *ca_pem, *cert_pem, *key_pem;
+	int64_t not_after; /* the earlier notAfter of the certificate and its CA */
+};
+
+/* A set keeps serving when the certificate and key load (ts_cert_check), the certificate
+ * verifies against ca.crt for serverAuth, names every one of dns, and neither it nor its
+ * CA expires before valid_until (Unix seconds). 0, or -1 with the reason in why. */
+int ts_cert_set_check(struct ts_cert_set *s, const char *const *dns, size_t ndns,
+		      int64_t valid_until, char *why, size_t n);
+
+/* A new CA (EC P-256, self-signed, CA:TRUE) and a serving certificate it signs (EC P-256,
+ * serverAuth, SANs dns, CN dns[0]), valid days from an hour ago; the CA's key is
+ * dropped. Replaces what *s held. 0, or -1 with why. */
+int ts_cert_set_generate(struct ts_cert_set *s, const char *const *dns, size_t ndns,
+			 unsigned days, char *why, size_t n);
+
+/* Keeps *s when it passes ts_cert_set_check for the next 30 days (half the validity when
+ * days < 60), else generates a new set in its place. Returns 0 (kept), 1 (new; why says
+ * what was wrong with the old one) or -1 (why). */
+int ts_cert_set_ensure(struct ts_cert_set *s, const char *const *dns, size_t ndns,
+		       unsigned days, char *why, size_t n);
+void ts_cert_set_free(struct ts_cert_set *s);
+
 #endif

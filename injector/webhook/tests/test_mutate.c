@@ -1,6 +1,7 @@
 /* The webhook's patch applied to real pod shapes: what it adds, what it keeps, job
  * names, idempotency, and refusal of malformed reviews; and its certificate files:
- * which pairs load, and a rotation seen once per change. */
+ * which pairs load, and a rotation seen once per change; and the CA and serving pair of
+ * --bootstrap-certs: what is made, what is kept and what is replaced. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -664,6 +666,140 @@ static void test_cert_rotation(void **state)
 	nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
+/* ---- --bootstrap-certs: the CA and serving pair ------------------------------------- */
+
+static const char *const svc_names[] = {
+	"trainscope-webhook.trainscope.svc", "trainscope-webhook", "trainscope-webhook.trainscope",
+	"trainscope-webhook.trainscope.svc.cluster.local",
+};
+#define NSVC (sizeof(svc_names) / sizeof(svc_names[0]))
+
+static X509 *parse_cert(const char *pem)
+{
+	BIO *b = BIO_new_mem_buf(pem, -1);
+	X509 *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+
+	BIO_free(b);
+	assert_non_null(x);
+	return x;
+}
+
+static void copy_set(struct ts_cert_set *to, const struct ts_cert_set *from)
+{
+	to->ca_pem = from->ca_pem ? strdup(from->ca_pem) : NULL;
+	to->cert_pem = from->cert_pem ? strdup(from->cert_pem) : NULL;
+	to->key_pem = from->key_pem ? strdup(from->key_pem) : NULL;
+	to->not_after = 0;
+}
+
+static void replace_text(char **field, const char *text)
+{
+	free(*field);
+	*field = strdup(text);
+}
+
+/* A new set: a CA, and a serverAuth certificate it signs for every name, not for others. */
+static void test_cert_set_generate(void **state)
+{
+	struct ts_cert_set s = { 0 };
+	X509 *ca, *leaf;
+	EVP_PKEY *ca_key;
+	GENERAL_NAMES *sans;
+	char why[256];
+
+	(void)state;
+	assert_int_equal(ts_cert_set_generate(&s, svc_names, NSVC, 365, why, sizeof(why)), 0);
+	assert_true(llabs(s.not_after - (time(NULL) + 365 * 86400L)) < 60);
+	assert_int_equal(ts_cert_set_check(&s, svc_names, NSVC, time(NULL) + 364 * 86400L, why,
+					   sizeof(why)), 0);
+	ca = parse_cert(s.ca_pem);
+	leaf = parse_cert(s.cert_pem);
+	assert_int_equal(X509_check_ca(ca), 1);
+	assert_int_equal(X509_check_ca(leaf), 0);
+	assert_non_null(ca_key = X509_get0_pubkey(ca));
+	assert_int_equal(X509_verify(leaf, ca_key), 1);
+	assert_true(X509_get_extended_key_usage(leaf) & XKU_SSL_SERVER);
+	assert_non_null(sans = X509_get_ext_d2i(leaf, NID_subject_alt_name, NULL, NULL));
+	assert_int_equal(sk_GENERAL_NAME_num(sans), NSVC);
+	GENERAL_NAMES_free(sans);
+	for (size_t i = 0; i < NSVC; i++)
+		assert_int_equal(X509_check_host(leaf, svc_names[i], 0, 0, NULL), 1);
+	assert_int_equal(X509_check_host(leaf, "other.trainscope.svc", 0, 0, NULL), 0);
+	assert_int_equal(EVP_PKEY_get_id(ca_key), EVP_PKEY_EC);
+	X509_free(ca);
+	X509_free(leaf);
+	/* nothing made without a validity or names */
+	assert_int_equal(ts_cert_set_generate(&s, svc_names, NSVC, 0, why, sizeof(why)), -1);
+	assert_int_equal(ts_cert_set_generate(&s, svc_names, 0, 30, why, sizeof(why)), -1);
+	assert_non_null(s.ca_pem); /* a failure leaves the set as it was */
+	ts_cert_set_free(&s);
+}
+
+/* ts_cert_set_ensure on s (a copy): expect 0 (kept, unchanged) or 1 (replaced, for a
+ * reason containing because, and the new set checks). */
+static void ensure(const struct ts_cert_set *s, const char *const *dns, size_t ndns,
+		   unsigned days, int expect, const char *because)
+{
+	struct ts_cert_set c;
+	char why[256] = "";
+
+	copy_set(&c, s);
+	assert_int_equal(ts_cert_set_ensure(&c, dns, ndns, days, why, sizeof(why)), expect);
+	if (expect == 0) {
+		assert_string_equal(c.ca_pem, s->ca_pem);
+		assert_string_equal(c.cert_pem, s->cert_pem);
+		assert_string_equal(c.key_pem, s->key_pem);
+	} else {
+		assert_non_null(strstr(why, because));
+		assert_true(!s->cert_pem || strcmp(c.cert_pem, s->cert_pem));
+		assert_int_equal(ts_cert_set_check(&c, dns, ndns, time(NULL) + 60, why, sizeof(why)), 0);
+	}
+	ts_cert_set_free(&c);
+}
+
+static void test_cert_set_ensure(void **state)
+{
+	struct ts_cert_set none = { 0 }, a = { 0 }, b = { 0 }, soon = { 0 }, bad = { 0 };
+	struct pem_pair self;
+	char why[256];
+
+	(void)state;
+	assert_int_equal(ts_cert_set_generate(&a, svc_names, NSVC, 365, why, sizeof(why)), 0);
+	assert_int_equal(ts_cert_set_generate(&b, svc_names, NSVC, 365, why, sizeof(why)), 0);
+	assert_int_equal(ts_cert_set_generate(&soon, svc_names, NSVC, 10, why, sizeof(why)), 0);
+	ensure(&none, svc_names, NSVC, 365, 1, "there is no ca.crt");
+	ensure(&a, svc_names, NSVC, 365, 0, NULL);
+	/* 10 days left: renewed for a 365-day validity (30 days ahead), kept for a 10-day
+	 * one (half of it ahead) */
+	ensure(&soon, svc_names, NSVC, 365, 1, "expires at");
+	ensure(&soon, svc_names, NSVC, 10, 0, NULL);
+	/* the key of another pair; a certificate of another CA; a CA that does not parse */
+	copy_set(&bad, &a);
+	replace_text(&bad.key_pem, b.key_pem);
+	ensure(&bad, svc_names, NSVC, 365, 1, "does not match");
+	replace_text(&bad.key_pem, a.key_pem);
+	replace_text(&bad.ca_pem, b.ca_pem);
+	ensure(&bad, svc_names, NSVC, 365, 1, "does not verify against ca.crt");
+	replace_text(&bad.ca_pem, "-----BEGIN CERTIFICATE-----\nbroken\n");
+	ensure(&bad, svc_names, NSVC, 365, 1, "ca.crt does not parse");
+	/* a self-signed pair that is no CA's; tls.key missing */
+	make_pair(&self, 400);
+	replace_text(&bad.ca_pem, self.cert);
+	replace_text(&bad.cert_pem, self.cert);
+	replace_text(&bad.key_pem, self.key);
+	ensure(&bad, svc_names, NSVC, 365, 1, "does not name trainscope-webhook.trainscope.svc");
+	free(bad.key_pem);
+	bad.key_pem = NULL;
+	ensure(&bad, svc_names, NSVC, 365, 1, "there is no tls.key");
+	/* another service's names */
+	ensure(&a, (const char *const[]){ "other.trainscope.svc" }, 1, 365, 1,
+	       "does not name other.trainscope.svc");
+	ts_cert_set_free(&bad);
+	ts_cert_set_free(&soon);
+	ts_cert_set_free(&b);
+	ts_cert_set_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -680,6 +816,8 @@ int main(void)
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_cert_check),
 		cmocka_unit_test(test_cert_rotation),
+		cmocka_unit_test(test_cert_set_generate),
+		cmocka_unit_test(test_cert_set_ensure),
 	};
 	return cmocka_run_group_tests_name("webhook mutation", tests, NULL, NULL);
 }
