@@ -12,6 +12,9 @@ SERVICE_CIDR=10.96.0.0/16
 API_IP=10.96.0.1
 DNS_IP=10.96.0.10
 CTRD="$WORK/containerd"
+# the kubelet's cgroups live under a parent of this run's own (it removes pod cgroups it
+# does not know, so two runs on one machine must not share /kubepods)
+CGROUP_ROOT="/trainscope-node-${WORK##*-}"
 PKI="$WORK/pki"
 node_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -115,6 +118,7 @@ state = "$CTRD/state"
     runtime_type = "io.containerd.runc.v2"
   [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
     BinaryName = "${TS_RUNC:-runc}"
+    Root = "$CTRD/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$CTRD/cni"
@@ -141,12 +145,22 @@ node_import() {
 }
 
 node_kubelet() {
+	local h
 	mkdir -p "$WORK/kubelet" "$WORK/pod-logs"
+	for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+		[ -e "$h/cgroup.procs" ] && mkdir -p "$h$CGROUP_ROOT"
+	done
+	# a new v1 cpuset starts with no CPUs: give it its parent's
+	if [ -e /sys/fs/cgroup/cpuset/cpuset.cpus ]; then
+		cat /sys/fs/cgroup/cpuset/cpuset.cpus >"/sys/fs/cgroup/cpuset$CGROUP_ROOT/cpuset.cpus"
+		cat /sys/fs/cgroup/cpuset/cpuset.mems >"/sys/fs/cgroup/cpuset$CGROUP_ROOT/cpuset.mems"
+	fi
 	: >"$WORK/resolv.conf" # no upstream: CoreDNS answers for the cluster only
 	cat >"$WORK/kubelet.yaml" <<KL
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
+cgroupRoot: $CGROUP_ROOT
 failSwapOn: false
 authentication: {anonymous: {enabled: false}, webhook: {enabled: true}, x509: {clientCAFile: "$PKI/ca.crt"}}
 authorization: {mode: Webhook}
@@ -204,9 +218,13 @@ node_down() {
 	done
 }
 
+# Whatever still runs in this run's cgroups (a sandbox whose shim was killed) is killed,
+# then the cgroups the kubelet made (cgroupfs driver) are removed.
 node_cgroups_clean() {
-	local h
-	for h in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+	local h pids="find /sys/fs/cgroup/*$CGROUP_ROOT -name cgroup.procs -exec cat {} +"
+	sh -c "$pids" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+	wait_for 10 sh -c "[ -z \"\$($pids 2>/dev/null)\" ]" || true
+	for h in /sys/fs/cgroup/*"$CGROUP_ROOT" /sys/fs/cgroup"$CGROUP_ROOT"; do
 		[ -d "$h" ] || continue
 		find "$h" -depth -type d -exec rmdir {} + 2>/dev/null || true
 	done
