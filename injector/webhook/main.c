@@ -1,4 +1,6 @@
-/* trainscope-webhook: the mutating admission webhook that injects trainscope. */
+/* trainscope-webhook: the mutating admission webhook that injects trainscope; with
+ * --bootstrap-certs, the one-shot Job that makes its certificates. */
+#include "bootstrap.h"
 #include "cert.h"
 #include "log.h"
 #include "signals.h"
@@ -13,6 +15,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: trainscope-webhook --tls-cert FILE --tls-key FILE [options]\n"
+		"       trainscope-webhook --bootstrap-certs --secret NAME --service NAME\n"
+		"                          --webhook-config NAME [--validity-days N] [--kubeconfig FILE]\n"
 		"Mutating admission webhook for pods (AdmissionReview v1). A pod annotated\n"
 		"trainscope.dev/inject: \"true\" (POST /mutate), or any pod of a namespace that opts in\n"
 		"by label (POST /mutate-namespace, unless the pod says \"false\"), gets an init\n"
@@ -34,7 +38,23 @@ static void usage(FILE *f)
 		"  --relay-cpu Q     the relay's cpu request and limit, given when the pod\n"
 		"                    declares resources (default " TS_RELAY_CPU_DEFAULT ")\n"
 		"  --relay-memory Q  its memory request and limit (default " TS_RELAY_MEMORY_DEFAULT ")\n"
-		"  -h, --help\n");
+		"  -h, --help\n\n"
+		"--bootstrap-certs: make the certificates once and exit (the chart's Job, with\n"
+		"webhook.certs.job=true). In the pod's namespace (env POD_NAMESPACE, else the\n"
+		"service account's), the Secret's ca.crt, tls.crt and tls.key are kept when they load,\n"
+		"the key matches, the certificate verifies against ca.crt, names the service and\n"
+		"lasts 30 more days; else a new CA and serving certificate (EC P-256, serverAuth)\n"
+		"are written to it (created as kubernetes.io/tls when missing). Then ca.crt becomes\n"
+		"the caBundle of every webhook of the MutatingWebhookConfiguration. Writes that\n"
+		"meet a conflict are retried. Exit 0 when done, 1 when something failed (one line\n"
+		"names the object and what the API server said), 2 on bad options.\n"
+		"  --secret NAME          the Secret\n"
+		"  --service NAME         the webhook's Service: the certificate names NAME, NAME.NS,\n"
+		"                         NAME.NS.svc and NAME.NS.svc.cluster.local\n"
+		"  --webhook-config NAME  the MutatingWebhookConfiguration\n"
+		"  --validity-days N      of a new CA and certificate (default 365)\n"
+		"  --kubeconfig FILE      the API server and credentials (default: in cluster, the\n"
+		"                         pod's service account)\n");
 }
 
 static int parse_seconds(const char *arg, unsigned *out)
@@ -49,6 +69,33 @@ static int parse_seconds(const char *arg, unsigned *out)
 	fprintf(stderr, "trainscope-webhook: --cert-check-s wants seconds (0 to 86400), not %s\n",
 		arg);
 	return -1;
+}
+
+static int parse_days(const char *arg, unsigned *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (*arg && !*end && v >= 1 && v <= 36500) {
+		*out = (unsigned)v;
+		return 0;
+	}
+	fprintf(stderr, "trainscope-webhook: --validity-days wants days (1 to 36500), not %s\n",
+		arg);
+	return -1;
+}
+
+static int bootstrap(const struct ts_bootstrap_opts *b)
+{
+	if (!b->secret || !b->service || !b->webhook_config) {
+		fprintf(stderr, "trainscope-webhook: --bootstrap-certs needs --secret, --service "
+				"and --webhook-config\n");
+		return 2;
+	}
+	/* one line per failure, ours: the client's own warnings only when asked for */
+	if (!getenv("TRAINSCOPE_LOG"))
+		ts_log_set_level(TS_LOG_ERROR);
+	return ts_bootstrap_certs(b) ? 1 : 0;
 }
 
 /* The pair at startup: it must load. */
@@ -120,14 +167,21 @@ int main(int argc, char **argv)
 		{ "cert-check-s", required_argument, NULL, 'C' },
 		{ "relay-cpu", required_argument, NULL, 'R' },
 		{ "relay-memory", required_argument, NULL, 'M' },
+		{ "bootstrap-certs", no_argument, NULL, 'B' },
+		{ "secret", required_argument, NULL, 'S' },
+		{ "service", required_argument, NULL, 'V' },
+		{ "webhook-config", required_argument, NULL, 'W' },
+		{ "validity-days", required_argument, NULL, 'D' },
+		{ "kubeconfig", required_argument, NULL, 'K' },
 		{ 0 }
 	};
 	struct webhook_opts o = { .port = 8443 };
 	struct ts_cert_files files = { 0 };
 	struct ts_cert_pair pair = { 0 };
+	struct ts_bootstrap_opts boot = { .validity_days = 365 };
 	unsigned check_s = 10;
 	struct webhook *w;
-	bool plain = false;
+	bool plain = false, bootstrap_certs = false;
 	int ch, rc;
 
 	ts_log_init("webhook");
@@ -153,10 +207,21 @@ int main(int argc, char **argv)
 			break;
 		case 'R': o.inject.relay_cpu = optarg; break;
 		case 'M': o.inject.relay_memory = optarg; break;
+		case 'B': bootstrap_certs = true; break;
+		case 'S': boot.secret = optarg; break;
+		case 'V': boot.service = optarg; break;
+		case 'W': boot.webhook_config = optarg; break;
+		case 'D':
+			if (parse_days(optarg, &boot.validity_days))
+				return 2;
+			break;
+		case 'K': boot.kubeconfig = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
+	if (bootstrap_certs)
+		return bootstrap(&boot);
 	if (!plain && (!files.cert_path || !files.key_path)) {
 		fprintf(stderr, "trainscope-webhook: the API server only calls HTTPS: pass --tls-cert "
 				"and --tls-key (or --plain-http for a local test)\n");

@@ -29,6 +29,7 @@ fuzz: $(FUZZ_MUTATE)
 
 WEBHOOK_BIN := $(BUILD)/bin/trainscope-webhook
 $(WEBHOOK_BIN): $(BUILD)/obj/injector/webhook/main.o $(BUILD)/obj/injector/webhook/server.o \
+		$(BUILD)/obj/injector/webhook/bootstrap.o \
 		$(WEBHOOK_LIB_OBJS) $(WEBHOOK_CERT_OBJ) $(COMMON_OBJS) $(PROTO_OBJ)
 	$(call link,$^,$(WEBHOOK_CRYPTO_LIBS))
 BINS += $(WEBHOOK_BIN)

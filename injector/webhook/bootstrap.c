@@ -1,0 +1,350 @@
+#include "bootstrap.h"
+#include "cert.h"
+#include "kube.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NS_FILE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+#define MWC_API "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+#define ATTEMPTS 5 /* reads and writes, when a write meets a 409 conflict */
+#define CONFLICT 1
+#define NDNS 4
+
+struct boot {
+	const struct ts_bootstrap_opts *o;
+	struct ts_kube *kube;
+	char ns[64];
+	char names[NDNS][320];
+	const char *dns[NDNS];
+	char secrets[320], secret_path[640], secret_what[320], mwc_path[640];
+};
+
+__attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "trainscope-webhook: --bootstrap-certs: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -1;
+}
+
+/* What the API server answered: "HTTP 403: secrets \"x\" is forbidden: ...". */
+static void said(int code, json_t *answer, char *out, size_t n)
+{
+	const char *msg = json_string_value(json_object_get(answer, "message"));
+
+	if (code < 0)
+		snprintf(out, n, "no answer from the API server (%s; TRAINSCOPE_LOG=warn says more)",
+			 strerror(-code));
+	else
+		snprintf(out, n, "HTTP %d%s%s", code, msg ? ": " : "", msg ? msg : "");
+}
+
+/* A DNS-1123 name of at most max characters: what may go into an API path. */
+static int k8s_name(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	const char *ok = "abcdefghijklmnopqrstuvwxyz0123456789-.";
+
+	return n && n <= max && strspn(s, ok) == n && s[0] != '-' && s[0] != '.' &&
+	       s[n - 1] != '-' && s[n - 1] != '.';
+}
+
+static int pod_namespace(char *out, size_t n)
+{
+	const char *env = getenv("POD_NAMESPACE");
+	FILE *f;
+
+	if (env && *env) {
+		snprintf(out, n, "%s", env);
+	} else if ((f = fopen(NS_FILE, "r"))) {
+		if (!fgets(out, (int)n, f))
+			out[0] = 0;
+		fclose(f);
+		out[strcspn(out, "\r\n")] = 0;
+	} else {
+		return fail("no namespace: set POD_NAMESPACE, or run in a pod (%s: %s)", NS_FILE,
+			    strerror(errno));
+	}
+	if (!k8s_name(out, 63))
+		return fail("the namespace '%s' is not a Kubernetes name", out);
+	return 0;
+}
+
+static int names(struct boot *b)
+{
+	const struct ts_bootstrap_opts *o = b->o;
+	const char *svc = o->service, *ns = b->ns;
+
+	if (!k8s_name(o->secret, 253) || !k8s_name(o->webhook_config, 253) ||
+	    !k8s_name(svc, 63) || strchr(svc, '.'))
+		return fail("--secret '%s', --service '%s', --webhook-config '%s': not Kubernetes "
+			    "names (a service has no dots)", o->secret, svc, o->webhook_config);
+	/* the name the API server calls first: it is the certificate's CN */
+	snprintf(b->names[0], sizeof(b->names[0]), "%s.%s.svc", svc, ns);
+	snprintf(b->names[1], sizeof(b->names[1]), "%s", svc);
+	snprintf(b->names[2], sizeof(b->names[2]), "%s.%s", svc, ns);
+	snprintf(b->names[3], sizeof(b->names[3]), "%s.%s.svc.cluster.local", svc, ns);
+	for (int i = 0; i < NDNS; i++)
+		b->dns[i] = b->names[i];
+	snprintf(b->secrets, sizeof(b->secrets), "/api/v1/namespaces/%s/secrets", ns);
+	snprintf(b->secret_path, sizeof(b->secret_path), "%s/%s", b->secrets, o->secret);
+	snprintf(b->secret_what, sizeof(b->secret_what), "Secret %s/%s", ns, o->secret);
+	snprintf(b->mwc_path, sizeof(b->mwc_path), MWC_API "/%s", o->webhook_config);
+	return 0;
+}
+
+/* ---- base64, as the API server writes Secret data and caBundle ------------------------ */
+
+static char *b64_decode(const char *s)
+{
+	size_t len = strlen(s);
+	unsigned char *out;
+	int k;
+
+	if (!len || len % 4 || len > (1 << 24) || !(out = malloc(len / 4 * 3 + 1)))
+		return NULL;
+	k = EVP_DecodeBlock(out, (const unsigned char *)s, (int)len);
+	if (k < 0) {
+		free(out);
+		return NULL;
+	}
+	k -= (s[len - 1] == '=') + (s[len - 2] == '=');
+	out[k] = 0;
+	return (char *)out;
+}
+
+static json_t *b64_string(const char *text)
+{
+	size_t n = strlen(text);
+	unsigned char *out = malloc(4 * ((n + 2) / 3) + 1);
+	json_t *j;
+
+	if (!out)
+		return NULL;
+	EVP_EncodeBlock(out, (const unsigned char *)text, (int)n);
+	j = json_string((char *)out);
+	free(out);
+	return j;
+}
+
+/* ---- the Secret ------------------------------------------------------------------------ */
+
+/* A key of the Secret's data, decoded; NULL when absent or empty. */
+static char *data_of(json_t *secret, const char *key)
+{
+	const char *v = json_string_value(json_object_get(json_object_get(secret, "data"), key));
+	char *pem = v ? b64_decode(v) : NULL;
+
+	if (pem && !*pem) {
+		free(pem);
+		pem = NULL;
+	}
+	return pem;
+}
+
+/* The set into the Secret's data (other keys kept; its type too, which cannot change). */
+static int put_data(json_t *secret, const struct ts_cert_set *s)
+{
+	json_t *data = json_object_get(secret, "data");
+
+	if (!json_is_object(data) && json_object_set_new(secret, "data", data = json_object()))
+		return -1;
+	return json_object_set_new(data, "ca.crt", b64_string(s->ca_pem)) ||
+	       json_object_set_new(data, "tls.crt", b64_string(s->cert_pem)) ||
+	       json_object_set_new(data, "tls.key", b64_string(s->key_pem));
+}
+
+static json_t *new_secret(const struct boot *b)
+{
+	return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}}, s:s}", "apiVersion", "v1",
+			 "kind", "Secret", "metadata", "name", b->o->secret, "namespace", b->ns,
+			 "labels", "app.kubernetes.io/name", "trainscope",
+			 "app.kubernetes.io/component", "webhook", "type", "kubernetes.io/tls");
+}
+
+/* Writes the new set: PUT over the Secret read (obj), or POST when there was none. */
+static int write_secret(struct boot *b, json_t *obj, const struct ts_cert_set *s,
+			const char *why)
+{
+	int create = obj == NULL, code, rc = 0;
+	json_t *body = create ? new_secret(b) : json_incref(obj), *answer = NULL;
+	char api[768], when[32];
+
+	if (!body || put_data(body, s)) {
+		rc = fail("%s: out of memory", b->secret_what);
+	} else {
+		code = ts_kube_request(b->kube, create ? "POST" : "PUT",
+				       create ? b->secrets : b->secret_path, body, NULL, &answer);
+		said(code, answer, api, sizeof(api));
+		ts_cert_time(s->not_after, when, sizeof(when));
+		if (code == 409)
+			rc = CONFLICT;
+		else if (code != 200 && code != 201)
+			rc = fail("cannot %s %s: %s", create ? "create" : "update", b->secret_what, api);
+		else
+			printf("trainscope-webhook: %s: %s a new CA and certificate for %s, valid "
+			       "until %s (%s)\n", b->secret_what, create ? "created with" : "replaced by",
+			       b->names[0], when, why);
+	}
+	json_decref(body);
+	json_decref(answer);
+	return rc;
+}
+
+/* One read of the Secret, its set kept or written anew: 0, CONFLICT or -1. *ca gets the
+ * CA (PEM) on 0. */
+static int secret_round(struct boot *b, char **ca)
+{
+	struct ts_cert_set s = { 0 };
+	json_t *obj = NULL;
+	char why[256], api[768], when[32];
+	int code = ts_kube_request(b->kube, "GET", b->secret_path, NULL, NULL, &obj), rc;
+
+	if (code != 200 && code != 404) {
+		said(code, obj, api, sizeof(api));
+		json_decref(obj);
+		return fail("cannot read %s: %s", b->secret_what, api);
+	}
+	if (code == 404) {
+		json_decref(obj);
+		obj = NULL;
+	}
+	s.ca_pem = data_of(obj, "ca.crt");
+	s.cert_pem = data_of(obj, "tls.crt");
+	s.key_pem = data_of(obj, "tls.key");
+	rc = ts_cert_set_ensure(&s, b->dns, NDNS, b->o->validity_days, why, sizeof(why));
+	if (rc < 0) {
+		rc = fail("%s: %s", b->secret_what, why);
+	} else if (rc == 0) {
+		ts_cert_time(s.not_after, when, sizeof(when));
+		printf("trainscope-webhook: %s: kept its CA and certificate, valid until %s\n",
+		       b->secret_what, when);
+	} else {
+		rc = write_secret(b, obj, &s, obj ? why : "there was none");
+	}
+	if (!rc && !(*ca = strdup(s.ca_pem)))
+		rc = fail("out of memory");
+	ts_cert_set_free(&s);
+	json_decref(obj);
+	return rc;
+}
+
+/* ---- the MutatingWebhookConfiguration ------------------------------------------------- */
+
+/* Sets the caBundle of every webhook; how many changed, -1 when there is none. */
+static int set_bundles(json_t *mwc, const char *bundle)
+{
+	json_t *hooks = json_object_get(mwc, "webhooks"), *h, *cc;
+	int changed = 0;
+	size_t i;
+
+	if (!json_array_size(hooks))
+		return -1;
+	json_array_foreach(hooks, i, h) {
+		const char *cur;
+
+		if (!json_is_object(cc = json_object_get(h, "clientConfig")))
+			json_object_set_new(h, "clientConfig", cc = json_object());
+		cur = json_string_value(json_object_get(cc, "caBundle"));
+		if (!cur || strcmp(cur, bundle)) {
+			json_object_set_new(cc, "caBundle", json_string(bundle));
+			changed++;
+		}
+	}
+	return changed;
+}
+
+static int put_webhooks(struct boot *b, json_t *mwc, int changed)
+{
+	const char *name = b->o->webhook_config;
+	json_t *answer = NULL;
+	int code = ts_kube_request(b->kube, "PUT", b->mwc_path, mwc, NULL, &answer);
+	char api[768];
+
+	said(code, answer, api, sizeof(api));
+	json_decref(answer);
+	if (code == 409)
+		return CONFLICT;
+	if (code != 200)
+		return fail("cannot update MutatingWebhookConfiguration %s: %s", name, api);
+	printf("trainscope-webhook: MutatingWebhookConfiguration %s: caBundle set on %d "
+	       "webhooks\n", name, changed);
+	return 0;
+}
+
+/* One read of the configuration and, when a webhook lacks the CA, one write: 0,
+ * CONFLICT or -1. */
+static int webhook_round(struct boot *b, const char *bundle)
+{
+	const char *name = b->o->webhook_config;
+	json_t *obj = NULL;
+	int code = ts_kube_request(b->kube, "GET", b->mwc_path, NULL, NULL, &obj), changed, rc = 0;
+	char api[768];
+
+	said(code, obj, api, sizeof(api));
+	if (code != 200)
+		rc = fail("cannot read MutatingWebhookConfiguration %s: %s", name, api);
+	else if ((changed = set_bundles(obj, bundle)) < 0)
+		rc = fail("MutatingWebhookConfiguration %s has no webhooks", name);
+	else if (!changed)
+		printf("trainscope-webhook: MutatingWebhookConfiguration %s: its %zu webhooks "
+		       "already trust the CA\n", name, json_array_size(json_object_get(obj, "webhooks")));
+	else
+		rc = put_webhooks(b, obj, changed);
+	json_decref(obj);
+	return rc;
+}
+
+/* ---- the whole -------------------------------------------------------------------------- */
+
+static int run(struct boot *b)
+{
+	char *ca = NULL;
+	json_t *bundle;
+	int rc = CONFLICT;
+
+	for (int i = 0; i < ATTEMPTS && rc == CONFLICT; i++)
+		rc = secret_round(b, &ca);
+	if (rc == CONFLICT)
+		return fail("%s: still conflicting after %d writes", b->secret_what, ATTEMPTS);
+	if (rc)
+		return -1;
+	bundle = b64_string(ca);
+	free(ca);
+	if (!bundle)
+		return fail("out of memory");
+	rc = CONFLICT;
+	for (int i = 0; i < ATTEMPTS && rc == CONFLICT; i++)
+		rc = webhook_round(b, json_string_value(bundle));
+	json_decref(bundle);
+	if (rc == CONFLICT)
+		return fail("MutatingWebhookConfiguration %s: still conflicting after %d writes",
+			    b->o->webhook_config, ATTEMPTS);
+	return rc ? -1 : 0;
+}
+
+int ts_bootstrap_certs(const struct ts_bootstrap_opts *o)
+{
+	struct boot b = { .o = o };
+	char err[512] = "";
+	int rc;
+
+	if (pod_namespace(b.ns, sizeof(b.ns)) || names(&b))
+		return -1;
+	if (ts_kube_open(&b.kube, o->kubeconfig, err, sizeof(err)))
+		return fail("the API server: %s", err);
+	rc = run(&b);
+	ts_kube_close(b.kube);
+	fflush(stdout);
+	return rc;
+}
