@@ -172,9 +172,10 @@ static json_t *new_secret(const struct boot *b)
 			 "app.kubernetes.io/component", "webhook", "type", "kubernetes.io/tls");
 }
 
-/* Writes the new set: PUT over the Secret read (obj), or POST when there was none. */
+/* Writes the new set: PUT over the Secret read (obj), or POST when there was none. done
+ * says what became of the Secret ("replaced by"). */
 static int write_secret(struct boot *b, json_t *obj, const struct ts_cert_set *s,
-			const char *why)
+			const char *done, const char *why)
 {
 	int create = obj == NULL, code, rc = 0;
 	json_t *body = create ? new_secret(b) : json_incref(obj), *answer = NULL;
@@ -193,8 +194,7 @@ static int write_secret(struct boot *b, json_t *obj, const struct ts_cert_set *s
 			rc = fail("cannot %s %s: %s", create ? "create" : "update", b->secret_what, api);
 		else
 			printf("trainscope-webhook: %s: %s a new CA and certificate for %s, valid "
-			       "until %s (%s)\n", b->secret_what, create ? "created with" : "replaced by",
-			       b->names[0], when, why);
+			       "until %s (%s)\n", b->secret_what, done, b->names[0], when, why);
 	}
 	json_decref(body);
 	json_decref(answer);
@@ -208,7 +208,7 @@ static int secret_round(struct boot *b, char **ca)
 	struct ts_cert_set s = { 0 };
 	json_t *obj = NULL;
 	char why[256], api[768], when[32];
-	int code = ts_kube_request(b->kube, "GET", b->secret_path, NULL, NULL, &obj), rc;
+	int code = ts_kube_request(b->kube, "GET", b->secret_path, NULL, NULL, &obj), rc, had;
 
 	if (code != 200 && code != 404) {
 		said(code, obj, api, sizeof(api));
@@ -222,6 +222,7 @@ static int secret_round(struct boot *b, char **ca)
 	s.ca_pem = data_of(obj, "ca.crt");
 	s.cert_pem = data_of(obj, "tls.crt");
 	s.key_pem = data_of(obj, "tls.key");
+	had = s.ca_pem || s.cert_pem || s.key_pem;
 	rc = ts_cert_set_ensure(&s, b->dns, NDNS, b->o->validity_days, why, sizeof(why));
 	if (rc < 0) {
 		rc = fail("%s: %s", b->secret_what, why);
@@ -230,7 +231,8 @@ static int secret_round(struct boot *b, char **ca)
 		printf("trainscope-webhook: %s: kept its CA and certificate, valid until %s\n",
 		       b->secret_what, when);
 	} else {
-		rc = write_secret(b, obj, &s, obj ? why : "there was none");
+		rc = write_secret(b, obj, &s, !obj ? "created with" : had ? "replaced by" : "filled with",
+				  obj ? why : "there was none");
 	}
 	if (!rc && !(*ca = strdup(s.ca_pem)))
 		rc = fail("out of memory");
