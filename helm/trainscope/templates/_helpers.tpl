@@ -11,6 +11,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- else -}}nats://{{ .Release.Name }}-nats.{{ .Release.Namespace }}.svc:4222{{- end -}}
 {{- end -}}
 
+{{- /* The webhook's Secret. webhook.certs.job fills one of another name and type (Opaque):
+       a Secret's type cannot change, so switching modes replaces it instead. */}}
+{{- define "trainscope.webhookSecret" -}}
+{{ .Release.Name }}-webhook-{{ if .Values.webhook.certs.job }}certs{{ else }}tls{{ end }}
+{{- end -}}
+
 {{- /* imagePullSecrets of every pod (pod spec level, indented by 6) */}}
 {{- define "trainscope.pullSecrets" -}}
 {{- with .Values.imagePullSecrets }}
