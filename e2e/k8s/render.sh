@@ -1,19 +1,26 @@
 #!/bin/bash
 # Renders deploy/trainscope.yaml from the chart: the trainscope Namespace (PodSecurity
-# "privileged", for the agent), the CRD, then the chart with cert-manager certificates,
-# so that the output is the same every time and applies to an empty cluster that has
-# cert-manager. --check: fail when deploy/ is out of date.
+# "privileged", for the agent), the CRD, then the chart with webhook.certs.job=true: no
+# key is rendered (every user would share it); the Job trainscope-webhook-certs makes the
+# webhook's CA and certificate in the cluster and gives the CA to the
+# MutatingWebhookConfiguration. So the output is the same every time and applies to an
+# empty cluster, nothing else needed. --check: fail when deploy/ is out of date.
 set -e
 cd "$(dirname "$0")/../.."
 HELM=${HELM:-helm}
 # --kube-version: the oldest the chart supports (a helm built without its release
 # ldflags assumes 1.20 and would refuse the chart's kubeVersion)
 chart=$("$HELM" template trainscope helm/trainscope --namespace trainscope --include-crds \
-	--kube-version 1.29.0 --set webhook.certManager.enabled=true)
+	--kube-version 1.29.0 --set webhook.certs.job=true)
 out=$(
 	cat <<'NS'
-# Rendered by e2e/k8s/render.sh from helm/trainscope: do not edit. Needs cert-manager.
+# Rendered by e2e/k8s/render.sh from helm/trainscope: do not edit.
 #   kubectl apply -f deploy/trainscope.yaml
+# The Job trainscope-webhook-certs makes the webhook's CA and certificate in the cluster
+# (no key is in this file); the webhook pod starts once it has. To apply a newer file over
+# this one, delete the finished Job first (its pod template cannot change; run again, it
+# keeps the certificates): kubectl -n trainscope delete job trainscope-webhook-certs
+#   kubectl delete -f deploy/trainscope.yaml      # removes all of it
 ---
 apiVersion: v1
 kind: Namespace
