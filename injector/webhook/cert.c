@@ -436,7 +436,8 @@ int ts_cert_set_generate(struct ts_cert_set *s, const char *const *dns, size_t n
 		out.ca_pem = cert_pem(ca);
 		out.cert_pem = cert_pem(leaf);
 		out.key_pem = key_pem(key);
-		out.not_after = not_after_of(leaf);
+		out.not_after = not_after_of(leaf) < not_after_of(ca) ? not_after_of(leaf)
+								       : not_after_of(ca);
 	}
 	if (!leaf)
 		explain(why, n, "cannot make the certificates");
