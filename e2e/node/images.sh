@@ -41,14 +41,20 @@ mirror() {
 
 # bookworm minbase + PACKAGES, docs and apt lists dropped (as the slim image does).
 base_rootfs() {
-	local key dir tar
+	local key dir tar try
 	key=$(echo "bookworm $PACKAGES" | sha256sum | cut -c1-12)
 	tar="$CACHE/rootfs/bookworm-$key.tar"
 	if [ ! -s "$tar" ]; then
 		dir=$(mktemp -d "$CACHE/rootfs/tmp-XXXXXX")
 		log "debootstrap bookworm minbase with $PACKAGES (about a minute, once)"
-		debootstrap --variant=minbase --include="${PACKAGES// /,}" bookworm "$dir/root" \
-			"$(mirror)" >"$dir/log" 2>&1 || { tail -20 "$dir/log" >&2; rm -rf "$dir"; exit 1; }
+		# the mirror can fail a fetch now and then: a second and third try
+		for try in 1 2 3; do
+			rm -rf "$dir/root"
+			debootstrap --variant=minbase --include="${PACKAGES// /,}" bookworm "$dir/root" \
+				"$(mirror)" >"$dir/log" 2>&1 && break
+			log "debootstrap failed (try $try of 3): $(grep -m1 '^E:' "$dir/log")"
+			[ "$try" -lt 3 ] || { tail -20 "$dir/log" >&2; rm -rf "$dir"; return 1; }
+		done
 		rm -rf "$dir"/root/var/cache/apt/* "$dir"/root/var/lib/apt/lists/* \
 			"$dir"/root/usr/share/doc "$dir"/root/usr/share/man "$dir"/root/usr/share/locale
 		tar -C "$dir/root" --numeric-owner -cf "$tar.tmp" . && mv "$tar.tmp" "$tar"
@@ -66,7 +72,8 @@ stage="$OUT/stage"
 rm -rf "$stage" "$OUT/layout"
 mkdir -p "$stage/base" "$stage/pause" "$stage/coredns" "$stage/trainer/usr/local/bin" \
 	"$stage/trainer/usr/lib" "$stage/nats/usr/local/bin"
-tar -C "$stage/base" -xf "$(base_rootfs)"
+base=$(base_rootfs) || { log "no base root filesystem"; exit 1; }
+tar -C "$stage/base" -xf "$base"
 
 # the sandbox and the musl program, from this folder's sources
 cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -static -o "$stage/pause/pause" "$here/pause.c"
