@@ -26,6 +26,19 @@ wait_for() {
 	done
 }
 
+# write_kubeconfig SERVER CA USER TOKEN FILE: a kubeconfig with a bearer token.
+write_kubeconfig() {
+	cat >"$5" <<KC
+apiVersion: v1
+kind: Config
+clusters: [{name: e2e, cluster: {server: "$1", certificate-authority: "$2"}}]
+users: [{name: $3, user: {token: $4}}]
+contexts: [{name: e2e, context: {cluster: e2e, user: $3}}]
+current-context: e2e
+KC
+	chmod 600 "$5"
+}
+
 start_nats() {
 	command -v nats-server >/dev/null || die "nats-server not found (make deps)"
 	mkdir -p "$WORK/nats"

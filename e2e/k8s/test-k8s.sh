@@ -57,15 +57,7 @@ kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" --bind-address 127.0
 	--allow-privileged=true >"$WORK/apiserver.log" 2>&1 &
 PIDS="$PIDS $!"
 kubeconfig() { # USER TOKEN FILE
-	cat >"$3" <<KC
-apiVersion: v1
-kind: Config
-clusters: [{name: e2e, cluster: {server: "https://127.0.0.1:$api_port", certificate-authority: "$pki/ca.crt"}}]
-users: [{name: $1, user: {token: $2}}]
-contexts: [{name: e2e, context: {cluster: e2e, user: $1}}]
-current-context: e2e
-KC
-	chmod 600 "$3"
+	write_kubeconfig "https://127.0.0.1:$api_port" "$pki/ca.crt" "$@"
 }
 kubeconfig admin admin-token "$WORK/admin.kubeconfig"
 kubeconfig trainscope-analyzer analyzer-token "$WORK/analyzer.kubeconfig"

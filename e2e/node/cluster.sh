@@ -51,15 +51,7 @@ node_pki() {
 }
 
 node_kubeconfig() { # USER TOKEN FILE
-	cat >"$3" <<KC
-apiVersion: v1
-kind: Config
-clusters: [{name: node, cluster: {server: "https://$NODE_IP:6443", certificate-authority: "$PKI/ca.crt"}}]
-users: [{name: $1, user: {token: $2}}]
-contexts: [{name: node, context: {cluster: node, user: $1}}]
-current-context: node
-KC
-	chmod 600 "$3"
+	write_kubeconfig "https://$NODE_IP:6443" "$PKI/ca.crt" "$@"
 }
 
 node_bg() { # LOG CMD...: a server of the cluster, stopped by lib.sh's cleanup

@@ -266,14 +266,20 @@ expect "an old cluster is refused: helm template --kube-version 1.28" sh -c \
 	"! helm template t '$root/helm/trainscope' --kube-version 1.28.0 2>&1 | tee '$WORK/old.log' >/dev/null; grep -q kubeVersion '$WORK/old.log'"
 helm uninstall trainscope -n trainscope --wait --timeout 3m >/dev/null || true
 leftovers() {
-	local left
-	left=$(kubectl get all,cm,secret,sa,role,rolebinding,pdb -n trainscope -o name 2>/dev/null |
-		grep -v -e '^configmap/kube-root-ca.crt$' -e '^serviceaccount/default$')
-	left="$left$(kubectl get clusterrole,clusterrolebinding,mutatingwebhookconfiguration -o name |
-		grep trainscope)"
-	[ -z "$left" ] || { echo "      left behind: $left"; return 1; }
+	{
+		kubectl get all,cm,secret,sa,role,rolebinding,pdb,job -n trainscope -o name 2>/dev/null |
+			grep -v -e '^configmap/kube-root-ca.crt$' -e '^serviceaccount/default$'
+		kubectl get clusterrole,clusterrolebinding,mutatingwebhookconfiguration -o name |
+			grep trainscope
+	} | tr '\n' ' '
 }
-expect "helm uninstall leaves no trainscope object behind (the CRD aside)" wait_for 60 leftovers
+no_leftovers() { [ -z "$(leftovers)" ]; }
+nothing_left() {
+	wait_for 60 no_leftovers && return 0
+	echo "      left behind: $(leftovers)"
+	return 1
+}
+expect "helm uninstall leaves no trainscope object behind (the CRD aside)" nothing_left
 kubectl delete crd slownodereports.trainscope.dev >/dev/null || true
 kubectl delete namespace trainscope --timeout 120s >/dev/null || true
 # ---- deploy/ as it is, on the emptied cluster: its images named as this test built them,

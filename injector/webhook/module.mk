@@ -11,13 +11,16 @@ TESTS += $(BUILD)/test/test_mutate
 # make fuzz: the AdmissionReview handling under libFuzzer with ASan + UBSan.
 FUZZ_RUNS ?= 1000000
 FUZZ_MUTATE := $(BUILD)/fuzz/fuzz_mutate
-$(FUZZ_MUTATE): injector/webhook/tests/fuzz_mutate.c injector/webhook/mutate.c
+$(FUZZ_MUTATE): injector/webhook/tests/fuzz_mutate.c injector/webhook/mutate.c | fuzz-deps
 	@mkdir -p $(dir $@)
 	@echo "  FUZZ    $@"
 	@clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined $^ -o $@ $(shell pkg-config --libs jansson)
 
-.PHONY: fuzz
+# libFuzzer's runtime ships apart from clang in Debian
+.PHONY: fuzz fuzz-deps
+fuzz-deps:
+	@e2e/deps.sh clang libclang-rt-14-dev
 fuzz: $(FUZZ_MUTATE)
 	@mkdir -p $(BUILD)/fuzz/corpus
 	@cp -n injector/webhook/tests/corpus/* $(BUILD)/fuzz/corpus/ 2>/dev/null || true
