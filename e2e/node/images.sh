@@ -5,8 +5,8 @@
 # debian:bookworm-slim) with the packages of the Dockerfile's RUNTIME_PACKAGES, then
 # `make image-root`'s tree, USER and ENTRYPOINT as the Dockerfile says. The other images:
 # the pod sandbox (pause.c), CoreDNS (its Go module, built by tools.sh), NATS (Debian's
-# nats-server on the same base) and a trainer that runs the synthetic workload as root
-# beside a musl program. Writes OUT/images.tar
+# nats-server on the same base), a trainer that runs the synthetic workload as root
+# beside a musl program, and Debian bullseye (glibc 2.31) where the mirror still has it. Writes OUT/images.tar
 # (one OCI layout, each image named by io.containerd.image.name) and prints the names.
 # The base root filesystem is cached in ~/.cache/trainscope/rootfs (TRAINSCOPE_TOOLS).
 set -e
@@ -63,6 +63,24 @@ base_rootfs() {
 	echo "$tar"
 }
 
+# Debian bullseye (glibc 2.31, older than the 2.34 this library is built against):
+# the library must still load there. Empty when the mirror no longer has it.
+old_glibc_rootfs() {
+	local tar="$CACHE/rootfs/bullseye-minbase.tar" dir
+	if [ ! -s "$tar" ]; then
+		dir=$(mktemp -d "$CACHE/rootfs/tmp-XXXXXX")
+		log "debootstrap bullseye minbase (glibc 2.31; about a minute, once)"
+		if debootstrap --variant=minbase bullseye "$dir/root" "$(mirror)" >"$dir/log" 2>&1; then
+			rm -rf "$dir"/root/var/cache/apt/* "$dir"/root/var/lib/apt/lists/* "$dir"/root/usr/share/doc
+			tar -C "$dir/root" --numeric-owner -cf "$tar.tmp" . && mv "$tar.tmp" "$tar"
+		else
+			log "no bullseye image: $(grep -m1 '^E:' "$dir/log")"
+		fi
+		rm -rf "$dir"
+	fi
+	[ -s "$tar" ] && echo "$tar"
+}
+
 need() { command -v "$1" >/dev/null || { log "$1 is missing (Debian package $2)"; exit 1; }; }
 need debootstrap debootstrap
 need umoci umoci
@@ -96,6 +114,11 @@ umoci config --image "$L:trainscope" --config.user "$USER_ID" --config.entrypoin
 	--config.workingdir / >/dev/null
 image trainer "$stage/base" "$stage/trainer"
 umoci config --image "$L:trainer" --config.user 0 --config.cmd /usr/local/bin/workload >/dev/null
+if old=$(old_glibc_rootfs); then
+	mkdir -p "$stage/bullseye" && tar -C "$stage/bullseye" -xf "$old"
+	image bullseye "$stage/bullseye"
+	umoci config --image "$L:bullseye" --config.cmd /bin/sh >/dev/null
+fi
 image pause "$stage/pause"
 umoci config --image "$L:pause" --config.entrypoint /pause >/dev/null
 image nats "$stage/base" "$stage/nats"
@@ -109,14 +132,14 @@ python3 - "$L/index.json" "$TAG" <<'PY'
 import json, sys
 path, tag = sys.argv[1], sys.argv[2]
 names = {"trainscope": "trainscope", "trainer": "trainscope-trainer",
-         "pause": "trainscope-pause", "coredns": "trainscope-coredns", "nats": "trainscope-nats"}
+         "pause": "trainscope-pause", "coredns": "trainscope-coredns", "nats": "trainscope-nats",
+         "bullseye": "trainscope-bullseye"}
 idx = json.load(open(path))
 for m in idx["manifests"]:
     ref = m["annotations"]["org.opencontainers.image.ref.name"]
     m["annotations"]["io.containerd.image.name"] = "docker.io/library/%s:%s" % (names[ref], tag)
+    print(m["annotations"]["io.containerd.image.name"])
 json.dump(idx, open(path, "w"))
-for ref in sorted(names):
-    print("docker.io/library/%s:%s" % (names[ref], tag))
 PY
 tar -C "$L" -cf "$OUT/images.tar" .
 rm -rf "$stage" "$L"

@@ -11,7 +11,7 @@ set -e
 BUILD=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-TOTAL=20
+TOTAL=21
 
 skip() {
 	echo "node e2e: skipped: $*"
@@ -61,7 +61,7 @@ expect() { # NAME CMD...
 
 PAUSE_IMAGE=docker.io/library/trainscope-pause:e2e
 COREDNS_IMAGE=docker.io/library/trainscope-coredns:e2e
-"$here/images.sh" "$BUILD" "$WORK/images" >/dev/null || die "the images could not be built"
+"$here/images.sh" "$BUILD" "$WORK/images" >"$WORK/images.txt" || die "the images could not be built"
 node_up "$WORK/images/images.tar"
 
 # ---- the chart, as a user installs it ----------------------------------------------------
@@ -172,6 +172,25 @@ preemptor() {
 }
 expect "the evidence names the preemptor (stress)" preemptor
 kubectl -n team get snr hog -o jsonpath='      {.status.slowRanks[0].evidence}{"\n"}' 2>&1 || true
+
+# ---- an image with glibc 2.31 (older than the 2.34 the library is built on) ---------------
+old_glibc_loaded() {
+	kubectl -n team run old-glibc --image trainscope-bullseye:e2e --image-pull-policy Never \
+		--restart Never --annotations trainscope.dev/inject=true --command -- /bin/sh -c \
+		'echo "libtrainscope maps: $(grep -c libtrainscope /proc/self/maps)"; ldd --version | head -1' \
+		>/dev/null 2>&1
+	wait_for 60 pod_done team old-glibc
+	kubectl -n team logs old-glibc >"$WORK/old-glibc.log" 2>&1
+	sed 's/^/      /' "$WORK/old-glibc.log"
+	[ "$(kubectl -n team get pod old-glibc -o jsonpath='{.status.phase}')" = Succeeded ] &&
+		grep -q "libtrainscope maps: [1-9]" "$WORK/old-glibc.log" && grep -q "2.31" "$WORK/old-glibc.log"
+}
+if grep -q trainscope-bullseye "$WORK/images.txt"; then
+	expect "a glibc 2.31 container loads the preload and runs" old_glibc_loaded
+else
+	echo "skip  a glibc 2.31 container loads the preload (the mirror has no bullseye)"
+	TOTAL=$((TOTAL - 1))
+fi
 
 # ---- a restricted namespace, a Guaranteed non-root pod, a selected musl container -------
 kubectl create namespace secure >/dev/null
