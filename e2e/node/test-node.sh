@@ -29,7 +29,12 @@ if [ -z "$TS_NODE_NS" ]; then
 		musl-tools || skip "the node's Debian packages could not be installed (see above)"
 	TOOLS=$("$root/e2e/k8s/tools.sh") || skip "the Kubernetes servers could not be built (see above)"
 	BUILD=$(cd "$BUILD" && pwd)
-	export TS_NODE_NS=1 TOOLS BUILD
+	# the images come first: debootstrap needs Debian's mirror, which the namespace
+	# below cannot reach
+	TS_IMAGES=$(mktemp -d /tmp/trainscope-images-XXXXXX)
+	"$here/images.sh" "$BUILD" "$TS_IMAGES" >"$TS_IMAGES/images.txt" ||
+		{ rm -rf "$TS_IMAGES"; echo "node e2e: the images could not be built" >&2; exit 1; }
+	export TS_NODE_NS=1 TOOLS BUILD TS_IMAGES
 	exec unshare --net --mount --propagation private "$0" "$@"
 fi
 
@@ -47,6 +52,7 @@ node_cleanup() {
 	for p in $PIDS; do wait "$p" 2>/dev/null || true; done
 	grep -o " $WORK[^ ]*" /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
 	node_cgroups_clean
+	rm -rf "$TS_IMAGES"
 	[ -n "$KEEP_WORK" ] && echo "node e2e: kept $WORK" || rm -rf "$WORK"
 	exit $rc
 }
@@ -61,8 +67,7 @@ expect() { # NAME CMD...
 
 PAUSE_IMAGE=docker.io/library/trainscope-pause:e2e
 COREDNS_IMAGE=docker.io/library/trainscope-coredns:e2e
-"$here/images.sh" "$BUILD" "$WORK/images" >"$WORK/images.txt" || die "the images could not be built"
-node_up "$WORK/images/images.tar"
+node_up "$TS_IMAGES/images.tar"
 
 # ---- the chart, as a user installs it ----------------------------------------------------
 kubectl create namespace trainscope >/dev/null
@@ -185,7 +190,7 @@ old_glibc_loaded() {
 	[ "$(kubectl -n team get pod old-glibc -o jsonpath='{.status.phase}')" = Succeeded ] &&
 		grep -q "libtrainscope maps: [1-9]" "$WORK/old-glibc.log" && grep -q "2.31" "$WORK/old-glibc.log"
 }
-if grep -q trainscope-bullseye "$WORK/images.txt"; then
+if grep -q trainscope-bullseye "$TS_IMAGES/images.txt"; then
 	expect "a glibc 2.31 container loads the preload and runs" old_glibc_loaded
 else
 	echo "skip  a glibc 2.31 container loads the preload (the mirror has no bullseye)"
