@@ -61,7 +61,7 @@ need_kube() {
 		done
 		printf ')\n'
 	} >"$src/tools.go"
-	log "building$missing $K8S_VERSION (some 20 minutes on 2 cores, once)"
+	log "building$missing $K8S_VERSION (about 10 minutes on 2 cores, once)"
 	(cd "$src" && go mod tidy >/dev/null 2>&1 && go mod download) || return 1
 	# the version the binaries report (helm checks the chart's kubeVersion against it)
 	local v=k8s.io/component-base/version
