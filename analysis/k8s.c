@@ -209,17 +209,20 @@ static void verdict_of(json_t *status, char *out, size_t n)
 	snprintf(out, n, "%s|%s", jstr(status, "state"), jstr(status, "summary"));
 }
 
-/* Takes st (a copy of the report's status). */
+/* Takes st (a copy of the report's status); one that fails stays pending, and
+ * ts_k8s_flush tries it again after the interval. */
 static void write_now(struct ts_k8s *k, struct written *w, json_t *st, uint64_t now_ns)
 {
+	w->at_ns = now_ns;
 	if (write_status(k, w->ns, w->name, w->job, st)) {
 		k->st.errors++;
-		ts_warn("k8s: could not write the status of %s/%s", w->ns, w->name);
-	} else {
-		verdict_of(st, w->verdict, sizeof(w->verdict));
-		w->at_ns = now_ns;
-		events(k, w, st, now_ns);
+		ts_warn("k8s: could not write the status of %s/%s (tried again in %d s)", w->ns,
+			w->name, k->min_interval_s);
+		w->pending = st;
+		return;
 	}
+	verdict_of(st, w->verdict, sizeof(w->verdict));
+	events(k, w, st, now_ns);
 	json_decref(st);
 }
 
