@@ -255,6 +255,8 @@ static int set_bundles(json_t *mwc, const char *bundle)
 	json_array_foreach(hooks, i, h) {
 		const char *cur;
 
+		if (!json_is_object(h))
+			continue;
 		if (!json_is_object(cc = json_object_get(h, "clientConfig")))
 			json_object_set_new(h, "clientConfig", cc = json_object());
 		cur = json_string_value(json_object_get(cc, "caBundle"));

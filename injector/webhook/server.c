@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* How long a reload waits for the previous daemon's connections to end before it stops
  * that daemon, which closes what is left (idle keep-alive connections, which a client
@@ -314,10 +315,15 @@ int webhook_reload_tls(struct webhook *w, const char *cert_pem, const char *key_
 {
 	char *cert = strdup(cert_pem), *key = strdup(key_pem);
 	struct MHD_Daemon *old = w->mhd, *next = NULL;
-	MHD_socket fd = MHD_INVALID_SOCKET;
+	MHD_socket fd = MHD_INVALID_SOCKET, copy;
 
-	if (cert && key && w->cert && (fd = MHD_quiesce_daemon(old)) != MHD_INVALID_SOCKET)
-		next = start_daemon(w, NULL, fd, cert, key);
+	if (cert && key && w->cert && (fd = MHD_quiesce_daemon(old)) != MHD_INVALID_SOCKET) {
+		set_retiring(w, old); /* its answers from now on ask clients to reconnect */
+		/* a daemon that fails to start closes the socket it was given: a copy, so
+		 * that the previous pair can take the port back */
+		if ((copy = dup(fd)) >= 0 && (next = start_daemon(w, NULL, copy, cert, key)))
+			close(fd);
+	}
 	if (!next) {
 		free(cert);
 		free(key);
