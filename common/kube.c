@@ -1,4 +1,5 @@
 #include "kube.h"
+#include "b64.h"
 #include "buf.h"
 #include "log.h"
 
@@ -35,30 +36,6 @@ static char *slurp(const char *path)
 	if (!b.data)
 		return strdup("");
 	return b.data;
-}
-
-static char *unb64(const char *s)
-{
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t n = strlen(s), k = 0;
-	char *out = malloc(n + 1);
-	unsigned acc = 0;
-	int bits = 0;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		const char *p = s[i] ? strchr(tab, s[i]) : NULL;
-		if (!p)
-			continue; /* padding, newlines */
-		acc = acc << 6 | (unsigned)(p - tab);
-		if ((bits += 6) >= 8) {
-			bits -= 8;
-			out[k++] = (char)(acc >> bits & 0xff);
-		}
-	}
-	out[k] = 0;
-	return out;
 }
 
 /* kubeconfig: the current context's cluster and user, read from the YAML document. */
@@ -135,7 +112,7 @@ static int load_kubeconfig(struct ts_kube *k, const char *path, char *err, size_
 	snprintf(k->server, sizeof(k->server), "%s", server);
 	k->ca_file = dup_or_null(scalar(&d, cl, "certificate-authority"));
 	if (scalar(&d, cl, "certificate-authority-data"))
-		k->ca_data = unb64(scalar(&d, cl, "certificate-authority-data"));
+		k->ca_data = ts_b64_decode(scalar(&d, cl, "certificate-authority-data"));
 	k->insecure = scalar(&d, cl, "insecure-skip-tls-verify") &&
 		      !strcmp(scalar(&d, cl, "insecure-skip-tls-verify"), "true");
 	k->token = dup_or_null(scalar(&d, us, "token"));
@@ -144,9 +121,9 @@ static int load_kubeconfig(struct ts_kube *k, const char *path, char *err, size_
 	k->cert_file = dup_or_null(scalar(&d, us, "client-certificate"));
 	k->key_file = dup_or_null(scalar(&d, us, "client-key"));
 	if (scalar(&d, us, "client-certificate-data"))
-		k->cert_data = unb64(scalar(&d, us, "client-certificate-data"));
+		k->cert_data = ts_b64_decode(scalar(&d, us, "client-certificate-data"));
 	if (scalar(&d, us, "client-key-data"))
-		k->key_data = unb64(scalar(&d, us, "client-key-data"));
+		k->key_data = ts_b64_decode(scalar(&d, us, "client-key-data"));
 	rc = 0;
 out_doc:
 	yaml_document_delete(&d);

@@ -1,10 +1,10 @@
 #include "bootstrap.h"
+#include "b64.h"
 #include "cert.h"
 #include "kube.h"
 
 #include <errno.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,35 +105,12 @@ static int names(struct boot *b)
 
 /* ---- base64, as the API server writes Secret data and caBundle ------------------------ */
 
-static char *b64_decode(const char *s)
-{
-	size_t len = strlen(s);
-	unsigned char *out;
-	int k;
-
-	if (!len || len % 4 || len > (1 << 24) || !(out = malloc(len / 4 * 3 + 1)))
-		return NULL;
-	k = EVP_DecodeBlock(out, (const unsigned char *)s, (int)len);
-	if (k < 0) {
-		free(out);
-		return NULL;
-	}
-	k -= (s[len - 1] == '=') + (s[len - 2] == '=');
-	out[k] = 0;
-	return (char *)out;
-}
-
 static json_t *b64_string(const char *text)
 {
-	size_t n = strlen(text);
-	unsigned char *out = malloc(4 * ((n + 2) / 3) + 1);
-	json_t *j;
+	char *enc = ts_b64_encode(text);
+	json_t *j = enc ? json_string(enc) : NULL;
 
-	if (!out)
-		return NULL;
-	EVP_EncodeBlock(out, (const unsigned char *)text, (int)n);
-	j = json_string((char *)out);
-	free(out);
+	free(enc);
 	return j;
 }
 
@@ -143,7 +120,7 @@ static json_t *b64_string(const char *text)
 static char *data_of(json_t *secret, const char *key)
 {
 	const char *v = json_string_value(json_object_get(json_object_get(secret, "data"), key));
-	char *pem = v ? b64_decode(v) : NULL;
+	char *pem = v ? ts_b64_decode(v) : NULL;
 
 	if (pem && !*pem) {
 		free(pem);

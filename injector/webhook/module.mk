@@ -1,4 +1,4 @@
-WEBHOOK_LIB_OBJS := $(BUILD)/obj/injector/webhook/mutate.o
+WEBHOOK_LIB_OBJS := $(BUILD)/obj/injector/webhook/mutate.o $(BUILD)/obj/common/b64.o
 # The certificate files and their checks (OpenSSL): the binary and its test only.
 WEBHOOK_CERT_OBJ := $(BUILD)/obj/injector/webhook/cert.o
 WEBHOOK_CRYPTO_LIBS := $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
@@ -11,11 +11,11 @@ TESTS += $(BUILD)/test/test_mutate
 # make fuzz: the AdmissionReview handling under libFuzzer with ASan + UBSan.
 FUZZ_RUNS ?= 1000000
 FUZZ_MUTATE := $(BUILD)/fuzz/fuzz_mutate
-$(FUZZ_MUTATE): injector/webhook/tests/fuzz_mutate.c injector/webhook/mutate.c | fuzz-deps
+$(FUZZ_MUTATE): injector/webhook/tests/fuzz_mutate.c injector/webhook/mutate.c common/b64.c | fuzz-deps
 	@mkdir -p $(dir $@)
 	@echo "  FUZZ    $@"
 	@clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined $^ -o $@ $(shell pkg-config --libs jansson)
+		-fno-sanitize-recover=undefined -Icommon $^ -o $@ $(shell pkg-config --libs jansson)
 
 # libFuzzer's runtime ships apart from clang in Debian
 .PHONY: fuzz fuzz-deps

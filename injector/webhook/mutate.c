@@ -1,4 +1,5 @@
 #include "mutate.h"
+#include "b64.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -364,33 +365,10 @@ static json_t *pod_patch(json_t *pod, const struct ts_inject_opts *o, json_t *wa
 	return patch;
 }
 
-static char *b64(const char *s)
-{
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t n = strlen(s), k = 0;
-	char *out = malloc(4 * ((n + 2) / 3) + 1);
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned char)s[i] << 16;
-		if (i + 1 < n)
-			v |= (unsigned char)s[i + 1] << 8;
-		if (i + 2 < n)
-			v |= (unsigned char)s[i + 2];
-		out[k++] = tab[v >> 18 & 63];
-		out[k++] = tab[v >> 12 & 63];
-		out[k++] = i + 1 < n ? tab[v >> 6 & 63] : '=';
-		out[k++] = i + 2 < n ? tab[v & 63] : '=';
-	}
-	out[k] = 0;
-	return out;
-}
-
 /* The patch goes base64-encoded into the response; takes the reference to patch. */
 static void set_patch(json_t *resp, json_t *patch)
 {
-	char *text = json_dumps(patch, JSON_COMPACT), *enc = text ? b64(text) : NULL;
+	char *text = json_dumps(patch, JSON_COMPACT), *enc = text ? ts_b64_encode(text) : NULL;
 
 	if (enc) {
 		json_object_set_new(resp, "patchType", json_string("JSONPatch"));
