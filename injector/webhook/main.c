@@ -57,31 +57,19 @@ static void usage(FILE *f)
 		"                         pod's service account)\n");
 }
 
-static int parse_seconds(const char *arg, unsigned *out)
+/* A whole number of unit in lo..hi for option opt; says what is wrong otherwise. */
+static int parse_bounded(const char *arg, const char *opt, const char *unit, long lo, long hi,
+			 unsigned *out)
 {
 	char *end;
 	long v = strtol(arg, &end, 10);
 
-	if (*arg && !*end && v >= 0 && v <= 86400) {
+	if (*arg && !*end && v >= lo && v <= hi) {
 		*out = (unsigned)v;
 		return 0;
 	}
-	fprintf(stderr, "trainscope-webhook: --cert-check-s wants seconds (0 to 86400), not %s\n",
-		arg);
-	return -1;
-}
-
-static int parse_days(const char *arg, unsigned *out)
-{
-	char *end;
-	long v = strtol(arg, &end, 10);
-
-	if (*arg && !*end && v >= 1 && v <= 36500) {
-		*out = (unsigned)v;
-		return 0;
-	}
-	fprintf(stderr, "trainscope-webhook: --validity-days wants days (1 to 36500), not %s\n",
-		arg);
+	fprintf(stderr, "trainscope-webhook: %s wants %s (%ld to %ld), not %s\n", opt, unit, lo,
+		hi, arg);
 	return -1;
 }
 
@@ -202,7 +190,7 @@ int main(int argc, char **argv)
 		case 'i': o.inject.image = optarg; break;
 		case 's': o.inject.nats_url = optarg; break;
 		case 'C':
-			if (parse_seconds(optarg, &check_s))
+			if (parse_bounded(optarg, "--cert-check-s", "seconds", 0, 86400, &check_s))
 				return 2;
 			break;
 		case 'R': o.inject.relay_cpu = optarg; break;
@@ -212,7 +200,8 @@ int main(int argc, char **argv)
 		case 'V': boot.service = optarg; break;
 		case 'W': boot.webhook_config = optarg; break;
 		case 'D':
-			if (parse_days(optarg, &boot.validity_days))
+			if (parse_bounded(optarg, "--validity-days", "days", 1, 36500,
+					  &boot.validity_days))
 				return 2;
 			break;
 		case 'K': boot.kubeconfig = optarg; break;
