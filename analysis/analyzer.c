@@ -16,11 +16,17 @@ struct producer {
 	bool used;
 };
 
+/* Refusals past a limit: counted, and logged the first time for each. */
+enum limit { L_JOBS, L_WORLD, L_MEMORY, L_STEP_JUMP, L_COUNT };
+static const char *const limit_names[L_COUNT] = { "jobs", "world", "memory", "step_jump" };
+
 struct ts_analyzer {
 	struct ts_analyzer_opts opts;
 	struct ts_job **jobs;
 	bool *dirty;
 	int njobs, capjobs;
+	size_t job_bytes;      /* ts_job_bytes of every job followed */
+	bool limit_said[L_COUNT];
 	struct producer *prod; /* open addressing, power-of-two size */
 	size_t nprod, capprod;
 	struct ts_analyzer_stats st;
@@ -99,12 +105,53 @@ struct ts_job *ts_analyzer_job(struct ts_analyzer *a, const char *ns, const char
 	return NULL;
 }
 
-static struct ts_job *job_get(struct ts_analyzer *a, const char *ns, const char *name, int world)
+static const struct ts_limits *limits(const struct ts_analyzer *a)
+{
+	return &a->opts.params.limits;
+}
+
+/* Counts a refusal past a limit; the first of each kind is logged, with the limit's key. */
+static int over_limit(struct ts_analyzer *a, enum limit l, const char *ns, const char *job,
+		      const char *what)
+{
+	a->st.over_limit[l]++;
+	if (!a->limit_said[l]) {
+		a->limit_said[l] = true;
+		ts_warn("analyzer: %s/%s: refused %s, past limits.%s (the first such refusal; "
+			"trainscope_analyzer_refused_over_limit_total{limit=\"%s\"} counts them)",
+			ns, job, what, l == L_MEMORY ? "memory_mb" : l == L_STEP_JUMP ? "max_step_jump"
+				: l == L_JOBS ? "max_jobs" : "max_world", limit_names[l]);
+	}
+	return -ERANGE;
+}
+
+/* Whether the job may hold world ranks under the memory budget; accounts for it. */
+static int budget_world(struct ts_analyzer *a, struct ts_job *j, int world, const char *ns,
+			const char *name)
+{
+	const struct ts_params *p = &a->opts.params;
+	size_t have = j ? ts_job_bytes(p, ts_job_world(j)) : 0, want = ts_job_bytes(p, world);
+
+	if (world > limits(a)->max_world)
+		return over_limit(a, L_WORLD, ns, name, "a world this large");
+	if (want > have && a->job_bytes - have + want > (size_t)limits(a)->memory_mb << 20)
+		return over_limit(a, L_MEMORY, ns, name, "the state of a job this large");
+	a->job_bytes = a->job_bytes - have + want;
+	return 0;
+}
+
+/* The job, made when new: 0, -ERANGE (past a limit: counted) or -ENOMEM. */
+static int job_get(struct ts_analyzer *a, const char *ns, const char *name, int world,
+		   struct ts_job **out)
 {
 	struct ts_job *j = ts_analyzer_job(a, ns, name);
 
-	if (j)
-		return j;
+	if ((*out = j))
+		return 0;
+	if (world < 1)
+		world = 1;
+	if (a->njobs >= limits(a)->max_jobs)
+		return over_limit(a, L_JOBS, ns, name, "a new job");
 	if (a->njobs == a->capjobs) {
 		int cap = a->capjobs ? 2 * a->capjobs : 8;
 		struct ts_job **nj = realloc(a->jobs, (size_t)cap * sizeof(*nj));
@@ -114,16 +161,21 @@ static struct ts_job *job_get(struct ts_analyzer *a, const char *ns, const char 
 		if (nd)
 			a->dirty = nd;
 		if (!nj || !nd)
-			return NULL;
+			return -ENOMEM;
 		a->capjobs = cap;
 	}
-	if (ts_job_new(&j, ns, name, world, &a->opts.params))
-		return NULL;
+	if (budget_world(a, NULL, world, ns, name))
+		return -ERANGE;
+	if (ts_job_new(&j, ns, name, world, &a->opts.params)) {
+		a->job_bytes -= ts_job_bytes(&a->opts.params, world);
+		return -ENOMEM;
+	}
 	a->dirty[a->njobs] = true;
 	a->jobs[a->njobs++] = j;
 	a->st.jobs++;
 	ts_info("analyzer: new job %s/%s (world %d)", ns, name, world);
-	return j;
+	*out = j;
+	return 0;
 }
 
 enum kind { K_RANK, K_HOST, K_DEV, K_HANG, K_CTL, K_BAD };
@@ -246,9 +298,20 @@ static int check_seq(struct ts_analyzer *a, const Trainscope__V1__Batch *b)
 	return 0;
 }
 
+/* A rank or world past the job's size grows it, within the limits. */
+static int grow_for(struct ts_analyzer *a, struct ts_job *j, const Trainscope__V1__Identity *id)
+{
+	int want = id->world_size > id->rank + 1 ? id->world_size : id->rank + 1;
+
+	if (want <= ts_job_world(j))
+		return 0;
+	return budget_world(a, j, want, id->namespace_, id->job);
+}
+
 static void rank_records(struct ts_analyzer *a, struct ts_job *j, const Trainscope__V1__Batch *b)
 {
 	const Trainscope__V1__Identity *id = b->id;
+	int rc;
 
 	note_identity(j, id);
 	for (size_t i = 0; i < b->n_records; i++) {
@@ -270,8 +333,13 @@ static void rank_records(struct ts_analyzer *a, struct ts_job *j, const Trainsco
 			continue;
 		}
 		to_rank_step(r->step, &rs);
-		if (ts_job_add_step(j, id->rank, id->world_size, &rs)) {
-			a->st.bad_steps++;
+		if (grow_for(a, j, id))
+			continue; /* counted as past a limit */
+		if ((rc = ts_job_add_step(j, id->rank, id->world_size, &rs))) {
+			if (rc == -EDOM)
+				over_limit(a, L_STEP_JUMP, id->namespace_, id->job, "a step far ahead");
+			else
+				a->st.bad_steps++;
 			continue;
 		}
 		a->st.steps++;
@@ -314,8 +382,8 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, enum kind ki
 	}
 	if ((rc = check_seq(a, b)))
 		return rc;
-	if (!(j = job_get(a, id->namespace_, id->job, id->world_size)))
-		return -ENOMEM;
+	if ((rc = job_get(a, id->namespace_, id->job, id->world_size, &j)))
+		return rc;
 	if (kind == K_RANK || kind == K_HANG)
 		rank_records(a, j, b);
 	else
@@ -358,6 +426,29 @@ static void publish_report(struct ts_analyzer *a, struct ts_job *j)
 	}
 }
 
+/* A job whose ranks all ended limits.finished_job_ttl_s ago: its last report was
+ * published; its state goes (a later batch of that name starts a new job). */
+static bool forget_finished(struct ts_analyzer *a, int i, uint64_t now_ns)
+{
+	struct ts_job *j = a->jobs[i];
+	uint64_t done = ts_job_finished_ns(j);
+
+	if (!done || a->dirty[i] ||
+	    (double)(now_ns - done) < limits(a)->finished_job_ttl_s * 1e9)
+		return false;
+	ts_info("analyzer: forgot finished job %s/%s (its report stays)", ts_job_ns(j),
+		ts_job_name(j));
+	if (a->opts.on_forget)
+		a->opts.on_forget(a->opts.on_report_ctx, j);
+	a->job_bytes -= ts_job_bytes(&a->opts.params, ts_job_world(j));
+	ts_job_free(j);
+	a->jobs[i] = a->jobs[a->njobs - 1];
+	a->dirty[i] = a->dirty[a->njobs - 1];
+	a->njobs--;
+	a->st.jobs_forgotten++;
+	return true;
+}
+
 void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
 {
 	for (int i = 0; i < a->njobs; i++) {
@@ -382,6 +473,8 @@ void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
 			fflush(stdout);
 			json_decref(rep);
 		}
+		if (forget_finished(a, i, now_ns))
+			i--;
 	}
 }
 
@@ -424,8 +517,18 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	  s.control);
 	M("host_samples_total", "counter", "Node agents' host samples joined.", s.host_samples);
 	M("device_samples_total", "counter", "Node agents' GPU samples joined.", s.device_samples);
-	M("jobs", "gauge", "Jobs followed.", s.jobs);
+	M("jobs", "gauge", "Jobs followed now.", a->njobs);
+	M("jobs_started_total", "counter", "Jobs followed since the start.", s.jobs);
+	M("jobs_forgotten_total", "counter", "Finished jobs forgotten after limits.finished_job_ttl_s.",
+	  s.jobs_forgotten);
+	M("job_state_bytes", "gauge", "Memory held by the jobs' state (limits.memory_mb bounds it).",
+	  a->job_bytes);
 #undef M
+	ts_buf_printf(b, "# HELP trainscope_analyzer_refused_over_limit_total Data refused past a "
+			 "limit (limits.*).\n# TYPE trainscope_analyzer_refused_over_limit_total counter\n");
+	for (int l = 0; l < L_COUNT; l++)
+		ts_buf_printf(b, "trainscope_analyzer_refused_over_limit_total{limit=\"%s\"} %" PRIu64 "\n",
+			      limit_names[l], s.over_limit[l]);
 	ts_buf_printf(b, "# HELP trainscope_job_slow_ranks Slow ranks named in the job's report.\n"
 			 "# TYPE trainscope_job_slow_ranks gauge\n");
 	for (int i = 0; i < a->njobs; i++)

@@ -21,6 +21,8 @@ struct ts_analyzer_opts {
 	/* called with every rank step accepted (OTLP) */
 	void (*on_step)(void *ctx, struct ts_job *j, const Trainscope__V1__Identity *id,
 			const Trainscope__V1__Step *s);
+	/* called before a finished job's state is freed (limits.finished_job_ttl_s) */
+	void (*on_forget)(void *ctx, struct ts_job *j);
 	void *on_report_ctx;
 };
 
@@ -28,7 +30,8 @@ struct ts_analyzer_stats {
 	uint64_t msgs, batches, bad_msgs, oversized, bad_subject, duplicates, lost_batches, hangs;
 	uint64_t steps, bad_steps, late_steps, ring_dropped, reports_written, report_errors;
 	uint64_t control, host_samples, device_samples;
-	uint64_t jobs;
+	uint64_t jobs, jobs_forgotten;
+	uint64_t over_limit[4]; /* jobs, world, memory, step_jump */
 };
 
 struct ts_analyzer;

@@ -19,7 +19,6 @@ const char *const ts_state_names[4] = { "Unknown", "Healthy", "FailSlow", "Hang"
 static const char *const metric_cause[TS_M_COUNT] = { "Compute", "Communication", "HostCPU",
 						       "Storage", "Storage", "HostCPU", "HostCPU" };
 
-#define MAX_RANKS 65536
 
 struct row {
 	uint64_t step;
@@ -41,6 +40,8 @@ struct ts_job {
 	bool any_step;
 	uint64_t last_progress_ns;
 	char hang_reason[256];   /* from a rank's hang report; empty when none */
+	uint64_t hang_step;      /* the hung rank's last step when it reported */
+	uint64_t finished_ns;    /* see ts_job_finished_ns */
 	struct ts_failslow fs;
 	struct ts_rank_meta *meta;          /* [world] */
 	float *hist;                        /* [world][M][space_window] per-step values */
@@ -142,20 +143,42 @@ static int size_world(struct ts_job *j, int world)
 	return 0;
 }
 
+static int ring_rows(const struct ts_params *p)
+{
+	int cap = 8;
+
+	while (cap < p->lag_steps + 2)
+		cap *= 2;
+	return cap;
+}
+
+size_t ts_job_bytes(const struct ts_params *p, int world)
+{
+	size_t n = world > 0 ? (size_t)world : 1, nm = n * TS_M_COUNT;
+	size_t w = (size_t)p->space_window, tw = (size_t)p->time.training_window_size;
+	size_t per_metric = w * sizeof(float) + sizeof(struct ts_ksigma) + tw * sizeof(float) +
+			    2 + 2 * sizeof(uint16_t) + sizeof(bool) + 2 * sizeof(uint64_t) +
+			    3 * sizeof(float);
+	size_t per_rank = sizeof(struct ts_rank_meta) + sizeof(struct ts_slow_rank) + 1 +
+			  3 * sizeof(double) + sizeof(int) +
+			  (size_t)ring_rows(p) * (1 + (TS_M_COUNT + 1) * sizeof(float));
+
+	return sizeof(struct ts_job) + 2 * w * sizeof(double) +
+	       (size_t)(p->fs.max_data_queue_steps + p->fs.steps_window_size) * sizeof(double) +
+	       n * per_rank + nm * per_metric;
+}
+
 int ts_job_new(struct ts_job **out, const char *ns, const char *name, int world,
 	       const struct ts_params *p)
 {
 	struct ts_job *j = calloc(1, sizeof(*j));
-	int cap = 8;
 
 	if (!j)
 		return -ENOMEM;
 	snprintf(j->ns, sizeof(j->ns), "%s", ns);
 	snprintf(j->name, sizeof(j->name), "%s", name);
 	j->p = *p;
-	while (cap < p->lag_steps + 2)
-		cap *= 2;
-	j->cap = cap;
+	j->cap = ring_rows(p);
 	j->res.baseline_ms = j->res.current_ms = NAN;
 	if (world < 1)
 		world = 1;
@@ -182,6 +205,8 @@ const char *ts_job_name(const struct ts_job *j) { return j->name; }
 const struct ts_job_result *ts_job_result(const struct ts_job *j) { return &j->res; }
 uint64_t ts_job_late_steps(const struct ts_job *j) { return j->late; }
 const uint8_t *ts_job_trace_id(const struct ts_job *j) { return j->has_trace ? j->trace_id : NULL; }
+int ts_job_world(const struct ts_job *j) { return j->world; }
+uint64_t ts_job_finished_ns(const struct ts_job *j) { return j->finished_ns; }
 
 struct ts_rank_meta *ts_job_rank(struct ts_job *j, int rank)
 {
@@ -196,6 +221,7 @@ void ts_job_rank_hang(struct ts_job *j, int rank, const char *op, uint64_t comm,
 		 op && *op ? op : "an op", (unsigned long long)comm, (unsigned long long)seq,
 		 (double)pending_ns / 1e9);
 	j->res.hang_rank = rank;
+	j->hang_step = rank >= 0 && rank < j->world ? j->meta[rank].last_step : j->max_step;
 	snprintf(j->res.hang_stacks, sizeof(j->res.hang_stacks), "%s", stacks ? stacks : "");
 }
 
@@ -222,6 +248,18 @@ static struct row *row_for(struct ts_job *j, uint64_t step)
 }
 
 static void evaluate_row(struct ts_job *j, struct row *r);
+
+/* The lowest step at or after from that a row holds; UINT64_MAX when none. The ring is
+ * small (lag_steps rounded up to a power of two): a gap of any size costs one scan. */
+static uint64_t next_held(const struct ts_job *j, uint64_t from)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < j->cap; i++)
+		if (j->rows[i].used && j->rows[i].step >= from && j->rows[i].step < best)
+			best = j->rows[i].step;
+	return best;
+}
 
 /* A host view older than this no longer describes the step. */
 #define HOST_VIEW_MAX_AGE_NS (5ull * 1000000000ull)
@@ -258,8 +296,11 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 {
 	struct row *r;
 
-	if (rank < 0 || rank >= MAX_RANKS || world > MAX_RANKS)
+	if (rank < 0 || rank >= j->p.limits.max_world || world > j->p.limits.max_world)
 		return -ERANGE;
+	if (j->any_step && s->step > j->max_step &&
+	    s->step - j->max_step > (uint64_t)j->p.limits.max_step_jump)
+		return -EDOM;
 	if (rank >= j->world || world > j->world) {
 		int nw = world > rank + 1 ? world : rank + 1;
 		if (size_world(j, nw))
@@ -278,15 +319,20 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 		j->late++;
 		return 0;
 	}
-	/* a step far ahead forces out the oldest unevaluated rows */
+	/* a step far ahead forces out the oldest unevaluated rows, in step order; the
+	 * steps between held rows have no data and are passed over in one go */
 	while (!(r = row_for(j, s->step))) {
-		struct row *old = &j->rows[s->step % (uint64_t)j->cap];
-		while (j->next_eval <= old->step) {
-			struct row *e = &j->rows[j->next_eval % (uint64_t)j->cap];
-			if (e->used && e->step == j->next_eval)
-				evaluate_row(j, e);
-			j->next_eval++;
+		const struct row *old = &j->rows[s->step % (uint64_t)j->cap];
+		uint64_t until = old->step;
+		while (j->next_eval <= until) {
+			uint64_t next = next_held(j, j->next_eval);
+			if (next > until)
+				break;
+			evaluate_row(j, &j->rows[next % (uint64_t)j->cap]);
+			j->next_eval = next + 1;
 		}
+		if (j->next_eval <= until)
+			j->next_eval = until + 1;
 	}
 	if (!r->have[rank]) {
 		r->have[rank] = 1;
@@ -616,6 +662,23 @@ static bool all_final(const struct ts_job *j)
 	return true;
 }
 
+/* A reported hang is over once the job evaluated a step past the one the hung rank
+ * was stuck after, with that rank in it. */
+static void hang_cleared(struct ts_job *j)
+{
+	int k = j->res.hang_rank;
+
+	if (!j->hang_reason[0] || j->res.steps_evaluated == 0 || j->res.last_step <= j->hang_step)
+		return;
+	if (k >= 0 && k < j->world && j->meta[k].last_step <= j->hang_step)
+		return;
+	ts_info("%s/%s: the hang of rank %d is over: step %llu evaluated", j->ns, j->name, k,
+		(unsigned long long)j->res.last_step);
+	j->hang_reason[0] = 0;
+	j->res.hang_rank = -1;
+	j->res.hang_stacks[0] = 0;
+}
+
 bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 {
 	char before[sizeof(j->res.summary)];
@@ -626,9 +689,13 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 	for (;;) {
 		struct row *r = &j->rows[j->next_eval % (uint64_t)j->cap];
 		if (!j->any_step || !r->used || r->step != j->next_eval) {
-			/* a gap: skip it once later steps are far enough ahead */
-			if (j->any_step && j->max_step > j->next_eval + (uint64_t)j->p.lag_steps) {
-				j->next_eval++;
+			/* a gap: skip it once later steps are far enough ahead, to the next held
+			 * row or the lag horizon in one go (a step counter that jumps by 2^62
+			 * must not mean 2^62 turns of this loop) */
+			uint64_t lag = (uint64_t)j->p.lag_steps, next;
+			if (j->any_step && j->max_step > j->next_eval + lag) {
+				next = next_held(j, j->next_eval);
+				j->next_eval = next < j->max_step - lag ? next : j->max_step - lag;
 				continue;
 			}
 			break;
@@ -650,6 +717,8 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 		snprintf(j->res.reason, sizeof(j->res.reason),
 			 "step time %.1f ms vs baseline %.1f ms (%+.0f%%)", j->fs.current,
 			 j->fs.baseline, 100 * j->fs.degradation);
+	hang_cleared(j);
+	j->finished_ns = j->any_step && all_final(j) ? (j->finished_ns ? j->finished_ns : now_ns) : 0;
 	if (j->hang_reason[0] && !all_final(j)) {
 		j->res.state = TS_STATE_HANG;
 		snprintf(j->res.reason, sizeof(j->res.reason), "%s", j->hang_reason);

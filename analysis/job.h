@@ -4,6 +4,7 @@
 #define TS_JOB_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "analysis/failslow.h"
 #include "analysis/ksigma.h"
@@ -99,8 +100,15 @@ const char *ts_job_ns(const struct ts_job *j);
 const char *ts_job_name(const struct ts_job *j);
 struct ts_rank_meta *ts_job_rank(struct ts_job *j, int rank);
 
+/* What a job of world ranks holds in memory, near enough to budget by. */
+size_t ts_job_bytes(const struct ts_params *p, int world);
+int ts_job_world(const struct ts_job *j);
+/* When the job's ranks had all ended, as of the last tick; 0 while one runs. */
+uint64_t ts_job_finished_ns(const struct ts_job *j);
+
 /* Adds a rank's step. Steps older than the evaluated horizon are counted late and
- * dropped. Returns 0, -ERANGE for a rank outside [0, 65535], or -ENOMEM. */
+ * dropped. Returns 0, -ERANGE for a rank or world at or past limits.max_world, -EDOM for
+ * a step more than limits.max_step_jump past the job's highest, or -ENOMEM. */
 int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_step *s);
 /* Host and device views join the rank's next steps. */
 void ts_job_host_view(struct ts_job *j, int rank, const struct ts_host_view *v);

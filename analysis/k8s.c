@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #define GROUP_PATH "/apis/trainscope.dev/v1alpha1"
-#define MAX_JOBS 256
 #define CONFLICT_RETRIES 5
 
 struct written {
@@ -24,8 +23,8 @@ struct written {
 struct ts_k8s {
 	struct ts_kube *kube;
 	int min_interval_s;
-	struct written *jobs;
-	int njobs;
+	struct written **jobs; /* one per job published, until ts_k8s_forget */
+	int njobs, capjobs;
 	char host[64];
 	struct ts_k8s_stats st;
 };
@@ -49,10 +48,8 @@ int ts_k8s_new(struct ts_k8s **out, struct ts_kube *kube, int min_interval_s)
 {
 	struct ts_k8s *k = calloc(1, sizeof(*k));
 
-	if (!k || !(k->jobs = calloc(MAX_JOBS, sizeof(*k->jobs)))) {
-		free(k);
+	if (!k)
 		return -ENOMEM;
-	}
 	k->kube = kube;
 	k->min_interval_s = min_interval_s > 0 ? min_interval_s : 10;
 	gethostname(k->host, sizeof(k->host) - 1);
@@ -64,8 +61,10 @@ void ts_k8s_free(struct ts_k8s *k)
 {
 	if (!k)
 		return;
-	for (int i = 0; i < k->njobs; i++)
-		json_decref(k->jobs[i].pending);
+	for (int i = 0; i < k->njobs; i++) {
+		json_decref(k->jobs[i]->pending);
+		free(k->jobs[i]);
+	}
 	free(k->jobs);
 	free(k);
 }
@@ -75,16 +74,35 @@ void ts_k8s_get_stats(struct ts_k8s *k, struct ts_k8s_stats *out)
 	*out = k->st;
 }
 
-static struct written *written_for(struct ts_k8s *k, const char *ns, const char *name)
+static int written_index(struct ts_k8s *k, const char *ns, const char *name)
 {
 	for (int i = 0; i < k->njobs; i++)
-		if (!strcmp(k->jobs[i].ns, ns) && !strcmp(k->jobs[i].name, name))
-			return &k->jobs[i];
-	if (k->njobs == MAX_JOBS)
+		if (!strcmp(k->jobs[i]->ns, ns) && !strcmp(k->jobs[i]->name, name))
+			return i;
+	return -1;
+}
+
+/* The job's entry, made when new (the analyzer bounds how many jobs there are). */
+static struct written *written_for(struct ts_k8s *k, const char *ns, const char *name)
+{
+	int i = written_index(k, ns, name);
+	struct written *w;
+
+	if (i >= 0)
+		return k->jobs[i];
+	if (k->njobs == k->capjobs) {
+		int cap = k->capjobs ? 2 * k->capjobs : 16;
+		struct written **nj = realloc(k->jobs, (size_t)cap * sizeof(*nj));
+		if (!nj)
+			return NULL;
+		k->jobs = nj;
+		k->capjobs = cap;
+	}
+	if (!(w = calloc(1, sizeof(*w))))
 		return NULL;
-	struct written *w = &k->jobs[k->njobs++];
 	snprintf(w->ns, sizeof(w->ns), "%s", ns);
 	snprintf(w->name, sizeof(w->name), "%s", name);
+	k->jobs[k->njobs++] = w;
 	return w;
 }
 
@@ -234,8 +252,13 @@ void ts_k8s_publish(struct ts_k8s *k, json_t *report, uint64_t now_ns)
 	struct written *w;
 
 	ts_k8s_name(name, sizeof(name), job);
-	if (!status || !(w = written_for(k, ns, name)))
+	if (!status)
 		return;
+	if (!(w = written_for(k, ns, name))) {
+		k->st.errors++;
+		ts_error("k8s: out of memory: the status of %s/%s is not written", ns, name);
+		return;
+	}
 	snprintf(w->job, sizeof(w->job), "%s", job);
 	verdict_of(status, verdict, sizeof(verdict));
 	json_decref(w->pending);
@@ -252,7 +275,7 @@ void ts_k8s_publish(struct ts_k8s *k, json_t *report, uint64_t now_ns)
 void ts_k8s_flush(struct ts_k8s *k, uint64_t now_ns, bool all)
 {
 	for (int i = 0; i < k->njobs; i++) {
-		struct written *w = &k->jobs[i];
+		struct written *w = k->jobs[i];
 		if (!w->pending ||
 		    (!all && now_ns - w->at_ns < (uint64_t)k->min_interval_s * 1000000000ull))
 			continue;
@@ -260,4 +283,21 @@ void ts_k8s_flush(struct ts_k8s *k, uint64_t now_ns, bool all)
 		w->pending = NULL;
 		write_now(k, w, st, now_ns);
 	}
+}
+
+void ts_k8s_forget(struct ts_k8s *k, const char *ns, const char *job, uint64_t now_ns)
+{
+	char name[256];
+	int i;
+
+	ts_k8s_name(name, sizeof(name), job);
+	if ((i = written_index(k, ns, name)) < 0)
+		return;
+	if (k->jobs[i]->pending) { /* its last word first */
+		json_t *st = k->jobs[i]->pending;
+		k->jobs[i]->pending = NULL;
+		write_now(k, k->jobs[i], st, now_ns);
+	}
+	free(k->jobs[i]);
+	k->jobs[i] = k->jobs[--k->njobs];
 }

@@ -21,6 +21,8 @@ void ts_k8s_free(struct ts_k8s *k);
 void ts_k8s_publish(struct ts_k8s *k, json_t *report, uint64_t now_ns);
 /* Writes the statuses the interval held back once it has passed (all: now, at exit). */
 void ts_k8s_flush(struct ts_k8s *k, uint64_t now_ns, bool all);
+/* The analyzer forgot the job: its held-back status is written now, its entry freed. */
+void ts_k8s_forget(struct ts_k8s *k, const char *ns, const char *job, uint64_t now_ns);
 void ts_k8s_get_stats(struct ts_k8s *k, struct ts_k8s_stats *out);
 /* DNS-1123 name for a job: lower case, [a-z0-9-.], at most 253 characters. */
 void ts_k8s_name(char *out, size_t n, const char *job);

@@ -214,6 +214,14 @@ static void on_report(void *ctx, json_t *report, uint64_t now_ns)
 		otlp_slow_ranks(c, report, now_ns);
 }
 
+static void on_forget(void *ctx, struct ts_job *j)
+{
+	struct cli *c = ctx;
+
+	if (c->k8s)
+		ts_k8s_forget(c->k8s, ts_job_ns(j), ts_job_name(j), ts_real_ns());
+}
+
 static void on_step(void *ctx, struct ts_job *j, const Trainscope__V1__Identity *id,
 		    const Trainscope__V1__Step *s)
 {
@@ -259,6 +267,7 @@ static int open_k8s(struct cli *c)
 		return -1;
 	}
 	c->ao.on_report = on_report;
+	c->ao.on_forget = on_forget;
 	c->ao.on_report_ctx = c;
 	ts_info("analyzer: Kubernetes mode (%s)", c->in_cluster ? "in cluster" : c->kubeconfig);
 	return 0;

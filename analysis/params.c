@@ -53,6 +53,15 @@ static const struct ts_cfg_field fields[] = {
 	F("clear_after_steps", TS_CFG_INT, clear_after_steps, 1, 100000,
 	  "consecutive normal evaluations to clear it"),
 	F("lag_steps", TS_CFG_INT, lag_steps, 1, 1000, "evaluate a step with missing ranks this late"),
+	F("limits.max_jobs", TS_CFG_INT, limits.max_jobs, 1, 1e6, "jobs followed at once"),
+	F("limits.max_world", TS_CFG_INT, limits.max_world, 1, 1 << 20,
+	  "ranks in one job; higher rank numbers and world sizes are refused"),
+	F("limits.memory_mb", TS_CFG_INT, limits.memory_mb, 1, 1 << 20,
+	  "state of all jobs together; a job that would pass it is refused"),
+	F("limits.max_step_jump", TS_CFG_INT, limits.max_step_jump, 1, 2e9,
+	  "a step this far past its job's highest step is refused"),
+	F("limits.finished_job_ttl_s", TS_CFG_DOUBLE, limits.finished_job_ttl_s, 0, 1e9,
+	  "a job whose ranks all ended is forgotten after this (its report stays)"),
 };
 
 void ts_params_defaults(struct ts_params *p)
@@ -81,6 +90,8 @@ void ts_params_defaults(struct ts_params *p)
 	p->clear_after_steps = 30;
 	p->hang_timeout_s = 300;
 	p->lag_steps = 16;
+	p->limits = (struct ts_limits){ .max_jobs = 1024, .max_world = 32768, .memory_mb = 512,
+					.max_step_jump = 1000000, .finished_job_ttl_s = 3600 };
 }
 
 static int finish(struct ts_params *p, char *err, size_t errlen)

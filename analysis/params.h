@@ -8,6 +8,15 @@
 #include "analysis/failslow.h"
 #include "analysis/ksigma.h"
 
+/* What one analyzer takes on: past these, data is refused, counted and logged once. */
+struct ts_limits {
+	int max_jobs;              /* jobs followed at once */
+	int max_world;             /* ranks in one job (rank numbers below it) */
+	int memory_mb;             /* the state of all jobs together (ts_job_bytes) */
+	int max_step_jump;         /* steps a rank may land past its job's highest step */
+	double finished_job_ttl_s; /* a job whose ranks all ended is forgotten this long after */
+};
+
 struct ts_params {
 	struct ts_failslow_opts fs;
 	struct ts_space_opts space;
@@ -22,6 +31,7 @@ struct ts_params {
 	int lag_steps;               /* evaluate a step with missing ranks once this far behind */
 	double min_abs_diff_ms;
 	double min_step_share;       /* an outlier's excess is at least this share of a step */
+	struct ts_limits limits;
 };
 
 void ts_params_defaults(struct ts_params *p);

@@ -244,7 +244,7 @@ static void test_hang_and_finish(void **state)
 	rs.step = 3;
 	assert_int_equal(ts_job_add_step(j, 1, 4, &rs), 0);
 	assert_int_equal(ts_job_late_steps(j), 1);
-	assert_int_equal(ts_job_add_step(j, 70000, 4, &rs), -ERANGE);
+	assert_int_equal(ts_job_add_step(j, p.limits.max_world, 4, &rs), -ERANGE);
 	ts_job_free(j);
 }
 
@@ -270,6 +270,92 @@ static void test_missing_rank_does_not_stall(void **state)
 	ts_job_free(j);
 }
 
+/* A step counter that jumps: refused past limits.max_step_jump; a jump within it is
+ * passed over in one go (no walk over the gap, which 2^62 would make endless). */
+static void test_step_jump(void **state)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	struct sim s = { 4, -1, 0, TS_M_COMPUTE, 1, 5 };
+	uint64_t t = 1000000 * MS;
+
+	(void)state;
+	ts_params_defaults(&p);
+	p.limits.max_step_jump = 2000000000;
+	assert_int_equal(ts_job_new(&j, "ns", "jump", 4, &p), 0);
+	for (int st = 0; st < 30; st++) {
+		feed_step(j, &s, (uint64_t)st);
+		ts_job_tick(j, t + (uint64_t)st * 100 * MS);
+	}
+	struct ts_rank_step rs = { .step = 1ull << 62, .start_ns = t, .end_ns = t + 50 * MS };
+	assert_int_equal(ts_job_add_step(j, 0, 4, &rs), -EDOM);
+	/* a jump of 1.5e9 steps is allowed here: the gap costs one pass */
+	for (int st = 0; st < 40; st++)
+		feed_step(j, &s, 1500000000ull + (uint64_t)st);
+	ts_job_tick(j, t + 9000 * MS);
+	assert_true(ts_job_result(j)->last_step >= 1500000000ull);
+	assert_true(ts_job_result(j)->steps_evaluated >= 30 + 40 - 1 - (uint64_t)p.lag_steps);
+	/* a single far step ahead of a held older one forces that one out in one go */
+	rs.step = 1500000000ull + 1000000;
+	assert_int_equal(ts_job_add_step(j, 0, 4, &rs), 0);
+	rs.step = 1500000000ull + 1000000 + 32;
+	assert_int_equal(ts_job_add_step(j, 1, 4, &rs), 0);
+	ts_job_tick(j, t + 9100 * MS);
+	ts_job_free(j);
+}
+
+/* A hang report holds the job in Hang only until the hung rank's steps resume. */
+static void test_hang_clears(void **state)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	struct sim s = { 4, -1, 0, TS_M_COMPUTE, 1, 7 };
+	uint64_t t = 1000000 * MS;
+
+	(void)state;
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", "stall", 4, &p), 0);
+	for (int st = 0; st < 30; st++) {
+		feed_step(j, &s, (uint64_t)st);
+		ts_job_tick(j, t + (uint64_t)st * 100 * MS);
+	}
+	ts_job_rank_hang(j, 2, "allreduce", 0xabc, 9, 400 * 1000 * MS, "stacks");
+	ts_job_tick(j, t + 3100 * MS);
+	assert_int_equal(ts_job_result(j)->state, TS_STATE_HANG);
+	assert_int_equal(ts_job_result(j)->hang_rank, 2);
+	for (int st = 30; st < 40; st++) {
+		feed_step(j, &s, (uint64_t)st);
+		ts_job_tick(j, t + (uint64_t)st * 100 * MS + 3000 * MS);
+	}
+	assert_int_equal(ts_job_result(j)->state, TS_STATE_HEALTHY);
+	assert_int_equal(ts_job_result(j)->hang_rank, -1);
+	assert_int_equal(ts_job_finished_ns(j), 0);
+	for (int r = 0; r < 4; r++)
+		ts_job_rank_final(j, r);
+	ts_job_tick(j, t + 9000 * MS);
+	assert_int_equal(ts_job_finished_ns(j), t + 9000 * MS);
+	ts_job_tick(j, t + 9500 * MS);
+	assert_int_equal(ts_job_finished_ns(j), t + 9000 * MS);
+	ts_job_free(j);
+}
+
+/* ts_job_bytes budgets memory: it grows with the world and stays near what a rank costs
+ * (a 65,536-rank job used to cost about 3 KB a rank). */
+static void test_job_bytes(void **state)
+{
+	struct ts_params p;
+	size_t small, big;
+
+	(void)state;
+	ts_params_defaults(&p);
+	small = ts_job_bytes(&p, 8);
+	big = ts_job_bytes(&p, 65536);
+	assert_true(big > small);
+	print_message("job state: %zu bytes for 8 ranks, %.0f bytes a rank at 65,536\n", small,
+		      (double)big / 65536);
+	assert_true(big / 65536 > 1000 && big / 65536 < 8192);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +368,9 @@ int main(void)
 		cmocka_unit_test(test_healthy_names_nobody),
 		cmocka_unit_test(test_hang_and_finish),
 		cmocka_unit_test(test_missing_rank_does_not_stall),
+		cmocka_unit_test(test_step_jump),
+		cmocka_unit_test(test_hang_clears),
+		cmocka_unit_test(test_job_bytes),
 	};
 	return cmocka_run_group_tests_name("job", tests, NULL, NULL);
 }

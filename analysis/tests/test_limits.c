@@ -1,0 +1,157 @@
+/* The analyzer's limits (limits.* of its configuration): jobs, world size, memory and
+ * step jumps refused and counted; finished jobs forgotten after their time to live. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analyzer.h"
+
+#define MS 1000000ull
+#define T0 (1700000000ull * 1000 * MS)
+
+/* Packs a batch of steps [first, first + n) of one rank and feeds it. */
+static int feed(struct ts_analyzer *a, const char *job, int rank, int world, uint64_t first,
+		int n, bool final)
+{
+	Trainscope__V1__Batch b = TRAINSCOPE__V1__BATCH__INIT;
+	Trainscope__V1__Identity id = TRAINSCOPE__V1__IDENTITY__INIT;
+	Trainscope__V1__Record rec[8], *recp[8];
+	Trainscope__V1__Step st[8];
+	static uint64_t seq[1 << 16];
+	char subject[128];
+	uint8_t buf[4096];
+	size_t len;
+
+	assert_true(n <= 8);
+	id.namespace_ = "ml";
+	id.job = (char *)job;
+	id.rank = rank;
+	id.world_size = world;
+	b.id = &id;
+	b.producer_id = 0x1000 + (uint64_t)(rank & 0xffff) + ((uint64_t)job[0] << 32);
+	b.seq = ++seq[(b.producer_id ^ (b.producer_id >> 32)) & 0xffff];
+	b.final = final;
+	for (int i = 0; i < n; i++) {
+		Trainscope__V1__Record r0 = TRAINSCOPE__V1__RECORD__INIT;
+		Trainscope__V1__Step s0 = TRAINSCOPE__V1__STEP__INIT;
+		uint64_t k = first + (uint64_t)i;
+		st[i] = s0;
+		st[i].step = k;
+		st[i].start_ns = T0 + k * 100 * MS;
+		st[i].end_ns = st[i].start_ns + 90 * MS;
+		st[i].compute_ns = 60 * MS;
+		rec[i] = r0;
+		rec[i].kind_case = TRAINSCOPE__V1__RECORD__KIND_STEP;
+		rec[i].step = &st[i];
+		recp[i] = &rec[i];
+	}
+	b.records = recp;
+	b.n_records = (size_t)n;
+	len = trainscope__v1__batch__get_packed_size(&b);
+	assert_true(len <= sizeof(buf));
+	trainscope__v1__batch__pack(&b, buf);
+	snprintf(subject, sizeof(subject), "ts.v1.ml.%s.rank.%d", job, rank);
+	return ts_analyzer_ingest(a, subject, buf, len);
+}
+
+static struct ts_analyzer *analyzer(void (*set)(struct ts_limits *))
+{
+	struct ts_analyzer_opts o = { 0 };
+	struct ts_analyzer *a;
+
+	ts_params_defaults(&o.params);
+	set(&o.params.limits);
+	assert_int_equal(ts_analyzer_new(&a, &o), 0);
+	return a;
+}
+
+static void three_jobs(struct ts_limits *l) { l->max_jobs = 3; }
+
+static void test_max_jobs(void **state)
+{
+	struct ts_analyzer *a = analyzer(three_jobs);
+	struct ts_analyzer_stats st;
+	char name[8];
+
+	(void)state;
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "j%d", i);
+		feed(a, name, 0, 2, 0, 4, false);
+	}
+	ts_analyzer_get_stats(a, &st);
+	assert_int_equal(st.jobs, 3);
+	assert_int_equal(st.over_limit[0], 2);
+	assert_non_null(ts_analyzer_job(a, "ml", "j2"));
+	assert_null(ts_analyzer_job(a, "ml", "j3"));
+	ts_analyzer_free(a);
+}
+
+static void small_world(struct ts_limits *l) { l->max_world = 1024; l->memory_mb = 2; }
+
+static void test_world_and_memory(void **state)
+{
+	struct ts_analyzer *a = analyzer(small_world);
+	struct ts_analyzer_stats st;
+	struct ts_buf m = { 0 };
+
+	(void)state;
+	feed(a, "huge", 0, 1000000, 0, 4, false);  /* a world of a million: refused */
+	feed(a, "ok", 0, 4, 0, 4, false);
+	feed(a, "ok", 65535, 4, 0, 4, false);      /* a rank far past the limit */
+	feed(a, "wide", 0, 1000, 0, 4, false);     /* 1,000 ranks: about 4 MB, past 2 MB */
+	ts_analyzer_get_stats(a, &st);
+	assert_int_equal(st.over_limit[1], 1 + 4);
+	assert_true(st.over_limit[2] >= 1);
+	assert_null(ts_analyzer_job(a, "ml", "huge"));
+	assert_null(ts_analyzer_job(a, "ml", "wide"));
+	assert_int_equal(ts_job_world(ts_analyzer_job(a, "ml", "ok")), 4);
+	ts_analyzer_render_metrics(a, &m);
+	assert_non_null(strstr(m.data, "trainscope_analyzer_refused_over_limit_total{limit=\"world\"} 5"));
+	assert_non_null(strstr(m.data, "trainscope_analyzer_job_state_bytes "));
+	ts_buf_free(&m);
+	ts_analyzer_free(a);
+}
+
+static void defaults(struct ts_limits *l) { l->finished_job_ttl_s = 60; }
+
+static void test_step_jump_and_forget(void **state)
+{
+	struct ts_analyzer *a = analyzer(defaults);
+	struct ts_analyzer_stats st;
+
+	(void)state;
+	for (uint64_t k = 0; k < 40; k += 8)
+		for (int r = 0; r < 2; r++)
+			feed(a, "run", r, 2, k, 8, false);
+	assert_int_equal(feed(a, "run", 0, 2, 1ull << 62, 1, false), 0);
+	ts_analyzer_tick(a, T0 + 5000 * MS);
+	for (int r = 0; r < 2; r++)
+		feed(a, "run", r, 2, 40, 1, true);
+	ts_analyzer_tick(a, T0 + 6000 * MS);
+	ts_analyzer_get_stats(a, &st);
+	assert_int_equal(st.over_limit[3], 1);
+	assert_non_null(ts_analyzer_job(a, "ml", "run"));
+	ts_analyzer_tick(a, T0 + 6000 * MS + 59000 * MS);
+	assert_non_null(ts_analyzer_job(a, "ml", "run"));
+	ts_analyzer_tick(a, T0 + 6000 * MS + 61000 * MS);
+	ts_analyzer_get_stats(a, &st);
+	assert_null(ts_analyzer_job(a, "ml", "run"));
+	assert_int_equal(st.jobs_forgotten, 1);
+	ts_analyzer_free(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_max_jobs),
+		cmocka_unit_test(test_world_and_memory),
+		cmocka_unit_test(test_step_jump_and_forget),
+	};
+	return cmocka_run_group_tests_name("limits", tests, NULL, NULL);
+}
