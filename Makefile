@@ -46,6 +46,15 @@ define link
 	@$(CC) $(SANFLAGS) -o $@ $(1) $(LDLIBS_ALL) $(2)
 endef
 
+# make fuzz: libFuzzer targets, ASan + UBSan. A module adds NAME to FUZZERS, a rule for
+# $(BUILD)/fuzz/fuzz_NAME built with $(FUZZ_CC) (order-only on fuzz-deps), the folder of its
+# committed seeds as FUZZ_SEEDS_NAME and extra libFuzzer flags as FUZZ_ARGS_NAME.
+FUZZ_RUNS    ?= 1000000
+FUZZ_TIMEOUT ?= 25
+FUZZ_CC := clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined
+FUZZERS :=
+
 BINS   :=
 TESTS  :=
 ITESTS :=
@@ -64,7 +73,7 @@ include agent/module.mk
 include e2e/module.mk
 include bench/module.mk
 
-.PHONY: all test unit integration demo e2e e2e-node bench deps lint clean image-root
+.PHONY: all test unit integration demo e2e e2e-node bench deps lint clean image-root fuzz fuzz-deps
 .DEFAULT_GOAL := all
 
 all: $(LIBS) $(BINS)
@@ -132,6 +141,15 @@ bench: deps
 
 lint:
 	@e2e/lint.sh
+
+# Every fuzzer, one after the other, $(FUZZ_RUNS) runs each; one line each, and a failure
+# once all have run if any failed (e2e/fuzz.sh: corpus, log and failing input in
+# $(BUILD)/fuzz/NAME/). libFuzzer's runtime ships apart from clang in Debian.
+fuzz-deps:
+	@e2e/deps.sh clang libclang-rt-14-dev
+fuzz: $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
+	@rc=0; $(foreach t,$(FUZZERS),e2e/fuzz.sh $(t) $(BUILD)/fuzz $(FUZZ_RUNS) $(FUZZ_TIMEOUT) \
+		$(FUZZ_SEEDS_$(t)) $(FUZZ_ARGS_$(t)) || rc=1;) exit $$rc
 
 clean:
 	rm -rf build

@@ -15,6 +15,35 @@ TESTS += $(BUILD)/test/$(1)
 endef
 $(foreach t,test_dbscan test_ksigma test_failslow test_job test_otlp,$(eval $(call analysis_test,$(t))))
 
+# make fuzz: the batch ingestion with evaluation, reports and /metrics (every source the
+# analyzer links but main.c), and the YAML configuration. make fuzz-seeds writes the
+# ingestion's seeds (analysis/tests/fuzz_seeds.c).
+FUZZ_HDRS := $(wildcard analysis/*.h common/*.h)
+$(BUILD)/fuzz/fuzz_ingest: analysis/tests/fuzz_ingest.c $(ANALYSIS_LIB_SRCS) $(COMMON_SRCS) \
+		$(PROTO_SRC) $(OTLP_SRC) $(FUZZ_HDRS) | fuzz-deps
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ    $@"
+	@$(FUZZ_CC) $(INCS) $(PKG_CFLAGS) $(filter %.c,$^) -o $@ $(LDLIBS_ALL)
+FUZZERS += ingest
+FUZZ_SEEDS_ingest := analysis/tests/corpus/ingest
+FUZZ_ARGS_ingest := -max_len=16384
+
+$(BUILD)/fuzz/fuzz_params: analysis/tests/fuzz_params.c analysis/params.c common/config.c \
+		$(FUZZ_HDRS) | fuzz-deps
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ    $@"
+	@$(FUZZ_CC) $(INCS) $(PKG_CFLAGS) $(filter %.c,$^) -o $@ $(shell pkg-config --libs yaml-0.1) -lm
+FUZZERS += params
+FUZZ_SEEDS_params := analysis/tests/corpus/params
+FUZZ_ARGS_params := -max_len=4096
+
+.PHONY: fuzz-seeds
+$(BUILD)/fuzz/fuzz_seeds: $(BUILD)/obj/analysis/tests/fuzz_seeds.o $(PROTO_OBJ)
+	$(call link,$^)
+fuzz-seeds: $(BUILD)/fuzz/fuzz_seeds
+	@mkdir -p $(FUZZ_SEEDS_ingest)
+	@$< $(FUZZ_SEEDS_ingest)
+
 # Integration tests: a real nats-server on loopback.
 $(BUILD)/test/test_nats_it: $(BUILD)/obj/analysis/tests/test_nats_it.o \
 		$(BUILD)/obj/common/tests/natsd.o $(ANALYSIS_LIB_OBJS) $(RELAY_LIB_OBJS) \

@@ -130,14 +130,15 @@ static int cfg_apply(const struct cfg_ctx *c, size_t line, const char *key, cons
 	return 0;
 }
 
+/* "a.b.leaf" into out[KEY_MAX], cut short when longer (then it names no field). */
 static void key_join(char *out, char stack[][KEY_MAX], int depth, const char *leaf)
 {
+	size_t n = 0;
+
 	out[0] = 0;
-	for (int i = 0; i < depth; i++) {
-		strncat(out, stack[i], KEY_MAX - strlen(out) - 2);
-		strcat(out, ".");
-	}
-	strncat(out, leaf, KEY_MAX - strlen(out) - 1);
+	for (int i = 0; i <= depth && n < KEY_MAX - 1; i++)
+		n += (size_t)snprintf(out + n, KEY_MAX - n, "%s%s", i ? "." : "",
+				      i < depth ? stack[i] : leaf);
 }
 
 /* Walks the event stream: mappings nest keys, scalars under a key are values. */
@@ -172,6 +173,10 @@ static int cfg_walk(struct cfg_ctx *c, yaml_parser_t *p)
 			depth--;
 			break;
 		case YAML_SEQUENCE_START_EVENT:
+			if (depth < 0) {
+				err = cfg_fail(c, line, NULL, "expected a mapping at top level");
+				break;
+			}
 			key_join(full, stack, depth, have_key[depth] ? key : "?");
 			err = cfg_fail(c, line, full, "lists are not supported here");
 			break;

@@ -90,6 +90,26 @@ static void test_env_overrides_file(void **state)
 	unsetenv("TSTEST_SPACE_WINDOW");
 }
 
+/* A list at top level read before the key stack (found by make fuzz), and keys near
+ * KEY_MAX (255) long under two levels overflowed the joined key (found reading it). */
+static void test_odd_shapes_refused(void **state)
+{
+	char text[600], err[256];
+	struct conf c;
+
+	(void)state;
+	assert_int_equal(load("[ele", &c, err), -EINVAL);
+	assert_int_equal(load("- 1\n- 2\n", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "top level"));
+	memset(text, 'a', 255);
+	strcpy(text + 255, ":\n  b:\n    c: 1\n");
+	assert_int_equal(load(text, &c, err), -EINVAL); /* unknown key (the message is cut) */
+	assert_non_null(strstr(err, "<config>:3: key 'aaaa"));
+	strcpy(text + 255, ":\n  b:\n    c: [1]\n");
+	assert_int_equal(load(text, &c, err), -EINVAL); /* a list */
+	assert_non_null(strstr(err, "<config>:3: key 'aaaa"));
+}
+
 static void test_missing_file(void **state)
 {
 	struct ts_cfg_opts o = { .err = (char[256]){ 0 }, .errlen = 256 };
@@ -106,6 +126,7 @@ int main(void)
 		cmocka_unit_test(test_nested_values),
 		cmocka_unit_test(test_errors_name_key_and_line),
 		cmocka_unit_test(test_env_overrides_file),
+		cmocka_unit_test(test_odd_shapes_refused),
 		cmocka_unit_test(test_missing_file),
 	};
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -8,27 +8,15 @@ $(BUILD)/test/test_mutate: $(BUILD)/obj/injector/webhook/tests/test_mutate.o $(W
 	$(call link,$^,$(CMOCKA_LIBS) $(WEBHOOK_CRYPTO_LIBS))
 TESTS += $(BUILD)/test/test_mutate
 
-# make fuzz: the AdmissionReview handling under libFuzzer with ASan + UBSan.
-FUZZ_RUNS ?= 1000000
-FUZZ_MUTATE := $(BUILD)/fuzz/fuzz_mutate
-$(FUZZ_MUTATE): injector/webhook/tests/fuzz_mutate.c injector/webhook/mutate.c common/b64.c | fuzz-deps
+# make fuzz: the AdmissionReview handling.
+$(BUILD)/fuzz/fuzz_mutate: injector/webhook/tests/fuzz_mutate.c injector/webhook/mutate.c \
+		common/b64.c | fuzz-deps
 	@mkdir -p $(dir $@)
 	@echo "  FUZZ    $@"
-	@clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -Icommon $^ -o $@ $(shell pkg-config --libs jansson)
-
-# libFuzzer's runtime ships apart from clang in Debian
-.PHONY: fuzz fuzz-deps
-fuzz-deps:
-	@e2e/deps.sh clang libclang-rt-14-dev
-fuzz: $(FUZZ_MUTATE)
-	@mkdir -p $(BUILD)/fuzz/corpus
-	@cp -n injector/webhook/tests/corpus/* $(BUILD)/fuzz/corpus/ 2>/dev/null || true
-	@echo "fuzz: $(FUZZ_RUNS) runs of the AdmissionReview handling (log: $(BUILD)/fuzz/log)"
-	@$(FUZZ_MUTATE) -runs=$(FUZZ_RUNS) -max_len=8192 -print_final_stats=1 \
-		$(BUILD)/fuzz/corpus >$(BUILD)/fuzz/log 2>&1; rc=$$?; \
-	grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)|ERROR|SUMMARY" \
-		$(BUILD)/fuzz/log; exit $$rc
+	@$(FUZZ_CC) -I. -Icommon $^ -o $@ $(shell pkg-config --libs jansson)
+FUZZERS += mutate
+FUZZ_SEEDS_mutate := injector/webhook/tests/corpus
+FUZZ_ARGS_mutate := -max_len=8192
 
 WEBHOOK_BIN := $(BUILD)/bin/trainscope-webhook
 $(WEBHOOK_BIN): $(BUILD)/obj/injector/webhook/main.o $(BUILD)/obj/injector/webhook/server.o \
