@@ -13,6 +13,7 @@
 
 struct producer {
 	uint64_t id, last_seq, dropped;
+	uint64_t seen; /* bit i: seq last_seq - i arrived (a resend may come after later ones) */
 	bool used;
 };
 
@@ -274,22 +275,35 @@ static int refuse(struct ts_analyzer *a, uint64_t *counter, int err, const char 
 	return err;
 }
 
-/* Per producer: duplicates dropped (1 is returned), gaps counted. */
+/* Per producer: duplicates dropped (1 is returned), gaps counted. A batch behind the
+ * last one by less than 64 that never came is a resend stored out of order: taken, and
+ * no longer counted lost. */
 static int check_seq(struct ts_analyzer *a, const Trainscope__V1__Batch *b)
 {
 	struct producer *p = prod_get(a, b->producer_id);
+	uint64_t back;
 
 	if (!p)
 		return -ENOMEM;
 	if (b->seq <= p->last_seq) {
-		a->st.duplicates++;
-		return 1;
+		back = p->last_seq - b->seq;
+		if (back >= 64 || (p->seen >> back) & 1) {
+			a->st.duplicates++;
+			return 1;
+		}
+		p->seen |= 1ull << back;
+		a->st.reordered++;
+		if (a->st.lost_batches)
+			a->st.lost_batches--;
+		return 0;
 	}
 	if (p->last_seq && b->seq > p->last_seq + 1) {
 		a->st.lost_batches += b->seq - p->last_seq - 1;
-		ts_warn("analyzer: %" PRIu64 " batches lost from producer %016" PRIx64 " (rank %d)",
-			b->seq - p->last_seq - 1, b->producer_id, b->id->rank);
+		ts_debug("analyzer: %" PRIu64 " batches missing from producer %016" PRIx64 " (rank %d)",
+			 b->seq - p->last_seq - 1, b->producer_id, b->id->rank);
 	}
+	back = b->seq - p->last_seq;
+	p->seen = (back >= 64 ? 0 : p->seen << back) | 1;
 	p->last_seq = b->seq;
 	if (b->dropped_records > p->dropped) {
 		a->st.ring_dropped += b->dropped_records - p->dropped;
@@ -505,7 +519,10 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	  s.oversized);
 	M("rejected_subject_total", "counter", "Messages refused: bad subject.", s.bad_subject);
 	M("duplicate_batches_total", "counter", "Batches seen twice and dropped.", s.duplicates);
-	M("lost_batches_total", "counter", "Gaps in producers' sequence numbers.", s.lost_batches);
+	M("lost_batches_total", "counter", "Gaps in producers' sequence numbers (less those "
+	  "filled later).", s.lost_batches);
+	M("reordered_batches_total", "counter", "Batches stored after later ones of their "
+	  "producer (resends), taken.", s.reordered);
 	M("ring_dropped_records_total", "counter", "Records the ranks' rings dropped.",
 	  s.ring_dropped);
 	M("steps_total", "counter", "Rank steps accepted.", s.steps);

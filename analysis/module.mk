@@ -13,7 +13,7 @@ $(BUILD)/test/$(1): $(BUILD)/obj/analysis/tests/$(1).o $(ANALYSIS_LIB_OBJS) $(CO
 	$$(call link,$$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/$(1)
 endef
-$(foreach t,test_dbscan test_ksigma test_failslow test_job test_otlp,$(eval $(call analysis_test,$(t))))
+$(foreach t,test_dbscan test_ksigma test_failslow test_job test_otlp test_limits,$(eval $(call analysis_test,$(t))))
 
 # make fuzz: the batch ingestion with evaluation, reports and /metrics (every source the
 # analyzer links but main.c), and the YAML configuration. make fuzz-seeds writes the

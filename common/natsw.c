@@ -10,8 +10,9 @@
 #include <time.h>
 
 struct tsn_entry {
-	natsMsg *msg;
+	natsMsg *msg;   /* while in flight nats.c owns it: it is the key its ack comes with */
 	size_t len;
+	uint64_t order; /* of tsn_publish calls: a resend goes back to its place */
 	struct tsn_entry *next;
 };
 
@@ -21,6 +22,8 @@ struct tsn {
 	jsCtx *js;
 	pthread_mutex_t lock;       /* outbox and stats: nats.c callbacks run on its threads */
 	struct tsn_entry *head, *tail;
+	struct tsn_entry *inflight; /* handed to nats.c, awaiting their acks */
+	uint64_t next_order;
 	struct tsn_stats st;
 	bool stream_ready, closing;
 	int64_t next_stream_try_ms;
@@ -39,23 +42,36 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void outbox_push(struct tsn *n, struct tsn_entry *e, bool front)
+/* Queues e in publish order: new messages at the tail, a failed one back before every
+ * later message, so that batches are resent, and stored, in the order they were made
+ * (after a NATS freeze every in-flight publish fails: they must not come back reversed). */
+static void outbox_push(struct tsn *n, struct tsn_entry *e)
 {
-	if (front) {
-		e->next = n->head;
-		n->head = e;
-		if (!n->tail)
-			n->tail = e;
-	} else {
-		e->next = NULL;
-		if (n->tail)
-			n->tail->next = e;
-		else
-			n->head = e;
+	struct tsn_entry **at = &n->head;
+
+	if (n->tail && n->tail->order < e->order)
+		at = &n->tail->next;
+	else
+		while (*at && (*at)->order < e->order)
+			at = &(*at)->next;
+	e->next = *at;
+	*at = e;
+	if (!e->next)
 		n->tail = e;
-	}
 	n->st.outbox_msgs++;
 	n->st.outbox_bytes += e->len;
+}
+
+/* The in-flight entry of msg, unlinked; NULL when there is none. */
+static struct tsn_entry *inflight_take(struct tsn *n, const natsMsg *msg)
+{
+	for (struct tsn_entry **at = &n->inflight; *at; at = &(*at)->next)
+		if ((*at)->msg == msg) {
+			struct tsn_entry *e = *at;
+			*at = e->next;
+			return e;
+		}
+	return NULL;
 }
 
 static struct tsn_entry *outbox_pop(struct tsn *n)
@@ -89,7 +105,7 @@ static void outbox_trim(struct tsn *n, size_t len)
 	}
 }
 
-/* nats.c thread: success retires the message, failure puts it back in front. */
+/* nats.c thread: success retires the message, failure puts it back in its place. */
 static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
 {
 	struct tsn *n = closure;
@@ -98,26 +114,22 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
 	(void)js;
 	pthread_mutex_lock(&n->lock);
 	n->st.inflight--;
-	if (pa || !pae) {
-		n->st.acked++;
+	e = inflight_take(n, msg);
+	if (pa || !pae || !e) {
+		if (pa || !pae)
+			n->st.acked++;
+		else
+			n->st.dropped++; /* not ours to resend: cannot happen */
 		pthread_mutex_unlock(&n->lock);
+		free(e);
 		natsMsg_Destroy(msg);
 		return;
 	}
 	n->st.retried++;
 	if (pae->ErrCode == JSStreamNotFoundErr || pae->Err == NATS_NO_RESPONDERS)
 		n->stream_ready = false;
-	e = malloc(sizeof(*e));
-	if (!e) {
-		n->st.dropped++;
-		pthread_mutex_unlock(&n->lock);
-		natsMsg_Destroy(msg);
-		return;
-	}
-	e->msg = msg;
-	e->len = (size_t)natsMsg_GetDataLength(msg);
 	outbox_trim(n, e->len);
-	outbox_push(n, e, true);
+	outbox_push(n, e);
 	pthread_mutex_unlock(&n->lock);
 }
 
@@ -271,6 +283,10 @@ void tsn_close(struct tsn *n)
 	natsConnection_Destroy(n->nc);
 	while ((e = outbox_pop(n)))
 		entry_free(e);
+	while ((e = n->inflight)) { /* their messages went with nats.c's context */
+		n->inflight = e->next;
+		free(e);
+	}
 	pthread_mutex_destroy(&n->lock);
 	free(n);
 }
@@ -328,8 +344,9 @@ int tsn_publish(struct tsn *n, const char *subject, const void *data, size_t len
 	}
 	e->len = len;
 	pthread_mutex_lock(&n->lock);
+	e->order = n->next_order++;
 	outbox_trim(n, len);
-	outbox_push(n, e, false);
+	outbox_push(n, e);
 	n->st.queued++;
 	pthread_mutex_unlock(&n->lock);
 	return 0;
@@ -377,17 +394,19 @@ void tsn_pump(struct tsn *n)
 		}
 		n->st.inflight++;
 		n->st.published++;
+		/* listed before the hand-over: its ack may come before the call returns */
+		e->next = n->inflight;
+		n->inflight = e;
 		pthread_mutex_unlock(&n->lock);
 		natsMsg *m = e->msg;
 		s = js_PublishMsgAsync(n->js, &m, &po);
-		if (s == NATS_OK) {
-			free(e); /* nats.c owns the message until the ack handler */
-			continue;
-		}
+		if (s == NATS_OK)
+			continue; /* nats.c owns the message until the ack handler */
 		/* not handed over: put it back and try again on the next pump */
 		pthread_mutex_lock(&n->lock);
 		n->st.inflight--;
-		outbox_push(n, e, true);
+		if (inflight_take(n, e->msg))
+			outbox_push(n, e);
 		pthread_mutex_unlock(&n->lock);
 		ts_debug("nats: publish deferred: %s", natsStatus_GetText(s));
 		return;

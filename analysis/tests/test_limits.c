@@ -1,5 +1,6 @@
 /* The analyzer's limits (limits.* of its configuration): jobs, world size, memory and
- * step jumps refused and counted; finished jobs forgotten after their time to live. */
+ * step jumps refused and counted; finished jobs forgotten after their time to live;
+ * batches a producer resent after later ones taken once, not counted lost. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -14,6 +15,8 @@
 
 #define MS 1000000ull
 #define T0 (1700000000ull * 1000 * MS)
+
+static uint64_t next_seq; /* 0: the producer's next */
 
 /* Packs a batch of steps [first, first + n) of one rank and feeds it. */
 static int feed(struct ts_analyzer *a, const char *job, int rank, int world, uint64_t first,
@@ -35,7 +38,7 @@ static int feed(struct ts_analyzer *a, const char *job, int rank, int world, uin
 	id.world_size = world;
 	b.id = &id;
 	b.producer_id = 0x1000 + (uint64_t)(rank & 0xffff) + ((uint64_t)job[0] << 32);
-	b.seq = ++seq[(b.producer_id ^ (b.producer_id >> 32)) & 0xffff];
+	b.seq = next_seq ? next_seq : ++seq[(b.producer_id ^ (b.producer_id >> 32)) & 0xffff];
 	b.final = final;
 	for (int i = 0; i < n; i++) {
 		Trainscope__V1__Record r0 = TRAINSCOPE__V1__RECORD__INIT;
@@ -146,12 +149,34 @@ static void test_step_jump_and_forget(void **state)
 	ts_analyzer_free(a);
 }
 
+static void test_resend_out_of_order(void **state)
+{
+	struct ts_analyzer *a = analyzer(defaults);
+	struct ts_analyzer_stats st;
+	/* stored order after a freeze: 1, 2, 5, 6, 3, 4, then 4 again and 1 again */
+	uint64_t order[] = { 1, 2, 5, 6, 3, 4, 4, 1 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		next_seq = order[i];
+		feed(a, "rs", 0, 1, order[i] - 1, 1, false);
+	}
+	next_seq = 0;
+	ts_analyzer_get_stats(a, &st);
+	assert_int_equal(st.batches, 6);
+	assert_int_equal(st.reordered, 2);
+	assert_int_equal(st.duplicates, 2);
+	assert_int_equal(st.lost_batches, 0);
+	ts_analyzer_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_max_jobs),
 		cmocka_unit_test(test_world_and_memory),
 		cmocka_unit_test(test_step_jump_and_forget),
+		cmocka_unit_test(test_resend_out_of_order),
 	};
 	return cmocka_run_group_tests_name("limits", tests, NULL, NULL);
 }
