@@ -1,7 +1,7 @@
 #!/bin/bash
 # Renders deploy/trainscope.yaml from the chart: the trainscope Namespace (PodSecurity
 # "privileged", for the agent), the CRD, then the chart with webhook.certs.job=true: no
-# key is rendered (every user would share it); the Job trainscope-webhook-certs makes the
+# key is rendered (every user would share it); the webhook pod's init container makes the
 # webhook's CA and certificate in the cluster and gives the CA to the
 # MutatingWebhookConfiguration. So the output is the same every time and applies to an
 # empty cluster, nothing else needed. --check: fail when deploy/ is out of date.
@@ -16,10 +16,9 @@ out=$(
 	cat <<'NS'
 # Rendered by e2e/k8s/render.sh from helm/trainscope: do not edit.
 #   kubectl apply -f deploy/trainscope.yaml
-# The Job trainscope-webhook-certs makes the webhook's CA and certificate in the cluster
-# (no key is in this file); the webhook pod starts once it has. To apply a newer file over
-# this one, delete the finished Job first (its pod template cannot change; run again, it
-# keeps the certificates): kubectl -n trainscope delete job trainscope-webhook-certs
+# The webhook pod's init container makes the webhook's CA and certificate in the cluster
+# (no key is in this file) and keeps them in the Secret trainscope-webhook-certs across
+# restarts and re-applies.
 #   kubectl delete -f deploy/trainscope.yaml      # removes all of it
 ---
 apiVersion: v1

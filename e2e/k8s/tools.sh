@@ -3,12 +3,13 @@
 # ~/.cache/trainscope/bin (TRAINSCOPE_TOOLS overrides): kube-apiserver, kubectl and, for
 # a real node, kube-controller-manager, kube-scheduler, kubelet and kube-proxy
 # (k8s.io/kubernetes with its staging modules at their published versions), CoreDNS,
-# helm and Jaeger; etcd comes from Debian. Prints the folder. Exit 0 when all are there.
+# helm, Jaeger and cert-manager; etcd comes from Debian. Prints the folder. Exit 0 when all are there.
 set -e
 K8S_VERSION=${K8S_VERSION:-1.31.4}
 HELM_VERSION=${HELM_VERSION:-v3.16.4}
 JAEGER_VERSION=${JAEGER_VERSION:-v1.62.0}
 COREDNS_VERSION=${COREDNS_VERSION:-v1.11.4}
+CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.16.2}
 TOOLS=${TRAINSCOPE_TOOLS:-$HOME/.cache/trainscope}
 BIN="$TOOLS/bin"
 mkdir -p "$BIN"
@@ -106,10 +107,37 @@ need_jaeger() {
 		go build -o "$BIN/jaeger-all-in-one" github.com/jaegertracing/jaeger/cmd/all-in-one)
 }
 
+# cert-manager: the proxy serves its library module but not the modules of its binaries
+# (cmd/controller, cmd/cainjector), so e2e/node/certmanager/main.go is their main; the
+# CRDs come from the same module, their Helm template lines dropped.
+need_certmanager() {
+	local crds="$TOOLS/share/cert-manager-$CERT_MANAGER_VERSION-crds.yaml"
+	local main="$(dirname "$0")/../node/certmanager/main.go"
+	local stamp="$CERT_MANAGER_VERSION $(sha256sum <"$main" | cut -c1-16)"
+	[ -x "$BIN/cert-manager" ] && [ -s "$crds" ] &&
+		[ "$(cat "$TOOLS/share/cert-manager.stamp" 2>/dev/null)" = "$stamp" ] && return
+	local src="$TOOLS/src/cert-manager-$CERT_MANAGER_VERSION" dir f
+	log "building cert-manager $CERT_MANAGER_VERSION (controller and cainjector)"
+	mkdir -p "$src" "$TOOLS/share"
+	cp "$main" "$src/"
+	printf 'module trainscope.dev/e2e-certmanager\ngo 1.23\nrequire github.com/cert-manager/cert-manager %s\n' \
+		"$CERT_MANAGER_VERSION" >"$src/go.mod"
+	(cd "$src" && go mod tidy >/dev/null && go build -o "$BIN/cert-manager" .) || return 1
+	dir=$(cd "$src" && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager) || return 1
+	for f in "$dir"/deploy/crds/crd-*.yaml; do
+		# labels whose values are templates, and the comment lines holding the rest
+		grep -v -e "'{{" -e '^ *# .*{{' "$f"
+		echo ---
+	done >"$crds"
+	echo "$CERT_MANAGER_VERSION" >"$TOOLS/share/cert-manager.version"
+	echo "$stamp" >"$TOOLS/share/cert-manager.stamp"
+}
+
 command -v go >/dev/null || { log "go is not installed"; exit 1; }
 need_etcd
 need_helm
 need_kube
 need_jaeger
 need_coredns
+need_certmanager
 echo "$BIN"

@@ -11,7 +11,7 @@ set -e
 BUILD=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-TOTAL=21
+TOTAL=26
 
 skip() {
 	echo "node e2e: skipped: $*"
@@ -65,6 +65,7 @@ expect() { # NAME CMD...
 	if "$@"; then echo "ok    $name"; passed=$((passed + 1)); else echo "FAIL  $name"; fails=$((fails + 1)); fi
 }
 
+CERT_MANAGER_VERSION=$(cat "$TOOLS/../share/cert-manager.version")
 PAUSE_IMAGE=docker.io/library/trainscope-pause:e2e
 COREDNS_IMAGE=docker.io/library/trainscope-coredns:e2e
 node_up "$TS_IMAGES/images.tar"
@@ -341,6 +342,82 @@ injected_by_deploy() {
 deploy_works() { wait_for 240 deploy_ready && wait_for 120 injected_by_deploy; }
 expect "deploy/: every pod Ready, its certificates made in-cluster, annotated pods injected" deploy_works
 kubectl -n trainscope get pods 2>&1 | sed 's/^/      /'
+kubectl delete -f "$WORK/deploy.yaml" --wait --timeout 180s >/dev/null 2>&1 || true
+
+# ---- cert-manager (its controller and cainjector as host processes) across a renewal ----
+cm_injected() { # POD: an annotated pod created now is injected
+	kubectl -n team delete pod "$1" --ignore-not-found >/dev/null 2>&1
+	kubectl -n team run "$1" --image trainscope-trainer:e2e --image-pull-policy Never \
+		--restart Never --annotations trainscope.dev/inject=true --command -- /usr/local/bin/musl-probe \
+		>/dev/null 2>&1
+	kubectl -n team get pod "$1" -o jsonpath='{.spec.initContainers[*].name}' | grep -q trainscope-relay
+}
+cm_ca_injected() { # the webhook configuration's caBundle is the CA of the serving Secret
+	local ca bundle
+	ca=$(kubectl -n tscm get secret tscm-webhook-tls -o jsonpath='{.data.ca\.crt}' 2>/dev/null)
+	bundle=$(kubectl get mutatingwebhookconfiguration tscm-webhook -o jsonpath='{.webhooks[0].clientConfig.caBundle}')
+	[ -n "$ca" ] && [ "$ca" = "$bundle" ]
+}
+cm_install() {
+	kubectl create namespace cert-manager >/dev/null &&
+		kubectl apply -f "$TOOLS/../share/cert-manager-$CERT_MANAGER_VERSION-crds.yaml" >/dev/null &&
+		kubectl wait --for condition=Established crd --all --timeout 60s >/dev/null || return 1
+	node_bg cert-manager-controller cert-manager controller "$KUBECONFIG"
+	node_bg cert-manager-cainjector cert-manager cainjector "$KUBECONFIG"
+	kubectl create namespace tscm >/dev/null &&
+		kubectl label namespace tscm pod-security.kubernetes.io/enforce=restricted >/dev/null
+	# the webhook alone: NATS, the analyzer and the agent were proven above
+	helm install tscm "$root/helm/trainscope" -n tscm "${CHART_SET[@]}" --set webhook.certManager.enabled=true \
+		--set nats.enabled=false --set nats.external.url=nats://nats.tscm.svc:4222 \
+		--set analyzer.enabled=false --set agent.enabled=false \
+		--wait --timeout 3m >"$WORK/helm-cm.log" 2>&1 || { tail -5 "$WORK/helm-cm.log"; return 1; }
+	wait_for 60 cm_ca_injected && cm_injected cm-installed
+}
+expect "cert-manager ${CERT_MANAGER_VERSION}: helm install --wait Ready, its CA injected, pods injected" cm_install
+cm_serving_cert() { kubectl -n tscm get secret tscm-webhook-tls -o jsonpath='{.data.tls\.crt}'; }
+cm_renewed() { [ "$(cm_serving_cert)" != "$CM_BEFORE" ]; }
+cm_reloaded() { kubectl -n tscm logs deploy/tscm-webhook 2>/dev/null | grep -q "reloaded certificate"; }
+cm_renew() { # as `cmctl renew` does: the Issuing condition set by hand
+	CM_BEFORE=$(cm_serving_cert)
+	kubectl -n tscm get certificate tscm-webhook -o json >"$WORK/cm-cert.json" &&
+		python3 - "$WORK/cm-cert.json" >"$WORK/cm-renew.json" <<'PY' &&
+import json, sys, time
+conds = [c for c in json.load(open(sys.argv[1]))["status"].get("conditions", []) if c["type"] != "Issuing"]
+conds.append({"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
+              "message": "node e2e", "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+print(json.dumps([{"op": "replace", "path": "/status/conditions", "value": conds}]))
+PY
+		kubectl -n tscm patch certificate tscm-webhook --subresource status --type json \
+			--patch-file "$WORK/cm-renew.json" >/dev/null && wait_for 60 cm_renewed
+}
+expect "cert-manager renewed the serving certificate (a new one in the Secret)" cm_renew
+cm_after_renewal() { wait_for 120 cm_reloaded && cm_ca_injected && cm_injected cm-renewed; }
+expect "the running webhook reloaded the renewed certificate; new pods are injected" cm_after_renewal
+helm uninstall tscm -n tscm --wait --timeout 2m >/dev/null 2>&1 || true
+
+# ---- webhook.certs.job: made in the cluster by the webhook pod's init container ---------
+job_ca_set() { # every webhook of the configuration trusts the CA in the Secret
+	local ca
+	ca=$(kubectl -n tscm get secret tsjob-webhook-certs -o jsonpath='{.data.ca\.crt}' 2>/dev/null)
+	[ -n "$ca" ] && [ "$(kubectl get mutatingwebhookconfiguration tsjob-webhook \
+		-o jsonpath='{.webhooks[*].clientConfig.caBundle}')" = "$ca $ca" ]
+}
+job_install() {
+	helm install tsjob "$root/helm/trainscope" -n tscm "${CHART_SET[@]}" --set webhook.certs.job=true \
+		--set nats.enabled=false --set nats.external.url=nats://nats.tscm.svc:4222 \
+		--set analyzer.enabled=false --set agent.enabled=false \
+		--wait --timeout 3m >"$WORK/helm-job.log" 2>&1 || { tail -5 "$WORK/helm-job.log"; return 1; }
+	job_ca_set && cm_injected job-installed
+}
+expect "webhook.certs.job: helm install --wait Ready, the CA set, pods injected" job_install
+job_upgrade() { # the configuration re-applied without a caBundle keeps the one set
+	helm upgrade tsjob "$root/helm/trainscope" -n tscm "${CHART_SET[@]}" --set webhook.certs.job=true \
+		--set nats.enabled=false --set nats.external.url=nats://nats.tscm.svc:4222 \
+		--set analyzer.enabled=false --set agent.enabled=false --set webhook.timeoutSeconds=5 \
+		--wait --timeout 3m >"$WORK/helm-job-upgrade.log" 2>&1 || { tail -5 "$WORK/helm-job-upgrade.log"; return 1; }
+	job_ca_set && cm_injected job-upgraded
+}
+expect "webhook.certs.job: helm upgrade keeps the caBundle; pods injected" job_upgrade
 
 echo "node e2e: $passed passed, $fails failed"
 [ "$fails" -eq 0 ] && [ "$passed" -eq "$TOTAL" ]

@@ -4,11 +4,14 @@
 #include "kube.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define NS_FILE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 #define MWC_API "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
@@ -178,9 +181,9 @@ static int write_secret(struct boot *b, json_t *obj, const struct ts_cert_set *s
 	return rc;
 }
 
-/* One read of the Secret, its set kept or written anew: 0, CONFLICT or -1. *ca gets the
- * CA (PEM) on 0. */
-static int secret_round(struct boot *b, char **ca)
+/* One read of the Secret, its set kept or written anew: 0, CONFLICT or -1. *out gets the
+ * set on 0 (the caller frees it). */
+static int secret_round(struct boot *b, struct ts_cert_set *out)
 {
 	struct ts_cert_set s = { 0 };
 	json_t *obj = NULL;
@@ -211,11 +214,50 @@ static int secret_round(struct boot *b, char **ca)
 		rc = write_secret(b, obj, &s, !obj ? "created with" : had ? "replaced by" : "filled with",
 				  obj ? why : "there was none");
 	}
-	if (!rc && !(*ca = strdup(s.ca_pem)))
-		rc = fail("out of memory");
+	if (!rc) {
+		*out = s;
+		s = (struct ts_cert_set){ 0 };
+	}
 	ts_cert_set_free(&s);
 	json_decref(obj);
 	return rc;
+}
+
+/* ---- the pair as files, for the webhook container beside this init container ---------- */
+
+/* DIR/name written whole (a temporary file renamed over it). */
+static int write_pem(const char *dir, const char *name, const char *pem, mode_t mode)
+{
+	char path[512], tmp[520];
+	size_t n = strlen(pem);
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0)
+		return fail("cannot write %s: %s", tmp, strerror(errno));
+	if (write(fd, pem, n) != (ssize_t)n)
+		err = errno ? errno : EIO;
+	if (close(fd) && !err)
+		err = errno;
+	if (!err && rename(tmp, path))
+		err = errno;
+	if (err) {
+		unlink(tmp);
+		return fail("cannot write %s: %s", path, strerror(err));
+	}
+	return 0;
+}
+
+static int write_pair(const struct boot *b, const struct ts_cert_set *s)
+{
+	const char *dir = b->o->out_dir;
+
+	if (write_pem(dir, "tls.crt", s->cert_pem, 0644) || write_pem(dir, "tls.key", s->key_pem, 0600))
+		return -1;
+	printf("trainscope-webhook: wrote %s/tls.crt and %s/tls.key\n", dir, dir);
+	return 0;
 }
 
 /* ---- the MutatingWebhookConfiguration ------------------------------------------------- */
@@ -263,13 +305,35 @@ static int put_webhooks(struct boot *b, json_t *mwc, int changed)
 	return 0;
 }
 
+/* GET of the configuration; a 404 is retried each second for --wait-s (an init container
+ * may start before `helm install` or `kubectl apply` created it). */
+static int get_webhooks(struct boot *b, json_t **obj)
+{
+	time_t until = time(NULL) + b->o->wait_s;
+	int code, said_once = 0;
+
+	for (;;) {
+		code = ts_kube_request(b->kube, "GET", b->mwc_path, NULL, NULL, obj);
+		if (code != 404 || time(NULL) >= until)
+			return code;
+		if (!said_once++) {
+			printf("trainscope-webhook: waiting up to %u s for MutatingWebhookConfiguration "
+			       "%s to exist\n", b->o->wait_s, b->o->webhook_config);
+			fflush(stdout);
+		}
+		json_decref(*obj);
+		*obj = NULL;
+		sleep(1);
+	}
+}
+
 /* One read of the configuration and, when a webhook lacks the CA, one write: 0,
  * CONFLICT or -1. */
 static int webhook_round(struct boot *b, const char *bundle)
 {
 	const char *name = b->o->webhook_config;
 	json_t *obj = NULL;
-	int code = ts_kube_request(b->kube, "GET", b->mwc_path, NULL, NULL, &obj), changed, rc = 0;
+	int code = get_webhooks(b, &obj), changed, rc = 0;
 	char api[768];
 
 	said(code, obj, api, sizeof(api));
@@ -290,18 +354,21 @@ static int webhook_round(struct boot *b, const char *bundle)
 
 static int run(struct boot *b)
 {
-	char *ca = NULL;
+	struct ts_cert_set s = { 0 };
 	json_t *bundle;
 	int rc = CONFLICT;
 
 	for (int i = 0; i < ATTEMPTS && rc == CONFLICT; i++)
-		rc = secret_round(b, &ca);
+		rc = secret_round(b, &s);
 	if (rc == CONFLICT)
 		return fail("%s: still conflicting after %d writes", b->secret_what, ATTEMPTS);
 	if (rc)
 		return -1;
-	bundle = b64_string(ca);
-	free(ca);
+	rc = b->o->out_dir ? write_pair(b, &s) : 0;
+	bundle = rc ? NULL : b64_string(s.ca_pem);
+	ts_cert_set_free(&s);
+	if (rc)
+		return -1;
 	if (!bundle)
 		return fail("out of memory");
 	rc = CONFLICT;

@@ -1,7 +1,8 @@
 /* trainscope-webhook --bootstrap-certs: the webhook's CA and serving certificate kept in
  * a Secret of the pod's namespace (made when missing, broken or about to expire), and
  * that CA given to every webhook of a MutatingWebhookConfiguration as its caBundle. The
- * kube-webhook-certgen pattern, in a Job of the chart, through common/kube.c. */
+ * kube-webhook-certgen pattern, run by the chart as the webhook pod's init container
+ * (which also writes the pair into a volume the webhook reads), through common/kube.c. */
 #ifndef TS_WEBHOOK_BOOTSTRAP_H
 #define TS_WEBHOOK_BOOTSTRAP_H
 
@@ -11,6 +12,8 @@ struct ts_bootstrap_opts {
 	const char *webhook_config; /* the MutatingWebhookConfiguration */
 	const char *kubeconfig;     /* NULL: the pod's service account */
 	unsigned validity_days;     /* of a new CA and certificate */
+	const char *out_dir;        /* non-NULL: tls.crt and tls.key written there too */
+	unsigned wait_s;            /* for the configuration to exist */
 };
 
 /* The namespace: env POD_NAMESPACE, else the service account's namespace file. Returns

@@ -1,5 +1,5 @@
 /* trainscope-webhook: the mutating admission webhook that injects trainscope; with
- * --bootstrap-certs, the one-shot Job that makes its certificates. */
+ * --bootstrap-certs, the init container that makes its certificates. */
 #include "bootstrap.h"
 #include "cert.h"
 #include "log.h"
@@ -17,6 +17,7 @@ static void usage(FILE *f)
 		"Usage: trainscope-webhook --tls-cert FILE --tls-key FILE [options]\n"
 		"       trainscope-webhook --bootstrap-certs --secret NAME --service NAME\n"
 		"                          --webhook-config NAME [--validity-days N] [--kubeconfig FILE]\n"
+		"                          [--out-dir DIR] [--wait-s N]\n"
 		"Mutating admission webhook for pods (AdmissionReview v1). A pod annotated\n"
 		"trainscope.dev/inject: \"true\" (POST /mutate), or any pod of a namespace that opts in\n"
 		"by label (POST /mutate-namespace, unless the pod says \"false\"), gets an init\n"
@@ -39,8 +40,8 @@ static void usage(FILE *f)
 		"                    declares resources (default " TS_RELAY_CPU_DEFAULT ")\n"
 		"  --relay-memory Q  its memory request and limit (default " TS_RELAY_MEMORY_DEFAULT ")\n"
 		"  -h, --help\n\n"
-		"--bootstrap-certs: make the certificates once and exit (the chart's Job, with\n"
-		"webhook.certs.job=true). In the pod's namespace (env POD_NAMESPACE, else the\n"
+		"--bootstrap-certs: make the certificates once and exit (the webhook pod's init\n"
+		"container, with webhook.certs.job=true). In the pod's namespace (env POD_NAMESPACE, else the\n"
 		"service account's), the Secret's ca.crt, tls.crt and tls.key are kept when they load,\n"
 		"the key matches, the certificate verifies against ca.crt, names the service and\n"
 		"lasts 30 more days; else a new CA and serving certificate (EC P-256, serverAuth)\n"
@@ -54,7 +55,11 @@ static void usage(FILE *f)
 		"  --webhook-config NAME  the MutatingWebhookConfiguration\n"
 		"  --validity-days N      of a new CA and certificate (default 365)\n"
 		"  --kubeconfig FILE      the API server and credentials (default: in cluster, the\n"
-		"                         pod's service account)\n");
+		"                         pod's service account)\n"
+		"  --out-dir DIR          also write the pair kept or made to DIR/tls.crt and\n"
+		"                         DIR/tls.key (0600), for the webhook container to serve\n"
+		"  --wait-s N             wait up to N seconds for the MutatingWebhookConfiguration\n"
+		"                         to exist (default 0: a missing one fails at once)\n");
 }
 
 /* A whole number of unit in lo..hi for option opt; says what is wrong otherwise. */
@@ -161,6 +166,8 @@ int main(int argc, char **argv)
 		{ "webhook-config", required_argument, NULL, 'W' },
 		{ "validity-days", required_argument, NULL, 'D' },
 		{ "kubeconfig", required_argument, NULL, 'K' },
+		{ "out-dir", required_argument, NULL, 'O' },
+		{ "wait-s", required_argument, NULL, 'T' },
 		{ 0 }
 	};
 	struct webhook_opts o = { .port = 8443 };
@@ -205,6 +212,11 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case 'K': boot.kubeconfig = optarg; break;
+		case 'O': boot.out_dir = optarg; break;
+		case 'T':
+			if (parse_bounded(optarg, "--wait-s", "seconds", 0, 3600, &boot.wait_s))
+				return 2;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
