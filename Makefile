@@ -106,6 +106,7 @@ test: deps
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
 	@BUILD=$(BUILD) e2e/test-demo.sh
+	@BUILD=$(BUILD) e2e/test-faults.sh
 	@BUILD=$(BUILD) e2e/test-agent.sh
 	@BUILD=$(BUILD) e2e/test-webhook.sh
 	@BUILD=$(BUILD) e2e/k8s/test-k8s.sh
@@ -125,6 +126,7 @@ demo: deps
 e2e: deps
 	@$(MAKE) --no-print-directory image-root
 	@BUILD=$(BUILD) e2e/test-demo.sh
+	@BUILD=$(BUILD) e2e/test-faults.sh
 	@BUILD=$(BUILD) e2e/test-agent.sh
 	@BUILD=$(BUILD) e2e/test-webhook.sh
 	@BUILD=$(BUILD) e2e/k8s/test-k8s.sh

@@ -440,17 +440,19 @@ static void publish_report(struct ts_analyzer *a, struct ts_job *j)
 	}
 }
 
-/* A job whose ranks all ended limits.finished_job_ttl_s ago: its last report was
- * published; its state goes (a later batch of that name starts a new job). */
-static bool forget_finished(struct ts_analyzer *a, int i, uint64_t now_ns)
+/* A job whose ranks all ended, or that sent nothing, for limits.job_ttl_s: its last
+ * report was published; its state goes (a later batch of that name starts a new job).
+ * Jobs that only ever sent garbage thus do not hold limits.max_jobs for good. */
+static bool forget_quiet(struct ts_analyzer *a, int i, uint64_t now_ns)
 {
 	struct ts_job *j = a->jobs[i];
-	uint64_t done = ts_job_finished_ns(j);
+	uint64_t quiet = ts_job_quiet_since_ns(j);
 
-	if (!done || a->dirty[i] ||
-	    (double)(now_ns - done) < limits(a)->finished_job_ttl_s * 1e9)
+	if (!quiet || a->dirty[i] || now_ns < quiet ||
+	    (double)(now_ns - quiet) < limits(a)->job_ttl_s * 1e9)
 		return false;
-	ts_info("analyzer: forgot finished job %s/%s (its report stays)", ts_job_ns(j),
+	ts_info("analyzer: forgot %s job %s/%s (its report stays)",
+		ts_job_result(j)->steps_evaluated ? "finished or silent" : "silent", ts_job_ns(j),
 		ts_job_name(j));
 	if (a->opts.on_forget)
 		a->opts.on_forget(a->opts.on_report_ctx, j);
@@ -487,7 +489,7 @@ void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
 			fflush(stdout);
 			json_decref(rep);
 		}
-		if (forget_finished(a, i, now_ns))
+		if (forget_quiet(a, i, now_ns))
 			i--;
 	}
 }
@@ -536,7 +538,7 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	M("device_samples_total", "counter", "Node agents' GPU samples joined.", s.device_samples);
 	M("jobs", "gauge", "Jobs followed now.", a->njobs);
 	M("jobs_started_total", "counter", "Jobs followed since the start.", s.jobs);
-	M("jobs_forgotten_total", "counter", "Finished jobs forgotten after limits.finished_job_ttl_s.",
+	M("jobs_forgotten_total", "counter", "Jobs forgotten after limits.job_ttl_s quiet.",
 	  s.jobs_forgotten);
 	M("job_state_bytes", "gauge", "Memory held by the jobs' state (limits.memory_mb bounds it).",
 	  a->job_bytes);

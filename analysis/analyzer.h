@@ -21,7 +21,7 @@ struct ts_analyzer_opts {
 	/* called with every rank step accepted (OTLP) */
 	void (*on_step)(void *ctx, struct ts_job *j, const Trainscope__V1__Identity *id,
 			const Trainscope__V1__Step *s);
-	/* called before a finished job's state is freed (limits.finished_job_ttl_s) */
+	/* called before a quiet job's state is freed (limits.job_ttl_s) */
 	void (*on_forget)(void *ctx, struct ts_job *j);
 	void *on_report_ctx;
 };

@@ -41,7 +41,8 @@ struct ts_job {
 	uint64_t last_progress_ns;
 	char hang_reason[256];   /* from a rank's hang report; empty when none */
 	uint64_t hang_step;      /* the hung rank's last step when it reported */
-	uint64_t finished_ns;    /* see ts_job_finished_ns */
+	uint64_t finished_ns;    /* see ts_job_quiet_since_ns */
+	uint64_t added, added_seen, last_data_ns; /* steps taken; when the last came */
 	struct ts_failslow fs;
 	struct ts_rank_meta *meta;          /* [world] */
 	float *hist;                        /* [world][M][space_window] per-step values */
@@ -206,7 +207,10 @@ const struct ts_job_result *ts_job_result(const struct ts_job *j) { return &j->r
 uint64_t ts_job_late_steps(const struct ts_job *j) { return j->late; }
 const uint8_t *ts_job_trace_id(const struct ts_job *j) { return j->has_trace ? j->trace_id : NULL; }
 int ts_job_world(const struct ts_job *j) { return j->world; }
-uint64_t ts_job_finished_ns(const struct ts_job *j) { return j->finished_ns; }
+uint64_t ts_job_quiet_since_ns(const struct ts_job *j)
+{
+	return j->finished_ns ? j->finished_ns : j->last_data_ns;
+}
 
 struct ts_rank_meta *ts_job_rank(struct ts_job *j, int rank)
 {
@@ -324,6 +328,10 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 	while (!(r = row_for(j, s->step))) {
 		const struct row *old = &j->rows[s->step % (uint64_t)j->cap];
 		uint64_t until = old->step;
+		if (until > s->step) { /* the ring holds a later step there: too old to wait */
+			j->late++;
+			return 0;
+		}
 		while (j->next_eval <= until) {
 			uint64_t next = next_held(j, j->next_eval);
 			if (next > until)
@@ -348,6 +356,7 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 		j->max_step = s->step;
 	j->meta[rank].seen = true;
 	j->meta[rank].last_step = s->step;
+	j->added++;
 	return 0;
 }
 
@@ -718,6 +727,10 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 			 "step time %.1f ms vs baseline %.1f ms (%+.0f%%)", j->fs.current,
 			 j->fs.baseline, 100 * j->fs.degradation);
 	hang_cleared(j);
+	if (j->added != j->added_seen || !j->last_data_ns) {
+		j->added_seen = j->added;
+		j->last_data_ns = now_ns;
+	}
 	j->finished_ns = j->any_step && all_final(j) ? (j->finished_ns ? j->finished_ns : now_ns) : 0;
 	if (j->hang_reason[0] && !all_final(j)) {
 		j->res.state = TS_STATE_HANG;

@@ -60,8 +60,9 @@ static const struct ts_cfg_field fields[] = {
 	  "state of all jobs together; a job that would pass it is refused"),
 	F("limits.max_step_jump", TS_CFG_INT, limits.max_step_jump, 1, 2e9,
 	  "a step this far past its job's highest step is refused"),
-	F("limits.finished_job_ttl_s", TS_CFG_DOUBLE, limits.finished_job_ttl_s, 0, 1e9,
-	  "a job whose ranks all ended is forgotten after this (its report stays)"),
+	F("limits.job_ttl_s", TS_CFG_DOUBLE, limits.job_ttl_s, 1, 1e9,
+	  "a job whose ranks all ended, or that sent nothing, this long is forgotten (its "
+	  "report stays)"),
 };
 
 void ts_params_defaults(struct ts_params *p)
@@ -91,7 +92,7 @@ void ts_params_defaults(struct ts_params *p)
 	p->hang_timeout_s = 300;
 	p->lag_steps = 16;
 	p->limits = (struct ts_limits){ .max_jobs = 1024, .max_world = 32768, .memory_mb = 512,
-					.max_step_jump = 1000000, .finished_job_ttl_s = 3600 };
+					.max_step_jump = 1000000, .job_ttl_s = 3600 };
 }
 
 static int finish(struct ts_params *p, char *err, size_t errlen)

@@ -14,7 +14,7 @@ struct ts_limits {
 	int max_world;             /* ranks in one job (rank numbers below it) */
 	int memory_mb;             /* the state of all jobs together (ts_job_bytes) */
 	int max_step_jump;         /* steps a rank may land past its job's highest step */
-	double finished_job_ttl_s; /* a job whose ranks all ended is forgotten this long after */
+	double job_ttl_s;          /* a job that ended, or sent nothing, this long is forgotten */
 };
 
 struct ts_params {

@@ -13,6 +13,7 @@ struct tsn_entry {
 	natsMsg *msg;   /* while in flight nats.c owns it: it is the key its ack comes with */
 	size_t len;
 	uint64_t order; /* of tsn_publish calls: a resend goes back to its place */
+	uint64_t key;   /* hash of the subject: one message per subject in flight */
 	struct tsn_entry *next;
 };
 
@@ -60,6 +61,45 @@ static void outbox_push(struct tsn *n, struct tsn_entry *e)
 		n->tail = e;
 	n->st.outbox_msgs++;
 	n->st.outbox_bytes += e->len;
+}
+
+static uint64_t subject_key(const char *subject)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+	for (; subject && *subject; subject++)
+		h = (h ^ (unsigned char)*subject) * 0x100000001b3ull;
+	return h;
+}
+
+static bool key_in_flight(const struct tsn *n, uint64_t key)
+{
+	for (const struct tsn_entry *e = n->inflight; e; e = e->next)
+		if (e->key == key)
+			return true;
+	return false;
+}
+
+/* The oldest queued message whose subject has none in flight, unlinked. One at a time
+ * per subject keeps each producer's batches stored in the order they were made, even
+ * when a publish fails while later ones are on the wire (JetStream would store those
+ * first); subjects still go in parallel. Looks at the first 256 only. */
+static struct tsn_entry *outbox_take_ready(struct tsn *n)
+{
+	struct tsn_entry **at = &n->head, *prev = NULL;
+
+	for (int i = 0; *at && i < 256; i++, prev = *at, at = &(*at)->next) {
+		struct tsn_entry *e = *at;
+		if (key_in_flight(n, e->key))
+			continue;
+		*at = e->next;
+		if (n->tail == e)
+			n->tail = prev;
+		n->st.outbox_msgs--;
+		n->st.outbox_bytes -= e->len;
+		return e;
+	}
+	return NULL;
 }
 
 /* The in-flight entry of msg, unlinked; NULL when there is none. */
@@ -343,6 +383,7 @@ int tsn_publish(struct tsn *n, const char *subject, const void *data, size_t len
 		return -ENOMEM;
 	}
 	e->len = len;
+	e->key = subject_key(subject);
 	pthread_mutex_lock(&n->lock);
 	e->order = n->next_order++;
 	outbox_trim(n, len);
@@ -388,7 +429,7 @@ void tsn_pump(struct tsn *n)
 		natsStatus s;
 
 		pthread_mutex_lock(&n->lock);
-		if (n->st.inflight >= (uint64_t)n->opts.max_inflight || !(e = outbox_pop(n))) {
+		if (n->st.inflight >= (uint64_t)n->opts.max_inflight || !(e = outbox_take_ready(n))) {
 			pthread_mutex_unlock(&n->lock);
 			return;
 		}

@@ -17,7 +17,7 @@ struct tsn_opts {
 	const char *creds_file;     /* optional NATS credentials (JWT + nkey) */
 	const char *token;          /* optional auth token */
 	const char *tls_ca;         /* optional CA bundle: enables TLS */
-	int max_inflight;           /* unacknowledged async publishes (default 256) */
+	int max_inflight;           /* unacknowledged async publishes, one per subject (default 256) */
 	size_t outbox_bytes;        /* bound of queued, unpublished data (default 64 MiB) */
 	int64_t ack_wait_ms;        /* publish ack timeout before a resend (default 2000) */
 	int64_t stream_max_age_s;   /* TRAINSCOPE stream retention (default 24 h) */

@@ -301,6 +301,18 @@ static void test_step_jump(void **state)
 	rs.step = 1500000000ull + 1000000 + 32;
 	assert_int_equal(ts_job_add_step(j, 1, 4, &rs), 0);
 	ts_job_tick(j, t + 9100 * MS);
+	/* a rank a full ring of steps behind another: late, not held (its row would sit
+	 * below the evaluation horizon, and a later step there would spin for ever) */
+	uint64_t top = ts_job_result(j)->last_step + 2 * (uint64_t)p.lag_steps;
+	rs.step = top + 40;
+	assert_int_equal(ts_job_add_step(j, 2, 4, &rs), 0);
+	uint64_t late = ts_job_late_steps(j);
+	rs.step = top + 40 - 32;
+	assert_int_equal(ts_job_add_step(j, 3, 4, &rs), 0);
+	assert_int_equal(ts_job_late_steps(j), late + 1);
+	rs.step = top + 40 + 32;
+	assert_int_equal(ts_job_add_step(j, 3, 4, &rs), 0);
+	ts_job_tick(j, t + 9200 * MS);
 	ts_job_free(j);
 }
 
@@ -329,13 +341,14 @@ static void test_hang_clears(void **state)
 	}
 	assert_int_equal(ts_job_result(j)->state, TS_STATE_HEALTHY);
 	assert_int_equal(ts_job_result(j)->hang_rank, -1);
-	assert_int_equal(ts_job_finished_ns(j), 0);
+	/* quiet since the last tick that saw steps, then since all ranks ended */
+	assert_int_equal(ts_job_quiet_since_ns(j), t + 39 * 100 * MS + 3000 * MS);
 	for (int r = 0; r < 4; r++)
 		ts_job_rank_final(j, r);
 	ts_job_tick(j, t + 9000 * MS);
-	assert_int_equal(ts_job_finished_ns(j), t + 9000 * MS);
+	assert_int_equal(ts_job_quiet_since_ns(j), t + 9000 * MS);
 	ts_job_tick(j, t + 9500 * MS);
-	assert_int_equal(ts_job_finished_ns(j), t + 9000 * MS);
+	assert_int_equal(ts_job_quiet_since_ns(j), t + 9000 * MS);
 	ts_job_free(j);
 }
 

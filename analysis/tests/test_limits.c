@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,28 @@ static void test_max_jobs(void **state)
 	ts_analyzer_free(a);
 }
 
+static void short_ttl(struct ts_limits *l) { l->max_jobs = 3; l->job_ttl_s = 10; }
+
+/* Jobs that went silent give their places back after job_ttl_s. */
+static void test_silent_jobs_forgotten(void **state)
+{
+	struct ts_analyzer *a = analyzer(short_ttl);
+	char name[8];
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "s%d", i);
+		feed(a, name, 0, 2, 0, 4, false);
+	}
+	ts_analyzer_tick(a, T0);
+	assert_int_equal(feed(a, "late", 0, 2, 0, 4, false), -ERANGE);
+	ts_analyzer_tick(a, T0 + 11000 * MS);
+	assert_null(ts_analyzer_job(a, "ml", "s0"));
+	assert_int_equal(feed(a, "late", 0, 2, 0, 4, false), 0);
+	assert_non_null(ts_analyzer_job(a, "ml", "late"));
+	ts_analyzer_free(a);
+}
+
 static void small_world(struct ts_limits *l) { l->max_world = 1024; l->memory_mb = 2; }
 
 static void test_world_and_memory(void **state)
@@ -121,7 +144,7 @@ static void test_world_and_memory(void **state)
 	ts_analyzer_free(a);
 }
 
-static void defaults(struct ts_limits *l) { l->finished_job_ttl_s = 60; }
+static void defaults(struct ts_limits *l) { l->job_ttl_s = 60; }
 
 static void test_step_jump_and_forget(void **state)
 {
@@ -174,6 +197,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_max_jobs),
+		cmocka_unit_test(test_silent_jobs_forgotten),
 		cmocka_unit_test(test_world_and_memory),
 		cmocka_unit_test(test_step_jump_and_forget),
 		cmocka_unit_test(test_resend_out_of_order),

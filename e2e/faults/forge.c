@@ -1,0 +1,129 @@
+/* forge: publishes hand-made trainscope.v1.Batch messages to JetStream, as a buggy or
+ * hostile producer would, for the fault-injection suite (e2e/test-faults.sh). Test-only.
+ *
+ *   forge --nats URL [--ns NS] [--job NAME] [--jobs N] [--rank R] [--world W]
+ *         [--step S] [--steps N] [--producer ID] [--seq Q]
+ *
+ * One batch per job (--jobs N: jobs NAME-0 .. NAME-(N-1)), each holding --steps steps
+ * from --step, of rank R of a world of W, as producer ID (default: a new one per job)
+ * from sequence Q. Exit 0 once JetStream stored them all. */
+#include "natsw.h"
+#include "proto/trainscope.pb-c.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct forge {
+	const char *ns, *job;
+	long jobs, steps;
+	int rank, world;
+	uint64_t step, producer, seq;
+};
+
+static int publish_one(struct tsn *n, const struct forge *f, const char *job, uint64_t producer)
+{
+	Trainscope__V1__Batch b = TRAINSCOPE__V1__BATCH__INIT;
+	Trainscope__V1__Identity id = TRAINSCOPE__V1__IDENTITY__INIT;
+	Trainscope__V1__Record rec[64], *recp[64];
+	Trainscope__V1__Step st[64];
+	struct timespec now;
+	char subject[512];
+	uint8_t buf[16384];
+	size_t len;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	id.namespace_ = (char *)f->ns;
+	id.job = (char *)job;
+	id.rank = f->rank;
+	id.world_size = f->world;
+	b.id = &id;
+	b.producer_id = producer;
+	b.seq = f->seq;
+	for (long i = 0; i < f->steps; i++) {
+		Trainscope__V1__Record r0 = TRAINSCOPE__V1__RECORD__INIT;
+		Trainscope__V1__Step s0 = TRAINSCOPE__V1__STEP__INIT;
+		st[i] = s0;
+		st[i].step = f->step + (uint64_t)i;
+		st[i].start_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)i * 100000000ull;
+		st[i].end_ns = st[i].start_ns + 90000000ull;
+		st[i].compute_ns = 60000000ull;
+		rec[i] = r0;
+		rec[i].kind_case = TRAINSCOPE__V1__RECORD__KIND_STEP;
+		rec[i].step = &st[i];
+		recp[i] = &rec[i];
+	}
+	b.records = recp;
+	b.n_records = (size_t)f->steps;
+	len = trainscope__v1__batch__get_packed_size(&b);
+	if (len > sizeof(buf))
+		return -1;
+	trainscope__v1__batch__pack(&b, buf);
+	snprintf(subject, sizeof(subject), "ts.v1.%s.%s.rank.%d", f->ns, job, f->rank);
+	return tsn_publish_seq(n, subject, buf, len, producer, f->seq);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		TSN_LONGOPTS,
+		{ "ns", required_argument, NULL, 'n' },     { "job", required_argument, NULL, 'j' },
+		{ "jobs", required_argument, NULL, 'J' },   { "rank", required_argument, NULL, 'r' },
+		{ "world", required_argument, NULL, 'w' },  { "step", required_argument, NULL, 'S' },
+		{ "steps", required_argument, NULL, 'N' },  { "producer", required_argument, NULL, 'p' },
+		{ "seq", required_argument, NULL, 'q' },    { 0 }
+	};
+	struct forge f = { "default", "forged", 1, 1, 0, 1, 0, 0, 1 };
+	struct tsn_opts o = { 0 };
+	struct tsn *n;
+	char job[256];
+	int ch, rc = 0;
+
+	tsn_opts_from_env(&o, "forge");
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (tsn_parse_option(&o, ch, optarg))
+			continue;
+		switch (ch) {
+		case 'n': f.ns = optarg; break;
+		case 'j': f.job = optarg; break;
+		case 'J': f.jobs = strtol(optarg, NULL, 10); break;
+		case 'r': f.rank = atoi(optarg); break;
+		case 'w': f.world = atoi(optarg); break;
+		case 'S': f.step = strtoull(optarg, NULL, 0); break;
+		case 'N': f.steps = strtol(optarg, NULL, 10); break;
+		case 'p': f.producer = strtoull(optarg, NULL, 0); break;
+		case 'q': f.seq = strtoull(optarg, NULL, 0); break;
+		default: fprintf(stderr, "forge: see the comment at the top of e2e/faults/forge.c\n"); return 2;
+		}
+	}
+	if (f.steps < 1 || f.steps > 64 || f.jobs < 1) {
+		fprintf(stderr, "forge: --steps 1..64, --jobs >= 1\n");
+		return 2;
+	}
+	tsn_opts_finish(&o);
+	if (tsn_open(&n, &o)) {
+		fprintf(stderr, "forge: cannot open NATS at %s\n", o.url);
+		return 1;
+	}
+	srand((unsigned)time(NULL) ^ (unsigned)getpid());
+	for (long i = 0; i < f.jobs && !rc; i++) {
+		uint64_t producer = f.producer ? f.producer : ((uint64_t)rand() << 32 | (uint64_t)rand()) | 1;
+		if (f.jobs > 1)
+			snprintf(job, sizeof(job), "%s-%ld", f.job, i);
+		else
+			snprintf(job, sizeof(job), "%s", f.job);
+		rc = publish_one(n, &f, job, producer);
+		if (i % 256 == 255)
+			rc = rc ? rc : tsn_flush(n, 30000);
+	}
+	if (!rc)
+		rc = tsn_flush(n, 30000);
+	tsn_close(n);
+	if (rc)
+		fprintf(stderr, "forge: not all stored (%d)\n", rc);
+	return rc ? 1 : 0;
+}
