@@ -278,7 +278,8 @@ static int refuse(struct ts_analyzer *a, uint64_t *counter, int err, const char 
 /* Per producer: duplicates dropped (1 is returned), gaps counted. A batch behind the
  * last one by less than 64 that never came is a resend stored out of order: taken, and
  * no longer counted lost. */
-static int check_seq(struct ts_analyzer *a, const Trainscope__V1__Batch *b)
+static int check_seq(struct ts_analyzer *a, const Trainscope__V1__Batch *b, uint64_t *dropped,
+		     int64_t *lost)
 {
 	struct producer *p = prod_get(a, b->producer_id);
 	uint64_t back;
@@ -295,10 +296,12 @@ static int check_seq(struct ts_analyzer *a, const Trainscope__V1__Batch *b)
 		a->st.reordered++;
 		if (a->st.lost_batches)
 			a->st.lost_batches--;
+		*lost = -1;
 		return 0;
 	}
 	if (p->last_seq && b->seq > p->last_seq + 1) {
 		a->st.lost_batches += b->seq - p->last_seq - 1;
+		*lost = (int64_t)(b->seq - p->last_seq - 1);
 		ts_debug("analyzer: %" PRIu64 " batches missing from producer %016" PRIx64 " (rank %d)",
 			 b->seq - p->last_seq - 1, b->producer_id, b->id->rank);
 	}
@@ -307,6 +310,7 @@ static int check_seq(struct ts_analyzer *a, const Trainscope__V1__Batch *b)
 	p->last_seq = b->seq;
 	if (b->dropped_records > p->dropped) {
 		a->st.ring_dropped += b->dropped_records - p->dropped;
+		*dropped = b->dropped_records - p->dropped;
 		p->dropped = b->dropped_records;
 	}
 	return 0;
@@ -360,7 +364,9 @@ static void rank_records(struct ts_analyzer *a, struct ts_job *j, const Trainsco
 		if (a->opts.on_step)
 			a->opts.on_step(a->opts.on_report_ctx, j, id, r->step);
 	}
-	if (b->final)
+	if (b->final && b->died)
+		ts_job_rank_died(j, id->rank);
+	else if (b->final)
 		ts_job_rank_final(j, id->rank);
 }
 
@@ -382,6 +388,8 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, enum kind ki
 			Trainscope__V1__Batch *b)
 {
 	const Trainscope__V1__Identity *id = b->id;
+	uint64_t dropped = 0;
+	int64_t lost = 0;
 	struct ts_job *j;
 	int rc;
 
@@ -394,10 +402,12 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, enum kind ki
 		a->st.control++;
 		return 1;
 	}
-	if ((rc = check_seq(a, b)))
+	if ((rc = check_seq(a, b, &dropped, &lost)))
 		return rc;
 	if ((rc = job_get(a, id->namespace_, id->job, id->world_size, &j)))
 		return rc;
+	if (dropped || lost)
+		ts_job_data_loss(j, dropped, lost);
 	if (kind == K_RANK || kind == K_HANG)
 		rank_records(a, j, b);
 	else

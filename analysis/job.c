@@ -40,6 +40,7 @@ struct ts_job {
 	bool any_step;
 	uint64_t last_progress_ns;
 	char hang_reason[256];   /* from a rank's hang report; empty when none */
+	char lost_reason[256];   /* ranks lost (watch_ranks); empty when none */
 	uint64_t hang_step;      /* the hung rank's last step when it reported */
 	uint64_t finished_ns;    /* see ts_job_quiet_since_ns */
 	uint64_t added, added_seen, last_data_ns; /* steps taken; when the last came */
@@ -227,6 +228,33 @@ void ts_job_rank_hang(struct ts_job *j, int rank, const char *op, uint64_t comm,
 	j->res.hang_rank = rank;
 	j->hang_step = rank >= 0 && rank < j->world ? j->meta[rank].last_step : j->max_step;
 	snprintf(j->res.hang_stacks, sizeof(j->res.hang_stacks), "%s", stacks ? stacks : "");
+}
+
+void ts_job_data_loss(struct ts_job *j, uint64_t ring_dropped, int64_t batches_lost)
+{
+	j->res.ring_dropped += ring_dropped;
+	if (batches_lost >= 0)
+		j->res.batches_lost += (uint64_t)batches_lost;
+	else if (j->res.batches_lost >= (uint64_t)-batches_lost)
+		j->res.batches_lost -= (uint64_t)-batches_lost;
+}
+
+static void rank_lost(struct ts_job *j, int k, const char *why)
+{
+	struct ts_rank_meta *m = &j->meta[k];
+
+	if (m->lost)
+		return;
+	m->lost = true;
+	j->res.nlost++;
+	ts_warn("%s/%s: rank %d lost after step %llu: %s", j->ns, j->name, k,
+		(unsigned long long)m->last_step, why);
+}
+
+void ts_job_rank_died(struct ts_job *j, int rank)
+{
+	if (rank >= 0 && rank < j->world && !j->meta[rank].final)
+		rank_lost(j, rank, "its process ended without its exit record (killed, crashed)");
 }
 
 void ts_job_rank_final(struct ts_job *j, int rank)
@@ -636,6 +664,8 @@ static void evaluate_row(struct ts_job *j, struct row *r)
 
 	r->used = false;
 	j->res.steps_evaluated++;
+	j->res.rank_steps_expected += (uint64_t)j->world;
+	j->res.rank_steps_missing += (uint64_t)(j->world - r->count);
 	j->res.last_step = r->step;
 	j->res.updated_ns = t;
 	j->step_ms = job_step_ms(j, r);
@@ -666,9 +696,43 @@ static enum ts_state state_of(const struct ts_job *j)
 static bool all_final(const struct ts_job *j)
 {
 	for (int k = 0; k < j->world; k++)
-		if (j->meta[k].seen && !j->meta[k].final)
+		if (j->meta[k].seen && !j->meta[k].final && !j->meta[k].lost)
 			return false;
 	return true;
+}
+
+/* A rank that stopped stepping without an exit record while others exited died (killed,
+ * crashed): it is lost, and the job ended abnormally. Says which in reason. */
+static void watch_ranks(struct ts_job *j, uint64_t now_ns)
+{
+	int exited = 0;
+	size_t n = 0;
+
+	for (int k = 0; k < j->world; k++) {
+		struct ts_rank_meta *m = &j->meta[k];
+		if (m->seen && (m->last_step != m->watched_step || !m->watched_ns)) {
+			m->watched_step = m->last_step;
+			m->watched_ns = now_ns;
+		}
+		exited += m->final;
+	}
+	for (int k = 0; exited && k < j->world; k++) {
+		struct ts_rank_meta *m = &j->meta[k];
+		if (!m->seen || m->final || m->lost ||
+		    (double)(now_ns - m->watched_ns) < j->p.rank_lost_s * 1e9)
+			continue;
+		rank_lost(j, k, "no step since and no exit record while other ranks exited");
+	}
+	if (!j->res.nlost)
+		return;
+	n = (size_t)snprintf(j->lost_reason, sizeof(j->lost_reason), "the job ended abnormally: rank");
+	for (int k = 0, said = 0; k < j->world && n < sizeof(j->lost_reason); k++)
+		if (j->meta[k].lost && said++ < 8)
+			n += (size_t)snprintf(j->lost_reason + n, sizeof(j->lost_reason) - n, "%s %d (last step %llu)",
+					      said > 1 ? "," : "", k, (unsigned long long)j->meta[k].last_step);
+	if (n < sizeof(j->lost_reason))
+		snprintf(j->lost_reason + n, sizeof(j->lost_reason) - n,
+			 "%s lost: gone without an exit record", j->res.nlost > 8 ? " and more" : "");
 }
 
 /* A reported hang is over once the job evaluated a step past the one the hung rank
@@ -727,12 +791,17 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 			 "step time %.1f ms vs baseline %.1f ms (%+.0f%%)", j->fs.current,
 			 j->fs.baseline, 100 * j->fs.degradation);
 	hang_cleared(j);
+	watch_ranks(j, now_ns);
+	j->res.rank_steps_late = j->late;
 	if (j->added != j->added_seen || !j->last_data_ns) {
 		j->added_seen = j->added;
 		j->last_data_ns = now_ns;
 	}
 	j->finished_ns = j->any_step && all_final(j) ? (j->finished_ns ? j->finished_ns : now_ns) : 0;
-	if (j->hang_reason[0] && !all_final(j)) {
+	if (j->res.nlost) {
+		j->res.state = TS_STATE_HANG;
+		snprintf(j->res.reason, sizeof(j->res.reason), "%s", j->lost_reason);
+	} else if (j->hang_reason[0] && !all_final(j)) {
 		j->res.state = TS_STATE_HANG;
 		snprintf(j->res.reason, sizeof(j->res.reason), "%s", j->hang_reason);
 	} else if (j->any_step && j->last_progress_ns && !all_final(j) &&

@@ -54,8 +54,9 @@ struct ts_device_view {
 struct ts_rank_meta {
 	char pod[128], node[64], device[64];
 	int pid, device_index;
-	bool seen, final;
+	bool seen, final, lost; /* lost: silent, no exit record, while others exited */
 	uint64_t last_step;
+	uint64_t watched_step, watched_ns; /* last_step as of the tick that saw it change */
 	struct ts_host_view host;
 	struct ts_host_view blame; /* the last view that named a preemptor */
 	struct ts_device_view dev;
@@ -83,6 +84,11 @@ struct ts_job_result {
 	struct ts_slow_rank *slow;
 	uint64_t last_step, steps_evaluated, updated_ns;
 	uint64_t alarms_raised;   /* (rank, metric) alarms ever raised, cleared ones too */
+	int nlost;                /* ranks lost (ts_rank_meta.lost) */
+	/* completeness: rank-steps the evaluated steps should have had and lacked; rank-steps
+	 * that came after their step was evaluated; what the producers said they lost */
+	uint64_t rank_steps_expected, rank_steps_missing, rank_steps_late;
+	uint64_t ring_dropped, batches_lost;
 	uint8_t *ever_alarmed;    /* [world]: 1 for a rank that was ever alarmed */
 	char summary[512];
 	char reason[256];
@@ -117,8 +123,13 @@ void ts_job_device_view(struct ts_job *j, const char *node, int device_index,
 /* A rank's in-process hang watch saw an op pending past its timeout. */
 void ts_job_rank_hang(struct ts_job *j, int rank, const char *op, uint64_t comm, uint64_t seq,
 		      uint64_t pending_ns, const char *stacks);
+/* Records a producer's rings dropped, and batches missing from its sequence (a negative
+ * count: a missing one came after all). */
+void ts_job_data_loss(struct ts_job *j, uint64_t ring_dropped, int64_t batches_lost);
 /* A producer announced exit (no more data from that rank). */
 void ts_job_rank_final(struct ts_job *j, int rank);
+/* Its process ended without the exit record (killed, crashed): the rank is lost. */
+void ts_job_rank_died(struct ts_job *j, int rank);
 /* Evaluates every step that is complete (or lag_steps behind) and checks for a hang.
  * Returns true when the result changed in a way a reader should see. */
 bool ts_job_tick(struct ts_job *j, uint64_t now_ns);

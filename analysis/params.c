@@ -23,6 +23,8 @@ static const struct ts_cfg_field fields[] = {
 	  "anomalous windows in a row"),
 	F("failslow.hang_timeout_s", TS_CFG_DOUBLE, hang_timeout_s, 1, 1e7,
 	  "no step for this long while ranks run: Hang"),
+	F("failslow.rank_lost_s", TS_CFG_DOUBLE, rank_lost_s, 1, 1e7,
+	  "a rank with no step and no exit record this long while others exited is lost"),
 	F("space.window_size", TS_CFG_INT, space_window, 1, 64, "steps per SPACE window"),
 	F("space.window_step", TS_CFG_INT, space_window_step, 1, 64,
 	  "steps between verdicts: alarm_filter_window_size verdicts span this many steps each"),
@@ -90,6 +92,7 @@ void ts_params_defaults(struct ts_params *p)
 	p->alarm_filter_window_size = 5;
 	p->clear_after_steps = 30;
 	p->hang_timeout_s = 300;
+	p->rank_lost_s = 30;
 	p->lag_steps = 16;
 	p->limits = (struct ts_limits){ .max_jobs = 1024, .max_world = 32768, .memory_mb = 512,
 					.max_step_jump = 1000000, .job_ttl_s = 3600 };

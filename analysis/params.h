@@ -28,6 +28,7 @@ struct ts_params {
 	int alarm_filter_window_size;
 	int clear_after_steps;       /* consecutive normal evaluations that clear an alarm */
 	double hang_timeout_s;
+	double rank_lost_s;          /* a rank silent this long while others exited is lost */
 	int lag_steps;               /* evaluate a step with missing ranks once this far behind */
 	double min_abs_diff_ms;
 	double min_step_share;       /* an outlier's excess is at least this share of a step */

@@ -40,6 +40,35 @@ static json_t *condition(const char *type, bool status, const char *reason, cons
 			 "lastTransitionTime", time_str(t));
 }
 
+/* Whether the verdict stands on all the data: the evaluated steps had every rank, none
+ * came late, the rings and the transport lost nothing. */
+static json_t *completeness(const struct ts_job_result *r, uint64_t now)
+{
+	bool whole = !r->rank_steps_missing && !r->rank_steps_late && !r->ring_dropped &&
+		     !r->batches_lost;
+	char msg[256];
+
+	snprintf(msg, sizeof(msg), "%llu of %llu rank-steps of the analysed steps received, %llu "
+		 "late; %llu records dropped in rings, %llu batches lost in transit%s",
+		 (unsigned long long)(r->rank_steps_expected - r->rank_steps_missing),
+		 (unsigned long long)r->rank_steps_expected, (unsigned long long)r->rank_steps_late,
+		 (unsigned long long)r->ring_dropped, (unsigned long long)r->batches_lost,
+		 whole ? "" : ": the verdict stands on incomplete data");
+	return condition("DataComplete", whole, whole ? "Complete" : "Incomplete", msg, now);
+}
+
+static json_t *lost_ranks(struct ts_job *j)
+{
+	json_t *a = json_array();
+	const struct ts_rank_meta *m;
+
+	for (int k = 0; (m = ts_job_rank(j, k)); k++)
+		if (m->lost)
+			json_array_append_new(a, json_pack("{s:i, s:s, s:I}", "rank", k, "pod", m->pod,
+							   "lastStep", (json_int_t)m->last_step));
+	return a;
+}
+
 static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint64_t now)
 {
 	json_t *slow = json_array(), *conds = json_array();
@@ -55,9 +84,10 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 					       r->nslow ? "SlowRanksFound" : "NoSlowRank",
 					       r->nslow ? r->summary : "no rank stands out", now));
 	json_array_append_new(conds, condition("FailSlow", failslow, failslow ? "Degraded" : "Normal",
-					       r->reason[0] ? r->reason : "step time at baseline", now));
+					       failslow && r->reason[0] ? r->reason : "step time at baseline", now));
 	json_array_append_new(conds, condition("Hang", hang, hang ? "NoProgress" : "Progressing",
 					       hang ? r->reason : "steps complete", now));
+	json_array_append_new(conds, completeness(r, now));
 	json_t *st = json_pack("{s:s, s:i, s:{s:o, s:o, s:o}, s:o, s:s, s:o, s:s, s:i, s:o, s:I, s:I}",
 			 "state", ts_state_names[r->state], "worldSize", r->world, "stepTime",
 			 "baselineMs", num_or_null(r->baseline_ms), "currentMs",
@@ -65,6 +95,15 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 			 "slowRanks", slow, "summary", r->summary, "conditions", conds, "traceID", trace,
 			 "observedGeneration", 0, "lastUpdateTime", time_str(now), "lastStep",
 			 (json_int_t)r->last_step, "stepsAnalyzed", (json_int_t)r->steps_evaluated);
+	if (st)
+		json_object_set_new(st, "data", json_pack("{s:I, s:I, s:I, s:I, s:I}",
+			"rankStepsExpected", (json_int_t)r->rank_steps_expected,
+			"rankStepsMissing", (json_int_t)r->rank_steps_missing,
+			"rankStepsLate", (json_int_t)r->rank_steps_late,
+			"droppedInRings", (json_int_t)r->ring_dropped,
+			"batchesLost", (json_int_t)r->batches_lost));
+	if (st && r->nlost)
+		json_object_set_new(st, "lostRanks", lost_ranks(j));
 	if (st && hang && r->hang_rank >= 0)
 		json_object_set_new(st, "hang", json_pack("{s:i, s:s}", "rank", r->hang_rank,
 							  "stacks", r->hang_stacks));
@@ -185,4 +224,12 @@ void ts_report_print(json_t *root, void *file)
 			json_string_value(json_object_get(s, "evidence")));
 	fprintf(f, "  summary: %s\n", json_string_value(json_object_get(st, "summary"))[0] ?
 					      json_string_value(json_object_get(st, "summary")) : "-");
+	json_array_foreach(json_object_get(st, "conditions"), i, s) {
+		const char *type = json_string_value(json_object_get(s, "type"));
+		const char *status = json_string_value(json_object_get(s, "status"));
+		if (type && status && ((!strcmp(type, "Hang") && !strcmp(status, "True")) ||
+				       (!strcmp(type, "DataComplete") && !strcmp(status, "False"))))
+			fprintf(f, "  %s: %s\n", !strcmp(type, "Hang") ? "hang" : "data",
+				json_string_value(json_object_get(s, "message")));
+	}
 }

@@ -3,6 +3,7 @@
 # inside `trainscope run`, the analyzer), each checked against a control run:
 #   - NATS frozen for 4 s, then killed and restarted on its store: every rank-step is
 #     analysed once and the verdict is the control's;
+#   - a rank killed with SIGKILL: the report names it lost and the job ended abnormally;
 #   - a step counter that jumps to 2^62, a world of a million ranks, 10,000 jobs from a
 #     hostile producer (e2e/faults/forge.c): refused and counted, /healthz and /metrics
 #     still answer, memory stays bounded, and real jobs still get their reports.
@@ -13,6 +14,8 @@ BUILD=${BUILD:-build}
 start_nats
 NATS_PID=${PIDS##* }
 cat >"$WORK/analyzer.yaml" <<'YAML'
+failslow:
+  rank_lost_s: 5
 limits:
   job_ttl_s: 15
 YAML
@@ -76,6 +79,39 @@ expect "NATS frozen then restarted: the verdict is the control's" same_verdict
 expect "NATS frozen then restarted: $frz_steps rank-steps taken of $ctl_steps, $(analysed frz) steps analysed of $(analysed ctl)" \
 	test "$frz_steps" -eq "$ctl_steps" -a "$(analysed frz)" -eq "$(analysed ctl)"
 
+# ---- a rank killed (SIGKILL): the report says it was lost and the job ended abnormally ----
+rank_pid() { # RANK: the workload process of that rank
+	local p
+	for p in $(pgrep -f "workload --ranks 4 --steps 600"); do # ranks exec /proc/self/exe
+		if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$1"; then echo "$p"; fi
+	done
+}
+before=$(metric trainscope_analyzer_steps_total)
+"$BIN/trainscope" run --nats "$NATS_URL" --job killed -- "$BIN/workload" --ranks 4 --steps 600 \
+	2>"$WORK/killed.log" &
+job=$!
+wait_for 60 steps_at_least $((before + 400)) || die "the job to kill never started"
+victim=$(rank_pid 2)
+[ -n "$victim" ] || die "no process of rank 2"
+kill -KILL $victim
+wait "$job" || true
+lost_named() {
+	"$BIN/trainscope" report --dir "$REPORTS" --job killed --namespace default --json >"$WORK/killed.json" &&
+		python3 - "$WORK/killed.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["status"]
+lost = [r["rank"] for r in s.get("lostRanks", [])]
+cond = {c["type"]: c for c in s["conditions"]}
+print("      state %s, lost %s, last step %s: %s; %s" % (s["state"], lost, s["lastStep"],
+      cond["Hang"]["message"], cond["DataComplete"]["message"]))
+# the launcher may take other ranks down with it: they are lost too, rank 2 among them
+sys.exit(0 if s["state"] == "Hang" and 2 in lost and "ended abnormally" in cond["Hang"]["message"]
+         else 1)
+PY
+}
+lost_reported() { wait_for 30 lost_named >/dev/null && lost_named; }
+expect "a rank killed (SIGKILL): the report names it lost and says the job ended abnormally" lost_reported
+
 # ---- hostile producers -------------------------------------------------------------------
 answers() { curl -sf -m 2 "$HEALTHZ" >/dev/null && curl -sf -m 2 "$ANALYZER_METRICS" >/dev/null; }
 refused() { metric "trainscope_analyzer_refused_over_limit_total{limit=\"$1\"}"; }
@@ -110,4 +146,4 @@ after_flood() {
 expect "the flood's silent jobs are forgotten after limits.job_ttl_s; a real job gets its report" after_flood
 
 echo "faults: $passed passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passed" -eq 7 ]
+[ "$fails" -eq 0 ] && [ "$passed" -eq 8 ]

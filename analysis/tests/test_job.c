@@ -352,6 +352,43 @@ static void test_hang_clears(void **state)
 	ts_job_free(j);
 }
 
+/* A rank that stops without an exit record while the others exit is lost: the job
+ * ended abnormally (Hang, saying so), and the evaluated steps it missed are counted. */
+static void test_rank_lost(void **state)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	uint64_t t = 1000000 * MS;
+
+	(void)state;
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", "killed", 4, &p), 0);
+	for (int st = 0; st < 40; st++) {
+		struct ts_rank_step rs = { .step = (uint64_t)st, .start_ns = t, .end_ns = t + 50 * MS,
+					   .m = { 30, 5, 0.5, 20, 0 } };
+		for (int r = 0; r < 4; r++)
+			if (r != 3 || st < 20)
+				ts_job_add_step(j, r, 4, &rs);
+		ts_job_tick(j, t + (uint64_t)st * 100 * MS);
+	}
+	for (int r = 0; r < 3; r++)
+		ts_job_rank_final(j, r);
+	ts_job_tick(j, t + 5000 * MS);
+	assert_int_equal(ts_job_result(j)->nlost, 0);
+	ts_job_tick(j, t + 36000 * MS);
+	ts_job_tick(j, t + 37000 * MS); /* the lost rank no longer holds its steps back */
+	const struct ts_job_result *res = ts_job_result(j);
+	assert_int_equal(res->nlost, 1);
+	assert_true(ts_job_rank(j, 3)->lost);
+	assert_int_equal(res->state, TS_STATE_HANG);
+	assert_non_null(strstr(res->reason, "rank 3 (last step 19) lost"));
+	assert_int_equal(res->steps_evaluated, 40);
+	assert_int_equal(res->rank_steps_missing, 20);
+	assert_int_equal(res->rank_steps_expected, 4 * res->steps_evaluated);
+	assert_int_equal(ts_job_quiet_since_ns(j), t + 36000 * MS);
+	ts_job_free(j);
+}
+
 /* ts_job_bytes budgets memory: it grows with the world and stays near what a rank costs
  * (a 65,536-rank job used to cost about 3 KB a rank). */
 static void test_job_bytes(void **state)
@@ -383,6 +420,7 @@ int main(void)
 		cmocka_unit_test(test_missing_rank_does_not_stall),
 		cmocka_unit_test(test_step_jump),
 		cmocka_unit_test(test_hang_clears),
+		cmocka_unit_test(test_rank_lost),
 		cmocka_unit_test(test_job_bytes),
 	};
 	return cmocka_run_group_tests_name("job", tests, NULL, NULL);

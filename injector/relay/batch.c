@@ -105,6 +105,7 @@ int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *step
 	b.seq = h->seq;
 	b.dropped_records = h->dropped_records;
 	b.final = h->final;
+	b.died = h->died;
 	if (h->hello) {
 		hello.start_time_ns = h->start_real_ns;
 		hello.version = (char *)"0.1.0";

@@ -22,6 +22,7 @@ struct ts_batch_hdr {
 	bool hello;               /* prepend a Hello record (first batch of a producer) */
 	uint64_t start_real_ns;   /* for Hello */
 	bool final;               /* the producer exited: nothing follows */
+	bool died;                /* ... without its exit record, after making steps */
 	const struct ts_hang_info *hang; /* append a Hang record */
 };
 

@@ -25,6 +25,7 @@ struct producer {
 	struct ts_ring *ring;
 	struct ts_agg agg;
 	uint64_t producer_id, seq;
+	uint64_t steps;           /* step sums made from its ring */
 	bool hello_sent;
 	uint64_t last_flush_ms;
 	int npending, cap;
@@ -304,8 +305,12 @@ static void announce(struct relay *r, struct producer *p, bool final)
 
 static void publish(struct relay *r, struct producer *p, bool final)
 {
+	/* the library marks the ring closed as its process exits; a process that made steps
+	 * and is gone without that was killed or crashed (one that never stepped, a
+	 * dataloader worker ending with _exit, is not a rank lost) */
+	bool died = final && !atomic_load(&p->ring->closed) && p->steps;
 	struct ts_batch_hdr h = { .producer_id = p->producer_id, .seq = p->seq + 1,
-				  .hello = !p->hello_sent, .final = final };
+				  .hello = !p->hello_sent, .final = final, .died = died };
 	int err;
 
 	p->last_flush_ms = mono_ms();
@@ -384,6 +389,7 @@ static void drain(struct relay *r, struct producer *p)
 		if (!ts_agg_add(&p->agg, &rec, &sum))
 			continue;
 		r->st.steps++;
+		p->steps++;
 		if (push_pending(p, &sum)) {
 			r->st.encode_errors++;
 			continue;
