@@ -27,6 +27,7 @@ struct ts_analyzer {
 	bool *dirty;
 	int njobs, capjobs;
 	size_t job_bytes;      /* ts_job_bytes of every job followed */
+	uint64_t report_failures; /* report writes failed in a row */
 	bool limit_said[L_COUNT];
 	struct producer *prod; /* open addressing, power-of-two size */
 	size_t nprod, capprod;
@@ -437,17 +438,28 @@ int ts_analyzer_ingest(struct ts_analyzer *a, const char *subject, const void *d
 	return err > 0 ? 0 : err; /* a duplicate is not an error */
 }
 
-static void publish_report(struct ts_analyzer *a, struct ts_job *j)
+/* Writes the job's report file: 0, or the error (the caller tries again later). A
+ * folder that fails (a full disk) is said once, and again when it works again. */
+static int publish_report(struct ts_analyzer *a, struct ts_job *j)
 {
-	if (a->opts.report_dir) {
-		if (ts_report_write(j, a->opts.report_dir)) {
-			a->st.report_errors++;
-			ts_error("analyzer: cannot write report of %s/%s in %s", ts_job_ns(j),
-				 ts_job_name(j), a->opts.report_dir);
-		} else {
-			a->st.reports_written++;
-		}
+	int err;
+
+	if (!a->opts.report_dir)
+		return 0;
+	if ((err = ts_report_write(j, a->opts.report_dir))) {
+		a->st.report_errors++;
+		if (!a->report_failures++)
+			ts_error("analyzer: cannot write the report of %s/%s in %s: %s (retried every "
+				 "tick; trainscope_analyzer_report_write_errors_total counts)",
+				 ts_job_ns(j), ts_job_name(j), a->opts.report_dir, strerror(-err));
+		return err;
 	}
+	if (a->report_failures)
+		ts_info("analyzer: report folder %s writable again (%" PRIu64 " writes had failed)",
+			a->opts.report_dir, a->report_failures);
+	a->report_failures = 0;
+	a->st.reports_written++;
+	return 0;
 }
 
 /* A job whose ranks all ended, or that sent nothing, for limits.job_ttl_s: its last
@@ -484,8 +496,7 @@ void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
 
 		snprintf(summary, sizeof(summary), "%s", ts_job_result(j)->summary);
 		if (ts_job_tick(j, now_ns) || a->dirty[i]) {
-			publish_report(a, j);
-			a->dirty[i] = false;
+			a->dirty[i] = publish_report(a, j) != 0;
 			if (a->opts.on_report) {
 				json_t *rep = ts_report_json(j);
 				a->opts.on_report(a->opts.on_report_ctx, rep, now_ns);
@@ -542,6 +553,10 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	M("late_steps_total", "counter", "Rank steps that came after their step was analysed.",
 	  s.late_steps);
 	M("reports_written_total", "counter", "Report files written.", s.reports_written);
+	M("report_write_errors_total", "counter", "Report files that could not be written "
+	  "(retried).", s.report_errors);
+	M("report_dir_failing", "gauge", "1 while report files cannot be written (a full disk).",
+	  a->report_failures > 0);
 	M("control_messages_total", "counter", "Rank announcements seen (for node agents).",
 	  s.control);
 	M("host_samples_total", "counter", "Node agents' host samples joined.", s.host_samples);

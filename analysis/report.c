@@ -185,8 +185,14 @@ int ts_report_write(struct ts_job *j, const char *dir)
 
 	snprintf(path, sizeof(path), "%s/%s_%s.json", dir, ts_job_ns(j), ts_job_name(j));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if (json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) < 0 || rename(tmp, path) < 0)
+	errno = 0;
+	if (!root)
+		err = -EINVAL; /* a name jansson cannot encode */
+	else if (json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) < 0 ||
+		 rename(tmp, path) < 0)
 		err = errno ? -errno : -EIO;
+	if (err)
+		unlink(tmp); /* no half-written file left on a full disk */
 	json_decref(root);
 	return err;
 }

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis/analyzer.h"
 
@@ -193,6 +195,49 @@ static void test_resend_out_of_order(void **state)
 	ts_analyzer_free(a);
 }
 
+/* A report folder that cannot be written (a full disk, here a file in its place): the
+ * failure is counted and shown, nothing half-written stays, and the report is written
+ * once the folder works again. */
+static void test_report_dir_recovers(void **state)
+{
+	char dir[] = "/tmp/ts-report-XXXXXX", path[128], file[160];
+	struct ts_analyzer_opts o = { 0 };
+	struct ts_analyzer_stats st;
+	struct ts_analyzer *a;
+	struct ts_buf m = { 0 };
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/reports", dir);
+	assert_non_null(f = fopen(path, "w")); /* a file where the folder should be */
+	fclose(f);
+	ts_params_defaults(&o.params);
+	o.report_dir = path;
+	assert_int_equal(ts_analyzer_new(&a, &o), 0);
+	feed(a, "disk", 0, 1, 0, 8, false);
+	ts_analyzer_tick(a, T0);
+	ts_analyzer_tick(a, T0 + 1000 * MS);
+	ts_analyzer_get_stats(a, &st);
+	assert_true(st.report_errors >= 2);
+	ts_analyzer_render_metrics(a, &m);
+	assert_non_null(strstr(m.data, "trainscope_analyzer_report_dir_failing 1"));
+	ts_buf_free(&m);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkdir(path, 0755), 0);
+	ts_analyzer_tick(a, T0 + 2000 * MS);
+	snprintf(file, sizeof(file), "%s/ml_disk.json", path);
+	assert_int_equal(access(file, R_OK), 0);
+	ts_buf_free(&m);
+	ts_analyzer_render_metrics(a, &m);
+	assert_non_null(strstr(m.data, "trainscope_analyzer_report_dir_failing 0"));
+	ts_buf_free(&m);
+	ts_analyzer_free(a);
+	unlink(file);
+	rmdir(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +246,7 @@ int main(void)
 		cmocka_unit_test(test_world_and_memory),
 		cmocka_unit_test(test_step_jump_and_forget),
 		cmocka_unit_test(test_resend_out_of_order),
+		cmocka_unit_test(test_report_dir_recovers),
 	};
 	return cmocka_run_group_tests_name("limits", tests, NULL, NULL);
 }
