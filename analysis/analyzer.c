@@ -385,6 +385,18 @@ static void node_records(struct ts_analyzer *a, struct ts_job *j, const Trainsco
 	}
 }
 
+/* Reports are JSON: a name must be UTF-8 text (NULL, unset, is fine). */
+static bool utf8(const char *s)
+{
+	json_t *t;
+
+	if (!s)
+		return true;
+	t = json_string(s);
+	json_decref(t);
+	return t != NULL;
+}
+
 static int ingest_batch(struct ts_analyzer *a, const char *subject, enum kind kind,
 			Trainscope__V1__Batch *b)
 {
@@ -399,6 +411,8 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, enum kind ki
 		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "batch without identity");
 	if (!b->producer_id || !b->seq)
 		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "batch without producer/seq");
+	if (!utf8(id->namespace_) || !utf8(id->job) || !utf8(id->pod) || !utf8(id->node))
+		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "names that are not UTF-8");
 	if (kind == K_CTL) { /* announcements are for node agents */
 		a->st.control++;
 		return 1;
@@ -497,16 +511,16 @@ void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
 		snprintf(summary, sizeof(summary), "%s", ts_job_result(j)->summary);
 		if (ts_job_tick(j, now_ns) || a->dirty[i]) {
 			a->dirty[i] = publish_report(a, j) != 0;
-			if (a->opts.on_report) {
-				json_t *rep = ts_report_json(j);
+			json_t *rep = a->opts.on_report ? ts_report_json(j) : NULL;
+			if (rep)
 				a->opts.on_report(a->opts.on_report_ctx, rep, now_ns);
-				json_decref(rep);
-			}
+			json_decref(rep);
 		}
 		const struct ts_job_result *r = ts_job_result(j);
 		if (a->opts.print_changes && (r->state != before || strcmp(summary, r->summary))) {
 			json_t *rep = ts_report_json(j);
-			ts_report_print(rep, stdout);
+			if (rep)
+				ts_report_print(rep, stdout);
 			fflush(stdout);
 			json_decref(rep);
 		}

@@ -95,6 +95,8 @@ static void test_max_jobs(void **state)
 	assert_int_equal(st.over_limit[0], 2);
 	assert_non_null(ts_analyzer_job(a, "ml", "j2"));
 	assert_null(ts_analyzer_job(a, "ml", "j3"));
+	/* a name a report cannot hold is refused before it makes a job */
+	assert_int_equal(feed(a, "\xff\xfe", 0, 2, 0, 1, false), -EBADMSG);
 	ts_analyzer_free(a);
 }
 
