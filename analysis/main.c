@@ -64,6 +64,7 @@ struct cli {
 	char exported[64][96]; /* slow-rank spans sent: "<ns>/<job>/<rank>/<since>" */
 	int nexported;
 	struct ts_analyzer *analyzer;
+	uint64_t consumer_recreated; /* the durable consumer vanished and was made again */
 };
 
 static int parse_args(int argc, char **argv, struct cli *c)
@@ -140,6 +141,8 @@ static void render(void *ctx, struct ts_buf *out)
 
 	pthread_mutex_lock(&core_lock);
 	ts_analyzer_render_metrics(c->analyzer, out);
+	ts_prom(out, "trainscope_analyzer_consumer_recreated_total", "counter",
+		"Times the durable consumer had vanished and was made again.", c->consumer_recreated);
 	if (c->k8s) {
 		ts_k8s_get_stats(c->k8s, &ks);
 		ts_prom(out, "trainscope_analyzer_k8s_reports_created_total", "counter",
@@ -306,9 +309,16 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 		return 0;
 	ts_info("analyzer: consuming %s as durable %s", c->filter ? c->filter : TSN_SUBJECTS,
 		c->durable);
+	uint64_t last_check = ts_real_ns();
 	while (!ts_stop_requested()) {
 		consume(a, sub);
 		uint64_t now = ts_real_ns();
+		/* another client may delete the consumer: nothing would arrive again */
+		if (now - last_check > 5000000000ull) {
+			if (tsn_sub_check(sub) == 1)
+				c->consumer_recreated++;
+			last_check = now;
+		}
 		if (now - last_tick > 100000000ull) {
 			pthread_mutex_lock(&core_lock);
 			ts_analyzer_tick(a, now);

@@ -33,6 +33,8 @@ struct tsn {
 struct tsn_sub {
 	struct tsn *n;
 	natsSubscription *sub;
+	char durable[128], filter[256];
+	uint64_t last_stream_seq; /* of the messages fetched: where a recreated consumer resumes */
 };
 
 static int64_t now_ms(void)
@@ -479,35 +481,67 @@ void tsn_get_stats(struct tsn *n, struct tsn_stats *out)
 	pthread_mutex_unlock(&n->lock);
 }
 
-int tsn_subscribe(struct tsn *n, const char *durable, const char *filter, struct tsn_sub **out)
+/* The durable pull consumer, made when missing: from the stream's start, or after the
+ * last message this subscription fetched when it is made again. */
+static int pull_subscribe(struct tsn_sub *s)
 {
 	jsSubOptions so;
 	jsErrCode jerr = 0;
-	struct tsn_sub *s;
 	natsStatus st;
+
+	jsSubOptions_Init(&so);
+	so.Stream = TSN_STREAM;
+	so.Config.AckPolicy = js_AckExplicit;
+	so.Config.DeliverPolicy = s->last_stream_seq ? js_DeliverByStartSequence : js_DeliverAll;
+	so.Config.OptStartSeq = s->last_stream_seq ? s->last_stream_seq + 1 : 0;
+	so.Config.AckWait = 30 * 1000000000ll;
+	so.Config.MaxAckPending = 65536;
+	st = js_PullSubscribe(&s->sub, s->n->js, s->filter, s->durable, NULL, &so, &jerr);
+	if (st != NATS_OK) {
+		ts_error("nats: durable consumer %s: %s (%d)", s->durable, natsStatus_GetText(st),
+			 (int)jerr);
+		s->sub = NULL;
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+int tsn_subscribe(struct tsn *n, const char *durable, const char *filter, struct tsn_sub **out)
+{
+	struct tsn_sub *s;
 
 	if (tsn_ensure_stream(n))
 		return -EAGAIN;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	jsSubOptions_Init(&so);
-	so.Stream = TSN_STREAM;
-	so.Config.AckPolicy = js_AckExplicit;
-	so.Config.DeliverPolicy = js_DeliverAll;
-	so.Config.AckWait = 30 * 1000000000ll;
-	so.Config.MaxAckPending = 65536;
-	st = js_PullSubscribe(&s->sub, n->js, filter ? filter : TSN_SUBJECTS, durable, NULL, &so,
-			      &jerr);
-	if (st != NATS_OK) {
-		ts_error("nats: durable consumer %s: %s (%d)", durable, natsStatus_GetText(st),
-			 (int)jerr);
+	s->n = n;
+	snprintf(s->durable, sizeof(s->durable), "%s", durable);
+	snprintf(s->filter, sizeof(s->filter), "%s", filter ? filter : TSN_SUBJECTS);
+	if (pull_subscribe(s)) {
 		free(s);
 		return -EAGAIN;
 	}
-	s->n = n;
 	*out = s;
 	return 0;
+}
+
+int tsn_sub_check(struct tsn_sub *s)
+{
+	jsConsumerInfo *ci = NULL;
+	jsErrCode jerr = 0;
+	natsStatus st = js_GetConsumerInfo(&ci, s->n->js, TSN_STREAM, s->durable, NULL, &jerr);
+
+	jsConsumerInfo_Destroy(ci);
+	if (st == NATS_OK)
+		return 0;
+	if (st != NATS_NOT_FOUND && jerr != JSConsumerNotFoundErr)
+		return -EAGAIN; /* the server away: nothing to say of the consumer */
+	ts_warn("nats: durable consumer %s vanished (deleted by another client?): making it "
+		"again from stream sequence %" PRIu64, s->durable, s->last_stream_seq + 1);
+	natsSubscription_Destroy(s->sub);
+	s->sub = NULL;
+	return pull_subscribe(s) ? -EAGAIN : 1;
 }
 
 int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_ms)
@@ -516,12 +550,19 @@ int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_m
 	natsStatus st;
 
 	memset(list, 0, sizeof(*list));
+	if (!s->sub && pull_subscribe(s))
+		return -EAGAIN;
 	st = natsSubscription_Fetch(list, s->sub, batch, timeout_ms, &jerr);
-	if (st == NATS_OK)
-		return list->Count;
-	if (st == NATS_TIMEOUT)
-		return list->Count;
-	return -EAGAIN;
+	if (st != NATS_OK && st != NATS_TIMEOUT)
+		return -EAGAIN;
+	for (int i = 0; i < list->Count; i++) {
+		jsMsgMetaData *md = NULL;
+		if (natsMsg_GetMetaData(&md, list->Msgs[i]) == NATS_OK &&
+		    md->Sequence.Stream > s->last_stream_seq)
+			s->last_stream_seq = md->Sequence.Stream;
+		jsMsgMetaData_Destroy(md);
+	}
+	return list->Count;
 }
 
 int tsn_delete_consumer(struct tsn *n, const char *durable)

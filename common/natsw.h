@@ -85,6 +85,9 @@ int tsn_subscribe(struct tsn *n, const char *durable, const char *filter, struct
  * server is away. Messages are acknowledged with natsMsg_Ack by the caller. */
 int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_ms);
 void tsn_unsubscribe(struct tsn_sub *s);
+/* Whether the durable consumer still exists: 0 yes, 1 it had vanished and was made again
+ * (resuming after the last message fetched), -EAGAIN when that cannot be told or done. */
+int tsn_sub_check(struct tsn_sub *s);
 /* Removes a durable consumer (one made for a single read). */
 int tsn_delete_consumer(struct tsn *n, const char *durable);
 

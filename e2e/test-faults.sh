@@ -4,6 +4,7 @@
 #   - NATS frozen for 4 s, then killed and restarted on its store: every rank-step is
 #     analysed once and the verdict is the control's;
 #   - a rank killed with SIGKILL: the report names it lost and the job ended abnormally;
+#   - the analyzer's durable consumer deleted by another client: made again, nothing lost;
 #   - a step counter that jumps to 2^62, a world of a million ranks, 10,000 jobs from a
 #     hostile producer (e2e/faults/forge.c): refused and counted, /healthz and /metrics
 #     still answer, memory stays bounded, and real jobs still get their reports.
@@ -112,6 +113,15 @@ PY
 lost_reported() { wait_for 30 lost_named >/dev/null && lost_named; }
 expect "a rank killed (SIGKILL): the report names it lost and says the job ended abnormally" lost_reported
 
+# ---- the analyzer's durable consumer deleted by another client: made again, nothing lost ----
+recreated() { [ "$(metric trainscope_analyzer_consumer_recreated_total)" -ge 1 ]; }
+consumer_back() {
+	"$BIN/forge" --nats "$NATS_URL" --delete-consumer trainscope-analyzer || return 1
+	run_job gone 4 60 none # published while the consumer is gone
+	wait_for 30 recreated && wait_report gone 59 && check_report gone healthy
+}
+expect "the durable consumer deleted: made again from where it was, the next job still reported" consumer_back
+
 # ---- hostile producers -------------------------------------------------------------------
 answers() { curl -sf -m 2 "$HEALTHZ" >/dev/null && curl -sf -m 2 "$ANALYZER_METRICS" >/dev/null; }
 refused() { metric "trainscope_analyzer_refused_over_limit_total{limit=\"$1\"}"; }
@@ -146,4 +156,4 @@ after_flood() {
 expect "the flood's silent jobs are forgotten after limits.job_ttl_s; a real job gets its report" after_flood
 
 echo "faults: $passed passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passed" -eq 8 ]
+[ "$fails" -eq 0 ] && [ "$passed" -eq 9 ]

@@ -3,10 +3,12 @@
  *
  *   forge --nats URL [--ns NS] [--job NAME] [--jobs N] [--rank R] [--world W]
  *         [--step S] [--steps N] [--producer ID] [--seq Q]
+ *   forge --nats URL --delete-consumer NAME
  *
  * One batch per job (--jobs N: jobs NAME-0 .. NAME-(N-1)), each holding --steps steps
  * from --step, of rank R of a world of W, as producer ID (default: a new one per job)
- * from sequence Q. Exit 0 once JetStream stored them all. */
+ * from sequence Q. Exit 0 once JetStream stored them all. --delete-consumer deletes a
+ * durable consumer of the stream, as any client with the rights can. */
 #include "natsw.h"
 #include "proto/trainscope.pb-c.h"
 
@@ -75,11 +77,13 @@ int main(int argc, char **argv)
 		{ "jobs", required_argument, NULL, 'J' },   { "rank", required_argument, NULL, 'r' },
 		{ "world", required_argument, NULL, 'w' },  { "step", required_argument, NULL, 'S' },
 		{ "steps", required_argument, NULL, 'N' },  { "producer", required_argument, NULL, 'p' },
-		{ "seq", required_argument, NULL, 'q' },    { 0 }
+		{ "seq", required_argument, NULL, 'q' },    { "delete-consumer", required_argument, NULL, 'X' },
+		{ 0 }
 	};
 	struct forge f = { "default", "forged", 1, 1, 0, 1, 0, 0, 1 };
 	struct tsn_opts o = { 0 };
 	struct tsn *n;
+	const char *doomed = NULL;
 	char job[256];
 	int ch, rc = 0;
 
@@ -97,6 +101,7 @@ int main(int argc, char **argv)
 		case 'N': f.steps = strtol(optarg, NULL, 10); break;
 		case 'p': f.producer = strtoull(optarg, NULL, 0); break;
 		case 'q': f.seq = strtoull(optarg, NULL, 0); break;
+		case 'X': doomed = optarg; break;
 		default: fprintf(stderr, "forge: see the comment at the top of e2e/faults/forge.c\n"); return 2;
 		}
 	}
@@ -108,6 +113,14 @@ int main(int argc, char **argv)
 	if (tsn_open(&n, &o)) {
 		fprintf(stderr, "forge: cannot open NATS at %s\n", o.url);
 		return 1;
+	}
+	if (doomed) {
+		for (int i = 0; i < 100 && (rc = tsn_delete_consumer(n, doomed)); i++)
+			usleep(100000); /* connecting in the background */
+		tsn_close(n);
+		if (rc)
+			fprintf(stderr, "forge: cannot delete consumer %s (%d)\n", doomed, rc);
+		return rc ? 1 : 0;
 	}
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
 	for (long i = 0; i < f.jobs && !rc; i++) {
