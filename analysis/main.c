@@ -301,8 +301,10 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 	struct tsn_sub *sub = NULL;
 	uint64_t last_tick = 0;
 
-	while (!ts_stop_requested() && tsn_subscribe(n, c->durable, c->filter, &sub)) {
-		ts_warn("analyzer: waiting for JetStream at %s", c->nats.url);
+	for (int tries = 0; !ts_stop_requested() && tsn_subscribe(n, c->durable, c->filter, &sub);
+	     tries++) {
+		if (tries % 30 == 0) /* the cause is said above, once */
+			ts_warn("analyzer: waiting for JetStream at %s", c->nats.url);
 		nats_Sleep(1000);
 	}
 	if (!sub)

@@ -28,6 +28,8 @@ struct tsn {
 	struct tsn_stats st;
 	bool stream_ready, closing;
 	int64_t next_stream_try_ms;
+	int refused_code;           /* JetStream's last refusal said (0: none since a success) */
+	int stream_code;            /* the last stream error said */
 };
 
 struct tsn_sub {
@@ -162,6 +164,10 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
 			n->st.acked++;
 		else
 			n->st.dropped++; /* not ours to resend: cannot happen */
+		if ((pa || !pae) && n->refused_code) {
+			n->refused_code = 0;
+			ts_info("nats: JetStream stores publishes again");
+		}
 		pthread_mutex_unlock(&n->lock);
 		free(e);
 		natsMsg_Destroy(msg);
@@ -170,6 +176,14 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
 	n->st.retried++;
 	if (pae->ErrCode == JSStreamNotFoundErr || pae->Err == NATS_NO_RESPONDERS)
 		n->stream_ready = false;
+	/* a refusal by JetStream (a full store, limits): said once until publishes go through,
+	 * not left to the debug log while the outbox fills */
+	if (pae->ErrCode && (int)pae->ErrCode != n->refused_code) {
+		n->refused_code = (int)pae->ErrCode;
+		ts_warn("nats: JetStream refused a publish to %s: %s (error %d); resending",
+			natsMsg_GetSubject(msg), pae->ErrText ? pae->ErrText : natsStatus_GetText(pae->Err),
+			(int)pae->ErrCode);
+	}
 	outbox_trim(n, e->len);
 	outbox_push(n, e);
 	pthread_mutex_unlock(&n->lock);
@@ -354,10 +368,18 @@ int tsn_ensure_stream(struct tsn *n)
 		s = js_UpdateStream(&si, n->js, &cfg, NULL, &jerr);
 	jsStreamInfo_Destroy(si);
 	if (s != NATS_OK) {
-		ts_debug("nats: stream %s not ready: %s (%d)", TSN_STREAM, natsStatus_GetText(s),
-			 (int)jerr);
+		/* a server that is away says nothing new; an answer that refuses is the cause */
+		const char *why = nats_GetLastError(NULL), *at = why ? strstr(why, "): ") : NULL;
+		if (jerr && (int)jerr != n->stream_code)
+			ts_warn("nats: stream %s cannot be made or updated: %s (error %d)", TSN_STREAM,
+				at ? at + 3 : why ? why : natsStatus_GetText(s), (int)jerr);
+		else
+			ts_debug("nats: stream %s not ready: %s (%d)", TSN_STREAM,
+				 natsStatus_GetText(s), (int)jerr);
+		n->stream_code = (int)jerr;
 		return -EAGAIN;
 	}
+	n->stream_code = 0;
 	pthread_mutex_lock(&n->lock);
 	n->stream_ready = true;
 	pthread_mutex_unlock(&n->lock);

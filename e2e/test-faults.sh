@@ -5,6 +5,7 @@
 #     analysed once and the verdict is the control's;
 #   - a rank killed with SIGKILL: the report names it lost and the job ended abnormally;
 #   - the analyzer's durable consumer deleted by another client: made again, nothing lost;
+#   - a JetStream store too small for the stream: the analyzer says so;
 #   - a step counter that jumps to 2^62, a world of a million ranks, 10,000 jobs from a
 #     hostile producer (e2e/faults/forge.c): refused and counted, /healthz and /metrics
 #     still answer, memory stays bounded, and real jobs still get their reports.
@@ -122,6 +123,23 @@ consumer_back() {
 }
 expect "the durable consumer deleted: made again from where it was, the next job still reported" consumer_back
 
+# ---- a JetStream store too small for the stream: the cause is said, not only at debug ----
+small_store() {
+	local dir="$WORK/small" pid url
+	mkdir -p "$dir"
+	printf 'listen: 127.0.0.1:-1\njetstream { store_dir: "%s/js", max_file_store: 1MB }\n' "$dir" >"$dir/n.conf"
+	nats-server -c "$dir/n.conf" --ports_file_dir "$dir" >"$dir/log" 2>&1 &
+	pid=$!
+	PIDS="$PIDS $pid"
+	wait_for 15 test -s "$dir/nats-server_$pid.ports" || return 1
+	url=$(grep -o 'nats://127.0.0.1:[0-9]*' "$dir/nats-server_$pid.ports" | head -1)
+	"$BIN/trainscope-analyzer" --nats "$url" --metrics-port -1 --report-dir "$dir/r" 2>"$dir/analyzer.log" &
+	PIDS="$PIDS $!"
+	wait_for 15 grep -q "insufficient storage" "$dir/analyzer.log" || return 1
+	grep -m1 "insufficient storage" "$dir/analyzer.log" | sed 's/^/      /'
+}
+expect "a JetStream store too small: the analyzer says why it waits" small_store
+
 # ---- hostile producers -------------------------------------------------------------------
 answers() { curl -sf -m 2 "$HEALTHZ" >/dev/null && curl -sf -m 2 "$ANALYZER_METRICS" >/dev/null; }
 refused() { metric "trainscope_analyzer_refused_over_limit_total{limit=\"$1\"}"; }
@@ -156,4 +174,4 @@ after_flood() {
 expect "the flood's silent jobs are forgotten after limits.job_ttl_s; a real job gets its report" after_flood
 
 echo "faults: $passed passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passed" -eq 9 ]
+[ "$fails" -eq 0 ] && [ "$passed" -eq 10 ]
