@@ -34,6 +34,9 @@ struct ts_analyzer {
 	struct ts_analyzer_stats st;
 };
 
+static int publish_report(struct ts_analyzer *a, struct ts_job *j);
+static void drop_job(struct ts_analyzer *a, int i);
+
 int ts_analyzer_new(struct ts_analyzer **out, const struct ts_analyzer_opts *opts)
 {
 	struct ts_analyzer *a = calloc(1, sizeof(*a));
@@ -385,6 +388,22 @@ static void node_records(struct ts_analyzer *a, struct ts_job *j, const Trainsco
 	}
 }
 
+/* A rank that ended (exit record, or lost) and steps again from before the steps the
+ * job has analysed is a new run of the job: a launcher's restart, or the same name run
+ * again. (A helper process of a live rank that exits, say a dataloader worker that
+ * recorded something, sends an exit record too; the rank's steps then go on ahead.) */
+static bool new_attempt(struct ts_job *j, const Trainscope__V1__Batch *b)
+{
+	const struct ts_rank_meta *m = ts_job_rank(j, b->id->rank);
+
+	if (!m || !(m->final || m->lost))
+		return false;
+	for (size_t i = 0; i < b->n_records; i++)
+		if (b->records[i]->kind_case == TRAINSCOPE__V1__RECORD__KIND_STEP)
+			return b->records[i]->step->step < ts_job_next_step(j);
+	return false;
+}
+
 /* Reports are JSON: a name must be UTF-8 text (NULL, unset, is fine). */
 static bool utf8(const char *s)
 {
@@ -421,6 +440,16 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, enum kind ki
 		return rc;
 	if ((rc = job_get(a, id->namespace_, id->job, id->world_size, &j)))
 		return rc;
+	if (kind == K_RANK && new_attempt(j, b)) {
+		ts_info("analyzer: %s/%s: a new run (rank %d steps again after its exit): the "
+			"report starts afresh", id->namespace_, id->job, id->rank);
+		for (int i = 0; i < a->njobs; i++)
+			if (a->jobs[i] == j)
+				drop_job(a, i);
+		a->st.attempts++;
+		if ((rc = job_get(a, id->namespace_, id->job, id->world_size, &j)))
+			return rc;
+	}
 	if (dropped || lost)
 		ts_job_data_loss(j, dropped, lost);
 	if (kind == K_RANK || kind == K_HANG)
@@ -476,6 +505,22 @@ static int publish_report(struct ts_analyzer *a, struct ts_job *j)
 	return 0;
 }
 
+/* Frees job i after its last report file and on_forget. */
+static void drop_job(struct ts_analyzer *a, int i)
+{
+	struct ts_job *j = a->jobs[i];
+
+	if (a->dirty[i])
+		publish_report(a, j);
+	if (a->opts.on_forget)
+		a->opts.on_forget(a->opts.on_report_ctx, j);
+	a->job_bytes -= ts_job_bytes(&a->opts.params, ts_job_world(j));
+	ts_job_free(j);
+	a->jobs[i] = a->jobs[a->njobs - 1];
+	a->dirty[i] = a->dirty[a->njobs - 1];
+	a->njobs--;
+}
+
 /* A job whose ranks all ended, or that sent nothing, for limits.job_ttl_s: its last
  * report was published; its state goes (a later batch of that name starts a new job).
  * Jobs that only ever sent garbage thus do not hold limits.max_jobs for good. */
@@ -490,13 +535,7 @@ static bool forget_quiet(struct ts_analyzer *a, int i, uint64_t now_ns)
 	ts_info("analyzer: forgot %s job %s/%s (its report stays)",
 		ts_job_result(j)->steps_evaluated ? "finished or silent" : "silent", ts_job_ns(j),
 		ts_job_name(j));
-	if (a->opts.on_forget)
-		a->opts.on_forget(a->opts.on_report_ctx, j);
-	a->job_bytes -= ts_job_bytes(&a->opts.params, ts_job_world(j));
-	ts_job_free(j);
-	a->jobs[i] = a->jobs[a->njobs - 1];
-	a->dirty[i] = a->dirty[a->njobs - 1];
-	a->njobs--;
+	drop_job(a, i);
 	a->st.jobs_forgotten++;
 	return true;
 }
@@ -579,6 +618,8 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	M("jobs_started_total", "counter", "Jobs followed since the start.", s.jobs);
 	M("jobs_forgotten_total", "counter", "Jobs forgotten after limits.job_ttl_s quiet.",
 	  s.jobs_forgotten);
+	M("job_attempts_total", "counter", "New runs of a job name whose ranks had ended: "
+	  "started afresh.", s.attempts);
 	M("job_state_bytes", "gauge", "Memory held by the jobs' state (limits.memory_mb bounds it).",
 	  a->job_bytes);
 #undef M

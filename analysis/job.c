@@ -208,6 +208,7 @@ const struct ts_job_result *ts_job_result(const struct ts_job *j) { return &j->r
 uint64_t ts_job_late_steps(const struct ts_job *j) { return j->late; }
 const uint8_t *ts_job_trace_id(const struct ts_job *j) { return j->has_trace ? j->trace_id : NULL; }
 int ts_job_world(const struct ts_job *j) { return j->world; }
+uint64_t ts_job_next_step(const struct ts_job *j) { return j->next_eval; }
 uint64_t ts_job_quiet_since_ns(const struct ts_job *j)
 {
 	return j->finished_ns ? j->finished_ns : j->last_data_ns;

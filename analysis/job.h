@@ -109,6 +109,8 @@ struct ts_rank_meta *ts_job_rank(struct ts_job *j, int rank);
 /* What a job of world ranks holds in memory, near enough to budget by. */
 size_t ts_job_bytes(const struct ts_params *p, int world);
 int ts_job_world(const struct ts_job *j);
+/* The lowest step not evaluated yet: steps below it come late. */
+uint64_t ts_job_next_step(const struct ts_job *j);
 /* When the job's ranks had all ended, else when its last step came, as of the ticks. */
 uint64_t ts_job_quiet_since_ns(const struct ts_job *j);
 

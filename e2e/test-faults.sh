@@ -4,6 +4,7 @@
 #   - NATS frozen for 4 s, then killed and restarted on its store: every rank-step is
 #     analysed once and the verdict is the control's;
 #   - a rank killed with SIGKILL: the report names it lost and the job ended abnormally;
+#   - a job name run again: a new attempt whose report is its own;
 #   - the analyzer's durable consumer deleted by another client: made again, nothing lost;
 #   - a JetStream store too small for the stream: the analyzer says so;
 #   - a step counter that jumps to 2^62, a world of a million ranks, 10,000 jobs from a
@@ -114,6 +115,17 @@ PY
 lost_reported() { wait_for 30 lost_named >/dev/null && lost_named; }
 expect "a rank killed (SIGKILL): the report names it lost and says the job ended abnormally" lost_reported
 
+# ---- a job name run again: a new attempt with a fresh report, not the first run's ------
+attempts_at_least() { [ "$(metric trainscope_analyzer_job_attempts_total)" -ge "$1" ]; }
+run_twice() {
+	local before
+	before=$(metric trainscope_analyzer_job_attempts_total)
+	run_job twice 4 120 compute "${SLOW[@]}" && wait_report twice 119 && check_report twice 2 Compute &&
+		run_job twice 4 120 none && wait_for 30 attempts_at_least $((before + 1)) &&
+		wait_report twice 119 && check_report twice healthy
+}
+expect "a job name run again (rank 2 slow, then healthy): the second report is the second run's" run_twice
+
 # ---- the analyzer's durable consumer deleted by another client: made again, nothing lost ----
 recreated() { [ "$(metric trainscope_analyzer_consumer_recreated_total)" -ge 1 ]; }
 consumer_back() {
@@ -174,4 +186,4 @@ after_flood() {
 expect "the flood's silent jobs are forgotten after limits.job_ttl_s; a real job gets its report" after_flood
 
 echo "faults: $passed passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passed" -eq 10 ]
+[ "$fails" -eq 0 ] && [ "$passed" -eq 11 ]

@@ -197,6 +197,37 @@ static void test_resend_out_of_order(void **state)
 	ts_analyzer_free(a);
 }
 
+/* A job name run again after its ranks exited is a new run: its state starts afresh
+ * instead of the new steps being dropped as late behind the old run. */
+static void test_new_attempt(void **state)
+{
+	struct ts_analyzer *a = analyzer(defaults);
+	struct ts_analyzer_stats st;
+
+	(void)state;
+	for (uint64_t k = 0; k < 32; k += 8)
+		for (int r = 0; r < 2; r++)
+			feed(a, "again", r, 2, k, 8, false);
+	/* a helper process of rank 0 exits; rank 0 steps on: the same run */
+	feed(a, "again", 0, 2, 0, 0, true);
+	for (int r = 0; r < 2; r++)
+		feed(a, "again", r, 2, 32, 8, false);
+	ts_analyzer_get_stats(a, &st);
+	assert_int_equal(st.attempts, 0);
+	for (int r = 0; r < 2; r++)
+		feed(a, "again", r, 2, 40, 1, true);
+	ts_analyzer_tick(a, T0 + 5000 * MS);
+	assert_true(ts_job_result(ts_analyzer_job(a, "ml", "again"))->steps_evaluated >= 40);
+	for (int r = 0; r < 2; r++)
+		feed(a, "again", r, 2, 0, 8, false);
+	ts_analyzer_tick(a, T0 + 6000 * MS);
+	ts_analyzer_get_stats(a, &st);
+	assert_int_equal(st.attempts, 1);
+	assert_int_equal(ts_job_late_steps(ts_analyzer_job(a, "ml", "again")), 0);
+	assert_true(ts_job_result(ts_analyzer_job(a, "ml", "again"))->steps_evaluated <= 8);
+	ts_analyzer_free(a);
+}
+
 /* A report folder that cannot be written (a full disk, here a file in its place): the
  * failure is counted and shown, nothing half-written stays, and the report is written
  * once the folder works again. */
@@ -249,6 +280,7 @@ int main(void)
 		cmocka_unit_test(test_step_jump_and_forget),
 		cmocka_unit_test(test_resend_out_of_order),
 		cmocka_unit_test(test_report_dir_recovers),
+		cmocka_unit_test(test_new_attempt),
 	};
 	return cmocka_run_group_tests_name("limits", tests, NULL, NULL);
 }
