@@ -2,6 +2,7 @@
 #include "analyzer.h"
 #include "httpd.h"
 #include "k8s.h"
+#include "k8s_writer.h"
 #include "otlp.h"
 #include "kube.h"
 #include "log.h"
@@ -59,7 +60,7 @@ struct cli {
 	const char *kubeconfig, *otlp_endpoint;
 	int otlp_every;
 	struct ts_kube *kube;
-	struct ts_k8s *k8s;
+	struct ts_k8sw *k8s;   /* the Kubernetes writer's thread */
 	struct ts_otlp *otlp;
 	char exported[64][96]; /* slow-rank spans sent: "<ns>/<job>/<rank>/<since>" */
 	int nexported;
@@ -144,7 +145,10 @@ static void render(void *ctx, struct ts_buf *out)
 	ts_prom(out, "trainscope_analyzer_consumer_recreated_total", "counter",
 		"Times the durable consumer had vanished and was made again.", c->consumer_recreated);
 	if (c->k8s) {
-		ts_k8s_get_stats(c->k8s, &ks);
+		uint64_t queued;
+		ts_k8sw_stats(c->k8s, &ks, &queued);
+		ts_prom(out, "trainscope_analyzer_k8s_queued", "gauge",
+			"Job reports waiting for the Kubernetes writer.", queued);
 		ts_prom(out, "trainscope_analyzer_k8s_reports_created_total", "counter",
 			"SlowNodeReports created.", ks.created);
 		ts_prom(out, "trainscope_analyzer_k8s_status_updates_total", "counter",
@@ -212,7 +216,7 @@ static void on_report(void *ctx, json_t *report, uint64_t now_ns)
 	struct cli *c = ctx;
 
 	if (c->k8s)
-		ts_k8s_publish(c->k8s, report, now_ns);
+		ts_k8sw_publish(c->k8s, report, now_ns);
 	if (c->otlp)
 		otlp_slow_ranks(c, report, now_ns);
 }
@@ -222,7 +226,7 @@ static void on_forget(void *ctx, struct ts_job *j)
 	struct cli *c = ctx;
 
 	if (c->k8s)
-		ts_k8s_forget(c->k8s, ts_job_ns(j), ts_job_name(j), ts_real_ns());
+		ts_k8sw_forget(c->k8s, ts_job_ns(j), ts_job_name(j), ts_real_ns());
 }
 
 static void on_step(void *ctx, struct ts_job *j, const Trainscope__V1__Identity *id,
@@ -264,9 +268,12 @@ static int open_k8s(struct cli *c)
 
 	if (!c->kubeconfig && !c->in_cluster)
 		return 0;
+	struct ts_k8s *k = NULL;
+
 	if (ts_kube_open(&c->kube, c->in_cluster ? NULL : c->kubeconfig, err, sizeof(err)) ||
-	    ts_k8s_new(&c->k8s, c->kube, c->k8s_interval_s)) {
-		fprintf(stderr, "trainscope-analyzer: Kubernetes: %s\n", err);
+	    ts_k8s_new(&k, c->kube, c->k8s_interval_s) || ts_k8sw_start(&c->k8s, k)) {
+		fprintf(stderr, "trainscope-analyzer: Kubernetes: %s\n", *err ? err : "out of memory");
+		ts_k8s_free(k);
 		return -1;
 	}
 	c->ao.on_report = on_report;
@@ -324,8 +331,6 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 		if (now - last_tick > 100000000ull) {
 			pthread_mutex_lock(&core_lock);
 			ts_analyzer_tick(a, now);
-			if (c->k8s)
-				ts_k8s_flush(c->k8s, now, false);
 			pthread_mutex_unlock(&core_lock);
 			last_tick = now;
 		}
@@ -333,8 +338,6 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 	pthread_mutex_lock(&core_lock);
 	ts_analyzer_tick(a, ts_real_ns());
 	ts_analyzer_flush_reports(a);
-	if (c->k8s)
-		ts_k8s_flush(c->k8s, ts_real_ns(), true);
 	pthread_mutex_unlock(&core_lock);
 	tsn_unsubscribe(sub);
 	return 0;
@@ -377,7 +380,7 @@ out:
 	tsn_close(n);
 	ts_analyzer_free(a);
 	ts_otlp_free(c.otlp);
-	ts_k8s_free(c.k8s);
+	ts_k8sw_stop(c.k8s, 20); /* the last statuses, unless the API server keeps silent */
 	ts_kube_close(c.kube);
 	return rc;
 }

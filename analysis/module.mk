@@ -1,5 +1,6 @@
 ANALYSIS_LIB_SRCS := analysis/stats.c analysis/dbscan.c analysis/ksigma.c analysis/failslow.c \
-	analysis/params.c analysis/job.c analysis/report.c analysis/analyzer.c analysis/k8s.c analysis/otlp.c
+	analysis/params.c analysis/job.c analysis/report.c analysis/analyzer.c analysis/k8s.c \
+	analysis/k8s_writer.c analysis/otlp.c
 ANALYSIS_LIB_OBJS := $(ANALYSIS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 ANALYZER_BIN := $(BUILD)/bin/trainscope-analyzer
 

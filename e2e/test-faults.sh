@@ -7,6 +7,7 @@
 #   - a job name run again: a new attempt whose report is its own;
 #   - the analyzer's durable consumer deleted by another client: made again, nothing lost;
 #   - a JetStream store too small for the stream: the analyzer says so;
+#   - a Kubernetes API server that never answers: analysis and /metrics go on;
 #   - a step counter that jumps to 2^62, a world of a million ranks, 10,000 jobs from a
 #     hostile producer (e2e/faults/forge.c): refused and counted, /healthz and /metrics
 #     still answer, memory stays bounded, and real jobs still get their reports.
@@ -152,6 +153,44 @@ small_store() {
 }
 expect "a JetStream store too small: the analyzer says why it waits" small_store
 
+# ---- a Kubernetes API server that never answers: analysis, report files and /metrics go on ----
+blackhole_api() {
+	local dir="$WORK/blackhole" port log pid m="" t0
+	mkdir -p "$dir"
+	python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(128)
+print(s.getsockname()[1], flush=True)
+held = []
+while True:
+    held.append(s.accept()[0])  # accepted, never answered' >"$dir/port" &
+	PIDS="$PIDS $!"
+	wait_for 10 test -s "$dir/port" || return 1
+	port=$(cat "$dir/port")
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/ca.key" -out "$dir/ca.crt" -days 1 \
+		-subj /CN=blackhole 2>/dev/null
+	write_kubeconfig "https://127.0.0.1:$port" "$dir/ca.crt" nobody token "$dir/kubeconfig"
+	log="$dir/analyzer.log"
+	"$BIN/trainscope-analyzer" --nats "$NATS_URL" --durable blackhole --report-dir "$dir/reports" \
+		--metrics-port 0 --kubeconfig "$dir/kubeconfig" --quiet 2>"$log" &
+	pid=$!
+	PIDS="$PIDS $pid"
+	wait_for 15 grep -q "metrics on" "$log" || return 1
+	m=$(grep -o 'http://[0-9.:]*/metrics' "$log" | head -1)
+	t0=$(date +%s)
+	run_job api-a 4 60 none && run_job api-b 4 60 none && run_job api-c 4 60 none || return 1
+	for j in api-a api-b api-c; do
+		"$BIN/trainscope" report --dir "$dir/reports" --job $j --namespace default --wait-step 59 \
+			--timeout 30 --json >/dev/null || return 1
+	done
+	echo "      3 jobs analysed in $(($(date +%s) - t0)) s; $(curl -sf -m 2 "$m" | grep '^trainscope_analyzer_k8s_queued ')"
+	curl -sf -m 2 "${m%/metrics}/healthz" >/dev/null && curl -sf -m 2 "$m" >/dev/null || return 1
+	kill -TERM "$pid"
+	wait_for 40 sh -c "! kill -0 $pid 2>/dev/null" || { echo "      the analyzer did not stop"; return 1; }
+	grep -m1 "statuses not written\|could not write" "$log" | sed 's/^/      /'
+	return 0
+}
+expect "a Kubernetes API server that never answers: jobs still analysed, /metrics answers, the analyzer stops" blackhole_api
+
 # ---- hostile producers -------------------------------------------------------------------
 answers() { curl -sf -m 2 "$HEALTHZ" >/dev/null && curl -sf -m 2 "$ANALYZER_METRICS" >/dev/null; }
 refused() { metric "trainscope_analyzer_refused_over_limit_total{limit=\"$1\"}"; }
@@ -186,4 +225,4 @@ after_flood() {
 expect "the flood's silent jobs are forgotten after limits.job_ttl_s; a real job gets its report" after_flood
 
 echo "faults: $passed passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passed" -eq 11 ]
+[ "$fails" -eq 0 ] && [ "$passed" -eq 12 ]
