@@ -2,6 +2,7 @@
  * next to DESIGN.md section 10's budgets. Medians of repeated rounds. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +216,29 @@ static double relay_rate(void)
 }
 
 /* Analyzer: rank-steps/s, and the time to analyse one step of a 16,384-rank job. */
+/* Heap bytes in use (glibc): job state measured, next to what limits.memory_mb counts. */
+static size_t heap_used(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+static void bench_job_memory(void)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	size_t before;
+
+	ts_params_defaults(&p);
+	before = heap_used();
+	if (ts_job_new(&j, "b", "small", 8, &p))
+		return;
+	row("analyzer: memory of an 8-rank job", (double)(heap_used() - before), "bytes", "-");
+	row("  (limits.memory_mb counts, ts_job_bytes)", (double)ts_job_bytes(&p, 8), "bytes", "-");
+	ts_job_free(j);
+}
+
 static void bench_analyzer(void)
 {
 	const int world = 16384, steps = 40;
@@ -222,6 +246,7 @@ static void bench_analyzer(void)
 	struct ts_job *j;
 	double worst = 0;
 	uint64_t t0, busy = 0;
+	size_t before = heap_used();
 
 	ts_params_defaults(&p);
 	if (ts_job_new(&j, "b", "b", world, &p))
@@ -243,6 +268,10 @@ static void bench_analyzer(void)
 	row("analyzer: rank-steps ingested and analysed", (double)world * steps / ((double)busy / 1e9),
 	    "/s/core", ">= 100,000 /s/core");
 	row("analyzer: one step of a 16,384-rank job", worst, "ms", "<= 100 ms");
+	row("analyzer: memory per rank (16,384-rank job)", (double)(heap_used() - before) / world,
+	    "bytes", "-");
+	row("  (limits.memory_mb counts, ts_job_bytes)", (double)ts_job_bytes(&p, world) / world,
+	    "bytes", "-");
 	ts_job_free(j);
 }
 
@@ -260,5 +289,6 @@ int main(int argc, char **argv)
 	row("ring: 2 producers -> consumer", ring_rate(2), "records/s", "-");
 	row("relay: fold + encode (no network)", relay_rate(), "records/s", ">= 1,000,000 /s/core");
 	bench_analyzer();
+	bench_job_memory();
 	return 0;
 }
