@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,8 @@ static void usage(FILE *f)
 		"  -p, --metrics-port N   /metrics and /healthz (0 = any free port, -1 = off;\n"
 		"                         default 9103)\n"
 		"      --metrics-addr A   listen address (default 127.0.0.1)\n"
+		"      --stall-s N        /healthz answers 503 once the consume loop has not\n"
+		"                         turned for N s (default 60)\n"
 		"      --max-msg-bytes N  refuse larger messages (default 4194304)\n"
 		"      --kubeconfig FILE  Kubernetes mode: keep a SlowNodeReport per job and raise\n"
 		"                         Events on slow ranks' pods, through this kubeconfig\n"
@@ -66,6 +69,8 @@ struct cli {
 	int nexported;
 	struct ts_analyzer *analyzer;
 	uint64_t consumer_recreated; /* the durable consumer vanished and was made again */
+	int stall_s;                 /* /healthz fails when the consume loop stops this long */
+	_Atomic uint64_t heartbeat_ns; /* the consume loop's last turn */
 };
 
 static int parse_args(int argc, char **argv, struct cli *c)
@@ -84,6 +89,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "kubeconfig", required_argument, NULL, 'K' },
 		{ "in-cluster", no_argument, NULL, 'I' },
 		{ "k8s-interval-s", required_argument, NULL, 'R' },
+		{ "stall-s", required_argument, NULL, 'S' },
 		{ "otlp-endpoint", required_argument, NULL, 'O' },
 		{ "otlp-every", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
@@ -97,6 +103,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	c->ao.report_dir = "trainscope-reports";
 	c->ao.print_changes = 1;
 	c->metrics_port = 9103;
+	c->stall_s = 60;
 	c->otlp_endpoint = getenv("OTEL_EXPORTER_OTLP_ENDPOINT");
 	c->otlp_every = 1;
 	while ((ch = getopt_long(argc, argv, "s:c:r:p:qh", longopts, NULL)) != -1) {
@@ -113,6 +120,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'K': c->kubeconfig = optarg; break;
 		case 'I': c->in_cluster = true; break;
 		case 'R': c->k8s_interval_s = atoi(optarg); break;
+		case 'S': c->stall_s = atoi(optarg); break;
 		case 'O': c->otlp_endpoint = optarg; break;
 		case 'E': c->otlp_every = atoi(optarg); break;
 		case 'h': usage(stdout); exit(0);
@@ -122,6 +130,10 @@ static int parse_args(int argc, char **argv, struct cli *c)
 			usage(stderr);
 			return -1;
 		}
+	}
+	if (c->stall_s < 1) {
+		fprintf(stderr, "trainscope-analyzer: --stall-s wants whole seconds, 1 or more\n");
+		return -1;
 	}
 	tsn_opts_finish(&c->nats);
 	ts_params_defaults(&c->ao.params);
@@ -134,6 +146,20 @@ static int parse_args(int argc, char **argv, struct cli *c)
 
 /* The HTTP thread renders metrics while the main thread ingests: one lock between them. */
 static pthread_mutex_t core_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* /healthz: the consume loop turns (a fetch waits 200 ms at most; the Kubernetes and OTLP
+ * writers have threads of their own), so one that stopped is stuck: restart it. */
+static int health(void *ctx, struct ts_buf *out)
+{
+	struct cli *c = ctx;
+	uint64_t beat = atomic_load(&c->heartbeat_ns), now = ts_real_ns();
+
+	if (!beat || now < beat || now - beat < (uint64_t)c->stall_s * 1000000000ull)
+		return 0;
+	ts_buf_printf(out, "stalled: the consume loop has not turned for %llu s\n",
+		      (unsigned long long)((now - beat) / 1000000000ull));
+	return 1;
+}
 
 static void render(void *ctx, struct ts_buf *out)
 {
@@ -310,6 +336,7 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 
 	for (int tries = 0; !ts_stop_requested() && tsn_subscribe(n, c->durable, c->filter, &sub);
 	     tries++) {
+		atomic_store(&c->heartbeat_ns, ts_real_ns());
 		if (tries % 30 == 0) /* the cause is said above, once */
 			ts_warn("analyzer: waiting for JetStream at %s", c->nats.url);
 		nats_Sleep(1000);
@@ -322,6 +349,7 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 	while (!ts_stop_requested()) {
 		consume(a, sub);
 		uint64_t now = ts_real_ns();
+		atomic_store(&c->heartbeat_ns, now);
 		/* another client may delete the consumer: nothing would arrive again */
 		if (now - last_check > 5000000000ull) {
 			if (tsn_sub_check(sub) == 1)
@@ -368,7 +396,8 @@ int main(int argc, char **argv)
 		goto out;
 	c.analyzer = a;
 	if (c.metrics_port >= 0) {
-		if (ts_httpd_start_metrics(&http, c.metrics_addr, (uint16_t)c.metrics_port, render, &c))
+		if (ts_httpd_start_metrics_health(&http, c.metrics_addr, (uint16_t)c.metrics_port,
+						  render, health, &c))
 			goto out;
 		ts_info("analyzer: metrics on http://%s:%u/metrics",
 			c.metrics_addr ? c.metrics_addr : "127.0.0.1", ts_httpd_port(http));

@@ -91,6 +91,7 @@ void ts_httpd_stop(struct ts_httpd *d)
 
 struct metrics_srv {
 	ts_metrics_fn render;
+	ts_health_fn health;
 	void *ctx;
 };
 
@@ -104,6 +105,8 @@ static int serve_metrics(void *ctx, const char *path, struct ts_buf *out, const 
 		return 200;
 	}
 	if (strcmp(path, "/healthz") == 0) {
+		if (m->health && m->health(m->ctx, out))
+			return 503;
 		ts_buf_printf(out, "ok\n");
 		return 200;
 	}
@@ -114,12 +117,18 @@ static int serve_metrics(void *ctx, const char *path, struct ts_buf *out, const 
 int ts_httpd_start_metrics(struct ts_httpd **out, const char *addr, uint16_t port,
 			   ts_metrics_fn render, void *ctx)
 {
+	return ts_httpd_start_metrics_health(out, addr, port, render, NULL, ctx);
+}
+
+int ts_httpd_start_metrics_health(struct ts_httpd **out, const char *addr, uint16_t port,
+				  ts_metrics_fn render, ts_health_fn health, void *ctx)
+{
 	struct metrics_srv *m = malloc(sizeof(*m));
 	int err;
 
 	if (!m)
 		return -ENOMEM;
-	*m = (struct metrics_srv){ render, ctx };
+	*m = (struct metrics_srv){ render, health, ctx };
 	err = ts_httpd_start(out, addr, port, serve_metrics, m);
 	if (err)
 		free(m);

@@ -19,9 +19,15 @@ uint16_t ts_httpd_port(const struct ts_httpd *d);
 
 /* Renders the Prometheus text of a component (called on the HTTP thread). */
 typedef void (*ts_metrics_fn)(void *ctx, struct ts_buf *out);
-/* The standard server of every daemon: GET /metrics from render, /healthz "ok". */
+/* Whether the component works: 0, or non-zero with the reason written to out (called on
+ * the HTTP thread: it must not wait on the component's locks). */
+typedef int (*ts_health_fn)(void *ctx, struct ts_buf *out);
+/* The standard server of every daemon: GET /metrics from render, /healthz "ok" (200), or
+ * the reason health gives (503) when health is set. */
 int ts_httpd_start_metrics(struct ts_httpd **out, const char *addr, uint16_t port,
 			   ts_metrics_fn render, void *ctx);
+int ts_httpd_start_metrics_health(struct ts_httpd **out, const char *addr, uint16_t port,
+				  ts_metrics_fn render, ts_health_fn health, void *ctx);
 
 /* One Prometheus sample with its HELP and TYPE lines. */
 void ts_prom(struct ts_buf *b, const char *name, const char *type, const char *help,

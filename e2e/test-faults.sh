@@ -8,6 +8,7 @@
 #   - the analyzer's durable consumer deleted by another client: made again, nothing lost;
 #   - a JetStream store too small for the stream: the analyzer says so;
 #   - a Kubernetes API server that never answers: analysis and /metrics go on;
+#   - the consume loop stuck: /healthz says so (503), and ok again once it turns;
 #   - a step counter that jumps to 2^62, a world of a million ranks, 10,000 jobs from a
 #     hostile producer (e2e/faults/forge.c): refused and counted, /healthz and /metrics
 #     still answer, memory stays bounded, and real jobs still get their reports.
@@ -191,6 +192,34 @@ while True:
 }
 expect "a Kubernetes API server that never answers: jobs still analysed, /metrics answers, the analyzer stops" blackhole_api
 
+# ---- /healthz tells a stalled consume loop: NATS frozen blocks the consumer check 5 s --
+stall_code() { curl -s -o /dev/null -m 2 -w '%{http_code}' "$STALL_HEALTHZ"; }
+stall_ok() { [ "$(stall_code)" = 200 ]; }
+stall_bad() { [ "$(stall_code)" = 503 ]; }
+stall_health() {
+	local dir="$WORK/stall" npid url seen
+	mkdir -p "$dir"
+	nats-server -a 127.0.0.1 -p -1 -js -sd "$dir/js" --ports_file_dir "$dir" >"$dir/log" 2>&1 &
+	npid=$!
+	PIDS="$PIDS $npid"
+	wait_for 15 test -s "$dir/nats-server_$npid.ports" || return 1
+	url=$(grep -o 'nats://127.0.0.1:[0-9]*' "$dir/nats-server_$npid.ports" | head -1)
+	"$BIN/trainscope-analyzer" --nats "$url" --metrics-port 0 --stall-s 2 --quiet \
+		--report-dir "$dir/r" 2>"$dir/analyzer.log" &
+	PIDS="$PIDS $!"
+	wait_for 15 grep -q "consuming" "$dir/analyzer.log" || return 1
+	STALL_HEALTHZ=$(grep -o 'http://[0-9.:]*/metrics' "$dir/analyzer.log" | head -1)
+	STALL_HEALTHZ=${STALL_HEALTHZ%/metrics}/healthz
+	stall_ok || return 1
+	kill -STOP "$npid"
+	wait_for 20 stall_bad
+	seen=$?
+	echo "      frozen NATS: /healthz $(curl -s -m 2 "$STALL_HEALTHZ")"
+	kill -CONT "$npid"
+	[ "$seen" -eq 0 ] && wait_for 20 stall_ok
+}
+expect "/healthz fails while the consume loop is stuck (--stall-s 2, NATS frozen) and recovers" stall_health
+
 # ---- hostile producers -------------------------------------------------------------------
 answers() { curl -sf -m 2 "$HEALTHZ" >/dev/null && curl -sf -m 2 "$ANALYZER_METRICS" >/dev/null; }
 refused() { metric "trainscope_analyzer_refused_over_limit_total{limit=\"$1\"}"; }
@@ -228,4 +257,4 @@ after_flood() {
 expect "the flood's silent jobs are forgotten after limits.job_ttl_s; a real job gets its report" after_flood
 
 echo "faults: $passed passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passed" -eq 12 ]
+[ "$fails" -eq 0 ] && [ "$passed" -eq 13 ]
