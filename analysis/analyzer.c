@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@ struct producer {
 /* Refusals past a limit: counted, and logged the first time for each. */
 enum limit { L_JOBS, L_WORLD, L_MEMORY, L_STEP_JUMP, L_COUNT };
 static const char *const limit_names[L_COUNT] = { "jobs", "world", "memory", "step_jump" };
+static const char *const limit_keys[L_COUNT] = { "max_jobs", "max_world", "memory_mb",
+						 "max_step_jump" };
 
 struct ts_analyzer {
 	struct ts_analyzer_opts opts;
@@ -124,8 +127,7 @@ static int over_limit(struct ts_analyzer *a, enum limit l, const char *ns, const
 		a->limit_said[l] = true;
 		ts_warn("analyzer: %s/%s: refused %s, past limits.%s (the first such refusal; "
 			"trainscope_analyzer_refused_over_limit_total{limit=\"%s\"} counts them)",
-			ns, job, what, l == L_MEMORY ? "memory_mb" : l == L_STEP_JUMP ? "max_step_jump"
-				: l == L_JOBS ? "max_jobs" : "max_world", limit_names[l]);
+			ns, job, what, limit_keys[l], limit_names[l]);
 	}
 	return -ERANGE;
 }
@@ -323,7 +325,8 @@ static int check_seq(struct ts_analyzer *a, const Trainscope__V1__Batch *b, uint
 /* A rank or world past the job's size grows it, within the limits. */
 static int grow_for(struct ts_analyzer *a, struct ts_job *j, const Trainscope__V1__Identity *id)
 {
-	int want = id->world_size > id->rank + 1 ? id->world_size : id->rank + 1;
+	int want = id->rank >= id->world_size ? (id->rank < INT_MAX ? id->rank + 1 : INT_MAX)
+					       : id->world_size;
 
 	if (want <= ts_job_world(j))
 		return 0;

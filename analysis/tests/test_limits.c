@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,15 +135,16 @@ static void test_world_and_memory(void **state)
 	feed(a, "huge", 0, 1000000, 0, 4, false);  /* a world of a million: refused */
 	feed(a, "ok", 0, 4, 0, 4, false);
 	feed(a, "ok", 65535, 4, 0, 4, false);      /* a rank far past the limit */
+	feed(a, "ok", INT_MAX, 4, 0, 4, false);    /* the largest rank: no overflow */
 	feed(a, "wide", 0, 1000, 0, 4, false);     /* 1,000 ranks: about 4 MB, past 2 MB */
 	ts_analyzer_get_stats(a, &st);
-	assert_int_equal(st.over_limit[1], 1 + 4);
+	assert_int_equal(st.over_limit[1], 1 + 4 + 4);
 	assert_true(st.over_limit[2] >= 1);
 	assert_null(ts_analyzer_job(a, "ml", "huge"));
 	assert_null(ts_analyzer_job(a, "ml", "wide"));
 	assert_int_equal(ts_job_world(ts_analyzer_job(a, "ml", "ok")), 4);
 	ts_analyzer_render_metrics(a, &m);
-	assert_non_null(strstr(m.data, "trainscope_analyzer_refused_over_limit_total{limit=\"world\"} 5"));
+	assert_non_null(strstr(m.data, "trainscope_analyzer_refused_over_limit_total{limit=\"world\"} 9"));
 	assert_non_null(strstr(m.data, "trainscope_analyzer_job_state_bytes "));
 	ts_buf_free(&m);
 	ts_analyzer_free(a);
