@@ -149,6 +149,8 @@ static void outbox_trim(struct tsn *n, size_t len)
 	}
 }
 
+static void hand_over(struct tsn *n);
+
 /* nats.c thread: success retires the message, failure puts it back in its place. */
 static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
 {
@@ -171,6 +173,8 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
 		pthread_mutex_unlock(&n->lock);
 		free(e);
 		natsMsg_Destroy(msg);
+		if (pa || !pae)
+			hand_over(n); /* the subject's next message */
 		return;
 	}
 	n->st.retried++;
@@ -440,12 +444,14 @@ static bool stream_wanted(struct tsn *n)
 	return tsn_ensure_stream(n) != 0;
 }
 
-void tsn_pump(struct tsn *n)
+/* Hands queued messages over while fewer than max_inflight await their acks, at most one
+ * a subject. Called by tsn_pump, and by the ack handler (nats.c allows publishing there):
+ * a subject's next message goes as soon as its previous one is acknowledged, not at the
+ * component's next pump (an agent pumps once an interval). */
+static void hand_over(struct tsn *n)
 {
 	jsPubOptions po;
 
-	if (natsConnection_Status(n->nc) != NATS_CONN_STATUS_CONNECTED || stream_wanted(n))
-		return;
 	jsPubOptions_Init(&po);
 	po.MaxWait = n->opts.ack_wait_ms;
 	for (;;) {
@@ -453,7 +459,8 @@ void tsn_pump(struct tsn *n)
 		natsStatus s;
 
 		pthread_mutex_lock(&n->lock);
-		if (n->st.inflight >= (uint64_t)n->opts.max_inflight || !(e = outbox_take_ready(n))) {
+		if (n->closing || !n->stream_ready ||
+		    n->st.inflight >= (uint64_t)n->opts.max_inflight || !(e = outbox_take_ready(n))) {
 			pthread_mutex_unlock(&n->lock);
 			return;
 		}
@@ -476,6 +483,13 @@ void tsn_pump(struct tsn *n)
 		ts_debug("nats: publish deferred: %s", natsStatus_GetText(s));
 		return;
 	}
+}
+
+void tsn_pump(struct tsn *n)
+{
+	if (natsConnection_Status(n->nc) != NATS_CONN_STATUS_CONNECTED || stream_wanted(n))
+		return;
+	hand_over(n);
 }
 
 int tsn_flush(struct tsn *n, int64_t timeout_ms)

@@ -92,6 +92,40 @@ static void test_publish_consume(void **state)
 
 /* The server dies mid-stream and comes back on the same port and store: everything
  * published, before, during and after, is stored exactly once. */
+/* One message a subject is in flight at a time, and the next goes on its predecessor's
+ * ack, not on the next pump: a component that pumps once an interval still drains. */
+static void test_subject_drains_on_acks(void **state)
+{
+	struct natsd d = { 0 };
+	struct tsn_opts o = { 0 };
+	struct tsn_stats st = { 0 };
+	struct tsn *n;
+	char body[64];
+
+	(void)state;
+	assert_int_equal(natsd_start(&d, 0), 0);
+	o.url = d.url;
+	assert_int_equal(tsn_open(&n, &o), 0);
+	for (int i = 0; i < 200; i++) {
+		snprintf(body, sizeof(body), "drain %d", i);
+		assert_int_equal(tsn_publish(n, SUBJ, body, strlen(body) + 1, NULL), 0);
+	}
+	for (int t = 0; t < 1000 && !st.published; t++) { /* until connected: then no more */
+		tsn_pump(n);
+		tsn_get_stats(n, &st);
+		if (!st.published)
+			nats_Sleep(10);
+	}
+	for (int t = 0; t < 1000 && st.acked < 200; t++) {
+		assert_true(st.inflight <= 1);
+		nats_Sleep(10);
+		tsn_get_stats(n, &st);
+	}
+	assert_int_equal(st.acked, 200);
+	tsn_close(n);
+	natsd_cleanup(&d);
+}
+
 static void test_server_restart_loses_nothing(void **state)
 {
 	struct natsd d = { 0 };
@@ -228,6 +262,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_publish_consume),
+		cmocka_unit_test(test_subject_drains_on_acks),
 		cmocka_unit_test(test_server_restart_loses_nothing),
 		cmocka_unit_test(test_outbox_bound_drops_oldest),
 		cmocka_unit_test(test_analyzer_refuses_bad_input),
