@@ -173,6 +173,9 @@ expect "the DaemonSet agent traced the job's ranks" host_joined
 job_pod hog-0 hog host --steps 300 --matrix 48 --compute-iters 4 | kubectl apply -f - >/dev/null
 wait_for 300 pod_done team hog-0 || true
 expect "kubectl get snr names rank 5 (HostCPU)" wait_for 60 snr_names team hog "5(HostCPU)"
+# what the analyzer and the agent saw of it (their pods are gone after uninstall)
+kubectl -n trainscope logs deploy/trainscope-analyzer >"$WORK/analyzer-hog.log" 2>&1 || true
+kubectl -n trainscope logs ds/trainscope-agent >"$WORK/agent-hog.log" 2>&1 || true
 preemptor() {
 	kubectl -n team get snr hog -o jsonpath='{.status.slowRanks[0].evidence}' | grep -q "preempted by stress"
 }
