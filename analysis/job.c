@@ -41,6 +41,7 @@ struct ts_job {
 	uint64_t last_progress_ns;
 	char hang_reason[256];   /* from a rank's hang report; empty when none */
 	char lost_reason[256];   /* ranks lost (watch_ranks); empty when none */
+	int lost_in_reason;      /* res.nlost when lost_reason was written */
 	uint64_t hang_step;      /* the hung rank's last step when it reported */
 	uint64_t finished_ns;    /* see ts_job_quiet_since_ns */
 	uint64_t added, added_seen, last_data_ns; /* steps taken; when the last came */
@@ -724,8 +725,9 @@ static void watch_ranks(struct ts_job *j, uint64_t now_ns)
 			continue;
 		rank_lost(j, k, "no step since and no exit record while other ranks exited");
 	}
-	if (!j->res.nlost)
-		return;
+	if (j->res.nlost == j->lost_in_reason)
+		return; /* the reason says them all already */
+	j->lost_in_reason = j->res.nlost;
 	n = (size_t)snprintf(j->lost_reason, sizeof(j->lost_reason), "the job ended abnormally: rank");
 	for (int k = 0, said = 0; k < j->world && n < sizeof(j->lost_reason); k++)
 		if (j->meta[k].lost && said++ < 8)
