@@ -106,7 +106,7 @@ static struct written *written_for(struct ts_k8s *k, const char *ns, const char 
 	return w;
 }
 
-static const char *jstr(json_t *o, const char *key)
+const char *ts_k8s_jstr(json_t *o, const char *key)
 {
 	const char *s = json_string_value(json_object_get(o, key));
 
@@ -175,14 +175,14 @@ static int write_status(struct ts_k8s *k, const char *ns, const char *name, cons
 static void raise_event(struct ts_k8s *k, const char *ns, const char *report, json_t *slow,
 			uint64_t now_ns)
 {
-	const char *pod = jstr(slow, "pod");
+	const char *pod = ts_k8s_jstr(slow, "pod");
 	char stamp[32], msg[1024], path[256];
 	json_t *ev, *involved;
 
 	ts_rfc3339(now_ns, stamp);
 	snprintf(msg, sizeof(msg), "rank %lld is slow (%s, node %s): %s",
-		 (long long)json_integer_value(json_object_get(slow, "rank")), jstr(slow, "cause"),
-		 jstr(slow, "node"), jstr(slow, "evidence"));
+		 (long long)json_integer_value(json_object_get(slow, "rank")), ts_k8s_jstr(slow, "cause"),
+		 ts_k8s_jstr(slow, "node"), ts_k8s_jstr(slow, "evidence"));
 	if (*pod)
 		involved = json_pack("{s:s, s:s, s:s, s:s}", "apiVersion", "v1", "kind", "Pod",
 				     "namespace", ns, "name", pod);
@@ -224,7 +224,7 @@ static void events(struct ts_k8s *k, struct written *w, json_t *status, uint64_t
 
 static void verdict_of(json_t *status, char *out, size_t n)
 {
-	snprintf(out, n, "%s|%s", jstr(status, "state"), jstr(status, "summary"));
+	snprintf(out, n, "%s|%s", ts_k8s_jstr(status, "state"), ts_k8s_jstr(status, "summary"));
 }
 
 /* Takes st (a copy of the report's status); one that fails stays pending, and
@@ -247,7 +247,7 @@ static void write_now(struct ts_k8s *k, struct written *w, json_t *st, uint64_t 
 void ts_k8s_publish(struct ts_k8s *k, json_t *report, uint64_t now_ns)
 {
 	json_t *md = json_object_get(report, "metadata"), *status = json_object_get(report, "status");
-	const char *ns = jstr(md, "namespace"), *job = jstr(md, "name");
+	const char *ns = ts_k8s_jstr(md, "namespace"), *job = ts_k8s_jstr(md, "name");
 	char name[256], verdict[600];
 	struct written *w;
 

@@ -24,6 +24,8 @@ void ts_k8s_flush(struct ts_k8s *k, uint64_t now_ns, bool all);
 /* The analyzer forgot the job: its held-back status is written now, its entry freed. */
 void ts_k8s_forget(struct ts_k8s *k, const char *ns, const char *job, uint64_t now_ns);
 void ts_k8s_get_stats(struct ts_k8s *k, struct ts_k8s_stats *out);
+/* The string at key of a JSON object, "" when there is none. */
+const char *ts_k8s_jstr(json_t *o, const char *key);
 /* DNS-1123 name for a job: lower case, [a-z0-9-.], at most 253 characters. */
 void ts_k8s_name(char *out, size_t n, const char *job);
 

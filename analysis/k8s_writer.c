@@ -28,13 +28,6 @@ struct ts_k8sw {
 	uint64_t stop_by_ns;      /* stopping: what is still queued then is given up */
 };
 
-static const char *jstr(json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-
-	return s ? s : "";
-}
-
 static void run_cmd(struct ts_k8sw *w, struct cmd *c)
 {
 	if (c->report)
@@ -152,7 +145,7 @@ static struct cmd *new_cmd(const char *ns, const char *job, uint64_t now_ns)
 void ts_k8sw_publish(struct ts_k8sw *w, json_t *report, uint64_t now_ns)
 {
 	json_t *md = json_object_get(report, "metadata");
-	struct cmd *c = new_cmd(jstr(md, "namespace"), jstr(md, "name"), now_ns);
+	struct cmd *c = new_cmd(ts_k8s_jstr(md, "namespace"), ts_k8s_jstr(md, "name"), now_ns);
 
 	if (!c)
 		return;
