@@ -3,6 +3,7 @@
 #include "log.h"
 #include "proto/trainscope.pb-c.h"
 #include "report.h"
+#include "snap.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -105,6 +106,11 @@ static struct producer *prod_get(struct ts_analyzer *a, uint64_t id)
 	return p;
 }
 
+int ts_analyzer_njobs(const struct ts_analyzer *a)
+{
+	return a->njobs;
+}
+
 struct ts_job *ts_analyzer_job(struct ts_analyzer *a, const char *ns, const char *name)
 {
 	for (int i = 0; i < a->njobs; i++)
@@ -147,6 +153,24 @@ static int budget_world(struct ts_analyzer *a, struct ts_job *j, int world, cons
 	return 0;
 }
 
+/* Room for one more job in the table. */
+static int jobs_reserve(struct ts_analyzer *a)
+{
+	if (a->njobs < a->capjobs)
+		return 0;
+	int cap = a->capjobs ? 2 * a->capjobs : 8;
+	struct ts_job **nj = realloc(a->jobs, (size_t)cap * sizeof(*nj));
+	bool *nd = realloc(a->dirty, (size_t)cap * sizeof(*nd));
+	if (nj)
+		a->jobs = nj;
+	if (nd)
+		a->dirty = nd;
+	if (!nj || !nd)
+		return -ENOMEM;
+	a->capjobs = cap;
+	return 0;
+}
+
 /* The job, made when new: 0, -ERANGE (past a limit: counted) or -ENOMEM. */
 static int job_get(struct ts_analyzer *a, const char *ns, const char *name, int world,
 		   struct ts_job **out)
@@ -159,18 +183,8 @@ static int job_get(struct ts_analyzer *a, const char *ns, const char *name, int 
 		world = 1;
 	if (a->njobs >= limits(a)->max_jobs)
 		return over_limit(a, L_JOBS, ns, name, "a new job");
-	if (a->njobs == a->capjobs) {
-		int cap = a->capjobs ? 2 * a->capjobs : 8;
-		struct ts_job **nj = realloc(a->jobs, (size_t)cap * sizeof(*nj));
-		bool *nd = realloc(a->dirty, (size_t)cap * sizeof(*nd));
-		if (nj)
-			a->jobs = nj;
-		if (nd)
-			a->dirty = nd;
-		if (!nj || !nd)
-			return -ENOMEM;
-		a->capjobs = cap;
-	}
+	if (jobs_reserve(a))
+		return -ENOMEM;
 	if (budget_world(a, NULL, world, ns, name))
 		return -ERANGE;
 	if (ts_job_new(&j, ns, name, world, &a->opts.params)) {
@@ -643,4 +657,97 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 		ts_buf_printf(b, "trainscope_job_state{namespace=\"%s\",job=\"%s\",state=\"%s\"} 1\n",
 			      ts_job_ns(a->jobs[i]), ts_job_name(a->jobs[i]),
 			      ts_state_names[ts_job_result(a->jobs[i])->state]);
+}
+
+/* ---- snapshots ------------------------------------------------------------------ */
+
+#define SNAP_MAGIC 0x3150414e53535400ull /* "\0TSSNAP1" */
+
+struct snap_head {
+	uint64_t magic, layout, stream_seq, nprod;
+	int32_t njobs, pad;
+};
+
+static uint64_t snap_layout(void)
+{
+	return ts_job_snap_layout() ^ (sizeof(struct producer) << 48);
+}
+
+int ts_analyzer_save(struct ts_analyzer *a, uint64_t stream_seq, struct ts_buf *out)
+{
+	struct snap_head h = { SNAP_MAGIC, snap_layout(), stream_seq, a->nprod, a->njobs, 0 };
+	struct ts_snap s = { .out = out };
+
+	TS_SNAP_VAR(&s, h);
+	for (size_t i = 0; i < a->capprod && !s.err; i++)
+		if (a->prod[i].used)
+			TS_SNAP_VAR(&s, a->prod[i]);
+	for (int i = 0; i < a->njobs && !s.err; i++)
+		ts_job_save(a->jobs[i], &s);
+	return s.err;
+}
+
+/* A job read back joins the table like a new one, within today's limits. */
+static int adopt_job(struct ts_analyzer *a, struct ts_job *j)
+{
+	const char *ns = ts_job_ns(j), *name = ts_job_name(j);
+
+	if (a->njobs >= limits(a)->max_jobs)
+		return over_limit(a, L_JOBS, ns, name, "a job from the snapshot");
+	if (jobs_reserve(a))
+		return -ENOMEM;
+	if (budget_world(a, NULL, ts_job_world(j), ns, name))
+		return -ERANGE;
+	a->dirty[a->njobs] = true;
+	a->jobs[a->njobs++] = j;
+	return 0;
+}
+
+static int restore_body(struct ts_analyzer *a, struct ts_snap *s, const struct snap_head *h,
+			uint64_t now_ns)
+{
+	for (uint64_t i = 0; i < h->nprod && !s->err; i++) {
+		struct producer p = { 0 }, *q;
+		TS_SNAP_VAR(s, p);
+		if (!s->err && !(q = prod_get(a, p.id)))
+			return -ENOMEM;
+		if (!s->err)
+			*q = p;
+	}
+	for (int i = 0; i < h->njobs && !s->err; i++) {
+		struct ts_job *j;
+		int err = ts_job_load(&j, s, limits(a)->max_world, now_ns);
+		if (err)
+			return err;
+		if (adopt_job(a, j))
+			ts_job_free(j);
+	}
+	return s->err;
+}
+
+int ts_analyzer_restore(struct ts_analyzer *a, const void *data, size_t len, uint64_t now_ns,
+			uint64_t *stream_seq)
+{
+	struct ts_snap s = { .in = data, .len = len };
+	struct snap_head h = { 0 };
+	int err;
+
+	if (a->njobs || a->nprod)
+		return -EBUSY;
+	TS_SNAP_VAR(&s, h);
+	if (s.err || h.magic != SNAP_MAGIC || h.njobs < 0)
+		return -EBADMSG;
+	if (h.layout != snap_layout())
+		return -EPROTO;
+	if ((err = restore_body(a, &s, &h, now_ns)) || s.off != s.len) {
+		for (int i = 0; i < a->njobs; i++) /* never reported: dropped without a word */
+			ts_job_free(a->jobs[i]);
+		a->njobs = 0;
+		a->job_bytes = 0;
+		memset(a->prod, 0, a->capprod * sizeof(*a->prod));
+		a->nprod = 0;
+		return err ? err : -EBADMSG;
+	}
+	*stream_seq = h.stream_seq;
+	return 0;
 }

@@ -47,6 +47,15 @@ void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_real_ns);
 void ts_analyzer_flush_reports(struct ts_analyzer *a);
 void ts_analyzer_get_stats(struct ts_analyzer *a, struct ts_analyzer_stats *out);
 void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b);
+/* The state of every job and producer, as of the stream message stream_seq, appended to
+ * out: 0 or -ENOMEM. */
+int ts_analyzer_save(struct ts_analyzer *a, uint64_t stream_seq, struct ts_buf *out);
+/* Into an analyzer that holds nothing yet: 0 with *stream_seq, the message to replay
+ * after; -EPROTO (written by a build of another layout), -EBADMSG (damaged) or -ENOMEM,
+ * leaving the analyzer empty. */
+int ts_analyzer_restore(struct ts_analyzer *a, const void *data, size_t len, uint64_t now_ns,
+			uint64_t *stream_seq);
+int ts_analyzer_njobs(const struct ts_analyzer *a);
 struct ts_job *ts_analyzer_job(struct ts_analyzer *a, const char *ns, const char *name);
 
 #endif

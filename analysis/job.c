@@ -1,4 +1,4 @@
-#include "job.h"
+#include "job_impl.h"
 #include "dbscan.h"
 #include "log.h"
 #include "otlp.h"
@@ -20,65 +20,25 @@ static const char *const metric_cause[TS_M_COUNT] = { "Compute", "Communication"
 						       "Storage", "Storage", "HostCPU", "HostCPU" };
 
 
-struct row {
-	uint64_t step;
-	bool used;
-	int count;
-	uint8_t *have;     /* [world] */
-	float *m;          /* [world][TS_M_COUNT] */
-	float *step_ms;    /* [world] */
-	uint64_t end_max;
-};
-
-struct ts_job {
-	char ns[64], name[64];
-	struct ts_params p;
-	int world, cap;           /* cap: rows in the step ring */
-	struct row *rows;
-	uint64_t next_eval;       /* lowest step not evaluated yet */
-	uint64_t max_step, late;
-	bool any_step;
-	uint64_t last_progress_ns;
-	char hang_reason[256];   /* from a rank's hang report; empty when none */
-	char lost_reason[256];   /* ranks lost (watch_ranks); empty when none */
-	int lost_in_reason;      /* res.nlost when lost_reason was written */
-	uint64_t hang_step;      /* the hung rank's last step when it reported */
-	uint64_t finished_ns;    /* see ts_job_quiet_since_ns */
-	uint64_t added, added_seen, last_data_ns; /* steps taken; when the last came */
-	struct ts_failslow fs;
-	struct ts_rank_meta *meta;          /* [world] */
-	float *hist;                        /* [world][M][space_window] per-step values */
-	int hist_n;                         /* filled entries of each window */
-	int hist_next;
-	struct ts_ksigma *ks;               /* [world][M] */
-	int8_t *dir;                        /* [world][M] SPACE verdict of the last window */
-	int8_t *tdir;                       /* [world][M] TIME verdict of the last step */
-	uint16_t *hits, *misses;            /* [world][M] */
-	bool *alarm;                        /* [world][M] */
-	uint64_t *since;                    /* [world][M] */
-	float *win_median;                  /* [world][M] rank's window median */
-	float *hit_value, *hit_median;      /* [world][M] the numbers of the last hit */
-	uint64_t *judged_sample;            /* [world][M] host sample a verdict was counted on */
-	double group_median[TS_M_COUNT];
-	double step_ms;                     /* the job's step time at the last evaluation */
-	uint8_t trace_id[16];
-	bool has_trace;
-	int since_verdict;                  /* steps since the last SPACE verdict */
-	struct ts_job_result res;
-	double *scratch;                    /* 2 * world doubles */
-	double *vals;                       /* world doubles */
-	int *outl;                          /* world ints */
-};
-
 static size_t W(const struct ts_job *j) { return (size_t)j->p.space_window; }
+
+static int row_alloc(struct row *r, size_t world)
+{
+	r->have = calloc(world, 1);
+	r->m = calloc(world * TS_M_COUNT, sizeof(float));
+	r->step_ms = calloc(world, sizeof(float));
+	return r->have && r->m && r->step_ms ? 0 : -ENOMEM;
+}
+
+static void row_release(struct row *r)
+{
+	free(r->have), free(r->m), free(r->step_ms);
+}
 
 static void rows_free(struct ts_job *j)
 {
-	for (int i = 0; i < j->cap && j->rows; i++) {
-		free(j->rows[i].have);
-		free(j->rows[i].m);
-		free(j->rows[i].step_ms);
-	}
+	for (int i = 0; i < j->cap && j->rows; i++)
+		row_release(&j->rows[i]);
 	free(j->rows);
 	j->rows = NULL;
 }
@@ -94,8 +54,7 @@ static void per_rank_free(struct ts_job *j)
 	j->ks = NULL;
 }
 
-/* (Re)allocates everything sized by the world; per-rank history restarts. */
-static int size_world(struct ts_job *j, int world)
+int ts_job_size_world(struct ts_job *j, int world)
 {
 	size_t n = (size_t)world, nm = n * TS_M_COUNT;
 	struct ts_rank_meta *old_meta = j->meta;
@@ -130,13 +89,9 @@ static int size_world(struct ts_job *j, int world)
 	if (old_meta)
 		memcpy(j->meta, old_meta, (size_t)old_world * sizeof(*old_meta));
 	free(old_meta);
-	for (int i = 0; i < j->cap; i++) {
-		j->rows[i].have = calloc(n, 1);
-		j->rows[i].m = calloc(nm, sizeof(float));
-		j->rows[i].step_ms = calloc(n, sizeof(float));
-		if (!j->rows[i].have || !j->rows[i].m || !j->rows[i].step_ms)
+	for (int i = 0; i < j->cap; i++)
+		if (row_alloc(&j->rows[i], n))
 			return -ENOMEM;
-	}
 	for (size_t i = 0; i < nm; i++)
 		if (ts_ksigma_init(&j->ks[i], j->p.time.training_window_size))
 			return -ENOMEM;
@@ -155,6 +110,21 @@ static int ring_rows(const struct ts_params *p)
 	return cap;
 }
 
+static size_t row_bytes(int world)
+{
+	return sizeof(struct row) + (size_t)world * (1 + (TS_M_COUNT + 1) * sizeof(float));
+}
+
+int ts_job_max_rows(const struct ts_params *p, int world)
+{
+	size_t budget = (size_t)p->limits.reorder_mb << 20;
+	int rows = ring_rows(p);
+
+	while (rows <= p->limits.reorder_steps / 2 && (size_t)rows * 2 * row_bytes(world) <= budget)
+		rows *= 2;
+	return rows;
+}
+
 size_t ts_job_bytes(const struct ts_params *p, int world)
 {
 	size_t n = world > 0 ? (size_t)world : 1, nm = n * TS_M_COUNT;
@@ -164,7 +134,7 @@ size_t ts_job_bytes(const struct ts_params *p, int world)
 			    3 * sizeof(float);
 	size_t per_rank = sizeof(struct ts_rank_meta) + sizeof(struct ts_slow_rank) + 1 +
 			  3 * sizeof(double) + sizeof(int) +
-			  (size_t)ring_rows(p) * (1 + (TS_M_COUNT + 1) * sizeof(float));
+			  (size_t)ts_job_max_rows(p, world) * (1 + (TS_M_COUNT + 1) * sizeof(float));
 
 	return sizeof(struct ts_job) + 2 * w * sizeof(double) +
 	       (size_t)(p->fs.max_data_queue_steps + p->fs.steps_window_size) * sizeof(double) +
@@ -185,7 +155,7 @@ int ts_job_new(struct ts_job **out, const char *ns, const char *name, int world,
 	j->res.baseline_ms = j->res.current_ms = NAN;
 	if (world < 1)
 		world = 1;
-	if (ts_failslow_init(&j->fs, &p->fs) || size_world(j, world)) {
+	if (ts_failslow_init(&j->fs, &p->fs) || ts_job_size_world(j, world)) {
 		ts_job_free(j);
 		return -ENOMEM;
 	}
@@ -277,11 +247,52 @@ static struct row *row_for(struct ts_job *j, uint64_t step)
 	r->step = step;
 	r->count = 0;
 	r->end_max = 0;
+	r->first_ns = j->now_ns;
+	j->unstamped |= !j->now_ns;
 	memset(r->have, 0, (size_t)j->world);
 	return r;
 }
 
 static void evaluate_row(struct ts_job *j, struct row *r);
+
+/* Doubles the step ring, within ts_job_max_rows: held steps move to their new places,
+ * every old row keeps its buffers, new rows are made first so a failure changes
+ * nothing. -ENOSPC at the bound, -ENOMEM. */
+static int grow_rows(struct ts_job *j)
+{
+	int cap = j->cap * 2, fresh = 0, old = 0;
+	struct row *rows, *made;
+
+	if (cap > ts_job_max_rows(&j->p, j->world))
+		return -ENOSPC;
+	rows = calloc((size_t)cap, sizeof(*rows));
+	made = calloc((size_t)j->cap, sizeof(*made));
+	for (int i = 0; rows && made && i < j->cap; i++, fresh++)
+		if (row_alloc(&made[i], (size_t)j->world))
+			break;
+	if (!rows || !made || fresh < j->cap) {
+		for (int i = 0; made && i <= fresh && i < j->cap; i++)
+			row_release(&made[i]);
+		free(rows), free(made);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < j->cap; i++)
+		if (j->rows[i].used)
+			rows[j->rows[i].step % (uint64_t)cap] = j->rows[i];
+	for (int i = 0, k = 0; i < cap; i++) {
+		if (rows[i].used)
+			continue;
+		while (old < j->cap && j->rows[old].used)
+			old++;
+		rows[i] = old < j->cap ? j->rows[old++] : made[k++];
+		rows[i].used = false;
+	}
+	free(made);
+	free(j->rows);
+	j->rows = rows;
+	j->cap = cap;
+	return 0;
+}
 
 /* The lowest step at or after from that a row holds; UINT64_MAX when none. The ring is
  * small (lag_steps rounded up to a power of two): a gap of any size costs one scan. */
@@ -337,7 +348,7 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 		return -EDOM;
 	if (rank >= j->world || world > j->world) {
 		int nw = world > rank + 1 ? world : rank + 1;
-		if (size_world(j, nw))
+		if (ts_job_size_world(j, nw))
 			return -ENOMEM;
 		j->any_step = false; /* a new world: restart step alignment */
 	}
@@ -353,9 +364,12 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 		j->late++;
 		return 0;
 	}
-	/* a step far ahead forces out the oldest unevaluated rows, in step order; the
-	 * steps between held rows have no data and are passed over in one go */
+	/* a step far ahead grows the ring (ranks behind catch up within it) and past its
+	 * bound forces out the oldest unevaluated rows, in step order; the steps between
+	 * held rows have no data and are passed over in one go */
 	while (!(r = row_for(j, s->step))) {
+		if (grow_rows(j) == 0)
+			continue;
 		const struct row *old = &j->rows[s->step % (uint64_t)j->cap];
 		uint64_t until = old->step;
 		if (until > s->step) { /* the ring holds a later step there: too old to wait */
@@ -755,6 +769,14 @@ static void hang_cleared(struct ts_job *j)
 	j->res.hang_stacks[0] = 0;
 }
 
+/* A step still missing ranks is judged once the job is lag_steps past it and its
+ * lateness bound has passed: ranks behind (a backlog drained rank by rank) come first. */
+static bool overdue(const struct ts_job *j, const struct row *r)
+{
+	return j->max_step >= r->step + (uint64_t)j->p.lag_steps &&
+	       (double)(j->now_ns - r->first_ns) >= j->p.lateness_s * 1e9;
+}
+
 bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 {
 	char before[sizeof(j->res.summary)];
@@ -762,22 +784,28 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 	uint64_t evaluated = j->res.steps_evaluated;
 
 	snprintf(before, sizeof(before), "%s", j->res.summary);
+	j->now_ns = now_ns;
+	for (int i = 0; j->unstamped && i < j->cap; i++) /* rows made before the first tick */
+		if (j->rows[i].used && !j->rows[i].first_ns)
+			j->rows[i].first_ns = now_ns;
+	j->unstamped = false;
 	for (;;) {
 		struct row *r = &j->rows[j->next_eval % (uint64_t)j->cap];
 		if (!j->any_step || !r->used || r->step != j->next_eval) {
-			/* a gap: skip it once later steps are far enough ahead, to the next held
-			 * row or the lag horizon in one go (a step counter that jumps by 2^62
-			 * must not mean 2^62 turns of this loop) */
+			/* a gap: skip it once later steps are far enough ahead and late enough,
+			 * to the next held row or the lag horizon in one go (a step counter that
+			 * jumps by 2^62 must not mean 2^62 turns of this loop) */
 			uint64_t lag = (uint64_t)j->p.lag_steps, next;
 			if (j->any_step && j->max_step > j->next_eval + lag) {
 				next = next_held(j, j->next_eval);
+				if (next != UINT64_MAX && !overdue(j, &j->rows[next % (uint64_t)j->cap]))
+					break;
 				j->next_eval = next < j->max_step - lag ? next : j->max_step - lag;
 				continue;
 			}
 			break;
 		}
-		bool complete = r->count >= j->world;
-		if (!complete && j->max_step < r->step + (uint64_t)j->p.lag_steps && !all_final(j))
+		if (r->count < j->world && !all_final(j) && !overdue(j, r))
 			break;
 		evaluate_row(j, r);
 		j->next_eval++;

@@ -140,4 +140,13 @@ uint64_t ts_job_late_steps(const struct ts_job *j);
 /* The job attempt's trace id (16 bytes), set by its first step; NULL before. */
 const uint8_t *ts_job_trace_id(const struct ts_job *j);
 
+/* Snapshots (snap.h): the job's whole state appended, or read back as a new job whose
+ * hang and lost-rank clocks start at now_ns. Return 0 or a negative errno (-EBADMSG: a
+ * snapshot this build cannot read; -ENOMEM). */
+struct ts_snap;
+int ts_job_save(struct ts_job *j, struct ts_snap *s);
+int ts_job_load(struct ts_job **out, struct ts_snap *s, int max_world, uint64_t now_ns);
+/* Tells apart builds whose snapshots differ in layout. */
+uint64_t ts_job_snap_layout(void);
+
 #endif

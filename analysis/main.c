@@ -8,6 +8,7 @@
 #include "log.h"
 #include "signals.h"
 #include "natsw.h"
+#include "snapshot.h"
 #include "tsclock.h"
 
 #include <errno.h>
@@ -35,6 +36,12 @@ static void usage(FILE *f)
 		"                         TRAINSCOPE_ANALYZER_SPACE_EPS=0.1\n"
 		"  -r, --report-dir DIR   where reports go (default ./trainscope-reports)\n"
 		"      --durable NAME     JetStream durable consumer (default trainscope-analyzer)\n"
+		"      --snapshot-s N     save every job's state every N s in a JetStream key-value\n"
+		"                         bucket and acknowledge messages only then, so a restart\n"
+		"                         resumes from it with the same verdicts (default 5, 0 = off:\n"
+		"                         a restart then starts every job afresh)\n"
+		"      --snapshot-bucket NAME  the bucket (default trainscope-analyzer; the key is\n"
+		"                         the durable consumer's name)\n"
 		"      --filter SUBJECT   subjects to read (default ts.v1.>)\n"
 		"  -p, --metrics-port N   /metrics and /healthz (0 = any free port, -1 = off;\n"
 		"                         default 9103)\n"
@@ -57,8 +64,9 @@ static void usage(FILE *f)
 struct cli {
 	struct ts_analyzer_opts ao;
 	struct tsn_opts nats;
-	const char *config, *durable, *filter, *metrics_addr;
-	int metrics_port, k8s_interval_s;
+	const char *config, *durable, *filter, *metrics_addr, *snapshot_bucket;
+	int metrics_port, k8s_interval_s, snapshot_s;
+	struct ts_snapshots *_Atomic snap; /* set once JetStream answers; read by /healthz */
 	bool print_config, in_cluster;
 	const char *kubeconfig, *otlp_endpoint;
 	int otlp_every;
@@ -92,6 +100,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "stall-s", required_argument, NULL, 'S' },
 		{ "otlp-endpoint", required_argument, NULL, 'O' },
 		{ "otlp-every", required_argument, NULL, 'E' },
+		{ "snapshot-s", required_argument, NULL, 'N' },
+		{ "snapshot-bucket", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -106,6 +116,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	c->stall_s = 60;
 	c->otlp_endpoint = getenv("OTEL_EXPORTER_OTLP_ENDPOINT");
 	c->otlp_every = 1;
+	c->snapshot_s = 5;
+	c->snapshot_bucket = "trainscope-analyzer";
 	while ((ch = getopt_long(argc, argv, "s:c:r:p:qh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': c->config = optarg; break;
@@ -123,6 +135,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'S': c->stall_s = atoi(optarg); break;
 		case 'O': c->otlp_endpoint = optarg; break;
 		case 'E': c->otlp_every = atoi(optarg); break;
+		case 'N': c->snapshot_s = atoi(optarg); break;
+		case 'B': c->snapshot_bucket = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			if (tsn_parse_option(&c->nats, ch, optarg))
@@ -131,8 +145,9 @@ static int parse_args(int argc, char **argv, struct cli *c)
 			return -1;
 		}
 	}
-	if (c->stall_s < 1) {
-		fprintf(stderr, "trainscope-analyzer: --stall-s wants whole seconds, 1 or more\n");
+	if (c->stall_s < 1 || c->snapshot_s < 0) {
+		fprintf(stderr, "trainscope-analyzer: --stall-s wants whole seconds, 1 or more; "
+			"--snapshot-s 0 or more\n");
 		return -1;
 	}
 	tsn_opts_finish(&c->nats);
@@ -153,11 +168,23 @@ static int health(void *ctx, struct ts_buf *out)
 {
 	struct cli *c = ctx;
 	uint64_t beat = atomic_load(&c->heartbeat_ns), now = ts_real_ns();
+	struct ts_snapshot_stats ss;
+	struct ts_snapshots *snap = atomic_load(&c->snap);
 
-	if (!beat || now < beat || now - beat < (uint64_t)c->stall_s * 1000000000ull)
+	if (beat && now > beat && now - beat >= (uint64_t)c->stall_s * 1000000000ull) {
+		ts_buf_printf(out, "stalled: the consume loop has not turned for %llu s\n",
+			      (unsigned long long)((now - beat) / 1000000000ull));
+		return 1;
+	}
+	if (!snap)
 		return 0;
-	ts_buf_printf(out, "stalled: the consume loop has not turned for %llu s\n",
-		      (unsigned long long)((now - beat) / 1000000000ull));
+	ts_snapshots_get_stats(snap, &ss);
+	if (!ss.failing_since_ns || now < ss.failing_since_ns ||
+	    now - ss.failing_since_ns < (uint64_t)c->stall_s * 1000000000ull)
+		return 0;
+	/* a restart would not help, but it must be seen: what is analysed stays unacked */
+	ts_buf_printf(out, "JetStream refuses writes: no state snapshot stored for %llu s: %s\n",
+		      (unsigned long long)((now - ss.failing_since_ns) / 1000000000ull), ss.why);
 	return 1;
 }
 
@@ -170,6 +197,23 @@ static void render(void *ctx, struct ts_buf *out)
 	ts_analyzer_render_metrics(c->analyzer, out);
 	ts_prom(out, "trainscope_analyzer_consumer_recreated_total", "counter",
 		"Times the durable consumer had vanished and was made again.", c->consumer_recreated);
+	struct ts_snapshots *snap = atomic_load(&c->snap);
+	if (snap) {
+		struct ts_snapshot_stats ss;
+		ts_snapshots_get_stats(snap, &ss);
+		ts_prom(out, "trainscope_analyzer_snapshots_total", "counter",
+			"State snapshots stored.", ss.saved);
+		ts_prom(out, "trainscope_analyzer_snapshot_failures_total", "counter",
+			"State snapshots JetStream did not store (the server's words are logged).",
+			ss.failed);
+		ts_prom(out, "trainscope_analyzer_snapshot_failing", "gauge",
+			"1 while the last state snapshot could not be stored.",
+			ss.failing_since_ns ? 1 : 0);
+		ts_prom(out, "trainscope_analyzer_snapshot_bytes", "gauge",
+			"Size of the last state snapshot.", ss.bytes);
+		ts_prom(out, "trainscope_analyzer_snapshot_restored_jobs", "gauge",
+			"Jobs restored from the snapshot at start.", ss.restored_jobs);
+	}
 	if (c->k8s) {
 		uint64_t queued;
 		ts_k8sw_stats(c->k8s, &ks, &queued);
@@ -309,7 +353,9 @@ static int open_k8s(struct cli *c)
 	return 0;
 }
 
-static void consume(struct ts_analyzer *a, struct tsn_sub *sub)
+/* Acknowledging the last message acknowledges the batch: at once without snapshots,
+ * else once a snapshot holds what it did. */
+static void consume(struct cli *c, struct ts_analyzer *a, struct tsn_sub *sub)
 {
 	natsMsgList list;
 	int n = tsn_fetch(sub, &list, 512, 200);
@@ -323,10 +369,36 @@ static void consume(struct ts_analyzer *a, struct tsn_sub *sub)
 		natsMsg *m = list.Msgs[i];
 		ts_analyzer_ingest(a, natsMsg_GetSubject(m), natsMsg_GetData(m),
 				   (size_t)natsMsg_GetDataLength(m));
-		natsMsg_Ack(m, NULL);
 	}
 	pthread_mutex_unlock(&core_lock);
+	if (list.Count && c->snap) {
+		ts_snapshots_hold(c->snap, list.Msgs[list.Count - 1], tsn_sub_last_seq(sub));
+		list.Msgs[list.Count - 1] = NULL;
+	} else if (list.Count) {
+		natsMsg_Ack(list.Msgs[list.Count - 1], NULL);
+	}
 	natsMsgList_Destroy(&list);
+}
+
+/* With snapshots: the last one restored and the stream replayed after it; a first
+ * start (none stored) resumes the durable consumer; one unreadable replays it all. */
+static int start(struct cli *c, struct ts_analyzer *a, struct tsn *n, struct tsn_sub **sub)
+{
+	struct ts_snapshots *snap = NULL;
+	uint64_t seq = 0;
+	int err;
+
+	if (c->snapshot_s > 0 && !c->snap) {
+		if (ts_snapshots_open(&snap, n, c->snapshot_bucket, c->durable, c->snapshot_s))
+			return -EAGAIN;
+		atomic_store(&c->snap, snap);
+	}
+	err = c->snap ? ts_snapshots_restore(c->snap, a, ts_real_ns(), &seq) : -ENOENT;
+	if (err == -EAGAIN)
+		return err;
+	if (err == -ENOENT)
+		return tsn_subscribe(n, c->durable, c->filter, sub);
+	return tsn_subscribe_after(n, c->durable, c->filter, err ? 0 : seq, sub);
 }
 
 static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
@@ -334,8 +406,7 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 	struct tsn_sub *sub = NULL;
 	uint64_t last_tick = 0;
 
-	for (int tries = 0; !ts_stop_requested() && tsn_subscribe(n, c->durable, c->filter, &sub);
-	     tries++) {
+	for (int tries = 0; !ts_stop_requested() && start(c, a, n, &sub); tries++) {
 		atomic_store(&c->heartbeat_ns, ts_real_ns());
 		if (tries % 30 == 0) /* the cause is said above, once */
 			ts_warn("analyzer: waiting for JetStream at %s", c->nats.url);
@@ -347,8 +418,10 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 		c->durable);
 	uint64_t last_check = ts_real_ns();
 	while (!ts_stop_requested()) {
-		consume(a, sub);
+		consume(c, a, sub);
 		uint64_t now = ts_real_ns();
+		if (c->snap)
+			ts_snapshots_tick(c->snap, a, &core_lock, now, false);
 		atomic_store(&c->heartbeat_ns, now);
 		/* another client may delete the consumer: nothing would arrive again */
 		if (now - last_check > 5000000000ull) {
@@ -367,6 +440,8 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 	ts_analyzer_tick(a, ts_real_ns());
 	ts_analyzer_flush_reports(a);
 	pthread_mutex_unlock(&core_lock);
+	if (c->snap) /* a clean stop resumes exactly here */
+		ts_snapshots_tick(c->snap, a, &core_lock, ts_real_ns(), true);
 	tsn_unsubscribe(sub);
 	return 0;
 }
@@ -406,6 +481,7 @@ int main(int argc, char **argv)
 	rc = run(&c, a, n);
 out:
 	ts_httpd_stop(http);
+	ts_snapshots_close(c.snap);
 	tsn_close(n);
 	ts_analyzer_free(a);
 	ts_otlp_free(c.otlp);

@@ -1,6 +1,6 @@
 ANALYSIS_LIB_SRCS := analysis/stats.c analysis/dbscan.c analysis/ksigma.c analysis/failslow.c \
-	analysis/params.c analysis/job.c analysis/report.c analysis/analyzer.c analysis/k8s.c \
-	analysis/k8s_writer.c analysis/otlp.c
+	analysis/params.c analysis/job.c analysis/job_snap.c analysis/report.c analysis/analyzer.c analysis/k8s.c \
+	analysis/k8s_writer.c analysis/otlp.c analysis/snapshot.c
 ANALYSIS_LIB_OBJS := $(ANALYSIS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 ANALYZER_BIN := $(BUILD)/bin/trainscope-analyzer
 
@@ -14,7 +14,7 @@ $(BUILD)/test/$(1): $(BUILD)/obj/analysis/tests/$(1).o $(ANALYSIS_LIB_OBJS) $(CO
 	$$(call link,$$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/$(1)
 endef
-$(foreach t,test_dbscan test_ksigma test_failslow test_job test_otlp test_limits,$(eval $(call analysis_test,$(t))))
+$(foreach t,test_dbscan test_ksigma test_failslow test_job test_otlp test_limits test_snapshot,$(eval $(call analysis_test,$(t))))
 
 # make fuzz: the batch ingestion with evaluation, reports and /metrics (every source the
 # analyzer links but main.c), and the YAML configuration. make fuzz-seeds writes the

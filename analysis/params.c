@@ -54,7 +54,11 @@ static const struct ts_cfg_field fields[] = {
 	  "consecutive hits to raise an alarm"),
 	F("clear_after_steps", TS_CFG_INT, clear_after_steps, 1, 100000,
 	  "consecutive normal evaluations to clear it"),
-	F("lag_steps", TS_CFG_INT, lag_steps, 1, 1000, "evaluate a step with missing ranks this late"),
+	F("lag_steps", TS_CFG_INT, lag_steps, 1, 1000,
+	  "a step with missing ranks is judged once the job is this many steps past it"),
+	F("lateness_s", TS_CFG_DOUBLE, lateness_s, 0, 1e6,
+	  "... and this many seconds after its first rank came (a backlog drained after a "
+	  "relay restart comes rank by rank)"),
 	F("limits.max_jobs", TS_CFG_INT, limits.max_jobs, 1, 1e6, "jobs followed at once"),
 	F("limits.max_world", TS_CFG_INT, limits.max_world, 1, 1 << 20,
 	  "ranks in one job; higher rank numbers and world sizes are refused"),
@@ -65,6 +69,11 @@ static const struct ts_cfg_field fields[] = {
 	F("limits.job_ttl_s", TS_CFG_DOUBLE, limits.job_ttl_s, 1, 1e9,
 	  "a job whose ranks all ended, or that sent nothing, this long is forgotten (its "
 	  "report stays)"),
+	F("limits.reorder_steps", TS_CFG_INT, limits.reorder_steps, 32, 1 << 20,
+	  "steps a job holds unjudged while late ranks catch up; past it the oldest is judged "
+	  "and what comes for it later is counted late"),
+	F("limits.reorder_mb", TS_CFG_INT, limits.reorder_mb, 1, 1 << 20,
+	  "the memory those steps may take, per job (fewer steps for large worlds)"),
 };
 
 void ts_params_defaults(struct ts_params *p)
@@ -94,8 +103,10 @@ void ts_params_defaults(struct ts_params *p)
 	p->hang_timeout_s = 300;
 	p->rank_lost_s = 30;
 	p->lag_steps = 16;
+	p->lateness_s = 10;
 	p->limits = (struct ts_limits){ .max_jobs = 1024, .max_world = 32768, .memory_mb = 512,
-					.max_step_jump = 1000000, .job_ttl_s = 3600 };
+					.max_step_jump = 1000000, .job_ttl_s = 3600,
+					.reorder_steps = 1024, .reorder_mb = 16 };
 }
 
 static int finish(struct ts_params *p, char *err, size_t errlen)

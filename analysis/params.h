@@ -15,6 +15,8 @@ struct ts_limits {
 	int memory_mb;             /* the state of all jobs together (ts_job_bytes) */
 	int max_step_jump;         /* steps a rank may land past its job's highest step */
 	double job_ttl_s;          /* a job that ended, or sent nothing, this long is forgotten */
+	int reorder_steps;         /* steps a job holds unjudged while ranks catch up */
+	int reorder_mb;            /* ... and the bytes those steps may take, per job */
 };
 
 struct ts_params {
@@ -30,6 +32,7 @@ struct ts_params {
 	double hang_timeout_s;
 	double rank_lost_s;          /* a rank silent this long while others exited is lost */
 	int lag_steps;               /* evaluate a step with missing ranks once this far behind */
+	double lateness_s;           /* ... and once this long after its first rank came */
 	double min_abs_diff_ms;
 	double min_step_share;       /* an outlier's excess is at least this share of a step */
 	struct ts_limits limits;

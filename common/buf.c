@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int buf_reserve(struct ts_buf *b, size_t need)
 {
@@ -37,6 +38,15 @@ void ts_buf_printf(struct ts_buf *b, const char *fmt, ...)
 	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
 	va_end(ap);
 	b->len += (size_t)n;
+}
+
+void ts_buf_append(struct ts_buf *b, const void *data, size_t n)
+{
+	if (buf_reserve(b, n))
+		return;
+	memcpy(b->data + b->len, data, n);
+	b->len += n;
+	b->data[b->len] = 0;
 }
 
 void ts_buf_free(struct ts_buf *b)

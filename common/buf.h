@@ -11,6 +11,8 @@ struct ts_buf {
 };
 
 void ts_buf_printf(struct ts_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Binary data too (the text stays NUL-terminated after it). */
+void ts_buf_append(struct ts_buf *b, const void *data, size_t n);
 void ts_buf_free(struct ts_buf *b);
 
 #endif

@@ -492,6 +492,11 @@ void tsn_pump(struct tsn *n)
 	hand_over(n);
 }
 
+jsCtx *tsn_jsctx(struct tsn *n)
+{
+	return n->js;
+}
+
 int tsn_flush(struct tsn *n, int64_t timeout_ms)
 {
 	int64_t deadline = now_ms() + timeout_ms;
@@ -527,10 +532,10 @@ static int pull_subscribe(struct tsn_sub *s)
 
 	jsSubOptions_Init(&so);
 	so.Stream = TSN_STREAM;
-	so.Config.AckPolicy = js_AckExplicit;
+	so.Config.AckPolicy = js_AckAll; /* acking a message acks those before it */
 	so.Config.DeliverPolicy = s->last_stream_seq ? js_DeliverByStartSequence : js_DeliverAll;
 	so.Config.OptStartSeq = s->last_stream_seq ? s->last_stream_seq + 1 : 0;
-	so.Config.AckWait = 30 * 1000000000ll;
+	so.Config.AckWait = 120 * 1000000000ll; /* > the analyzer's snapshot interval */
 	so.Config.MaxAckPending = 65536;
 	st = js_PullSubscribe(&s->sub, s->n->js, s->filter, s->durable, NULL, &so, &jerr);
 	if (st != NATS_OK) {
@@ -542,9 +547,11 @@ static int pull_subscribe(struct tsn_sub *s)
 	return 0;
 }
 
-int tsn_subscribe(struct tsn *n, const char *durable, const char *filter, struct tsn_sub **out)
+static int subscribe(struct tsn *n, const char *durable, const char *filter, uint64_t after,
+		     bool afresh, struct tsn_sub **out)
 {
 	struct tsn_sub *s;
+	jsErrCode jerr = 0;
 
 	if (tsn_ensure_stream(n))
 		return -EAGAIN;
@@ -554,12 +561,34 @@ int tsn_subscribe(struct tsn *n, const char *durable, const char *filter, struct
 	s->n = n;
 	snprintf(s->durable, sizeof(s->durable), "%s", durable);
 	snprintf(s->filter, sizeof(s->filter), "%s", filter ? filter : TSN_SUBJECTS);
+	s->last_stream_seq = after;
+	if (afresh && js_DeleteConsumer(n->js, TSN_STREAM, durable, NULL, &jerr) != NATS_OK &&
+	    jerr != JSConsumerNotFoundErr) {
+		free(s);
+		return -EAGAIN;
+	}
 	if (pull_subscribe(s)) {
 		free(s);
 		return -EAGAIN;
 	}
 	*out = s;
 	return 0;
+}
+
+int tsn_subscribe(struct tsn *n, const char *durable, const char *filter, struct tsn_sub **out)
+{
+	return subscribe(n, durable, filter, 0, false, out);
+}
+
+int tsn_subscribe_after(struct tsn *n, const char *durable, const char *filter, uint64_t seq,
+			struct tsn_sub **out)
+{
+	return subscribe(n, durable, filter, seq, true, out);
+}
+
+uint64_t tsn_sub_last_seq(const struct tsn_sub *s)
+{
+	return s->last_stream_seq;
 }
 
 int tsn_sub_check(struct tsn_sub *s)

@@ -78,9 +78,19 @@ void tsn_get_stats(struct tsn *n, struct tsn_stats *out);
 /* Creates or updates the TRAINSCOPE stream. Returns 0 or -EAGAIN when not reachable. */
 int tsn_ensure_stream(struct tsn *n);
 
-/* Durable pull consumer on the TRAINSCOPE stream. */
+/* The JetStream context, for key-value use (natskv.h). */
+jsCtx *tsn_jsctx(struct tsn *n);
+
+/* Durable pull consumer on the TRAINSCOPE stream, resuming where it stands (made from the
+ * stream's start when missing). Acknowledging a message acknowledges those before it. */
 struct tsn_sub;
 int tsn_subscribe(struct tsn *n, const char *durable, const char *filter, struct tsn_sub **out);
+/* The durable consumer made afresh to deliver the messages after stream sequence seq
+ * (0: the whole stream): a replay from a snapshot. */
+int tsn_subscribe_after(struct tsn *n, const char *durable, const char *filter, uint64_t seq,
+			struct tsn_sub **out);
+/* The stream sequence of the last message fetched (or the replay's start). */
+uint64_t tsn_sub_last_seq(const struct tsn_sub *s);
 /* Fetches up to batch messages. Returns the count (0 on timeout) or -EAGAIN while the
  * server is away. Messages are acknowledged with natsMsg_Ack by the caller. */
 int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_ms);

@@ -257,7 +257,8 @@ static void test_missing_rank_does_not_stall(void **state)
 	(void)state;
 	ts_params_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "gap", 4, &p), 0);
-	/* rank 2 lost its data: steps are still analysed once lag_steps behind */
+	/* rank 2 lost its data: steps are still analysed once lag_steps behind and
+	 * lateness_s after they came */
 	for (int st = 0; st < 60; st++) {
 		struct ts_rank_step rs = { .step = (uint64_t)st, .start_ns = t, .end_ns = t + 50 * MS,
 					   .m = { 30, 5, 0.5, 20, 0 } };
@@ -266,7 +267,9 @@ static void test_missing_rank_does_not_stall(void **state)
 				ts_job_add_step(j, r, 4, &rs);
 		ts_job_tick(j, t + (uint64_t)st * 100 * MS);
 	}
-	assert_true(ts_job_result(j)->steps_evaluated >= 60 - 1 - (uint64_t)p.lag_steps);
+	assert_true(ts_job_result(j)->steps_evaluated < 60 - (uint64_t)p.lag_steps);
+	ts_job_tick(j, t + 6000 * MS + (uint64_t)(p.lateness_s * 1000) * MS);
+	assert_int_equal(ts_job_result(j)->steps_evaluated, 60 - (uint64_t)p.lag_steps);
 	ts_job_free(j);
 }
 
@@ -282,6 +285,8 @@ static void test_step_jump(void **state)
 	(void)state;
 	ts_params_defaults(&p);
 	p.limits.max_step_jump = 2000000000;
+	p.limits.reorder_steps = 32; /* a ring that does not grow past 32 rows ... */
+	p.lateness_s = 0;            /* ... and steps judged as soon as lag_steps behind */
 	assert_int_equal(ts_job_new(&j, "ns", "jump", 4, &p), 0);
 	for (int st = 0; st < 30; st++) {
 		feed_step(j, &s, (uint64_t)st);
@@ -389,6 +394,58 @@ static void test_rank_lost(void **state)
 	ts_job_free(j);
 }
 
+/* A backlog drained rank by rank (a relay restarted after a pause): every rank's 300
+ * steps come one rank after another within the lateness bound. The ring grows to hold
+ * them, nothing is late, and the verdict is the one in-order data gives. Past the bound
+ * (a tick lateness_s later) a step still missing ranks is judged without them. */
+static void test_backlog_reordered(void **state)
+{
+	struct sim s = { 8, 5, 40, TS_M_COMPUTE, 1.5, 7 };
+	struct ts_params p;
+	struct ts_job *j;
+	uint64_t now = 5000000 * MS;
+	const struct ts_job_result *r;
+
+	(void)state;
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", "backlog", s.world, &p), 0);
+	ts_job_tick(j, now);
+	for (int rank = 0; rank < s.world; rank++) {
+		struct sim one = s;
+		for (uint64_t st = 0; st < 300; st++) { /* feed_step for one rank only */
+			struct ts_rank_step rs = { .step = st, .start_ns = 1000000 * MS + st * 100 * MS };
+			for (int m = 0; m < TS_M_COUNT; m++)
+				rs.m[m] = jitter(&one.seed, m == TS_M_COMPUTE ? 30 : 5, 0.03);
+			if (rank == s.slow_rank && st >= 40)
+				rs.m[TS_M_COMPUTE] *= s.factor;
+			rs.end_ns = rs.start_ns + 56 * MS;
+			assert_int_equal(ts_job_add_step(j, rank, s.world, &rs), 0);
+		}
+		ts_job_tick(j, now += 100 * MS);
+	}
+	r = ts_job_result(j);
+	assert_int_equal(ts_job_late_steps(j), 0);
+	assert_int_equal(r->rank_steps_missing, 0);
+	assert_int_equal(r->steps_evaluated, 300);
+	assert_int_equal(r->nslow, 1);
+	assert_int_equal(r->slow[0].rank, 5);
+	assert_string_equal(r->slow[0].cause, "Compute");
+
+	/* rank 7 stops at 300 while the others go on: judged without it once late */
+	for (uint64_t st = 300; st < 340; st++)
+		for (int rank = 0; rank < 7; rank++) {
+			struct ts_rank_step rs = { .step = st, .start_ns = 1000000 * MS + st * 100 * MS };
+			rs.end_ns = rs.start_ns + 56 * MS;
+			assert_int_equal(ts_job_add_step(j, rank, s.world, &rs), 0);
+		}
+	ts_job_tick(j, now += 100 * MS);
+	assert_int_equal(r->steps_evaluated, 300);
+	ts_job_tick(j, now += (uint64_t)(p.lateness_s * 1000) * MS);
+	assert_int_equal(r->steps_evaluated, 340 - p.lag_steps);
+	assert_int_equal(r->rank_steps_missing, 340 - p.lag_steps - 300);
+	ts_job_free(j);
+}
+
 /* ts_job_bytes budgets memory: it grows with the world and stays near what a rank costs
  * (a 65,536-rank job used to cost about 3 KB a rank). */
 static void test_job_bytes(void **state)
@@ -421,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_step_jump),
 		cmocka_unit_test(test_hang_clears),
 		cmocka_unit_test(test_rank_lost),
+		cmocka_unit_test(test_backlog_reordered),
 		cmocka_unit_test(test_job_bytes),
 	};
 	return cmocka_run_group_tests_name("job", tests, NULL, NULL);

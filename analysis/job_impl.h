@@ -1,0 +1,65 @@
+/* The insides of a job, shared by job.c and its snapshot (job_snap.c) only. */
+#ifndef TS_JOB_IMPL_H
+#define TS_JOB_IMPL_H
+
+#include "analysis/job.h"
+
+struct row {
+	uint64_t step;
+	bool used;
+	int count;
+	uint8_t *have;     /* [world] */
+	float *m;          /* [world][TS_M_COUNT] */
+	float *step_ms;    /* [world] */
+	uint64_t end_max;
+	uint64_t first_ns;   /* when its first rank came, as of the ticks: lateness counts from it */
+};
+
+struct ts_job {
+	char ns[64], name[64];
+	struct ts_params p;
+	int world, cap;           /* cap: rows in the step ring (grows to ts_job_max_rows) */
+	uint64_t now_ns;          /* the last tick's time */
+	bool unstamped;           /* rows were made before the first tick: no first_ns yet */
+	struct row *rows;
+	uint64_t next_eval;       /* lowest step not evaluated yet */
+	uint64_t max_step, late;
+	bool any_step;
+	uint64_t last_progress_ns;
+	char hang_reason[256];   /* from a rank's hang report; empty when none */
+	char lost_reason[256];   /* ranks lost (watch_ranks); empty when none */
+	int lost_in_reason;      /* res.nlost when lost_reason was written */
+	uint64_t hang_step;      /* the hung rank's last step when it reported */
+	uint64_t finished_ns;    /* see ts_job_quiet_since_ns */
+	uint64_t added, added_seen, last_data_ns; /* steps taken; when the last came */
+	struct ts_failslow fs;
+	struct ts_rank_meta *meta;          /* [world] */
+	float *hist;                        /* [world][M][space_window] per-step values */
+	int hist_n;                         /* filled entries of each window */
+	int hist_next;
+	struct ts_ksigma *ks;               /* [world][M] */
+	int8_t *dir;                        /* [world][M] SPACE verdict of the last window */
+	int8_t *tdir;                       /* [world][M] TIME verdict of the last step */
+	uint16_t *hits, *misses;            /* [world][M] */
+	bool *alarm;                        /* [world][M] */
+	uint64_t *since;                    /* [world][M] */
+	float *win_median;                  /* [world][M] rank's window median */
+	float *hit_value, *hit_median;      /* [world][M] the numbers of the last hit */
+	uint64_t *judged_sample;            /* [world][M] host sample a verdict was counted on */
+	double group_median[TS_M_COUNT];
+	double step_ms;                     /* the job's step time at the last evaluation */
+	uint8_t trace_id[16];
+	bool has_trace;
+	int since_verdict;                  /* steps since the last SPACE verdict */
+	struct ts_job_result res;
+	double *scratch;                    /* 2 * world doubles */
+	double *vals;                       /* world doubles */
+	int *outl;                          /* world ints */
+};
+
+/* (Re)allocates everything sized by the world; per-rank history restarts. */
+int ts_job_size_world(struct ts_job *j, int world);
+/* Rows the step ring may grow to for a world: limits.reorder_steps within reorder_mb. */
+int ts_job_max_rows(const struct ts_params *p, int world);
+
+#endif

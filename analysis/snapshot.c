@@ -1,0 +1,175 @@
+#include "snapshot.h"
+#include "log.h"
+#include "natskv.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Unacknowledged messages that force a save before the interval: the consumer stops
+ * delivering at MaxAckPending (65536). */
+#define MAX_HELD 16384
+
+struct ts_snapshots {
+	struct tsn_kv *kv;
+	char key[128];
+	uint64_t interval_ns, last_ns;
+	natsMsg *held;          /* the last message ingested, not acknowledged yet */
+	uint64_t held_seq, held_count;
+	struct ts_buf buf;      /* kept: its capacity serves the next save */
+	pthread_mutex_t lock;   /* stats, read by the HTTP thread */
+	struct ts_snapshot_stats st;
+};
+
+/* Key-value keys take [-_.a-zA-Z0-9]; a durable name may hold more. */
+static void key_of(char *out, size_t n, const char *name)
+{
+	size_t i = 0;
+
+	for (; name[i] && i + 1 < n; i++) {
+		char c = name[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			  c == '-' || c == '_';
+		out[i] = ok ? c : '_';
+	}
+	out[i] = 0;
+}
+
+int ts_snapshots_open(struct ts_snapshots **out, struct tsn *n, const char *bucket,
+		      const char *key, int interval_s)
+{
+	struct ts_snapshots *s = calloc(1, sizeof(*s));
+	char why[256] = "";
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	if ((err = tsn_kv_open(n, bucket, &s->kv, why, sizeof(why)))) {
+		ts_debug("analyzer: snapshot bucket %s: %s", bucket, why);
+		free(s);
+		return err;
+	}
+	key_of(s->key, sizeof(s->key), key);
+	s->interval_ns = (uint64_t)interval_s * 1000000000ull;
+	pthread_mutex_init(&s->lock, NULL);
+	ts_info("analyzer: state snapshots every %d s in key-value bucket %s, key %s", interval_s,
+		bucket, s->key);
+	*out = s;
+	return 0;
+}
+
+void ts_snapshots_close(struct ts_snapshots *s)
+{
+	if (!s)
+		return;
+	natsMsg_Destroy(s->held);
+	ts_buf_free(&s->buf);
+	tsn_kv_close(s->kv);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+int ts_snapshots_restore(struct ts_snapshots *s, struct ts_analyzer *a, uint64_t now_ns,
+			 uint64_t *seq)
+{
+	void *data = NULL;
+	size_t len = 0;
+	int err = tsn_kv_get_blob(s->kv, s->key, &data, &len);
+
+	if (err == -EBADMSG)
+		ts_warn("analyzer: the state snapshot %s is damaged (chunks missing or not "
+			"matching): starting afresh", s->key);
+	if (err)
+		return err;
+	err = ts_analyzer_restore(a, data, len, now_ns, seq);
+	free(data);
+	if (err == -EPROTO)
+		ts_warn("analyzer: the state snapshot %s was written by a build of another "
+			"layout: starting afresh", s->key);
+	else if (err)
+		ts_warn("analyzer: the state snapshot %s cannot be read (%s): starting afresh",
+			s->key, strerror(-err));
+	if (err)
+		return err;
+	s->last_ns = now_ns;
+	s->st.restored_jobs = ts_analyzer_njobs(a);
+	ts_info("analyzer: restored %d jobs from the state snapshot (%zu bytes) as of stream "
+		"message %" PRIu64 "; replaying the stream after it", ts_analyzer_njobs(a), len,
+		*seq);
+	return 0;
+}
+
+void ts_snapshots_hold(struct ts_snapshots *s, natsMsg *m, uint64_t seq)
+{
+	natsMsg_Destroy(s->held);
+	s->held = m;
+	s->held_seq = seq;
+	s->held_count++;
+}
+
+static void failed(struct ts_snapshots *s, const char *why, uint64_t now_ns)
+{
+	bool first;
+
+	pthread_mutex_lock(&s->lock);
+	first = !s->st.failing_since_ns;
+	s->st.failed++;
+	if (first)
+		s->st.failing_since_ns = now_ns;
+	snprintf(s->st.why, sizeof(s->st.why), "%s", why);
+	pthread_mutex_unlock(&s->lock);
+	if (first) /* said once a spell; /healthz and the metrics tell the rest */
+		ts_warn("analyzer: cannot store the state snapshot: %s (messages stay "
+			"unacknowledged until it is stored)", why);
+}
+
+static void stored(struct ts_snapshots *s, size_t bytes, uint64_t now_ns)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->st.failing_since_ns)
+		ts_info("analyzer: state snapshot stored again after %.0f s of failures",
+			(double)(now_ns - s->st.failing_since_ns) / 1e9);
+	s->st.saved++;
+	s->st.bytes = bytes;
+	s->st.failing_since_ns = 0;
+	pthread_mutex_unlock(&s->lock);
+}
+
+int ts_snapshots_tick(struct ts_snapshots *s, struct ts_analyzer *a, pthread_mutex_t *lock,
+		      uint64_t now_ns, bool force)
+{
+	char why[256] = "";
+	int err;
+
+	if (!s->held || (!force && s->held_count < MAX_HELD && now_ns - s->last_ns < s->interval_ns))
+		return 0;
+	s->last_ns = now_ns;
+	s->buf.len = 0;
+	pthread_mutex_lock(lock);
+	err = ts_analyzer_save(a, s->held_seq, &s->buf);
+	pthread_mutex_unlock(lock);
+	if (err) {
+		s->buf.oom = 0;
+		failed(s, "out of memory", now_ns);
+		return -EAGAIN;
+	}
+	if (tsn_kv_put_blob(s->kv, s->key, s->buf.data, s->buf.len, why, sizeof(why))) {
+		failed(s, why, now_ns);
+		return -EAGAIN;
+	}
+	stored(s, s->buf.len, now_ns);
+	natsMsg_Ack(s->held, NULL); /* and every message before it */
+	natsMsg_Destroy(s->held);
+	s->held = NULL;
+	s->held_count = 0;
+	return 0;
+}
+
+void ts_snapshots_get_stats(struct ts_snapshots *s, struct ts_snapshot_stats *out)
+{
+	pthread_mutex_lock(&s->lock);
+	*out = s->st;
+	pthread_mutex_unlock(&s->lock);
+}

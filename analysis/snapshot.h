@@ -1,0 +1,41 @@
+/* The analyzer's state kept in a JetStream key-value bucket: every interval it is saved
+ * as of the last message ingested, and only then are the messages up to it acknowledged,
+ * so a restarted analyzer restores it and replays the stream after it: the same verdicts
+ * and counts as one that never stopped. */
+#ifndef TS_SNAPSHOT_H
+#define TS_SNAPSHOT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "analyzer.h"
+#include "natsw.h"
+
+struct ts_snapshot_stats {
+	uint64_t saved, failed, bytes, restored_jobs;
+	uint64_t failing_since_ns; /* 0 while the last save succeeded */
+	char why[256];             /* the server's words for the last failure */
+};
+
+struct ts_snapshots;
+
+/* bucket: the key-value bucket; key: this analyzer's (its durable consumer's name).
+ * Returns 0, -EAGAIN (JetStream not reachable yet: the cause is logged once) or -ENOMEM. */
+int ts_snapshots_open(struct ts_snapshots **out, struct tsn *n, const char *bucket,
+		      const char *key, int interval_s);
+void ts_snapshots_close(struct ts_snapshots *s);
+/* Restores the last snapshot into an empty analyzer. Returns 0 with *seq (the stream
+ * message to replay after), -ENOENT (none: a first start), -EPROTO or -EBADMSG (one this
+ * build cannot read: said), or -EAGAIN. */
+int ts_snapshots_restore(struct ts_snapshots *s, struct ts_analyzer *a, uint64_t now_ns,
+			 uint64_t *seq);
+/* The last message ingested, up to stream sequence seq: acknowledged (with every one
+ * before it) once a snapshot holds its effect. Takes m. */
+void ts_snapshots_hold(struct ts_snapshots *s, natsMsg *m, uint64_t seq);
+/* Saves when the interval has passed (or force) and something was ingested since;
+ * the analyzer is read under lock. Returns 0 or -EAGAIN (counted; retried next time). */
+int ts_snapshots_tick(struct ts_snapshots *s, struct ts_analyzer *a, pthread_mutex_t *lock,
+		      uint64_t now_ns, bool force);
+void ts_snapshots_get_stats(struct ts_snapshots *s, struct ts_snapshot_stats *out);
+
+#endif

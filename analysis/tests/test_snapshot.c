@@ -1,0 +1,152 @@
+/* Analyzer snapshots: an analyzer restored from a snapshot taken mid-job and fed the
+ * rest gives the verdict and counts of one that never stopped; damaged snapshots and
+ * those of another build are refused, leaving the analyzer empty. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analyzer.h"
+
+#define MS 1000000ull
+#define T0 (1700000000ull * 1000 * MS)
+#define WORLD 4
+#define STEPS 300
+
+/* One step of one rank: rank 2 computes 1.8x slower from step 40. */
+static void feed(struct ts_analyzer *a, int rank, uint64_t step)
+{
+	Trainscope__V1__Batch b = TRAINSCOPE__V1__BATCH__INIT;
+	Trainscope__V1__Identity id = TRAINSCOPE__V1__IDENTITY__INIT;
+	Trainscope__V1__Record rec = TRAINSCOPE__V1__RECORD__INIT, *recp = &rec;
+	Trainscope__V1__Step st = TRAINSCOPE__V1__STEP__INIT;
+	double f = rank == 2 && step >= 40 ? 1.8 : 1.0;
+	char subject[64];
+	uint8_t buf[1024];
+	size_t len;
+
+	id.namespace_ = "ml";
+	id.job = "snap";
+	id.rank = rank;
+	id.world_size = WORLD;
+	b.id = &id;
+	b.producer_id = 0x5000 + (uint64_t)rank;
+	b.seq = step + 1;
+	st.step = step;
+	st.start_ns = T0 + step * 200 * MS;
+	st.compute_ns = (uint64_t)(60 * MS * f) + (uint64_t)((step * 7 + (uint64_t)rank * 3) % 5) * MS;
+	st.end_ns = st.start_ns + st.compute_ns + 40 * MS;
+	rec.kind_case = TRAINSCOPE__V1__RECORD__KIND_STEP;
+	rec.step = &st;
+	b.records = &recp;
+	b.n_records = 1;
+	len = trainscope__v1__batch__get_packed_size(&b);
+	assert_true(len <= sizeof(buf));
+	trainscope__v1__batch__pack(&b, buf);
+	snprintf(subject, sizeof(subject), "ts.v1.ml.snap.rank.%d", rank);
+	assert_int_equal(ts_analyzer_ingest(a, subject, buf, len), 0);
+}
+
+static void feed_steps(struct ts_analyzer *a, uint64_t from, uint64_t to)
+{
+	for (uint64_t s = from; s < to; s++) {
+		for (int r = 0; r < WORLD; r++)
+			feed(a, r, s);
+		ts_analyzer_tick(a, T0 + s * 200 * MS + 1000 * MS);
+	}
+}
+
+static struct ts_analyzer *analyzer(void)
+{
+	struct ts_analyzer_opts o = { 0 };
+	struct ts_analyzer *a;
+
+	ts_params_defaults(&o.params);
+	assert_int_equal(ts_analyzer_new(&a, &o), 0);
+	return a;
+}
+
+static void assert_same(struct ts_analyzer *x, struct ts_analyzer *y)
+{
+	const struct ts_job_result *a = ts_job_result(ts_analyzer_job(x, "ml", "snap"));
+	const struct ts_job_result *b = ts_job_result(ts_analyzer_job(y, "ml", "snap"));
+
+	assert_int_equal(a->state, TS_STATE_FAILSLOW);
+	assert_int_equal(a->state, b->state);
+	assert_int_equal(a->nslow, 1);
+	assert_int_equal(a->slow[0].rank, 2);
+	assert_int_equal(b->nslow, a->nslow);
+	assert_int_equal(b->slow[0].rank, a->slow[0].rank);
+	assert_string_equal(b->slow[0].cause, a->slow[0].cause);
+	assert_string_equal(b->slow[0].metric, a->slow[0].metric);
+	assert_string_equal(b->slow[0].evidence, a->slow[0].evidence);
+	assert_int_equal(b->steps_evaluated, a->steps_evaluated);
+	assert_int_equal(b->rank_steps_expected, a->rank_steps_expected);
+	assert_int_equal(b->rank_steps_missing, a->rank_steps_missing);
+	assert_int_equal(b->last_step, a->last_step);
+	assert_true(fabs(b->baseline_ms - a->baseline_ms) < 1e-9);
+	assert_string_equal(b->summary, a->summary);
+}
+
+static void test_restore_continues(void **state)
+{
+	struct ts_analyzer *whole = analyzer(), *first = analyzer(), *second = analyzer();
+	struct ts_buf snap = { 0 };
+	uint64_t seq = 0;
+
+	(void)state;
+	feed_steps(whole, 0, STEPS);
+	feed_steps(first, 0, STEPS / 2);
+	assert_int_equal(ts_analyzer_save(first, 4242, &snap), 0);
+	ts_analyzer_free(first); /* the analyzer killed */
+	assert_int_equal(ts_analyzer_restore(second, snap.data, snap.len, T0, &seq), 0);
+	assert_int_equal(seq, 4242);
+	/* what came before the snapshot is a duplicate now, not a step analysed twice */
+	feed(second, 1, STEPS / 2 - 1);
+	feed_steps(second, STEPS / 2, STEPS);
+	assert_same(whole, second);
+	ts_buf_free(&snap);
+	ts_analyzer_free(whole);
+	ts_analyzer_free(second);
+}
+
+static void test_damaged_refused(void **state)
+{
+	struct ts_analyzer *a = analyzer(), *b = analyzer();
+	struct ts_buf snap = { 0 };
+	uint64_t seq = 7;
+
+	(void)state;
+	feed_steps(a, 0, 60);
+	assert_int_equal(ts_analyzer_save(a, 99, &snap), 0);
+	assert_int_equal(ts_analyzer_restore(b, snap.data, snap.len / 2, T0, &seq), -EBADMSG);
+	assert_null(ts_analyzer_job(b, "ml", "snap"));
+	assert_int_equal(ts_analyzer_restore(b, snap.data, snap.len - 1, T0, &seq), -EBADMSG);
+	snap.data[8] ^= 1; /* the layout word: a snapshot of another build */
+	assert_int_equal(ts_analyzer_restore(b, snap.data, snap.len, T0, &seq), -EPROTO);
+	snap.data[8] ^= 1;
+	assert_int_equal(ts_analyzer_restore(b, snap.data, snap.len, T0, &seq), 0);
+	assert_int_equal(seq, 99);
+	assert_non_null(ts_analyzer_job(b, "ml", "snap"));
+	/* only into an empty analyzer */
+	assert_int_equal(ts_analyzer_restore(b, snap.data, snap.len, T0, &seq), -EBUSY);
+	ts_buf_free(&snap);
+	ts_analyzer_free(a);
+	ts_analyzer_free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_restore_continues),
+		cmocka_unit_test(test_damaged_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

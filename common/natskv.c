@@ -1,0 +1,171 @@
+#include "natskv.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK (256u << 10) /* well under the server's default max_payload of 1 MiB */
+
+struct tsn_kv {
+	kvStore *kv;
+};
+
+static void say(char *why, size_t n, natsStatus s)
+{
+	const char *last = nats_GetLastError(NULL);
+
+	if (why && n)
+		snprintf(why, n, "%s%s%s", natsStatus_GetText(s), last && *last ? ": " : "",
+			 last ? last : "");
+}
+
+int tsn_kv_open(struct tsn *n, const char *bucket, struct tsn_kv **out, char *why, size_t whylen)
+{
+	struct tsn_kv *k = calloc(1, sizeof(*k));
+	kvConfig cfg;
+	natsStatus s;
+
+	if (!k)
+		return -ENOMEM;
+	s = js_KeyValue(&k->kv, tsn_jsctx(n), bucket);
+	if (s == NATS_NOT_FOUND) {
+		kvConfig_Init(&cfg);
+		cfg.Bucket = bucket;
+		cfg.Description = "trainscope: analyzer state snapshots";
+		cfg.History = 1;
+		cfg.MaxValueSize = (int32_t)CHUNK;
+		cfg.StorageType = js_FileStorage;
+		s = js_CreateKeyValue(&k->kv, tsn_jsctx(n), &cfg);
+	}
+	if (s != NATS_OK) {
+		say(why, whylen, s);
+		free(k);
+		return -EAGAIN;
+	}
+	*out = k;
+	return 0;
+}
+
+void tsn_kv_close(struct tsn_kv *k)
+{
+	if (!k)
+		return;
+	kvStore_Destroy(k->kv);
+	free(k);
+}
+
+static uint64_t fnv(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+struct head {
+	int slot;
+	size_t chunks, bytes;
+	uint64_t hash;
+};
+
+static int get_head(struct tsn_kv *k, const char *key, struct head *h)
+{
+	char name[256], text[160];
+	kvEntry *e = NULL;
+	natsStatus s;
+	int len;
+
+	snprintf(name, sizeof(name), "%s.head", key);
+	s = kvStore_Get(&e, k->kv, name);
+	if (s == NATS_NOT_FOUND)
+		return -ENOENT;
+	if (s != NATS_OK)
+		return -EAGAIN;
+	len = kvEntry_ValueLen(e);
+	snprintf(text, sizeof(text), "%.*s", len < 0 ? 0 : len, (const char *)kvEntry_Value(e));
+	kvEntry_Destroy(e);
+	if (sscanf(text, "v1 slot=%d chunks=%zu bytes=%zu fnv=%" SCNx64, &h->slot, &h->chunks,
+		   &h->bytes, &h->hash) != 4 || (h->slot != 0 && h->slot != 1) ||
+	    h->chunks != (h->bytes + CHUNK - 1) / CHUNK)
+		return -EBADMSG;
+	return 0;
+}
+
+int tsn_kv_put_blob(struct tsn_kv *k, const char *key, const void *data, size_t len, char *why,
+		    size_t whylen)
+{
+	struct head h = { 0 };
+	char name[256], text[160];
+	natsStatus s = NATS_OK;
+
+	/* the slot the head does not name now: the blob it names stays whole meanwhile */
+	int slot = get_head(k, key, &h) == 0 ? !h.slot : 0;
+	size_t chunks = (len + CHUNK - 1) / CHUNK;
+
+	for (size_t i = 0; i < chunks && s == NATS_OK; i++) {
+		size_t n = len - i * CHUNK < CHUNK ? len - i * CHUNK : CHUNK;
+		snprintf(name, sizeof(name), "%s.%d.%zu", key, slot, i);
+		s = kvStore_Put(NULL, k->kv, name, (const char *)data + i * CHUNK, (int)n);
+	}
+	if (s == NATS_OK) {
+		snprintf(name, sizeof(name), "%s.head", key);
+		snprintf(text, sizeof(text), "v1 slot=%d chunks=%zu bytes=%zu fnv=%016" PRIx64, slot,
+			 chunks, len, fnv(data, len));
+		s = kvStore_PutString(NULL, k->kv, name, text);
+	}
+	if (s != NATS_OK) {
+		say(why, whylen, s);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+static int get_chunk(struct tsn_kv *k, const char *key, int slot, size_t i, char *to, size_t n)
+{
+	char name[256];
+	kvEntry *e = NULL;
+	natsStatus s;
+	int rc = 0;
+
+	snprintf(name, sizeof(name), "%s.%d.%zu", key, slot, i);
+	s = kvStore_Get(&e, k->kv, name);
+	if (s == NATS_NOT_FOUND)
+		return -EBADMSG;
+	if (s != NATS_OK)
+		return -EAGAIN;
+	if ((size_t)kvEntry_ValueLen(e) == n)
+		memcpy(to, kvEntry_Value(e), n);
+	else
+		rc = -EBADMSG;
+	kvEntry_Destroy(e);
+	return rc;
+}
+
+int tsn_kv_get_blob(struct tsn_kv *k, const char *key, void **data, size_t *len)
+{
+	struct head h;
+	char *buf;
+	int err = get_head(k, key, &h);
+
+	if (err)
+		return err;
+	if (!(buf = malloc(h.bytes ? h.bytes : 1)))
+		return -ENOMEM;
+	for (size_t i = 0; i < h.chunks && !err; i++) {
+		size_t n = h.bytes - i * CHUNK < CHUNK ? h.bytes - i * CHUNK : CHUNK;
+		err = get_chunk(k, key, h.slot, i, buf + i * CHUNK, n);
+	}
+	if (!err && fnv(buf, h.bytes) != h.hash)
+		err = -EBADMSG;
+	if (err) {
+		free(buf);
+		return err;
+	}
+	*data = buf;
+	*len = h.bytes;
+	return 0;
+}

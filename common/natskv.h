@@ -1,0 +1,24 @@
+/* Blobs of any size in a JetStream key-value bucket. A blob is stored as chunks under
+ * <key>.<slot>.<i>, then a head <key>.head that names the slot, the chunk count, the
+ * size and a hash: the two slots alternate, so a writer that dies midway leaves the
+ * previous blob whole, and a reader only ever sees a blob stored whole. */
+#ifndef TS_NATSKV_H
+#define TS_NATSKV_H
+
+#include <stddef.h>
+#include "natsw.h"
+
+struct tsn_kv;
+
+/* Binds to bucket, made when missing. Returns 0, or -EAGAIN (JetStream not reachable
+ * or refusing: why says the server's words) or -ENOMEM. */
+int tsn_kv_open(struct tsn *n, const char *bucket, struct tsn_kv **out, char *why, size_t whylen);
+void tsn_kv_close(struct tsn_kv *kv);
+/* Stores a blob under key ([-_.a-zA-Z0-9]+). Returns 0, or -EAGAIN with why. */
+int tsn_kv_put_blob(struct tsn_kv *kv, const char *key, const void *data, size_t len, char *why,
+		    size_t whylen);
+/* The last blob stored whole under key, malloc'ed. Returns 0, -ENOENT (none), -EBADMSG
+ * (chunks missing or not matching the head) or -EAGAIN. */
+int tsn_kv_get_blob(struct tsn_kv *kv, const char *key, void **data, size_t *len);
+
+#endif
