@@ -3,6 +3,8 @@
 # inside `trainscope run`, the analyzer), each checked against a control run:
 #   - NATS frozen for 4 s, then killed and restarted on its store: every rank-step is
 #     analysed once and the verdict is the control's;
+#   - the analyzer killed with SIGKILL mid-job and started again: its state restored from
+#     the snapshot, the stream replayed after it, the report is the control's;
 #   - a rank killed with SIGKILL: the report names it lost and the job ended abnormally;
 #   - a job name run again: a new attempt whose report is its own;
 #   - the analyzer's durable consumer deleted by another client: made again, nothing lost;
@@ -83,6 +85,40 @@ same_verdict() { # a passing alarm on another rank (the restart's CPU burst on 2
 expect "NATS frozen then restarted: the verdict is the control's" same_verdict
 expect "NATS frozen then restarted: $frz_steps rank-steps taken of $ctl_steps, $(analysed frz) steps analysed of $(analysed ctl)" \
 	test "$frz_steps" -eq "$ctl_steps" -a "$(analysed frz)" -eq "$(analysed ctl)"
+
+# ---- the analyzer killed (SIGKILL) mid-job and started again: it restores its last state
+# snapshot and replays the stream after it, so the report is the control's ---------------
+snapshots_past() { [ "$(metric trainscope_analyzer_snapshots_total)" -gt "$1" ]; }
+before=$(metric trainscope_analyzer_steps_total)
+snaps=$(metric trainscope_analyzer_snapshots_total)
+"$BIN/trainscope" run --nats "$NATS_URL" --job akill -- "$BIN/workload" --ranks 4 --steps 300 \
+	--fault compute "${SLOW[@]}" 2>"$WORK/akill.log" &
+job=$!
+wait_for 60 steps_at_least $((before + 480)) || die "the job under a killed analyzer never started"
+wait_for 20 snapshots_past "$snaps" || die "no state snapshot stored"
+kill -KILL "$ANALYZER_PID"
+wait "$ANALYZER_PID" 2>/dev/null || true
+start_analyzer --quiet --config "$WORK/analyzer.yaml"
+ANALYZER_PID=${PIDS##* }
+HEALTHZ=${ANALYZER_METRICS%/metrics}/healthz
+wait "$job" || die "job akill failed: $(tail -5 "$WORK/akill.log")"
+wait_report akill 299
+echo "      $(grep -m1 'restored' "$ANALYZER_LOG" | sed 's/.*analyzer: //')"
+same_report() { # JOB: the verdict, the steps analysed and the rank-steps of the control
+	python3 - "$WORK/ctl.json" "$WORK/$1.json" <<'PY'
+import json, sys
+def facts(path):
+    s = json.load(open(path))["status"]
+    d = s.get("data", {})
+    return (s["state"], sorted((r["rank"], r["cause"]) for r in s["slowRanks"]), s["stepsAnalyzed"],
+            d.get("rankStepsExpected"), d.get("rankStepsMissing"), d.get("rankStepsLate"))
+ctl, got = facts(sys.argv[1]), facts(sys.argv[2])
+print("      control: %s\n      this run: %s" % (ctl, got))
+sys.exit(0 if ctl == got else 1)
+PY
+}
+expect "the analyzer killed and started again: restored from its snapshot, the report is the control's" \
+	same_report akill
 
 # ---- a rank killed (SIGKILL): the report says it was lost and the job ended abnormally ----
 rank_pid() { # RANK: the workload process of that rank
@@ -257,4 +293,4 @@ after_flood() {
 expect "the flood's silent jobs are forgotten after limits.job_ttl_s; a real job gets its report" after_flood
 
 echo "faults: $passed passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passed" -eq 13 ]
+[ "$fails" -eq 0 ] && [ "$passed" -eq 14 ]
