@@ -367,16 +367,33 @@ int tsn_ensure_stream(struct tsn *n)
 	cfg.MaxAge = n->opts.stream_max_age_s * 1000000000ll;
 	cfg.MaxBytes = n->opts.stream_max_bytes;
 	cfg.Duplicates = 120 * 1000000000ll;
-	s = js_AddStream(&si, n->js, &cfg, NULL, &jerr);
-	if (s != NATS_OK && jerr == JSStreamNameExistErr)
-		s = js_UpdateStream(&si, n->js, &cfg, NULL, &jerr);
+	/* a stream that exists takes publishes whatever its settings: a full store refuses
+	 * to make or to grow one, so only a stream whose limits differ is updated, and a
+	 * refused update is said but does not stop publishing */
+	s = js_GetStreamInfo(&si, n->js, TSN_STREAM, NULL, &jerr);
+	if (s == NATS_OK && (si->Config->MaxBytes != cfg.MaxBytes || si->Config->MaxAge != cfg.MaxAge)) {
+		jsStreamInfo_Destroy(si);
+		si = NULL;
+		if (js_UpdateStream(&si, n->js, &cfg, NULL, &jerr) != NATS_OK)
+			ts_warn("nats: stream %s kept as it is: its limits cannot be changed (%s; "
+				"error %d)", TSN_STREAM, nats_GetLastError(NULL), (int)jerr);
+	} else if (s != NATS_OK && (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr)) {
+		jerr = 0;
+		s = js_AddStream(&si, n->js, &cfg, NULL, &jerr);
+		if (s != NATS_OK && jerr == JSStreamNameExistErr) /* made meanwhile by another */
+			s = NATS_OK;
+	}
 	jsStreamInfo_Destroy(si);
 	if (s != NATS_OK) {
 		/* a server that is away says nothing new; an answer that refuses is the cause */
 		const char *why = nats_GetLastError(NULL), *at = why ? strstr(why, "): ") : NULL;
 		if (jerr && (int)jerr != n->stream_code)
-			ts_warn("nats: stream %s cannot be made or updated: %s (error %d)", TSN_STREAM,
-				at ? at + 3 : why ? why : natsStatus_GetText(s), (int)jerr);
+			ts_warn("nats: stream %s cannot be made or updated: %s (error %d)%s", TSN_STREAM,
+				at ? at + 3 : why ? why : natsStatus_GetText(s), (int)jerr,
+				jerr == JSInsufficientResourcesErr || jerr == JSStorageResourcesExceededErr
+					? "; the stream reserves its max bytes (TRAINSCOPE_STREAM_MAX_BYTES, "
+					  "default 1G): give JetStream more store, or set it lower"
+					: "");
 		else
 			ts_debug("nats: stream %s not ready: %s (%d)", TSN_STREAM,
 				 natsStatus_GetText(s), (int)jerr);
@@ -690,11 +707,35 @@ void tsn_unsubscribe_core(struct tsn_core_sub *s)
 	free(s);
 }
 
+/* A size like 512M or 2G (binary units), or plain bytes; 0 when not set or not one. */
+static int64_t env_size(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	int64_t n;
+
+	if (!v || !*v)
+		return 0;
+	n = strtoll(v, &end, 10);
+	switch (*end) {
+	case 'K': case 'k': n <<= 10, end++; break;
+	case 'M': case 'm': n <<= 20, end++; break;
+	case 'G': case 'g': n <<= 30, end++; break;
+	}
+	if (*end || n <= 0) {
+		ts_warn("nats: %s=%s is not a size (bytes, or a number with K, M or G): ignored",
+			name, v);
+		return 0;
+	}
+	return n;
+}
+
 void tsn_opts_from_env(struct tsn_opts *o, const char *client_name)
 {
 	o->url = getenv("TRAINSCOPE_NATS_URL");
 	o->token = getenv("TRAINSCOPE_NATS_TOKEN");
 	o->name = client_name;
+	o->stream_max_bytes = env_size("TRAINSCOPE_STREAM_MAX_BYTES");
 }
 
 bool tsn_parse_option(struct tsn_opts *o, int ch, const char *arg)

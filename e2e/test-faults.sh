@@ -9,6 +9,8 @@
 #   - a job name run again: a new attempt whose report is its own;
 #   - the analyzer's durable consumer deleted by another client: made again, nothing lost;
 #   - a JetStream store too small for the stream: the analyzer says so;
+#   - JetStream's store filled mid-job, then freed: /healthz and a metric say so, the
+#     relay's and the analyzer's writes resume, and no rank-step is lost;
 #   - a Kubernetes API server that never answers: analysis and /metrics go on;
 #   - the consume loop stuck: /healthz says so (503), and ok again once it turns;
 #   - a step counter that jumps to 2^62, a world of a million ranks, 10,000 jobs from a
@@ -190,6 +192,52 @@ small_store() {
 }
 expect "a JetStream store too small: the analyzer says why it waits" small_store
 
+# ---- JetStream's store filled by another tenant mid-job, then freed: the relay's refused
+# batches are resent, the analyzer's snapshots fail (/healthz 503 and a metric say so) and
+# are stored again, and the report has every rank-step -------------------------------------
+code_is() { [ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$1")" = "$2" ]; }
+store_full() {
+	local dir="$WORK/full" npid url log m fm
+	mkdir -p "$dir"
+	printf 'listen: 127.0.0.1:-1\njetstream { store_dir: "%s/js", max_file_store: 64MB }\n' "$dir" >"$dir/n.conf"
+	nats-server -c "$dir/n.conf" --ports_file_dir "$dir" >"$dir/log" 2>&1 &
+	npid=$!
+	PIDS="$PIDS $npid"
+	wait_for 15 test -s "$dir/nats-server_$npid.ports" || return 1
+	url=$(grep -o 'nats://127.0.0.1:[0-9]*' "$dir/nats-server_$npid.ports" | head -1)
+	log="$dir/analyzer.log"
+	TRAINSCOPE_STREAM_MAX_BYTES=32M "$BIN/trainscope-analyzer" --nats "$url" --snapshot-s 1 \
+		--stall-s 3 --metrics-port 0 --report-dir "$dir/r" --quiet 2>"$log" &
+	PIDS="$PIDS $!"
+	wait_for 15 grep -q "consuming" "$log" || return 1
+	m=$(grep -o 'http://[0-9.:]*/metrics' "$log" | head -1)
+	fm() { curl -sf -m 2 "$m" | awk -v n="$1" '$1 == n { print $2 }'; }
+	full_steps() { [ "$(fm trainscope_analyzer_steps_total)" -ge "$1" ]; }
+	TRAINSCOPE_STREAM_MAX_BYTES=32M "$BIN/trainscope" run --nats "$url" --job full -- \
+		"$BIN/workload" --ranks 4 --steps 900 2>"$dir/job.log" &
+	local job=$!
+	wait_for 60 full_steps 800 || return 1
+	"$BIN/forge" --nats "$url" --fill-store $((64 << 20)) 2>&1 | sed 's/^/      /'
+	wait_for 30 code_is "${m%/metrics}/healthz" 503 || { echo "      /healthz never failed"; return 1; }
+	echo "      store full: /healthz $(curl -s -m 2 "${m%/metrics}/healthz")"
+	[ "$(fm trainscope_analyzer_snapshot_failing)" = 1 ] || return 1
+	"$BIN/forge" --nats "$url" --free-store || return 1
+	wait_for 30 code_is "${m%/metrics}/healthz" 200 || { echo "      /healthz never recovered"; return 1; }
+	[ "$(fm trainscope_analyzer_snapshot_failing)" = 0 ] || return 1
+	wait "$job" || { echo "      the job failed: $(tail -3 "$dir/job.log")"; return 1; }
+	"$BIN/trainscope" report --dir "$dir/r" --job full --namespace default --wait-step 899 \
+		--timeout 60 --json >"$dir/full.json" || return 1
+	python3 - "$dir/full.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["status"]
+d = s["data"]
+print("      after the store was freed: %s, %d steps analysed, %s" % (s["state"], s["stepsAnalyzed"], d))
+sys.exit(0 if s["stepsAnalyzed"] == 900 and d["rankStepsExpected"] == 3600 and
+         d["rankStepsMissing"] == 0 and d["batchesLost"] == 0 else 1)
+PY
+}
+expect "JetStream's store full mid-job then freed: /healthz says so, writes resume, no rank-step lost" store_full
+
 # ---- a Kubernetes API server that never answers: analysis, report files and /metrics go on ----
 blackhole_api() {
 	local dir="$WORK/blackhole" port log pid m="" t0
@@ -293,4 +341,4 @@ after_flood() {
 expect "the flood's silent jobs are forgotten after limits.job_ttl_s; a real job gets its report" after_flood
 
 echo "faults: $passed passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passed" -eq 14 ]
+[ "$fails" -eq 0 ] && [ "$passed" -eq 15 ]

@@ -4,14 +4,18 @@
  *   forge --nats URL [--ns NS] [--job NAME] [--jobs N] [--rank R] [--world W]
  *         [--step S] [--steps N] [--producer ID] [--seq Q]
  *   forge --nats URL --delete-consumer NAME
+ *   forge --nats URL --fill-store BYTES | --free-store
  *
  * One batch per job (--jobs N: jobs NAME-0 .. NAME-(N-1)), each holding --steps steps
  * from --step, of rank R of a world of W, as producer ID (default: a new one per job)
  * from sequence Q. Exit 0 once JetStream stored them all. --delete-consumer deletes a
- * durable consumer of the stream, as any client with the rights can. */
+ * durable consumer of the stream, as any client with the rights can. --fill-store fills
+ * JetStream's store with BYTES in a stream FORGE_FILLER (another tenant filling it);
+ * --free-store deletes it. */
 #include "natsw.h"
 #include "proto/trainscope.pb-c.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -69,6 +73,42 @@ static int publish_one(struct tsn *n, const struct forge *f, const char *job, ui
 	return tsn_publish_seq(n, subject, buf, len, producer, f->seq);
 }
 
+/* bytes > 0: a stream with no limits of its own filled with that much data, or until
+ * JetStream refuses more; 0: it is deleted. 0, -EAGAIN (not connected yet), -EIO. */
+static int filler(struct tsn *n, int64_t bytes)
+{
+	const char *subjects[] = { "forge.filler" };
+	static char chunk[64 << 10];
+	jsStreamConfig cfg;
+	jsErrCode jerr = 0;
+	natsStatus s;
+
+	if (bytes == 0) {
+		s = js_DeleteStream(tsn_jsctx(n), "FORGE_FILLER", NULL, &jerr);
+	} else {
+		jsStreamConfig_Init(&cfg);
+		cfg.Name = "FORGE_FILLER";
+		cfg.Subjects = subjects;
+		cfg.SubjectsLen = 1;
+		cfg.Storage = js_FileStorage;
+		s = js_AddStream(NULL, tsn_jsctx(n), &cfg, NULL, &jerr);
+		for (int64_t put = 0; s == NATS_OK && put < bytes; put += (int64_t)sizeof(chunk))
+			if (js_Publish(NULL, tsn_jsctx(n), "forge.filler", chunk, sizeof(chunk), NULL,
+				       &jerr) != NATS_OK) {
+				fprintf(stderr, "forge: the store took %lld bytes: %s (%d)\n", (long long)put,
+					nats_GetLastError(NULL), (int)jerr);
+				break;
+			}
+	}
+	if (s == NATS_OK)
+		return 0;
+	if (!jerr)
+		return -EAGAIN;
+	fprintf(stderr, "forge: %s the filler stream: %s (%d)\n", bytes ? "cannot make" : "cannot delete",
+		nats_GetLastError(NULL), (int)jerr);
+	return -EIO;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -78,12 +118,14 @@ int main(int argc, char **argv)
 		{ "world", required_argument, NULL, 'w' },  { "step", required_argument, NULL, 'S' },
 		{ "steps", required_argument, NULL, 'N' },  { "producer", required_argument, NULL, 'p' },
 		{ "seq", required_argument, NULL, 'q' },    { "delete-consumer", required_argument, NULL, 'X' },
+		{ "fill-store", required_argument, NULL, 'F' }, { "free-store", no_argument, NULL, 'R' },
 		{ 0 }
 	};
 	struct forge f = { "default", "forged", 1, 1, 0, 1, 0, 0, 1 };
 	struct tsn_opts o = { 0 };
 	struct tsn *n;
 	const char *doomed = NULL;
+	int64_t fill = -1;
 	char job[256];
 	int ch, rc = 0;
 
@@ -102,6 +144,8 @@ int main(int argc, char **argv)
 		case 'p': f.producer = strtoull(optarg, NULL, 0); break;
 		case 'q': f.seq = strtoull(optarg, NULL, 0); break;
 		case 'X': doomed = optarg; break;
+		case 'F': fill = strtoll(optarg, NULL, 0); break;
+		case 'R': fill = 0; break;
 		default: fprintf(stderr, "forge: see the comment at the top of e2e/faults/forge.c\n"); return 2;
 		}
 	}
@@ -120,6 +164,12 @@ int main(int argc, char **argv)
 		tsn_close(n);
 		if (rc)
 			fprintf(stderr, "forge: cannot delete consumer %s (%d)\n", doomed, rc);
+		return rc ? 1 : 0;
+	}
+	if (fill >= 0) {
+		for (int i = 0; i < 100 && (rc = filler(n, fill)) == -EAGAIN; i++)
+			usleep(100000); /* connecting in the background */
+		tsn_close(n);
 		return rc ? 1 : 0;
 	}
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
