@@ -95,6 +95,9 @@ bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *ou
 	uint64_t t = r->t_ns + (uint64_t)a->mono_to_real_ns;
 	struct ts_step_sum *s = &a->cur;
 
+	if (r->type == TS_REC_STEP_BEGIN || r->type == TS_REC_REGION || r->type == TS_REC_DEVICE ||
+	    r->type == TS_REC_STEP_CTR)
+		a->cur_open = true;
 	switch (r->type) {
 	case TS_REC_STEP_BEGIN:
 		mark_start(s, t);
@@ -113,10 +116,12 @@ bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *ou
 		if (!r->b)
 			mark_start(s, t);
 		add_coll(s, r->kind & 0xff, r->a, r->dur_ns);
+		a->cur_open |= s == &a->cur;
 		return false;
 	case TS_REC_GEMM:
 		if ((s = tagged(a, r->a)))
 			add_gemm(s, r->b, r->dur_ns);
+		a->cur_open |= s == &a->cur;
 		return false;
 	case TS_REC_STEP_CTR:
 		s->launches += r->a;
@@ -152,6 +157,7 @@ bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *ou
 			finish(s);
 			*out = *s;
 			memset(s, 0, sizeof(*s));
+			a->cur_open = false;
 			return true;
 		}
 		a->gpu_seen = true;
@@ -163,11 +169,17 @@ bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *ou
 		a->held = *s;
 		a->have_held = true;
 		memset(s, 0, sizeof(*s));
+		a->cur_open = false;
 		return emitted;
 	}
 	default:
 		return false;
 	}
+}
+
+bool ts_agg_idle(const struct ts_agg *a)
+{
+	return !a->have_held && !a->cur_open;
 }
 
 bool ts_agg_flush(struct ts_agg *a, struct ts_step_sum *out)

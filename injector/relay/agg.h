@@ -43,6 +43,7 @@ struct ts_agg {
 	int64_t mono_to_real_ns;
 	uint64_t prev_end_ns; /* realtime end of the previous step */
 	bool gpu_seen, have_held;
+	bool cur_open;        /* records folded into cur since it was last emptied */
 	uint64_t late;        /* device records for a step already sent */
 	struct ts_step_sum cur, held;
 };
@@ -50,6 +51,10 @@ struct ts_agg {
 void ts_agg_init(struct ts_agg *a, int64_t mono_to_real_ns);
 /* Returns true when rec closes a step; the summary is then in *out. */
 bool ts_agg_add(struct ts_agg *a, const struct ts_rec *rec, struct ts_step_sum *out);
+
+/* Whether every record added so far is in a step sum already returned: false while a
+ * step is open or held (its records, taken from the ring, are in no batch yet). */
+bool ts_agg_idle(const struct ts_agg *a);
 
 /* The held step, if any, at the producer's end. */
 bool ts_agg_flush(struct ts_agg *a, struct ts_step_sum *out);

@@ -12,6 +12,7 @@ $(BUILD)/test/test_agg: $(BUILD)/obj/injector/relay/tests/test_agg.o $(RELAY_LIB
 TESTS += $(BUILD)/test/test_agg
 
 $(BUILD)/test/test_relay: $(BUILD)/obj/injector/relay/tests/test_relay.o $(RELAY_LIB_OBJS) \
-		$(BUILD)/obj/injector/preload/tests/util.o $(COMMON_OBJS) $(PROTO_OBJ)
+		$(BUILD)/obj/injector/preload/tests/util.o $(BUILD)/obj/common/tests/natsd.o \
+		$(COMMON_OBJS) $(PROTO_OBJ)
 	$(call link,$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/test_relay

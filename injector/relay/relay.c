@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -18,7 +19,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define DRAIN_BUDGET 65536 /* records per ring per round, so one busy ring cannot starve others */
+/* A round takes at most this many steps from a ring, then goes to the next ring: a backlog
+ * (a relay restarted or stalled) goes out rank by rank a few steps at a time, as the
+ * analyzer wants it (it aligns ranks by step, a rank more than lag_steps, 16, ahead makes
+ * the others' steps late); relay_poll does not wait while a ring has records left. */
+#define DRAIN_STEPS 4
+#define DRAIN_RECORDS 4096 /* ... and records, for a ring whose records close no step */
 
 struct producer {
 	char path[4096];
@@ -33,6 +39,8 @@ struct producer {
 	char subject[256];
 	char ctl_subject[256];  /* announcements for the node's agent */
 	uint64_t ctl_seq, next_hello_ms;
+	int side_fd;                  /* the relay's side file; -1: the identity is not kept */
+	uint64_t saved_seq, saved_ctl; /* what it says */
 };
 
 #define HELLO_EVERY_MS 5000
@@ -49,6 +57,7 @@ struct relay {
 	int inotify_fd;
 	bool rescan;
 	uint64_t last_scan_ms, relay_nonce;
+	bool backlog; /* the last round left records in a ring */
 	struct producer **prod;
 	int nprod, capprod;
 	struct relay_stats st;
@@ -78,6 +87,166 @@ static bool known(struct relay *r, const char *path)
 	return false;
 }
 
+/* <ring path minus .ring><suffix>: the files beside a ring. */
+static void side_name(const char *ring_path, const char *suffix, char *buf, size_t n)
+{
+	size_t base = strlen(ring_path) - strlen(TS_RING_SUFFIX);
+
+	snprintf(buf, n, "%.*s%s", (int)base, ring_path, suffix);
+}
+
+/* The relay's identity for a ring, kept beside it by the relay only: a restarted relay goes
+ * on as the same producer, from the seq after the last one the old relay reserved, so the
+ * analyzer counts what the old one lost as a gap instead of meeting a new producer.
+ *
+ * Reserved: the file says at least the seq of every batch sent, and of the batch being
+ * filled from the moment a record for it is taken from the ring (the ring's tail, in the
+ * shared file, is past it then). A relay killed at any point thus leaves a gap of exactly
+ * the batches lost with it: those not yet stored (its outbox) and the one it was filling.
+ * That costs one pwrite per batch, of one record within a page, which a killed relay
+ * leaves whole, old or new. Seqs reserved in blocks ahead were refused: the unsent ones
+ * would count as lost batches. No fsync: the record is as durable as the ring's tail,
+ * which lives in the page cache too. */
+#define SIDE_RELAY ".relay"
+#define SIDE_MAGIC 0x3159414c45525354ull /* "TSRELAY1" */
+#define SIDE_VERSION 1
+
+struct side_rec {
+	uint64_t magic;
+	uint32_t version, size;
+	uint64_t ring_start_ns; /* the ring's start_real_ns and pid: a record for this ring */
+	int64_t pid;
+	uint64_t producer_id;
+	uint64_t seq, ctl_seq;  /* the highest reserved of the rank's and the ctl sequence */
+	uint64_t check;         /* of the words above */
+};
+_Static_assert(sizeof(struct side_rec) == 64, "side record layout");
+
+static uint64_t side_check(const struct side_rec *s)
+{
+	uint64_t w[offsetof(struct side_rec, check) / 8], h = 0;
+
+	memcpy(w, s, sizeof(w));
+	for (size_t i = 0; i < sizeof(w) / 8; i++)
+		h = splitmix(h ^ w[i]);
+	return h;
+}
+
+/* The ring folder is writable by the training processes: never through a link, only a
+ * plain file of one name. Made with the rings' mode: a relay of the folder's group may go
+ * on with it. */
+static int side_open(const char *path, const char *dir)
+{
+	int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC, mode = ts_ring_file_mode(dir), fd;
+	struct stat st;
+
+	fd = open(path, flags);
+	if (fd < 0 && errno == ENOENT && (fd = open(path, flags | O_CREAT | O_EXCL, 0600)) >= 0 &&
+	    mode != 0600)
+		(void)fchmod(fd, (mode_t)mode); /* as ring.c: fchmod ignores the umask */
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+/* The record the last relay left for this ring, when there is a valid one. */
+static bool side_load(const struct producer *p, struct side_rec *s)
+{
+	if (pread(p->side_fd, s, sizeof(*s), 0) != (ssize_t)sizeof(*s))
+		return false;
+	return s->magic == SIDE_MAGIC && s->version == SIDE_VERSION && s->size == sizeof(*s) &&
+	       s->check == side_check(s) && s->ring_start_ns == p->ring->start_real_ns &&
+	       s->pid == p->ring->id.pid && s->producer_id;
+}
+
+static int side_write(struct producer *p, uint64_t seq, uint64_t ctl_seq)
+{
+	struct side_rec s = { .magic = SIDE_MAGIC, .version = SIDE_VERSION, .size = sizeof(s),
+			      .ring_start_ns = p->ring->start_real_ns, .pid = p->ring->id.pid,
+			      .producer_id = p->producer_id, .seq = seq, .ctl_seq = ctl_seq };
+	ssize_t n;
+
+	s.check = side_check(&s);
+	n = pwrite(p->side_fd, &s, sizeof(s), 0);
+	if (n != (ssize_t)sizeof(s))
+		return n < 0 ? -errno : -EIO;
+	p->saved_seq = seq;
+	p->saved_ctl = ctl_seq;
+	return 0;
+}
+
+/* Once per ring: its identity is not kept, as before side files (a restarted relay will
+ * be a new producer to the analyzer, its losses uncounted). */
+static void unsaved(struct relay *r, struct producer *p, const char *side, int err)
+{
+	r->st.identity_unsaved++;
+	ts_warn("relay: cannot keep the producer id of %s in %s: %s; a restarted relay will "
+		"start it anew, without counting what this one loses",
+		p->path, side, err == -EINVAL ? "not a plain file" : strerror(-err));
+}
+
+static uint64_t new_producer_id(const struct relay *r, const struct producer *p)
+{
+	return splitmix(r->relay_nonce ^ (uint64_t)p->ring->id.pid ^ p->ring->start_real_ns);
+}
+
+/* The last relay's producer id and seqs from the side file, or new ones; kept only once
+ * written, so a file that can be read but not written is not followed twice. */
+static void take_identity(struct relay *r, struct producer *p)
+{
+	char side[4200];
+	struct side_rec s;
+	bool resumed;
+	int err;
+
+	side_name(p->path, SIDE_RELAY, side, sizeof(side));
+	p->producer_id = new_producer_id(r, p);
+	if ((p->side_fd = side_open(side, r->opts.ring_dir)) < 0) {
+		unsaved(r, p, side, p->side_fd);
+		return;
+	}
+	if ((resumed = side_load(p, &s))) {
+		p->producer_id = s.producer_id;
+		p->seq = s.seq;
+		p->ctl_seq = s.ctl_seq;
+	}
+	if ((err = side_write(p, p->seq, p->ctl_seq))) {
+		p->producer_id = new_producer_id(r, p);
+		p->seq = p->ctl_seq = 0;
+		close(p->side_fd);
+		p->side_fd = -1;
+		unsaved(r, p, side, err);
+	} else if (resumed) {
+		ts_info("relay: %s: producer %016" PRIx64 " resumed after seq %" PRIu64, p->path,
+			p->producer_id, p->seq);
+	}
+}
+
+/* The side file says at least seq and ctl_seq, or is gone: once a write failed, a record
+ * left behind would hand seqs already sent to a relay after this one. */
+static void reserve(struct relay *r, struct producer *p, uint64_t seq, uint64_t ctl_seq)
+{
+	char side[4200];
+	int err;
+
+	if (p->side_fd < 0 || (seq <= p->saved_seq && ctl_seq <= p->saved_ctl))
+		return;
+	err = side_write(p, seq > p->saved_seq ? seq : p->saved_seq,
+			 ctl_seq > p->saved_ctl ? ctl_seq : p->saved_ctl);
+	if (!err)
+		return;
+	side_name(p->path, SIDE_RELAY, side, sizeof(side));
+	if (unlink(side) < 0 && ftruncate(p->side_fd, 0) < 0)
+		ts_warn("relay: %s is stale and stays: %s", side, strerror(errno));
+	close(p->side_fd);
+	p->side_fd = -1;
+	unsaved(r, p, side, err);
+}
+
 static int add_producer(struct relay *r, const char *path)
 {
 	struct producer *p = calloc(1, sizeof(*p));
@@ -103,7 +272,7 @@ static int add_producer(struct relay *r, const char *path)
 		r->capprod = cap;
 	}
 	ts_agg_init(&p->agg, p->ring->mono_to_real_ns);
-	p->producer_id = splitmix(r->relay_nonce ^ (uint64_t)p->ring->id.pid ^ p->ring->start_real_ns);
+	take_identity(r, p);
 	p->last_flush_ms = mono_ms();
 	char leaf[16];
 	snprintf(leaf, sizeof(leaf), "%d", p->ring->id.rank);
@@ -257,6 +426,11 @@ static void scan(struct relay *r)
 	prune_refused(r);
 }
 
+static bool ring_empty(const struct ts_ring *ring)
+{
+	return atomic_load(&ring->tail) == atomic_load(&ring->head);
+}
+
 static int push_pending(struct producer *p, const struct ts_step_sum *s)
 {
 	if (p->npending == p->cap) {
@@ -293,6 +467,14 @@ static int send_batch(struct relay *r, struct producer *p, const char *subject,
 	return err;
 }
 
+/* Records taken from the ring and in no batch sent yet belong to the next batch: its seq
+ * is reserved before the ring's tail moves past them (see SIDE_RELAY). */
+static void reserve_open(struct relay *r, struct producer *p)
+{
+	if (p->npending || !ts_agg_idle(&p->agg) || !ring_empty(p->ring))
+		reserve(r, p, p->seq + 1, 0);
+}
+
 /* The node's agent learns its ranks from these; the final one says the rank is gone. */
 static void announce(struct relay *r, struct producer *p, bool final)
 {
@@ -300,6 +482,7 @@ static void announce(struct relay *r, struct producer *p, bool final)
 				  .hello = true, .final = final };
 
 	p->next_hello_ms = mono_ms() + HELLO_EVERY_MS;
+	reserve(r, p, 0, h.seq);
 	send_batch(r, p, p->ctl_subject, &h, NULL, 0);
 }
 
@@ -316,6 +499,7 @@ static void publish(struct relay *r, struct producer *p, bool final)
 	p->last_flush_ms = mono_ms();
 	if (!p->npending && p->hello_sent && !final)
 		return;
+	reserve(r, p, h.seq, 0);
 	err = send_batch(r, p, p->subject, &h, p->pending, p->npending);
 	if (err)
 		ts_warn("relay: %d steps of %s lost: %s", p->npending, p->subject, strerror(-err));
@@ -324,18 +508,19 @@ static void publish(struct relay *r, struct producer *p, bool final)
 	p->seq++;
 	p->hello_sent = true;
 	p->npending = 0;
+	reserve_open(r, p);
 }
 
 /* The side file's text (the last max bytes), malloc'ed; NULL when there is none. */
 static char *read_side(const char *ring_path, const char *suffix, size_t max)
 {
 	char path[4200];
-	size_t base = strlen(ring_path) - strlen(TS_RING_SUFFIX), n;
 	FILE *f;
 	char *buf;
 	long size;
+	size_t n;
 
-	snprintf(path, sizeof(path), "%.*s%s", (int)base, ring_path, suffix);
+	side_name(ring_path, suffix, path, sizeof(path));
 	if (!(f = fopen(path, "r")))
 		return NULL;
 	fseek(f, 0, SEEK_END);
@@ -368,19 +553,26 @@ static void send_hang(struct relay *r, struct producer *p, const struct ts_rec *
 	if (ts_subject(subject, sizeof(subject), p->ring->id.ns, p->ring->id.job, "hang", leaf) > 0) {
 		struct ts_batch_hdr h = { .producer_id = p->producer_id, .seq = ++p->seq,
 					  .hang = &hang };
+		reserve(r, p, h.seq, 0);
 		if (!send_batch(r, p, subject, &h, NULL, 0))
 			ts_warn("relay: rank %d reports a hang (op %u, seq %" PRIu64 ", %.0f s pending)",
 				p->ring->id.rank, hang.op, hang.seq, (double)hang.pending_ns / 1e9);
 	}
 	free(hang.stacks);
+	reserve_open(r, p);
 }
 
-static void drain(struct relay *r, struct producer *p)
+/* Takes a round's budget from the ring; true when it stopped with records left. */
+static bool drain(struct relay *r, struct producer *p)
 {
 	struct ts_step_sum sum;
 	struct ts_rec rec;
+	int steps = 0;
 
-	for (int n = 0; n < DRAIN_BUDGET && ts_ring_pop(p->ring, &rec); n++) {
+	for (int n = 0; n < DRAIN_RECORDS && steps < DRAIN_STEPS; n++) {
+		reserve_open(r, p);
+		if (!ts_ring_pop(p->ring, &rec))
+			return false; /* empty, or a slot not written yet: no reason to hurry */
 		r->st.records++;
 		if (rec.type == TS_REC_HANG) {
 			send_hang(r, p, &rec);
@@ -390,6 +582,7 @@ static void drain(struct relay *r, struct producer *p)
 			continue;
 		r->st.steps++;
 		p->steps++;
+		steps++;
 		if (push_pending(p, &sum)) {
 			r->st.encode_errors++;
 			continue;
@@ -397,21 +590,22 @@ static void drain(struct relay *r, struct producer *p)
 		if (p->npending >= r->opts.max_batch_steps)
 			publish(r, p, false);
 	}
-}
-
-static bool ring_empty(const struct ts_ring *ring)
-{
-	return atomic_load(&ring->tail) == atomic_load(&ring->head);
+	return !ring_empty(p->ring);
 }
 
 static void remove_producer(struct relay *r, int i)
 {
 	struct producer *p = r->prod[i];
+	char side[4200];
 
 	ts_info("relay: %s finished (rank %d, %" PRIu64 " batches, %" PRIu64 " ring drops)",
 		p->path, p->ring->id.rank, p->seq, (uint64_t)atomic_load(&p->ring->dropped));
 	r->dropped_done += atomic_load(&p->ring->dropped);
 	unlink(p->path);
+	side_name(p->path, SIDE_RELAY, side, sizeof(side));
+	unlink(side); /* after the ring: killed in between, a relay finds no ring to follow */
+	if (p->side_fd >= 0)
+		close(p->side_fd);
 	ts_ring_unmap(p->ring);
 	free(p->pending);
 	free(p);
@@ -425,18 +619,22 @@ static void round_all(struct relay *r, bool final)
 {
 	uint64_t now = mono_ms();
 
+	r->backlog = false;
 	for (int i = 0; i < r->nprod; i++) {
 		struct producer *p = r->prod[i];
-		bool done = false;
+		bool done = false, more = drain(r, p);
 
-		drain(r, p);
+		r->backlog |= more;
 		if (ring_empty(p->ring) &&
 		    (atomic_load(&p->ring->closed) || !ts_ring_producer_alive(p->path)))
 			done = ring_empty(p->ring); /* nothing slipped in before it exited */
 		struct ts_step_sum last;
 		if (done && ts_agg_flush(&p->agg, &last) && !push_pending(p, &last))
 			r->st.steps++;
-		if (final || done || now - p->last_flush_ms >= (uint64_t)r->opts.flush_ms)
+		/* a backlog goes out in batches of a round's steps, so that ranks stay abreast
+		 * in the stream too (the analyzer reads it in order) */
+		if (final || done || (more && p->npending) ||
+		    now - p->last_flush_ms >= (uint64_t)r->opts.flush_ms)
 			publish(r, p, done);
 		if (done || now >= p->next_hello_ms)
 			announce(r, p, done);
@@ -486,7 +684,8 @@ int relay_poll(struct relay *r, int timeout_ms)
 	struct pollfd pfd = { .fd = r->inotify_fd, .events = POLLIN };
 	char evbuf[4096];
 
-	if (poll(&pfd, 1, timeout_ms) > 0) {
+	/* records left by the last round's budget, or a scan due (the first one): no waiting */
+	if (poll(&pfd, 1, r->backlog || r->rescan ? 0 : timeout_ms) > 0) {
 		while (read(r->inotify_fd, evbuf, sizeof(evbuf)) > 0)
 			;
 		r->rescan = true;
@@ -499,12 +698,17 @@ int relay_poll(struct relay *r, int timeout_ms)
 
 int relay_finish(struct relay *r, int timeout_ms)
 {
+	uint64_t deadline = mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0), now;
 	struct tsn_stats ns;
 	int err;
 
 	scan(r);
+	do /* bounded: a producer may still be writing; what is left waits in its ring */
+		round_all(r, false);
+	while (r->backlog && mono_ms() < deadline);
 	round_all(r, true);
-	err = tsn_flush(r->nats, timeout_ms);
+	now = mono_ms();
+	err = tsn_flush(r->nats, now < deadline ? (int64_t)(deadline - now) : 0);
 	tsn_get_stats(r->nats, &ns);
 	if (err)
 		ts_error("relay: %" PRIu64 " batches not acknowledged within %d ms (queued %" PRIu64
@@ -541,6 +745,10 @@ void relay_render_metrics(struct relay *r, struct ts_buf *b)
 	M("unreadable_rings_total", "counter",
 	  "Ring files the relay may not open (their owner, mode and the fix are logged).",
 	  s.unreadable_rings);
+	M("identity_unsaved_total", "counter",
+	  "Rings whose producer id and seq could not be kept in their .relay file (the reason "
+	  "is logged): a restarted relay starts them anew, what it lost uncounted.",
+	  s.identity_unsaved);
 	M("encode_errors_total", "counter", "Batches lost to encoding or memory errors.",
 	  s.encode_errors);
 	M("publish_errors_total", "counter", "Batches refused by the outbox.", s.publish_errors);
@@ -563,6 +771,8 @@ void relay_free(struct relay *r)
 	if (!r)
 		return;
 	for (int i = 0; i < r->nprod; i++) {
+		if (r->prod[i]->side_fd >= 0)
+			close(r->prod[i]->side_fd);
 		ts_ring_unmap(r->prod[i]->ring);
 		free(r->prod[i]->pending);
 		free(r->prod[i]);

@@ -16,6 +16,7 @@ struct relay_opts {
 struct relay_stats {
 	uint64_t producers_seen, producers_active, producers_done, bad_rings;
 	uint64_t unreadable_rings; /* ring files not ours to open (EACCES), once per file */
+	uint64_t identity_unsaved; /* rings whose .relay file cannot be written, once per ring */
 	uint64_t records, steps, batches, encode_errors, publish_errors;
 	uint64_t ring_dropped; /* drops counted by the producers' rings, finished ones too */
 };
@@ -23,11 +24,13 @@ struct relay_stats {
 struct relay;
 
 int relay_new(struct relay **out, const struct relay_opts *opts);
-/* One round: rescans the folder when it changed, drains every ring, publishes what is
- * due, and waits up to timeout_ms for ring files to appear. Returns 0 or -errno. */
+/* One round: waits up to timeout_ms for ring files to appear (not at all when the last
+ * round left records in a ring: a round takes a few steps a ring), rescans the folder when
+ * it changed, drains every ring, publishes what is due. Returns 0 or -errno. */
 int relay_poll(struct relay *r, int timeout_ms);
-/* Final drain of every ring, publish everything, and wait for acks up to timeout_ms.
- * Returns 0 or -ETIMEDOUT (what was not acknowledged is logged and counted). */
+/* Final drain of every ring, publish everything, and wait for acks: all within timeout_ms
+ * (records still arriving then stay in their ring for the next relay). Returns 0 or
+ * -ETIMEDOUT (what was not acknowledged is logged and counted). */
 int relay_finish(struct relay *r, int timeout_ms);
 void relay_get_stats(struct relay *r, struct relay_stats *out);
 void relay_render_metrics(struct relay *r, struct ts_buf *b);

@@ -104,12 +104,40 @@ static void test_batch_roundtrip(void **state)
 	free(buf);
 }
 
+/* Idle: every record added is in a step sum returned already (the relay reserves the next
+ * batch's seq while it is not). */
+static void test_idle(void **state)
+{
+	struct ts_agg a;
+	struct ts_step_sum s;
+
+	(void)state;
+	ts_agg_init(&a, 0);
+	assert_true(ts_agg_idle(&a));
+	assert_false(R(&a, &s, TS_REC_STEP_BEGIN, 0, 100, 0, 0));
+	assert_false(ts_agg_idle(&a));
+	assert_true(R(&a, &s, TS_REC_STEP_END, 0, 200, 0, 0));
+	assert_true(ts_agg_idle(&a));
+	/* with device records: a closed step is held for its GPU_STEP */
+	assert_false(R(&a, &s, TS_REC_GPU_STEP, 0, 210, 0, 0)); /* late: for no held step */
+	assert_true(ts_agg_idle(&a));
+	assert_false(R(&a, &s, TS_REC_STEP_END, 0, 300, 0, 1));
+	assert_false(ts_agg_idle(&a));
+	assert_false(R(&a, &s, TS_REC_COLL, TRAINSCOPE_COLL_ALL_REDUCE, 310, 5, 4096));
+	assert_true(R(&a, &s, TS_REC_GPU_STEP, 0, 320, 0, 1));
+	assert_false(ts_agg_idle(&a)); /* the collective is step 2's */
+	assert_false(R(&a, &s, TS_REC_STEP_END, 0, 400, 0, 2));
+	assert_true(ts_agg_flush(&a, &s));
+	assert_true(ts_agg_idle(&a));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fold_steps),
 		cmocka_unit_test(test_busbw_factors),
 		cmocka_unit_test(test_batch_roundtrip),
+		cmocka_unit_test(test_idle),
 	};
 	return cmocka_run_group_tests_name("relay aggregation", tests, NULL, NULL);
 }
