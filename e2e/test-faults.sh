@@ -5,6 +5,8 @@
 #     analysed once and the verdict is the control's;
 #   - the analyzer killed with SIGKILL mid-job and started again: its state restored from
 #     the snapshot, the stream replayed after it, the report is the control's;
+#   - the relay killed with SIGKILL mid-job and a new one started on its rings 3 s later:
+#     the producers resume, the backlog is reordered, only what it held is missing, counted;
 #   - a rank killed with SIGKILL: the report names it lost and the job ended abnormally;
 #   - a job name run again: a new attempt whose report is its own;
 #   - the analyzer's durable consumer deleted by another client: made again, nothing lost;
@@ -121,6 +123,45 @@ PY
 }
 expect "the analyzer killed and started again: restored from its snapshot, the report is the control's" \
 	same_report akill
+
+# ---- the relay killed (SIGKILL) mid-job, a new one started on its ring folder 3 s later: the
+# same producers go on (their .relay files), the backlog is drained rank by rank and
+# reordered by the analyzer; only what the killed relay held is missing, and it is counted -
+before=$(metric trainscope_analyzer_steps_total)
+"$BIN/trainscope" run --nats "$NATS_URL" --job rkill -- "$BIN/workload" --ranks 4 --steps 300 \
+	--fault compute "${SLOW[@]}" 2>"$WORK/rkill.log" &
+job=$!
+wait_for 60 steps_at_least $((before + 320)) || die "the job under a killed relay never started"
+relay=$(pgrep -P "$job" -f trainscope-relay) || die "no relay under trainscope run"
+ring_dir=$(tr '\0' '\n' <"/proc/$relay/cmdline" | sed -n '/^--ring-dir$/{n;p}')
+kill -KILL "$relay"
+sleep 3 # the fault: no relay this long, the rings fill
+"$BIN/trainscope-relay" --ring-dir "$ring_dir" --nats "$NATS_URL" 2>"$WORK/relay2.log" &
+relay2=$!
+PIDS="$PIDS $relay2"
+wait "$job" || die "job rkill failed: $(tail -5 "$WORK/rkill.log")"
+rings_gone() { ! ls "$ring_dir"/*.ring >/dev/null 2>&1; }
+wait_for 60 rings_gone || die "the new relay never drained the rings: $(tail -5 "$WORK/relay2.log")"
+kill -TERM "$relay2"
+wait "$relay2" || true
+wait_report rkill 299
+echo "      $(grep -c 'resumed after seq' "$WORK/relay2.log") of 4 producers resumed by the new relay"
+relay_restarted() {
+	python3 - "$WORK/ctl.json" "$WORK/rkill.json" <<'PY'
+import json, sys
+ctl, got = (json.load(open(p))["status"] for p in sys.argv[1:3])
+verdict = lambda s: (s["state"], sorted((r["rank"], r["cause"]) for r in s["slowRanks"]))
+d = got["data"]
+print("      control: %s; after the relay's restart: %s, %d steps analysed, %s" %
+      (verdict(ctl), verdict(got), got["stepsAnalyzed"], d))
+sys.exit(0 if verdict(got) == verdict(ctl) and got["stepsAnalyzed"] == ctl["stepsAnalyzed"] and
+         d["rankStepsLate"] == 0 and (d["rankStepsMissing"] == 0 or d["batchesLost"] > 0) else 1)
+PY
+}
+expect "the relay killed and started again: the control's verdict, nothing late, what it lost counted" \
+	relay_restarted
+resumed_all() { [ "$(grep -c 'resumed after seq' "$WORK/relay2.log")" -eq 4 ]; }
+expect "the relay killed and started again: all 4 producers resumed their ids and sequences" resumed_all
 
 # ---- a rank killed (SIGKILL): the report says it was lost and the job ended abnormally ----
 rank_pid() { # RANK: the workload process of that rank
@@ -341,4 +382,4 @@ after_flood() {
 expect "the flood's silent jobs are forgotten after limits.job_ttl_s; a real job gets its report" after_flood
 
 echo "faults: $passed passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passed" -eq 15 ]
+[ "$fails" -eq 0 ] && [ "$passed" -eq 17 ]
