@@ -7,6 +7,8 @@
 #     the snapshot, the stream replayed after it, the report is the control's;
 #   - the relay killed with SIGKILL mid-job and a new one started on its rings 3 s later:
 #     the producers resume, the backlog is reordered, only what it held is missing, counted;
+#   - the relay stopped until its rings overflow: the report says the verdict stands on
+#     incomplete data; the report folder's disk full, then freed: said, counted, written after;
 #   - a rank killed with SIGKILL: the report names it lost and the job ended abnormally;
 #   - a job name run again: a new attempt whose report is its own;
 #   - the analyzer's durable consumer deleted by another client: made again, nothing lost;
@@ -162,6 +164,63 @@ expect "the relay killed and started again: the control's verdict, nothing late,
 	relay_restarted
 resumed_all() { [ "$(grep -c 'resumed after seq' "$WORK/relay2.log")" -eq 4 ]; }
 expect "the relay killed and started again: all 4 producers resumed their ids and sequences" resumed_all
+
+# ---- the relay stopped (SIGSTOP) until small rings overflow, then let go: the report says
+# the verdict stands on incomplete data, and how much is missing ----------------------------
+before=$(metric trainscope_analyzer_steps_total)
+TRAINSCOPE_RING_SLOTS=256 "$BIN/trainscope" run --nats "$NATS_URL" --job rstop -- "$BIN/workload" \
+	--ranks 4 --steps 300 2>"$WORK/rstop.log" &
+job=$!
+wait_for 60 steps_at_least $((before + 160)) || die "the job under a stopped relay never started"
+relay=$(pgrep -P "$job" -f trainscope-relay) || die "no relay under trainscope run"
+kill -STOP "$relay"
+sleep 3 # the fault: the relay stopped this long, 256-slot rings overflow
+kill -CONT "$relay"
+wait "$job" || die "job rstop failed: $(tail -5 "$WORK/rstop.log")"
+incomplete_said() {
+	"$BIN/trainscope" report --dir "$REPORTS" --job rstop --namespace default --json >"$WORK/rstop.json" &&
+		python3 - "$WORK/rstop.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["status"]
+c = {c["type"]: c for c in s["conditions"]}["DataComplete"]
+print("      %s: %s (%s)" % (c["status"], c["message"], s["data"]))
+sys.exit(0 if c["status"] == "False" and s["data"]["droppedInRings"] > 0 and
+         "incomplete data" in c["message"] else 1)
+PY
+}
+expect "the relay stopped until the rings overflowed: the report says its verdict stands on incomplete data" \
+	wait_for 30 incomplete_said
+
+# ---- the report folder's disk full (a 1 MiB tmpfs, filled), then space returns: said once,
+# a metric, and the report written once there is room -----------------------------------------
+disk_full() {
+	local dir="$WORK/disk" log pid m fm
+	mkdir -p "$dir"
+	mount -t tmpfs -o size=1m trainscope-faults "$dir" 2>/dev/null ||
+		{ echo "      cannot mount a tmpfs (not root?): not tried"; return 0; }
+	MOUNTS="$MOUNTS $dir"
+	log="$WORK/disk-analyzer.log"
+	"$BIN/trainscope-analyzer" --nats "$NATS_URL" --durable diskfull --report-dir "$dir/r" \
+		--metrics-port 0 --quiet 2>"$log" &
+	pid=$!
+	PIDS="$PIDS $pid"
+	wait_for 15 grep -q "consuming" "$log" || return 1
+	m=$(grep -o 'http://[0-9.:]*/metrics' "$log" | head -1)
+	fm() { curl -sf -m 2 "$m" | awk -v n="$1" '$1 == n { print $2 }'; }
+	failing() { [ "$(fm trainscope_analyzer_report_dir_failing)" = "$1" ]; }
+	reports_there() { [ -n "$(ls "$dir/r" 2>/dev/null)" ]; }
+	wait_for 60 reports_there || return 1 # those of the jobs so far (the stream replayed)
+	dd if=/dev/zero of="$dir/fill" bs=4k 2>/dev/null || true
+	run_job dfull 4 60 none || return 1
+	wait_for 30 failing 1 || { echo "      report_dir_failing never 1"; return 1; }
+	rm -f "$dir/fill"
+	wait_for 30 failing 0 || { echo "      report_dir_failing never back to 0"; return 1; }
+	"$BIN/trainscope" report --dir "$dir/r" --job dfull --namespace default --wait-step 59 \
+		--timeout 30 --json >/dev/null || return 1
+	echo "      $(grep -c 'cannot write' "$log") warning(s): $(grep -m1 'cannot write' "$log" | sed 's/.*analyzer: //')"
+	[ "$(grep -c 'cannot write' "$log")" -le 2 ] && ! ls "$dir"/r/*.tmp >/dev/null 2>&1
+}
+expect "the report folder's disk full, then freed: said once, a metric, the report written after" disk_full
 
 # ---- a rank killed (SIGKILL): the report says it was lost and the job ended abnormally ----
 rank_pid() { # RANK: the workload process of that rank
@@ -382,4 +441,4 @@ after_flood() {
 expect "the flood's silent jobs are forgotten after limits.job_ttl_s; a real job gets its report" after_flood
 
 echo "faults: $passed passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passed" -eq 17 ]
+[ "$fails" -eq 0 ] && [ "$passed" -eq 19 ]
