@@ -32,6 +32,9 @@ struct ts_analyzer {
 	int njobs, capjobs;
 	size_t job_bytes;      /* ts_job_bytes of every job followed */
 	uint64_t report_failures; /* report writes failed in a row */
+	char disk_why[320];       /* why the last report write failed, while they fail */
+	char ext_why[320];        /* ts_analyzer_set_trouble's */
+	char said_why[660];       /* the trouble the reports say now: both */
 	bool limit_said[L_COUNT];
 	struct producer *prod; /* open addressing, power-of-two size */
 	size_t nprod, capprod;
@@ -498,6 +501,30 @@ int ts_analyzer_ingest(struct ts_analyzer *a, const char *subject, const void *d
 	return err > 0 ? 0 : err; /* a duplicate is not an error */
 }
 
+static const char *trouble(const struct ts_analyzer *a)
+{
+	return a->said_why[0] ? a->said_why : NULL;
+}
+
+void ts_analyzer_set_trouble(struct ts_analyzer *a, const char *why)
+{
+	snprintf(a->ext_why, sizeof(a->ext_why), "%s", why ? why : "");
+}
+
+/* A trouble that comes or goes is news for every report. */
+static void update_trouble(struct ts_analyzer *a)
+{
+	char now[sizeof(a->said_why)];
+
+	snprintf(now, sizeof(now), "%s%s%s", a->ext_why, a->ext_why[0] && a->disk_why[0] ? "; " : "",
+		 a->disk_why);
+	if (!strcmp(now, a->said_why))
+		return;
+	memcpy(a->said_why, now, sizeof(now));
+	for (int i = 0; i < a->njobs; i++)
+		a->dirty[i] = true;
+}
+
 /* Writes the job's report file: 0, or the error (the caller tries again later). A
  * folder that fails (a full disk) is said once, and again when it works again. */
 static int publish_report(struct ts_analyzer *a, struct ts_job *j)
@@ -506,8 +533,10 @@ static int publish_report(struct ts_analyzer *a, struct ts_job *j)
 
 	if (!a->opts.report_dir)
 		return 0;
-	if ((err = ts_report_write(j, a->opts.report_dir))) {
+	if ((err = ts_report_write(j, a->opts.report_dir, trouble(a)))) {
 		a->st.report_errors++;
+		snprintf(a->disk_why, sizeof(a->disk_why), "report files cannot be written in %s: %s",
+			 a->opts.report_dir, strerror(-err));
 		if (!a->report_failures++)
 			ts_error("analyzer: cannot write the report of %s/%s in %s: %s (retried every "
 				 "tick; trainscope_analyzer_report_write_errors_total counts)",
@@ -518,6 +547,7 @@ static int publish_report(struct ts_analyzer *a, struct ts_job *j)
 		ts_info("analyzer: report folder %s writable again (%" PRIu64 " writes had failed)",
 			a->opts.report_dir, a->report_failures);
 	a->report_failures = 0;
+	a->disk_why[0] = 0;
 	a->st.reports_written++;
 	return 0;
 }
@@ -559,6 +589,7 @@ static bool forget_quiet(struct ts_analyzer *a, int i, uint64_t now_ns)
 
 void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
 {
+	update_trouble(a);
 	for (int i = 0; i < a->njobs; i++) {
 		struct ts_job *j = a->jobs[i];
 		enum ts_state before = ts_job_result(j)->state;
@@ -567,14 +598,14 @@ void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
 		snprintf(summary, sizeof(summary), "%s", ts_job_result(j)->summary);
 		if (ts_job_tick(j, now_ns) || a->dirty[i]) {
 			a->dirty[i] = publish_report(a, j) != 0;
-			json_t *rep = a->opts.on_report ? ts_report_json(j) : NULL;
+			json_t *rep = a->opts.on_report ? ts_report_json(j, trouble(a)) : NULL;
 			if (rep)
 				a->opts.on_report(a->opts.on_report_ctx, rep, now_ns);
 			json_decref(rep);
 		}
 		const struct ts_job_result *r = ts_job_result(j);
 		if (a->opts.print_changes && (r->state != before || strcmp(summary, r->summary))) {
-			json_t *rep = ts_report_json(j);
+			json_t *rep = ts_report_json(j, trouble(a));
 			if (rep)
 				ts_report_print(rep, stdout);
 			fflush(stdout);

@@ -56,6 +56,9 @@ int ts_analyzer_save(struct ts_analyzer *a, uint64_t stream_seq, struct ts_buf *
 int ts_analyzer_restore(struct ts_analyzer *a, const void *data, size_t len, uint64_t now_ns,
 			uint64_t *stream_seq);
 int ts_analyzer_njobs(const struct ts_analyzer *a);
+/* Why what the analyzer keeps outside the reports cannot be stored (its state snapshots
+ * refused by a full store), NULL once it is again: every report says so (Stored). */
+void ts_analyzer_set_trouble(struct ts_analyzer *a, const char *why);
 struct ts_job *ts_analyzer_job(struct ts_analyzer *a, const char *ns, const char *name);
 
 #endif

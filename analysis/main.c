@@ -380,6 +380,22 @@ static void consume(struct cli *c, struct ts_analyzer *a, struct tsn_sub *sub)
 	natsMsgList_Destroy(&list);
 }
 
+/* Saves when due; while the store refuses, every report says so. */
+static void snapshot(struct cli *c, struct ts_analyzer *a, uint64_t now)
+{
+	struct ts_snapshot_stats ss;
+	char why[320] = "";
+
+	ts_snapshots_tick(c->snap, a, &core_lock, now, false);
+	ts_snapshots_get_stats(c->snap, &ss);
+	if (ss.failing_since_ns)
+		snprintf(why, sizeof(why), "JetStream refuses the analyzer's state snapshots: %s",
+			 ss.why);
+	pthread_mutex_lock(&core_lock);
+	ts_analyzer_set_trouble(a, why[0] ? why : NULL);
+	pthread_mutex_unlock(&core_lock);
+}
+
 /* With snapshots: the last one restored and the stream replayed after it; a first
  * start (none stored) resumes the durable consumer; one unreadable replays it all. */
 static int start(struct cli *c, struct ts_analyzer *a, struct tsn *n, struct tsn_sub **sub)
@@ -421,7 +437,7 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 		consume(c, a, sub);
 		uint64_t now = ts_real_ns();
 		if (c->snap)
-			ts_snapshots_tick(c->snap, a, &core_lock, now, false);
+			snapshot(c, a, now);
 		atomic_store(&c->heartbeat_ns, now);
 		/* another client may delete the consumer: nothing would arrive again */
 		if (now - last_check > 5000000000ull) {

@@ -69,7 +69,8 @@ static json_t *lost_ranks(struct ts_job *j)
 	return a;
 }
 
-static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint64_t now)
+static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint64_t now,
+			   const char *trouble)
 {
 	json_t *slow = json_array(), *conds = json_array();
 	const uint8_t *tid = ts_job_trace_id(j);
@@ -88,6 +89,9 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 	json_array_append_new(conds, condition("Hang", hang, hang ? "NoProgress" : "Progressing",
 					       hang ? r->reason : "steps complete", now));
 	json_array_append_new(conds, completeness(r, now));
+	json_array_append_new(conds, condition("Stored", !trouble, trouble ? "StoreFailing" : "Stored",
+					       trouble ? trouble : "report files and the analyzer's "
+					       "state are stored", now));
 	json_t *st = json_pack("{s:s, s:i, s:{s:o, s:o, s:o}, s:o, s:s, s:o, s:s, s:i, s:o, s:I, s:I}",
 			 "state", ts_state_names[r->state], "worldSize", r->world, "stepTime",
 			 "baselineMs", num_or_null(r->baseline_ms), "currentMs",
@@ -163,7 +167,7 @@ static json_t *history_json(const struct ts_job_result *r)
 			 "ranksEverAlarmed", ranks);
 }
 
-json_t *ts_report_json(struct ts_job *j)
+json_t *ts_report_json(struct ts_job *j, const char *trouble)
 {
 	const struct ts_job_result *r = ts_job_result(j);
 	uint64_t now = r->updated_ns ? r->updated_ns : ts_real_ns();
@@ -171,16 +175,16 @@ json_t *ts_report_json(struct ts_job *j)
 				 "trainscope.dev/v1alpha1", "kind", "SlowNodeReport", "metadata",
 				 "name", ts_job_name(j), "namespace", ts_job_ns(j));
 
-	json_object_set_new(root, "status", status_json(j, r, now));
+	json_object_set_new(root, "status", status_json(j, r, now, trouble));
 	add_systrace(root, j, r, now);
 	json_object_set_new(root, "history", history_json(r));
 	return root;
 }
 
-int ts_report_write(struct ts_job *j, const char *dir)
+int ts_report_write(struct ts_job *j, const char *dir, const char *trouble)
 {
 	char path[4096], tmp[4200];
-	json_t *root = ts_report_json(j);
+	json_t *root = ts_report_json(j, trouble);
 	int err = 0;
 
 	snprintf(path, sizeof(path), "%s/%s_%s.json", dir, ts_job_ns(j), ts_job_name(j));

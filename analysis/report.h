@@ -5,10 +5,12 @@
 #include <jansson.h>
 #include "analysis/job.h"
 
-/* {"apiVersion","kind","metadata","status":{...},"resultCode",...}; caller decrefs. */
-json_t *ts_report_json(struct ts_job *j);
+/* {"apiVersion","kind","metadata","status":{...},"resultCode",...}; caller decrefs.
+ * trouble: why the analyzer cannot store what it should (a full disk or store), shown as
+ * the condition Stored=False; NULL when all is stored. */
+json_t *ts_report_json(struct ts_job *j, const char *trouble);
 /* Writes <dir>/<namespace>_<job>.json atomically. Returns 0 or -errno. */
-int ts_report_write(struct ts_job *j, const char *dir);
+int ts_report_write(struct ts_job *j, const char *dir, const char *trouble);
 /* One human-readable paragraph. */
 void ts_report_print(json_t *report, void *file);
 

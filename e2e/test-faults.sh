@@ -321,9 +321,18 @@ store_full() {
 	wait_for 30 code_is "${m%/metrics}/healthz" 503 || { echo "      /healthz never failed"; return 1; }
 	echo "      store full: /healthz $(curl -s -m 2 "${m%/metrics}/healthz")"
 	[ "$(fm trainscope_analyzer_snapshot_failing)" = 1 ] || return 1
+	stored_is() { # the report's condition Stored
+		python3 - "$dir/r/default_full.json" "$1" <<'PY'
+import json, sys
+c = {c["type"]: c for c in json.load(open(sys.argv[1]))["status"]["conditions"]}["Stored"]
+sys.exit(0 if c["status"] == sys.argv[2] else 1)
+PY
+	}
+	wait_for 10 stored_is False || { echo "      the report never said Stored=False"; return 1; }
 	"$BIN/forge" --nats "$url" --free-store || return 1
 	wait_for 30 code_is "${m%/metrics}/healthz" 200 || { echo "      /healthz never recovered"; return 1; }
 	[ "$(fm trainscope_analyzer_snapshot_failing)" = 0 ] || return 1
+	wait_for 10 stored_is True || { echo "      the report never said Stored=True again"; return 1; }
 	wait "$job" || { echo "      the job failed: $(tail -3 "$dir/job.log")"; return 1; }
 	"$BIN/trainscope" report --dir "$dir/r" --job full --namespace default --wait-step 899 \
 		--timeout 60 --json >"$dir/full.json" || return 1
@@ -336,7 +345,7 @@ sys.exit(0 if s["stepsAnalyzed"] == 900 and d["rankStepsExpected"] == 3600 and
          d["rankStepsMissing"] == 0 and d["batchesLost"] == 0 else 1)
 PY
 }
-expect "JetStream's store full mid-job then freed: /healthz says so, writes resume, no rank-step lost" store_full
+expect "JetStream's store full mid-job then freed: /healthz and the report say so, writes resume, no rank-step lost" store_full
 
 # ---- a Kubernetes API server that never answers: analysis, report files and /metrics go on ----
 blackhole_api() {

@@ -92,13 +92,14 @@ static int filler(struct tsn *n, int64_t bytes)
 		cfg.SubjectsLen = 1;
 		cfg.Storage = js_FileStorage;
 		s = js_AddStream(NULL, tsn_jsctx(n), &cfg, NULL, &jerr);
-		for (int64_t put = 0; s == NATS_OK && put < bytes; put += (int64_t)sizeof(chunk))
-			if (js_Publish(NULL, tsn_jsctx(n), "forge.filler", chunk, sizeof(chunk), NULL,
-				       &jerr) != NATS_OK) {
+		/* a refused chunk is tried again halved, to the last few hundred bytes: full */
+		for (int64_t put = 0, len = sizeof(chunk); s == NATS_OK && put < bytes && len >= 256;)
+			if (js_Publish(NULL, tsn_jsctx(n), "forge.filler", chunk, (int)len, NULL,
+				       &jerr) == NATS_OK)
+				put += len;
+			else if ((len /= 2) < 256)
 				fprintf(stderr, "forge: the store took %lld bytes: %s (%d)\n", (long long)put,
 					nats_GetLastError(NULL), (int)jerr);
-				break;
-			}
 	}
 	if (s == NATS_OK)
 		return 0;
