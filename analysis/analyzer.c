@@ -1,6 +1,8 @@
 #include "analyzer.h"
 #include "httpd.h"
 #include "log.h"
+#include "names.h"
+#include "ident.h"
 #include "proto/trainscope.pb-c.h"
 #include "report.h"
 #include "snap.h"
@@ -17,6 +19,7 @@ struct producer {
 	uint64_t id, last_seq, dropped;
 	uint64_t seen; /* bit i: seq last_seq - i arrived (a resend may come after later ones) */
 	bool used;
+	bool said_mismatch; /* its batch that disagreed with its subject was logged */
 };
 
 /* Refusals past a limit: counted, and logged the first time for each. */
@@ -424,6 +427,36 @@ static bool new_attempt(struct ts_job *j, const Trainscope__V1__Batch *b)
 	return false;
 }
 
+/* The subject a producer of this identity publishes on (ts_subject, as the relay and the
+ * agent make it): anything else is a batch that claims someone else's job. */
+static bool subject_matches(const char *subject, enum kind kind, const Trainscope__V1__Batch *b)
+{
+	const Trainscope__V1__Identity *id = b->id;
+	char want[512], leaf[16];
+
+	snprintf(leaf, sizeof(leaf), "%d", id->rank);
+	if (ts_subject(want, sizeof(want), id->namespace_, id->job, kinds[kind],
+		       kind == K_RANK || kind == K_HANG ? leaf : id->node ? id->node : "") < 0)
+		return false;
+	return !strcmp(want, subject);
+}
+
+static int refuse_mismatch(struct ts_analyzer *a, const char *subject,
+			   const Trainscope__V1__Batch *b)
+{
+	struct producer *p = prod_get(a, b->producer_id);
+
+	a->st.mismatched++;
+	if (p && !p->said_mismatch) { /* once per producer: a forger may send many */
+		p->said_mismatch = true;
+		ts_warn("analyzer: refused batches of producer %016" PRIx64 " on %s: they claim job "
+			"%s/%s rank %d node %s, which publishes elsewhere (counted in "
+			"trainscope_analyzer_mismatched_batches_total)", b->producer_id, subject,
+			b->id->namespace_, b->id->job, b->id->rank, b->id->node ? b->id->node : "");
+	}
+	return -EBADMSG;
+}
+
 /* Reports are JSON: a name must be UTF-8 text (NULL, unset, is fine). */
 static bool utf8(const char *s)
 {
@@ -452,6 +485,8 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, enum kind ki
 		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "batch without producer/seq");
 	if (!utf8(id->namespace_) || !utf8(id->job) || !utf8(id->pod) || !utf8(id->node))
 		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "names that are not UTF-8");
+	if (!subject_matches(subject, kind, b))
+		return refuse_mismatch(a, subject, b);
 	if (kind == K_CTL) { /* announcements are for node agents */
 		a->st.control++;
 		return 1;
@@ -633,6 +668,7 @@ void ts_analyzer_get_stats(struct ts_analyzer *a, struct ts_analyzer_stats *out)
 void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 {
 	struct ts_analyzer_stats s;
+	char ns[256], job[256]; /* label values escaped: names are the producers' */
 
 	ts_analyzer_get_stats(a, &s);
 #define M(name, type, help, v) ts_prom(b, "trainscope_analyzer_" name, type, help, (uint64_t)(v))
@@ -643,6 +679,9 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	  s.oversized);
 	M("rejected_subject_total", "counter", "Messages refused: bad subject.", s.bad_subject);
 	M("duplicate_batches_total", "counter", "Batches seen twice and dropped.", s.duplicates);
+	M("mismatched_batches_total", "counter",
+	  "Batches refused: the job, rank or node they claim publishes on another subject.",
+	  s.mismatched);
 	M("lost_batches_total", "counter", "Gaps in producers' sequence numbers (less those "
 	  "filled later).", s.lost_batches);
 	M("reordered_batches_total", "counter", "Batches stored after later ones of their "
@@ -680,13 +719,15 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 			 "# TYPE trainscope_job_slow_ranks gauge\n");
 	for (int i = 0; i < a->njobs; i++)
 		ts_buf_printf(b, "trainscope_job_slow_ranks{namespace=\"%s\",job=\"%s\"} %d\n",
-			      ts_job_ns(a->jobs[i]), ts_job_name(a->jobs[i]),
+			      ts_name_label(ns, sizeof(ns), ts_job_ns(a->jobs[i])),
+			      ts_name_label(job, sizeof(job), ts_job_name(a->jobs[i])),
 			      ts_job_result(a->jobs[i])->nslow);
 	ts_buf_printf(b, "# HELP trainscope_job_state 1 for the job's current state.\n"
 			 "# TYPE trainscope_job_state gauge\n");
 	for (int i = 0; i < a->njobs; i++)
 		ts_buf_printf(b, "trainscope_job_state{namespace=\"%s\",job=\"%s\",state=\"%s\"} 1\n",
-			      ts_job_ns(a->jobs[i]), ts_job_name(a->jobs[i]),
+			      ts_name_label(ns, sizeof(ns), ts_job_ns(a->jobs[i])),
+			      ts_name_label(job, sizeof(job), ts_job_name(a->jobs[i])),
 			      ts_state_names[ts_job_result(a->jobs[i])->state]);
 }
 

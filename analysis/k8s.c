@@ -1,4 +1,5 @@
 #include "k8s.h"
+#include "names.h"
 #include "log.h"
 #include "tsclock.h"
 
@@ -28,21 +29,6 @@ struct ts_k8s {
 	char host[64];
 	struct ts_k8s_stats st;
 };
-
-void ts_k8s_name(char *out, size_t n, const char *job)
-{
-	size_t k = 0;
-
-	for (; *job && k + 1 < n && k < 253; job++) {
-		char c = (char)tolower((unsigned char)*job);
-		out[k++] = (isalnum((unsigned char)c) || c == '-' || c == '.') ? c : '-';
-	}
-	while (k && !isalnum((unsigned char)out[k - 1]))
-		k--;
-	if (!k && n > 1)
-		out[k++] = 'x';
-	out[k] = 0;
-}
 
 int ts_k8s_new(struct ts_k8s **out, struct ts_kube *kube, int min_interval_s)
 {
@@ -172,12 +158,34 @@ static int write_status(struct ts_k8s *k, const char *ns, const char *name, cons
 	return -EAGAIN;
 }
 
+/* A rank's pod, as its batches name it, is a pod of that namespace: only then is it
+ * the object of an Event (a forged batch must not raise Events on others' pods). */
+static bool pod_exists(struct ts_k8s *k, const char *ns, const char *pod)
+{
+	char path[512];
+
+	if (!ts_name_is_object(pod))
+		return false;
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
+	return ts_kube_request(k->kube, "GET", path, NULL, NULL, NULL) == 200;
+}
+
 static void raise_event(struct ts_k8s *k, const char *ns, const char *report, json_t *slow,
 			uint64_t now_ns)
 {
 	const char *pod = ts_k8s_jstr(slow, "pod");
 	char stamp[32], msg[1024], path[256];
 	json_t *ev, *involved;
+
+	if (*pod && !pod_exists(k, ns, pod)) {
+		if (!k->st.refused++)
+			ts_warn("k8s: no Event for rank %lld of %s/%s: its batches name pod %s, "
+				"not a pod of that namespace (the first such refusal; "
+				"trainscope_analyzer_k8s_refused_total counts them)",
+				(long long)json_integer_value(json_object_get(slow, "rank")), ns,
+				report, pod);
+		return;
+	}
 
 	ts_rfc3339(now_ns, stamp);
 	snprintf(msg, sizeof(msg), "rank %lld is slow (%s, node %s): %s",
@@ -251,9 +259,17 @@ void ts_k8s_publish(struct ts_k8s *k, json_t *report, uint64_t now_ns)
 	char name[256], verdict[600];
 	struct written *w;
 
-	ts_k8s_name(name, sizeof(name), job);
+	ts_name_object(name, sizeof(name), job);
 	if (!status)
 		return;
+	/* what a subject names is not a namespace of this cluster, or is one of its own */
+	if (!ts_name_is_namespace(ns) || ts_name_is_system_namespace(ns)) {
+		if (!k->st.refused++) /* a hostile producer may send many: the metric counts */
+			ts_warn("k8s: no SlowNodeReport for job %s in namespace %s: %s (the first "
+				"such refusal; trainscope_analyzer_k8s_refused_total counts them)", job,
+				ns, ts_name_is_namespace(ns) ? "a system namespace" : "not a namespace name");
+		return;
+	}
 	if (!(w = written_for(k, ns, name))) {
 		k->st.errors++;
 		ts_error("k8s: out of memory: the status of %s/%s is not written", ns, name);
@@ -290,7 +306,7 @@ void ts_k8s_forget(struct ts_k8s *k, const char *ns, const char *job, uint64_t n
 	char name[256];
 	int i;
 
-	ts_k8s_name(name, sizeof(name), job);
+	ts_name_object(name, sizeof(name), job);
 	if ((i = written_index(k, ns, name)) < 0)
 		return;
 	if (k->jobs[i]->pending) { /* its last word first */

@@ -9,6 +9,7 @@
 
 struct ts_k8s_stats {
 	uint64_t created, status_updates, conflicts, events, errors;
+	uint64_t refused; /* reports or Events not written: a namespace or pod not to write to */
 };
 
 struct ts_k8s;
@@ -26,7 +27,5 @@ void ts_k8s_forget(struct ts_k8s *k, const char *ns, const char *job, uint64_t n
 void ts_k8s_get_stats(struct ts_k8s *k, struct ts_k8s_stats *out);
 /* The string at key of a JSON object, "" when there is none. */
 const char *ts_k8s_jstr(json_t *o, const char *key);
-/* DNS-1123 name for a job: lower case, [a-z0-9-.], at most 253 characters. */
-void ts_k8s_name(char *out, size_t n, const char *job);
 
 #endif

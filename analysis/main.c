@@ -229,6 +229,9 @@ static void render(void *ctx, struct ts_buf *out)
 			"Events raised on slow ranks.", ks.events);
 		ts_prom(out, "trainscope_analyzer_k8s_errors_total", "counter",
 			"Kubernetes writes that failed.", ks.errors);
+		ts_prom(out, "trainscope_analyzer_k8s_refused_total", "counter",
+			"Reports and Events not written: a system namespace, a name that is not a "
+			"namespace, or a pod that is not in the namespace.", ks.refused);
 	}
 	if (c->otlp) {
 		struct ts_otlp_stats os;

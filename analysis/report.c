@@ -1,4 +1,5 @@
 #include "report.h"
+#include "names.h"
 #include "tsclock.h"
 
 #include <errno.h>
@@ -187,10 +188,11 @@ int ts_report_write(struct ts_job *j, const char *dir, const char *trouble)
 	json_t *root = ts_report_json(j, trouble);
 	int err = 0;
 
-	snprintf(path, sizeof(path), "%s/%s_%s.json", dir, ts_job_ns(j), ts_job_name(j));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	errno = 0;
-	if (!root)
+	if (ts_name_report_path(path, sizeof(path), dir, ts_job_ns(j), ts_job_name(j)))
+		err = -ENAMETOOLONG;
+	else if (!root)
 		err = -EINVAL; /* a name jansson cannot encode */
 	else if (json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) < 0 ||
 		 rename(tmp, path) < 0)

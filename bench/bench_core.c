@@ -235,6 +235,15 @@ static void bench_job_memory(void)
 	if (ts_job_new(&j, "b", "small", 8, &p))
 		return;
 	row("analyzer: memory of an 8-rank job", (double)(heap_used() - before), "bytes", "-");
+	/* its step ring grown to the bound: rank 7 behind by limits.reorder_steps, within
+	 * lateness_s (no tick), so every step is held */
+	for (int st = 0; st < p.limits.reorder_steps; st++)
+		for (int r = 0; r < 7; r++) {
+			struct ts_rank_step rs = { .step = (uint64_t)st, .start_ns = 1000, .end_ns = 2000 };
+			ts_job_add_step(j, r, 8, &rs);
+		}
+	row("  ... holding limits.reorder_steps of late steps", (double)(heap_used() - before),
+	    "bytes", "-");
 	row("  (limits.memory_mb counts, ts_job_bytes)", (double)ts_job_bytes(&p, 8), "bytes", "-");
 	ts_job_free(j);
 }

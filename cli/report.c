@@ -1,6 +1,7 @@
 /* trainscope report: prints (or waits for) the analyzer's report of a job. */
 #include "cli.h"
 #include "analysis/report.h"
+#include "names.h"
 #include "tsclock.h"
 
 #include <dirent.h>
@@ -123,7 +124,10 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "trainscope report: no report in %s\n", q.dir);
 		return 1;
 	}
-	snprintf(path, sizeof(path), "%s/%s_%s.json", q.dir, q.ns, q.job);
+	if (ts_name_report_path(path, sizeof(path), q.dir, q.ns, q.job)) {
+		fprintf(stderr, "trainscope report: a folder and a name this long make no path\n");
+		return 2;
+	}
 	deadline = ts_mono_ns() + (uint64_t)(q.timeout_s * 1e9);
 	for (;;) {
 		bool ready;

@@ -1,7 +1,11 @@
-COMMON_SRCS := common/log.c common/config.c common/natsw.c common/natskv.c common/httpd.c common/buf.c \
+COMMON_SRCS := common/log.c common/config.c common/natsw.c common/natskv.c common/names.c common/httpd.c common/buf.c \
 	common/ident.c common/kube.c common/signals.c common/b64.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
 
 $(BUILD)/test/test_config: $(BUILD)/obj/common/tests/test_config.o $(COMMON_OBJS)
 	$(call link,$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/test_config
+
+$(BUILD)/test/test_names: $(BUILD)/obj/common/tests/test_names.o $(COMMON_OBJS)
+	$(call link,$^,$(CMOCKA_LIBS))
+TESTS += $(BUILD)/test/test_names

@@ -21,6 +21,7 @@
 #define T0 (1700000000ull * 1000 * MS)
 
 static uint64_t next_seq; /* 0: the producer's next */
+static const char *subject_job; /* non-NULL: the subject names this job, not the batch's */
 
 /* Packs a batch of steps [first, first + n) of one rank and feeds it. */
 static int feed(struct ts_analyzer *a, const char *job, int rank, int world, uint64_t first,
@@ -63,7 +64,8 @@ static int feed(struct ts_analyzer *a, const char *job, int rank, int world, uin
 	len = trainscope__v1__batch__get_packed_size(&b);
 	assert_true(len <= sizeof(buf));
 	trainscope__v1__batch__pack(&b, buf);
-	snprintf(subject, sizeof(subject), "ts.v1.ml.%s.rank.%d", job, rank);
+	snprintf(subject, sizeof(subject), "ts.v1.ml.%s.rank.%d", subject_job ? subject_job : job,
+		 rank);
 	return ts_analyzer_ingest(a, subject, buf, len);
 }
 
@@ -273,6 +275,30 @@ static void test_report_dir_recovers(void **state)
 	rmdir(dir);
 }
 
+static void no_limits(struct ts_limits *l) { (void)l; }
+
+/* A batch claiming a job other than its subject's is refused and counted: a producer
+ * allowed on ts.v1.ml.attacker.> cannot turn job victim to Hang or grow its world. */
+static void test_identity_matches_subject(void **state)
+{
+	struct ts_analyzer *a = analyzer(no_limits);
+	struct ts_analyzer_stats st;
+
+	(void)state;
+	assert_int_equal(feed(a, "victim", 0, 2, 0, 4, false), 0);
+	subject_job = "attacker";
+	assert_int_equal(feed(a, "victim", 9, 10, 0, 4, false), -EBADMSG);
+	assert_int_equal(feed(a, "victim", 9, 10, 4, 4, false), -EBADMSG);
+	subject_job = NULL;
+	ts_analyzer_get_stats(a, &st);
+	assert_int_equal(st.mismatched, 2);
+	assert_int_equal(ts_job_world(ts_analyzer_job(a, "ml", "victim")), 2);
+	assert_null(ts_analyzer_job(a, "ml", "attacker"));
+	/* batches that match their subject are still taken */
+	assert_int_equal(feed(a, "victim", 1, 2, 4, 1, false), 0);
+	ts_analyzer_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_resend_out_of_order),
 		cmocka_unit_test(test_report_dir_recovers),
 		cmocka_unit_test(test_new_attempt),
+		cmocka_unit_test(test_identity_matches_subject),
 	};
 	return cmocka_run_group_tests_name("limits", tests, NULL, NULL);
 }

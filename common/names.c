@@ -1,0 +1,127 @@
+#include "names.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+static uint32_t fnv32(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static bool lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+/* Copies name into out (at most max characters) through keep(): a character it refuses
+ * becomes sub; upper case letters are lowered when lower. When anything changed (or
+ * the name is empty or too long), "-<hash of the original>" is appended. */
+static void map_name(char *out, size_t n, const char *name, size_t max, bool lower,
+		     bool (*keep)(char c, size_t at), char sub)
+{
+	size_t len = strlen(name), k = 0;
+	bool changed = len == 0 || len > max;
+	size_t room = max > 9 ? max - 9 : 0; /* the suffix's room, should one be needed */
+
+	if (n == 0)
+		return;
+	for (size_t i = 0; i < len && k + 1 < n && k < max; i++) {
+		char c = name[i];
+		if (lower && c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a'), changed = true;
+		if (!keep(c, k))
+			c = keep(sub, k) ? sub : 'x', changed = true;
+		out[k++] = c;
+	}
+	if (changed) {
+		if (k > room)
+			k = room;
+		if (k == 0 && n > 1)
+			out[k++] = 'x'; /* a name starts with an alphanumeric */
+		if (k + 10 <= n)
+			k += (size_t)snprintf(out + k, n - k, "-%08x", fnv32(name));
+	}
+	out[k] = 0;
+}
+
+static bool dns_char(char c, size_t at)
+{
+	return lower_alnum(c) || (at > 0 && (c == '-' || c == '.'));
+}
+
+void ts_name_object(char *out, size_t n, const char *name)
+{
+	size_t k;
+
+	map_name(out, n, name, 253, true, dns_char, '-');
+	/* a subdomain ends with an alphanumeric: the hash suffix does, a trimmed name may not */
+	k = strlen(out);
+	if (k && !lower_alnum(out[k - 1])) {
+		char again[300];
+		snprintf(again, sizeof(again), "%s~", name); /* a changed name: hashed */
+		map_name(out, n, again, 253, true, dns_char, '-');
+	}
+}
+
+static bool valid(const char *s, size_t max, bool dots)
+{
+	size_t len = strlen(s);
+
+	if (!len || len > max || !lower_alnum(s[0]) || !lower_alnum(s[len - 1]))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!lower_alnum(s[i]) && s[i] != '-' && !(dots && s[i] == '.'))
+			return false;
+	return true;
+}
+
+bool ts_name_is_namespace(const char *ns) { return ns && valid(ns, 63, false); }
+bool ts_name_is_object(const char *name) { return name && valid(name, 253, true); }
+
+bool ts_name_is_system_namespace(const char *ns)
+{
+	return ns && (!strcmp(ns, "kube-system") || !strcmp(ns, "kube-public") ||
+		      !strcmp(ns, "kube-node-lease"));
+}
+
+static bool ns_file_char(char c, size_t at)
+{
+	return dns_char(c, at);
+}
+
+static bool job_file_char(char c, size_t at)
+{
+	return (c >= 'A' && c <= 'Z') || lower_alnum(c) || c == '_' || c == '-' ||
+	       (at > 0 && c == '.');
+}
+
+int ts_name_report_path(char *out, size_t n, const char *dir, const char *ns, const char *job)
+{
+	char a[128], b[128];
+	int len;
+
+	map_name(a, sizeof(a), ns, 100, false, ns_file_char, '-');
+	map_name(b, sizeof(b), job, 100, false, job_file_char, '_');
+	len = snprintf(out, n, "%s/%s_%s.json", dir, a, b);
+	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
+const char *ts_name_label(char *out, size_t n, const char *value)
+{
+	size_t k = 0;
+
+	for (; value && *value && k + 3 < n; value++) {
+		char c = *value;
+		if (c == '\\' || c == '"' || c == '\n') {
+			out[k++] = '\\';
+			c = c == '\n' ? 'n' : c;
+		}
+		out[k++] = c;
+	}
+	if (n)
+		out[k] = 0;
+	return out;
+}
