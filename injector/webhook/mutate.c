@@ -110,7 +110,7 @@ static void chain_env(json_t *patch, json_t *c, const char *cpath, const char *n
 		      const char *ours, bool prepend)
 {
 	json_t *env = json_object_get(c, "env"), *e;
-	char path[512], value[4096];
+	char path[512];
 	size_t i;
 
 	json_array_foreach(env, i, e) {
@@ -119,12 +119,11 @@ static void chain_env(json_t *patch, json_t *c, const char *cpath, const char *n
 			continue;
 		if (!old) /* valueFrom: cannot be chained; ours goes first so the loader sees it */
 			continue;
-		snprintf(value, sizeof(value), "%s%s%s", prepend ? ours : old, *old ? ":" : "",
-			 prepend ? old : ours);
-		if (!*old)
-			snprintf(value, sizeof(value), "%s", ours);
+		/* any length: cutting the user's value, or ours, would break one of them */
+		json_t *value = *old ? json_sprintf("%s:%s", prepend ? ours : old, prepend ? old : ours)
+				     : json_string(ours);
 		snprintf(path, sizeof(path), "%s/env/%zu/value", cpath, i);
-		op(patch, "replace", path, json_string(value));
+		op(patch, "replace", path, value);
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/env", cpath);

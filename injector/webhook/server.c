@@ -9,6 +9,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -192,13 +193,37 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 	}
 }
 
+/* A connection idle this long is closed: the API server waits 10 s for a review by
+ * default, and keeps its connections busy. */
+#define CONN_TIMEOUT_S 10u
+#define POOL_THREADS 4u
+
+/* As many connections as the descriptors allow, the soft limit raised to the hard one:
+ * held connections are cheap with epoll, and refusing new ones starves the API server. */
+static unsigned conn_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1000;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return rl.rlim_cur > 65536 ? 65000u : rl.rlim_cur > 128 ? (unsigned)rl.rlim_cur - 64 : 64u;
+}
+
 /* A daemon on sa, or on the listening socket fd when it is valid (a reload); TLS with
  * cert and key unless they are NULL. */
 static struct MHD_Daemon *start_daemon(struct webhook *w, struct sockaddr_in *sa, MHD_socket fd,
 				       const char *cert, const char *key)
 {
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-			 MHD_USE_ITC | MHD_USE_ERROR_LOG; /* ITC: MHD_quiesce_daemon needs it */
+	/* a few epoll threads, not a thread a connection: clients that connect and say
+	 * nothing (1,000 of them from any pod) hold no thread and time out, and the API
+	 * server's reviews are still answered; ITC: MHD_quiesce_daemon needs it */
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+			 MHD_USE_ERROR_LOG;
 	struct MHD_OptionItem where[] = {
 		{ MHD_OPTION_SOCK_ADDR, 0, sa },
 		{ MHD_OPTION_END, 0, NULL },
@@ -216,7 +241,9 @@ static struct MHD_Daemon *start_daemon(struct webhook *w, struct sockaddr_in *sa
 		tls[0].option = MHD_OPTION_END;
 	return MHD_start_daemon(flags, w->o.port, NULL, NULL, on_request, w, MHD_OPTION_ARRAY,
 				where, MHD_OPTION_ARRAY, tls, MHD_OPTION_NOTIFY_COMPLETED, on_done,
-				w, MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
+				w, MHD_OPTION_CONNECTION_TIMEOUT, CONN_TIMEOUT_S,
+				MHD_OPTION_THREAD_POOL_SIZE, POOL_THREADS,
+				MHD_OPTION_CONNECTION_LIMIT, conn_limit(), MHD_OPTION_END);
 }
 
 static void webhook_free(struct webhook *w)

@@ -214,6 +214,31 @@ static void test_injects_and_keeps_user_values(void **state)
 	json_decref(done);
 }
 
+/* A user's LD_PRELOAD and PYTHONPATH of any length survive whole, ours added to them. */
+static void test_long_env_values(void **state)
+{
+	static char preload[10241], pypath[10241], want[20480];
+	json_t *pod = training_pod(), *done, *trainer, *env;
+
+	(void)state;
+	memset(preload, 'p', sizeof(preload) - 1);
+	memset(pypath, 'y', sizeof(pypath) - 1);
+	preload[0] = pypath[0] = '/';
+	trainer = json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0);
+	env = json_object_get(trainer, "env");
+	json_object_set_new(json_array_get(env, 0), "value", json_string(preload));
+	json_array_append_new(env, json_pack("{s:s, s:s}", "name", "PYTHONPATH", "value", pypath));
+	done = mutate(pod, &opts);
+	assert_non_null(done);
+	trainer = json_array_get(json_object_get(json_object_get(done, "spec"), "containers"), 0);
+	snprintf(want, sizeof(want), "%s:%s", preload, PRELOAD);
+	assert_string_equal(env_of(trainer, "LD_PRELOAD"), want);
+	snprintf(want, sizeof(want), "/trainscope/python:%s", pypath);
+	assert_string_equal(env_of(trainer, "PYTHONPATH"), want);
+	json_decref(pod);
+	json_decref(done);
+}
+
 /* Without the annotation only the first container is instrumented: a logging sidecar
  * next to the trainer is left exactly as it was. */
 static void test_only_first_container_by_default(void **state)
@@ -804,6 +829,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_injects_and_keeps_user_values),
+		cmocka_unit_test(test_long_env_values),
 		cmocka_unit_test(test_only_first_container_by_default),
 		cmocka_unit_test(test_container_names_annotation),
 		cmocka_unit_test(test_container_names_none_found),
