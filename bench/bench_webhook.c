@@ -90,7 +90,7 @@ static CURL *client(const char *url, const char *cert, const char *body, struct 
 	return c;
 }
 
-/* Connections that send one byte of a TLS hello and then nothing. */
+/* Connections that start a TLS record and then say nothing more (slowloris). */
 static int hold_slow(uint16_t port, int *fds, int n)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
@@ -103,7 +103,7 @@ static int hold_slow(uint16_t port, int *fds, int n)
 	for (int i = 0; i < n; i++) {
 		if ((fds[i] = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
 		    connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-		    write(fds[i], "\x16", 1) != 1) {
+		    write(fds[i], "\x16\x03\x01", 3) != 3) {
 			fprintf(stderr, "bench_webhook: slow connection %d: %m\n", i);
 			return -1;
 		}

@@ -196,7 +196,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 /* A connection idle this long is closed: the API server waits 10 s for a review by
  * default, and keeps its connections busy. */
 #define CONN_TIMEOUT_S 10u
-#define POOL_THREADS 4u
+#define POOL_THREADS 2u
 
 /* As many connections as the descriptors allow, the soft limit raised to the hard one:
  * held connections are cheap with epoll, and refusing new ones starves the API server. */
@@ -221,9 +221,11 @@ static struct MHD_Daemon *start_daemon(struct webhook *w, struct sockaddr_in *sa
 {
 	/* a few epoll threads, not a thread a connection: clients that connect and say
 	 * nothing (1,000 of them from any pod) hold no thread and time out, and the API
-	 * server's reviews are still answered; ITC: MHD_quiesce_daemon needs it */
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-			 MHD_USE_ERROR_LOG;
+	 * server's reviews are still answered; ITC: MHD_quiesce_daemon needs it. No
+	 * MHD_USE_ERROR_LOG: any client can make MHD write a line (a broken TLS handshake,
+	 * 1,000 lines for 1,000), and 0.9.75 writes those past MHD_OPTION_EXTERNAL_LOGGER;
+	 * a daemon that does not start is said by webhook_start. */
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC;
 	struct MHD_OptionItem where[] = {
 		{ MHD_OPTION_SOCK_ADDR, 0, sa },
 		{ MHD_OPTION_END, 0, NULL },
