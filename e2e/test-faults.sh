@@ -279,15 +279,18 @@ consumer_back() {
 expect "the durable consumer deleted: made again from where it was, the next job still reported" consumer_back
 
 # ---- a JetStream store too small for the stream: the cause is said, not only at debug ----
-small_store() {
-	local dir="$WORK/small" pid url
-	mkdir -p "$dir"
-	printf 'listen: 127.0.0.1:-1\njetstream { store_dir: "%s/js", max_file_store: 1MB }\n' "$dir" >"$dir/n.conf"
-	nats-server -c "$dir/n.conf" --ports_file_dir "$dir" >"$dir/log" 2>&1 &
-	pid=$!
+store_nats() { # DIR SIZE: a nats-server of its own, its JetStream store SIZE; sets url
+	mkdir -p "$1"
+	printf 'listen: 127.0.0.1:-1\njetstream { store_dir: "%s/js", max_file_store: %s }\n' "$1" "$2" >"$1/n.conf"
+	nats-server -c "$1/n.conf" --ports_file_dir "$1" >"$1/log" 2>&1 &
+	local pid=$!
 	PIDS="$PIDS $pid"
-	wait_for 15 test -s "$dir/nats-server_$pid.ports" || return 1
-	url=$(grep -o 'nats://127.0.0.1:[0-9]*' "$dir/nats-server_$pid.ports" | head -1)
+	wait_for 15 test -s "$1/nats-server_$pid.ports" || return 1
+	url=$(grep -o 'nats://127.0.0.1:[0-9]*' "$1/nats-server_$pid.ports" | head -1)
+}
+small_store() {
+	local dir="$WORK/small" url
+	store_nats "$dir" 1MB || return 1
 	"$BIN/trainscope-analyzer" --nats "$url" --metrics-port -1 --report-dir "$dir/r" 2>"$dir/analyzer.log" &
 	PIDS="$PIDS $!"
 	wait_for 15 grep -q "insufficient storage" "$dir/analyzer.log" || return 1
@@ -300,14 +303,8 @@ expect "a JetStream store too small: the analyzer says why it waits" small_store
 # are stored again, and the report has every rank-step -------------------------------------
 code_is() { [ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$1")" = "$2" ]; }
 store_full() {
-	local dir="$WORK/full" npid url log m fm
-	mkdir -p "$dir"
-	printf 'listen: 127.0.0.1:-1\njetstream { store_dir: "%s/js", max_file_store: 64MB }\n' "$dir" >"$dir/n.conf"
-	nats-server -c "$dir/n.conf" --ports_file_dir "$dir" >"$dir/log" 2>&1 &
-	npid=$!
-	PIDS="$PIDS $npid"
-	wait_for 15 test -s "$dir/nats-server_$npid.ports" || return 1
-	url=$(grep -o 'nats://127.0.0.1:[0-9]*' "$dir/nats-server_$npid.ports" | head -1)
+	local dir="$WORK/full" url log m fm
+	store_nats "$dir" 64MB || return 1
 	log="$dir/analyzer.log"
 	TRAINSCOPE_STREAM_MAX_BYTES=32M "$BIN/trainscope-analyzer" --nats "$url" --snapshot-s 1 \
 		--stall-s 3 --metrics-port 0 --report-dir "$dir/r" --quiet 2>"$log" &
