@@ -26,7 +26,8 @@ struct tsn {
 	struct tsn_entry *inflight; /* handed to nats.c, awaiting their acks */
 	uint64_t next_order;
 	struct tsn_stats st;
-	bool stream_ready, closing;
+	bool stream_ready, closing, closed; /* closed: nats.c's last callback has run */
+	pthread_cond_t closed_cond;
 	int64_t next_stream_try_ms;
 	int refused_code;           /* JetStream's last refusal said (0: none since a success) */
 	int stream_code;            /* the last stream error said */
@@ -209,6 +210,18 @@ static void on_disconnected(natsConnection *nc, void *closure)
 		ts_warn("nats: disconnected from %s; buffering", n->opts.url);
 }
 
+/* nats.c's last callback for the connection: after it none holds n. */
+static void on_closed(natsConnection *nc, void *closure)
+{
+	struct tsn *n = closure;
+
+	(void)nc;
+	pthread_mutex_lock(&n->lock);
+	n->closed = true;
+	pthread_cond_signal(&n->closed_cond);
+	pthread_mutex_unlock(&n->lock);
+}
+
 static void on_reconnected(natsConnection *nc, void *closure)
 {
 	struct tsn *n = closure;
@@ -264,6 +277,8 @@ static natsStatus make_options(struct tsn *n, natsOptions **out)
 	if (s == NATS_OK)
 		s = natsOptions_SetReconnectedCB(o, on_reconnected, n);
 	if (s == NATS_OK)
+		s = natsOptions_SetClosedCB(o, on_closed, n);
+	if (s == NATS_OK)
 		s = set_auth(o, &n->opts);
 	if (s != NATS_OK)
 		natsOptions_Destroy(o);
@@ -301,6 +316,7 @@ int tsn_open(struct tsn **out, const struct tsn_opts *opts)
 	n->opts = *opts;
 	opts_defaults(&n->opts);
 	pthread_mutex_init(&n->lock, NULL);
+	pthread_cond_init(&n->closed_cond, NULL);
 	s = make_options(n, &o);
 	if (s == NATS_OK) {
 		s = natsConnection_Connect(&n->nc, o);
@@ -328,6 +344,26 @@ int tsn_open(struct tsn **out, const struct tsn_opts *opts)
 	return 0;
 }
 
+/* Closes the connection and waits (5 s at most) for nats.c's closed callback: its
+ * disconnected callback runs on a thread of its own and may still be about to. */
+static bool closed_after(struct tsn *n)
+{
+	struct timespec until;
+	bool closed;
+
+	natsConnection_Close(n->nc);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	pthread_mutex_lock(&n->lock);
+	while (!n->closed && pthread_cond_timedwait(&n->closed_cond, &n->lock, &until) == 0)
+		;
+	closed = n->closed;
+	pthread_mutex_unlock(&n->lock);
+	if (!closed)
+		ts_warn("nats: the connection to %s did not close within 5 s", n->opts.url);
+	return closed;
+}
+
 void tsn_close(struct tsn *n)
 {
 	struct tsn_entry *e;
@@ -337,8 +373,8 @@ void tsn_close(struct tsn *n)
 	pthread_mutex_lock(&n->lock);
 	n->closing = true;
 	pthread_mutex_unlock(&n->lock);
-	if (n->nc)
-		natsConnection_Close(n->nc);
+	if (n->nc && !closed_after(n))
+		return; /* a callback may still come: n is left, not freed under it */
 	jsCtx_Destroy(n->js);
 	natsConnection_Destroy(n->nc);
 	while ((e = outbox_pop(n)))
@@ -347,6 +383,7 @@ void tsn_close(struct tsn *n)
 		n->inflight = e->next;
 		free(e);
 	}
+	pthread_cond_destroy(&n->closed_cond);
 	pthread_mutex_destroy(&n->lock);
 	free(n);
 }
