@@ -135,8 +135,11 @@ size_t ts_job_bytes(const struct ts_params *p, int world)
 	size_t per_rank = sizeof(struct ts_rank_meta) + sizeof(struct ts_slow_rank) + 1 +
 			  3 * sizeof(double) + sizeof(int) +
 			  (size_t)ts_job_max_rows(p, world) * (1 + (TS_M_COUNT + 1) * sizeof(float));
+	/* and per row, whatever the world: the struct and its three allocations' headers */
+	size_t per_row = sizeof(struct row) + 3 * 16;
 
 	return sizeof(struct ts_job) + 2 * w * sizeof(double) +
+	       (size_t)ts_job_max_rows(p, world) * per_row +
 	       (size_t)(p->fs.max_data_queue_steps + p->fs.steps_window_size) * sizeof(double) +
 	       n * per_rank + nm * per_metric;
 }

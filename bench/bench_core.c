@@ -242,7 +242,7 @@ static void bench_job_memory(void)
 			struct ts_rank_step rs = { .step = (uint64_t)st, .start_ns = 1000, .end_ns = 2000 };
 			ts_job_add_step(j, r, 8, &rs);
 		}
-	row("  ... holding limits.reorder_steps of late steps", (double)(heap_used() - before),
+	row("  ... holding 1,024 steps a late rank lacks", (double)(heap_used() - before),
 	    "bytes", "-");
 	row("  (limits.memory_mb counts, ts_job_bytes)", (double)ts_job_bytes(&p, 8), "bytes", "-");
 	ts_job_free(j);
