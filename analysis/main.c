@@ -69,6 +69,8 @@ struct cli {
 	const char *config, *durable, *filter, *metrics_addr, *snapshot_bucket;
 	int metrics_port, k8s_interval_s, snapshot_s;
 	struct ts_snapshots *_Atomic snap; /* set once JetStream answers; read by /healthz */
+	int restored;                      /* the restore's result; -EAGAIN: not done yet */
+	uint64_t replay_after;             /* the stream sequence a restored state is as of */
 	bool print_config, in_cluster;
 	const char *kubeconfig, *otlp_endpoint;
 	int otlp_every;
@@ -119,6 +121,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	c->otlp_endpoint = getenv("OTEL_EXPORTER_OTLP_ENDPOINT");
 	c->otlp_every = 1;
 	c->snapshot_s = 5;
+	c->restored = -EAGAIN;
 	c->snapshot_bucket = "trainscope-analyzer";
 	while ((ch = getopt_long(argc, argv, "s:c:r:p:qh", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -406,20 +409,22 @@ static void snapshot(struct cli *c, struct ts_analyzer *a, uint64_t now)
 static int start(struct cli *c, struct ts_analyzer *a, struct tsn *n, struct tsn_sub **sub)
 {
 	struct ts_snapshots *snap = NULL;
-	uint64_t seq = 0;
-	int err;
 
 	if (c->snapshot_s > 0 && !c->snap) {
 		if (ts_snapshots_open(&snap, n, c->snapshot_bucket, c->durable, c->snapshot_s))
 			return -EAGAIN;
 		atomic_store(&c->snap, snap);
 	}
-	err = c->snap ? ts_snapshots_restore(c->snap, a, ts_real_ns(), &seq) : -ENOENT;
-	if (err == -EAGAIN)
-		return err;
-	if (err == -ENOENT)
+	/* restored once: a subscription that fails after it is tried again from the same
+	 * sequence, never from a state restored twice */
+	if (c->restored == -EAGAIN)
+		c->restored = c->snap ? ts_snapshots_restore(c->snap, a, ts_real_ns(), &c->replay_after)
+				      : -ENOENT;
+	if (c->restored == -EAGAIN)
+		return -EAGAIN;
+	if (c->restored == -ENOENT)
 		return tsn_subscribe(n, c->durable, c->filter, sub);
-	return tsn_subscribe_after(n, c->durable, c->filter, err ? 0 : seq, sub);
+	return tsn_subscribe_after(n, c->durable, c->filter, c->restored ? 0 : c->replay_after, sub);
 }
 
 static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
