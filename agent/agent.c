@@ -47,6 +47,7 @@ struct agent {
 	struct job_seq jobs[MAX_JOBS];
 	uint64_t nonce, last_tick_ns;
 	uint64_t hellos, bad_ctl, samples, device_samples, publish_errors, unresolved;
+	uint64_t refused;   /* announced processes not traced: ts_ranks_verify said no */
 	struct ts_preemptor pre[4096]; /* one period's preemptors, taken from the kernel */
 	struct host_rec *recs;         /* [TS_MAX_SLOTS] */
 	Trainscope__V1__Record **recp; /* [TS_MAX_SLOTS] */
@@ -90,8 +91,12 @@ static void on_ctl(const char *subject, const void *data, size_t len, void *clos
 		if (!(e = ts_ranks_hello(&a->ranks, &id, now_ms())))
 			ts_warn("agent: more than %d ranks on this node: rank %d of %s not traced",
 				TS_MAX_SLOTS, id.rank, id.job);
-		else if (b->final)
-			e->final = true;
+		else {
+			if (b->final)
+				e->final = true;
+			snprintf(e->pod_uid, sizeof(e->pod_uid), "%s",
+				 b->id->pod_uid ? b->id->pod_uid : "");
+		}
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (b)
@@ -101,6 +106,23 @@ static void on_ctl(const char *subject, const void *data, size_t len, void *clos
 static bool process_alive(uint32_t tgid)
 {
 	return kill((pid_t)tgid, 0) == 0 || errno == EPERM;
+}
+
+/* An announcement anyone may have forged names a process: traced only if it checks out.
+ * The first refusal is said, all are counted; a refused entry is evictable. */
+static bool refuse(struct agent *a, struct ts_rank_entry *e)
+{
+	char why[256];
+
+	if (!ts_ranks_verify(&a->ranks, e->pod_uid, e->host_tgid, a->opts.pods_only, why,
+			     sizeof(why)))
+		return false;
+	e->refused = true;
+	if (!a->refused++)
+		ts_warn("agent: not tracing rank %d of %s/%s (pid %d): %s (the first such refusal; "
+			"trainscope_agent_refused_announcements_total counts them)", e->id.rank,
+			e->id.ns, e->id.job, e->id.pid, why);
+	return true;
 }
 
 /* Starts, keeps or stops tracing each known rank. */
@@ -123,10 +145,15 @@ static void follow(struct agent *a)
 			ts_ranks_forget(&a->ranks, e);
 			continue;
 		}
-		if (e->resolved)
+		if (e->resolved || e->refused)
 			continue;
-		if (ts_ranks_resolve(&a->ranks, &e->id, &e->host_tgid, &e->id.cgroup_id) ||
-		    ts_probe_trace(a->probe, e->host_tgid, e->id.cgroup_id, e->slot)) {
+		if (ts_ranks_resolve(&a->ranks, &e->id, &e->host_tgid, &e->id.cgroup_id)) {
+			a->unresolved++;
+			continue;
+		}
+		if (refuse(a, e))
+			continue;
+		if (ts_probe_trace(a->probe, e->host_tgid, e->id.cgroup_id, e->slot)) {
 			a->unresolved++;
 			continue;
 		}
@@ -391,6 +418,9 @@ void agent_render_metrics(void *agent, struct ts_buf *b)
 
 	pthread_mutex_lock(&a->lock);
 	ts_prom(b, "trainscope_agent_hellos_total", "counter", "Rank announcements received.", a->hellos);
+	ts_prom(b, "trainscope_agent_refused_announcements_total", "counter",
+		"Announced processes not traced: pid 1, the agent, or (pods only) not in the "
+		"announcing pod's cgroup.", a->refused);
 	ts_prom(b, "trainscope_agent_bad_announcements_total", "counter",
 		"Announcements refused as malformed.", a->bad_ctl);
 	ts_prom(b, "trainscope_agent_host_samples_total", "counter", "Host samples published.",

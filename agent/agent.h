@@ -10,6 +10,7 @@ struct agent_opts {
 	int interval_ms;      /* sample period (1000) */
 	int forget_after_ms;  /* a rank silent this long is dropped (30000) */
 	const char *host_cgroup; /* the host's /sys/fs/cgroup mounted here, or NULL */
+	bool pods_only;          /* trace only inside the announcing pod (ts_ranks_verify) */
 	struct tsn_opts nats;
 };
 

@@ -33,6 +33,13 @@ static void usage(FILE *f)
 		"      --host-cgroup DIR  the host's /sys/fs/cgroup as mounted in this container\n"
 		"                         (env TRAINSCOPE_HOST_CGROUP): ranks' cgroups are found\n"
 		"                         there (default: the first cgroup2 mount seen)\n"
+		"      --pods-only        trace an announced process only inside the cgroup of the\n"
+		"                         pod that announced it (its relay's TRAINSCOPE_POD_UID):\n"
+		"                         the default in a Kubernetes pod, where anyone who can\n"
+		"                         publish could otherwise name any host process\n"
+		"      --trust-host-processes  also trace processes outside pods (trainscope run\n"
+		"                         on a host; the default outside Kubernetes). Never pid 1\n"
+		"                         or the agent itself.\n"
 		"  -h, --help\n");
 }
 
@@ -52,6 +59,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "metrics-port", required_argument, NULL, 'p' },
 		{ "metrics-addr", required_argument, NULL, 'a' },
 		{ "host-cgroup", required_argument, NULL, 'g' },
+		{ "pods-only", no_argument, NULL, 'P' },
+		{ "trust-host-processes", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -63,6 +72,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	c->metrics_port = 9101;
 	c->ao.interval_ms = 1000;
 	c->ao.host_cgroup = getenv("TRAINSCOPE_HOST_CGROUP");
+	c->ao.pods_only = getenv("KUBERNETES_SERVICE_HOST") != NULL;
 	while ((ch = getopt_long(argc, argv, "s:n:i:p:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n': c->ao.node = optarg; break;
@@ -70,6 +80,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'p': c->metrics_port = atoi(optarg); break;
 		case 'a': c->metrics_addr = optarg; break;
 		case 'g': c->ao.host_cgroup = optarg; break;
+		case 'P': c->ao.pods_only = true; break;
+		case 'H': c->ao.pods_only = false; break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			if (tsn_parse_option(&c->ao.nats, ch, optarg))

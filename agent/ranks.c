@@ -54,6 +54,9 @@ struct ts_rank_entry *ts_ranks_hello(struct ts_ranks *t, const struct ts_ident *
 		if (!e->used && !free_e)
 			free_e = e;
 	}
+	for (uint32_t i = 0; i < TS_MAX_SLOTS && !free_e; i++)
+		if (t->e[i].refused) /* forged announcements cannot crowd out real ranks */
+			free_e = &t->e[i];
 	if (!free_e)
 		return NULL;
 	memset(free_e, 0, sizeof(*free_e));
@@ -236,5 +239,65 @@ int ts_ranks_resolve(const struct ts_ranks *t, const struct ts_ident *id, uint32
 		return -ENOENT;
 	if (!*cgroup_id)
 		*cgroup_id = cgroup_id_of(t, *host_tgid);
+	return 0;
+}
+
+/* A pod UID as the downward API gives it: 36 characters of hex digits and dashes. */
+static bool uid_ok(const char *uid)
+{
+	size_t n = strlen(uid);
+
+	if (n != 36)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((uid[i] >= '0' && uid[i] <= '9') || (uid[i] >= 'a' && uid[i] <= 'f') ||
+		      uid[i] == '-'))
+			return false;
+	return true;
+}
+
+/* Whether a line of /proc/<pid>/cgroup names the pod: kubelet's cgroupfs driver writes
+ * .../pod<uid>/..., the systemd driver ...-pod<uid with '_' for '-'>.slice/... */
+static bool names_pod(const char *line, const char *uid)
+{
+	char dashes[48], unders[48];
+
+	snprintf(dashes, sizeof(dashes), "pod%s", uid);
+	snprintf(unders, sizeof(unders), "pod%s", uid);
+	for (char *c = unders; *c; c++)
+		if (*c == '-')
+			*c = '_';
+	return strstr(line, dashes) || strstr(line, unders);
+}
+
+int ts_ranks_verify(const struct ts_ranks *t, const char *pod_uid, uint32_t host_tgid,
+		    bool pods_only, char *why, size_t n)
+{
+	char path[256], line[1024];
+	bool in_pod = false;
+	FILE *f;
+
+	if (host_tgid <= 1 || host_tgid == (uint32_t)getpid()) {
+		snprintf(why, n, "host pid %u is %s", host_tgid, host_tgid <= 1 ? "init" : "the agent");
+		return -EPERM;
+	}
+	if (!pods_only)
+		return 0;
+	if (!pod_uid || !uid_ok(pod_uid)) {
+		snprintf(why, n, "the announcement names no pod (its relay has no TRAINSCOPE_POD_UID)");
+		return -EPERM;
+	}
+	snprintf(path, sizeof(path), "%s/%u/cgroup", t->proc_root, host_tgid);
+	if (!(f = fopen(path, "r"))) {
+		snprintf(why, n, "cannot read %s", path);
+		return -EPERM;
+	}
+	while (!in_pod && fgets(line, sizeof(line), f))
+		in_pod = names_pod(line, pod_uid);
+	fclose(f);
+	if (!in_pod) {
+		snprintf(why, n, "host pid %u is not in pod %s", host_tgid, pod_uid);
+		return -EPERM;
+	}
 	return 0;
 }

@@ -11,6 +11,8 @@
 
 struct ts_rank_entry {
 	bool used, resolved, final;
+	bool refused;           /* its announcement did not check out: never traced, evictable */
+	char pod_uid[64];       /* the announcing relay's pod, "" outside Kubernetes */
 	struct ts_ident id;     /* as the rank reported it (its own pid namespace) */
 	uint32_t host_tgid;     /* the same process seen from the agent */
 	uint32_t slot;
@@ -37,5 +39,11 @@ struct ts_rank_entry *ts_ranks_hello(struct ts_ranks *t, const struct ts_ident *
 int ts_ranks_resolve(const struct ts_ranks *t, const struct ts_ident *id, uint32_t *host_tgid,
 		     uint64_t *cgroup_id);
 void ts_ranks_forget(struct ts_ranks *t, struct ts_rank_entry *e);
+/* Whether host process host_tgid may be traced as the rank announced: never pid 1 or the
+ * agent itself; with pods_only, only a process whose cgroup is the announcing pod's
+ * (pod_uid in its path: kubelet's cgroupfs and systemd layouts). Returns 0, or -EPERM
+ * with why. */
+int ts_ranks_verify(const struct ts_ranks *t, const char *pod_uid, uint32_t host_tgid,
+		    bool pods_only, char *why, size_t n);
 
 #endif

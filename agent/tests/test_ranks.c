@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "agent/ranks.h"
@@ -186,12 +187,52 @@ static void test_hello_bookkeeping(void **state)
 	assert_ptr_equal(ts_ranks_hello(&t, &id, 500), e1);
 }
 
+/* Announcements anyone could forge: init, the agent and processes outside the announcing
+ * pod are refused; refused entries make room for real ranks. */
+static void test_verify(void **state)
+{
+	static struct ts_ranks t;
+	const char *uid = "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
+	char proc[128], cg[128], why[256];
+
+	(void)state;
+	init(&t, proc, cg);
+	mk("proc/5100"), mk("proc/5200"), mk("proc/1");
+	put("proc/5100/cgroup", "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-"
+				"pod0b1c2d3e_4f50_6172_8394_a5b6c7d8e9f0.slice/cri-containerd-ab.scope\n");
+	put("proc/5200/cgroup", "7:cpu:/kubepods/burstable/pod0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0/c\n");
+	put("proc/1/cgroup", "0::/init.scope\n");
+	assert_int_equal(ts_ranks_verify(&t, uid, 5100, true, why, sizeof(why)), 0); /* systemd */
+	assert_int_equal(ts_ranks_verify(&t, uid, 5200, true, why, sizeof(why)), 0); /* cgroupfs */
+	assert_int_equal(ts_ranks_verify(&t, uid, 1, true, why, sizeof(why)), -EPERM);
+	assert_int_equal(ts_ranks_verify(&t, uid, 1, false, why, sizeof(why)), -EPERM);
+	assert_int_equal(ts_ranks_verify(&t, uid, (uint32_t)getpid(), false, why, sizeof(why)), -EPERM);
+	assert_int_equal(ts_ranks_verify(&t, uid, 4100, true, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "not in pod"));
+	assert_int_equal(ts_ranks_verify(&t, "", 5100, true, why, sizeof(why)), -EPERM);
+	assert_int_equal(ts_ranks_verify(&t, "../../x", 5100, true, why, sizeof(why)), -EPERM);
+	assert_int_equal(ts_ranks_verify(&t, "", 4100, false, why, sizeof(why)), 0);
+
+	/* a table full of refused entries still takes a real rank */
+	struct ts_ident id = { .ns = "ns", .job = "forged", .pid = 1 };
+	for (int r = 0; r < TS_MAX_SLOTS; r++) {
+		id.rank = r;
+		ts_ranks_hello(&t, &id, 100)->refused = true;
+	}
+	struct ts_ident real = { .ns = "ns", .job = "real", .rank = 0, .pid = 7 };
+	struct ts_rank_entry *e = ts_ranks_hello(&t, &real, 200);
+	assert_non_null(e);
+	assert_false(e->refused);
+	assert_string_equal(e->id.job, "real");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resolve_through_cgroup_and_nspid),
 		cmocka_unit_test(test_resolve_without_cgroup),
 		cmocka_unit_test(test_hello_bookkeeping),
+		cmocka_unit_test(test_verify),
 	};
 	return cmocka_run_group_tests_name("agent ranks", tests, setup, teardown);
 }

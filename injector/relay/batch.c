@@ -100,6 +100,7 @@ int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *step
 	if (!recs || !recp || !st || !cs || !csp || !gs || !gsp)
 		goto out;
 	fill_identity(&id, &dev, h->id);
+	id.pod_uid = (char *)(h->pod_uid ? h->pod_uid : "");
 	b.id = &id;
 	b.producer_id = h->producer_id;
 	b.seq = h->seq;

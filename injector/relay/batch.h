@@ -16,6 +16,7 @@ struct ts_hang_info {
 
 struct ts_batch_hdr {
 	const struct ts_ident *id;
+	const char *pod_uid;      /* the relay's own pod, "" outside Kubernetes */
 	uint64_t producer_id;
 	uint64_t seq;
 	uint64_t dropped_records;

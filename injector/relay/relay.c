@@ -58,6 +58,7 @@ struct relay {
 	bool rescan;
 	uint64_t last_scan_ms, relay_nonce;
 	bool backlog; /* the last round left records in a ring */
+	char pod_uid[64]; /* the relay's pod (TRAINSCOPE_POD_UID): the rings' pod, as a sidecar */
 	struct producer **prod;
 	int nprod, capprod;
 	struct relay_stats st;
@@ -454,6 +455,7 @@ static int send_batch(struct relay *r, struct producer *p, const char *subject,
 	int err;
 
 	h->id = &p->ring->id;
+	h->pod_uid = r->pod_uid;
 	h->dropped_records = atomic_load(&p->ring->dropped);
 	h->start_real_ns = p->ring->start_real_ns;
 	if (ts_batch_encode(h, steps, n, &buf, &len)) {
@@ -659,6 +661,8 @@ int relay_new(struct relay **out, const struct relay_opts *opts)
 	if (r->opts.max_batch_steps <= 0)
 		r->opts.max_batch_steps = 256;
 	r->relay_nonce = splitmix(ts_real_ns() ^ ((uint64_t)getpid() << 32));
+	snprintf(r->pod_uid, sizeof(r->pod_uid), "%s",
+		 getenv("TRAINSCOPE_POD_UID") ? getenv("TRAINSCOPE_POD_UID") : "");
 	r->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (r->inotify_fd < 0 ||
 	    inotify_add_watch(r->inotify_fd, opts->ring_dir, IN_MOVED_TO | IN_CREATE) < 0) {

@@ -97,11 +97,12 @@ static json_t *field_env(const char *name, const char *field)
 
 static json_t *identity_env(const char *job, const struct ts_inject_opts *o)
 {
-	return json_pack("[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, o, o, o]", "name", "TRAINSCOPE_JOB",
+	return json_pack("[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, o, o, o, o]", "name", "TRAINSCOPE_JOB",
 			 "value", job, "name", "TRAINSCOPE_RING_DIR", "value", RING_DIR, "name",
 			 "TRAINSCOPE_NATS_URL", "value", o->nats_url,
 			 field_env("TRAINSCOPE_NAMESPACE", "metadata.namespace"),
 			 field_env("TRAINSCOPE_POD", "metadata.name"),
+			 field_env("TRAINSCOPE_POD_UID", "metadata.uid"),
 			 field_env("TRAINSCOPE_NODE", "spec.nodeName"));
 }
 
