@@ -1,7 +1,7 @@
 #!/bin/bash
 # The node agent's real eBPF programs, end to end: a CPU hog pinned to one rank's core
 # is found as that rank's run-queue delay, the report names the rank, cause HostCPU and
-# the hog; a healthy run blames nobody.
+# the hog; a healthy run blames nobody; forged announcements trace nothing.
 set -e
 BUILD=${BUILD:-build}
 . "$(dirname "$0")/lib.sh"
@@ -9,7 +9,7 @@ here=$(dirname "$0")
 
 if [ "$(id -u)" -ne 0 ] || [ ! -r /sys/kernel/btf/vmlinux ]; then
 	echo "agent e2e: skipped: needs root and kernel BTF"
-	echo "agent e2e: 0 passed, 0 failed, 6 skipped"
+	echo "agent e2e: 0 passed, 0 failed, 7 skipped"
 	exit 0
 fi
 start_nats
@@ -47,5 +47,45 @@ if [ "${samples:-0}" -gt 0 ] && echo "$metrics" | grep -q 'trainscope_agent_feat
 else
 	echo "FAIL  agent metrics"; fails=$((fails + 1))
 fi
-echo "agent e2e: $((6 - fails)) passed, $fails failed"
+# ---- forged announcements: an agent in pods-only mode (as in a pod) traces none of them (host
+# pid 1, a process announced without a pod, one outside the pod that announced it); a rank
+# inside the announcing pod's cgroup is traced -----------------------------------------------
+cg2=/sys/fs/cgroup
+[ -f "$cg2/cgroup.controllers" ] || cg2=/sys/fs/cgroup/unified
+cg_id() { stat -c %i "$cg2$(sed -n 's/^0:://p' "/proc/$1/cgroup")"; }
+forged() {
+	local uid=0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0 pod log m pid refused
+	pod="$cg2/trainscope-e2e-kubepods/pod$uid"
+	mkdir -p "$pod"
+	sleep 600 &
+	pid=$!
+	PIDS="$PIDS $pid"
+	echo "$pid" >"$pod/cgroup.procs"
+	log="$WORK/agent-pods.log"
+	"$BIN/trainscope-agent" --nats "$NATS_URL" --node forge-node --pods-only --metrics-port 0 \
+		--interval-ms 200 2>"$log" &
+	PIDS="$PIDS $!"
+	wait_for 15 grep -q "metrics on" "$log" || return 1
+	m=$(grep -o 'http://[0-9.:]*/metrics' "$log" | head -1)
+	a() { "$BIN/forge" --nats "$NATS_URL" --announce forge-node "$@"; }
+	a --job forged --rank 0 --pid 1 --cgroup-id "$(cg_id 1)" --pod-uid "$uid" &&
+		a --job forged --rank 1 --pid $$ --cgroup-id "$(cg_id $$)" &&
+		a --job forged --rank 2 --pid $$ --cgroup-id "$(cg_id $$)" --pod-uid "$uid" &&
+		a --job real --rank 0 --pid "$pid" --cgroup-id "$(stat -c %i "$pod")" --pod-uid "$uid" ||
+		return 1
+	wait_for 20 grep -q "tracing rank 0 of default/real" "$log" || { echo "      the real rank was not traced"; return 1; }
+	three() { [ "$(curl -sf -m 2 "$m" | awk '$1 == "trainscope_agent_refused_announcements_total" { print $2 }')" = 3 ]; }
+	wait_for 20 three || { echo "      refusals: $(curl -sf -m 2 "$m" | grep refused_announcements_total)"; return 1; }
+	echo "      $(grep -m1 'not tracing' "$log" | sed 's/.*agent: //')"
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+	rmdir "$pod" "$cg2/trainscope-e2e-kubepods" 2>/dev/null || true
+	! grep -q "agent: tracing rank . of default/forged" "$log"
+}
+if forged; then
+	echo "ok    forged announcements (host pid 1, no pod, another pod): none traced, 3 refused; the real rank traced"
+else
+	echo "FAIL  forged announcements"; fails=$((fails + 1))
+fi
+echo "agent e2e: $((7 - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -5,13 +5,15 @@
  *         [--step S] [--steps N] [--producer ID] [--seq Q]
  *   forge --nats URL --delete-consumer NAME
  *   forge --nats URL --fill-store BYTES | --free-store
+ *   forge --nats URL --announce NODE --pid P [--cgroup-id C] [--pod-uid U] [--rank R]
  *
  * One batch per job (--jobs N: jobs NAME-0 .. NAME-(N-1)), each holding --steps steps
  * from --step, of rank R of a world of W, as producer ID (default: a new one per job)
  * from sequence Q. Exit 0 once JetStream stored them all. --delete-consumer deletes a
  * durable consumer of the stream, as any client with the rights can. --fill-store fills
  * JetStream's store with BYTES in a stream FORGE_FILLER (another tenant filling it);
- * --free-store deletes it. */
+ * --free-store deletes it. --announce publishes a relay's announcement of rank R, process
+ * P (its cgroup C, its pod U) to the node agent of NODE, as anyone who may publish can. */
 #include "natsw.h"
 #include "proto/trainscope.pb-c.h"
 
@@ -29,7 +31,37 @@ struct forge {
 	long jobs, steps;
 	int rank, world;
 	uint64_t step, producer, seq;
+	const char *pod_uid;
+	int pid;
+	uint64_t cgroup_id;
 };
+
+static int announce_one(struct tsn *n, const struct forge *f, const char *node)
+{
+	Trainscope__V1__Batch b = TRAINSCOPE__V1__BATCH__INIT;
+	Trainscope__V1__Identity id = TRAINSCOPE__V1__IDENTITY__INIT;
+	char subject[512];
+	uint8_t buf[4096];
+	size_t len;
+
+	id.namespace_ = (char *)f->ns;
+	id.job = (char *)f->job;
+	id.node = (char *)node;
+	id.rank = f->rank;
+	id.world_size = f->world;
+	id.pid = f->pid;
+	id.cgroup_id = f->cgroup_id;
+	id.pod_uid = (char *)(f->pod_uid ? f->pod_uid : "");
+	b.id = &id;
+	b.producer_id = f->producer ? f->producer : (uint64_t)f->pid << 20 | (uint64_t)f->rank | 1;
+	b.seq = f->seq;
+	len = trainscope__v1__batch__get_packed_size(&b);
+	if (len > sizeof(buf))
+		return -1;
+	trainscope__v1__batch__pack(&b, buf);
+	snprintf(subject, sizeof(subject), "ts.v1.%s.%s.ctl.%s", f->ns, f->job, node);
+	return tsn_publish_seq(n, subject, buf, len, b.producer_id, b.seq);
+}
 
 static int publish_one(struct tsn *n, const struct forge *f, const char *job, uint64_t producer)
 {
@@ -120,12 +152,14 @@ int main(int argc, char **argv)
 		{ "steps", required_argument, NULL, 'N' },  { "producer", required_argument, NULL, 'p' },
 		{ "seq", required_argument, NULL, 'q' },    { "delete-consumer", required_argument, NULL, 'X' },
 		{ "fill-store", required_argument, NULL, 'F' }, { "free-store", no_argument, NULL, 'R' },
+		{ "announce", required_argument, NULL, 'a' }, { "pid", required_argument, NULL, 'P' },
+		{ "cgroup-id", required_argument, NULL, 'c' }, { "pod-uid", required_argument, NULL, 'U' },
 		{ 0 }
 	};
 	struct forge f = { "default", "forged", 1, 1, 0, 1, 0, 0, 1 };
 	struct tsn_opts o = { 0 };
 	struct tsn *n;
-	const char *doomed = NULL;
+	const char *doomed = NULL, *node = NULL;
 	int64_t fill = -1;
 	char job[256];
 	int ch, rc = 0;
@@ -147,6 +181,10 @@ int main(int argc, char **argv)
 		case 'X': doomed = optarg; break;
 		case 'F': fill = strtoll(optarg, NULL, 0); break;
 		case 'R': fill = 0; break;
+		case 'a': node = optarg; break;
+		case 'P': f.pid = atoi(optarg); break;
+		case 'c': f.cgroup_id = strtoull(optarg, NULL, 0); break;
+		case 'U': f.pod_uid = optarg; break;
 		default: fprintf(stderr, "forge: see the comment at the top of e2e/faults/forge.c\n"); return 2;
 		}
 	}
@@ -171,6 +209,14 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 100 && (rc = filler(n, fill)) == -EAGAIN; i++)
 			usleep(100000); /* connecting in the background */
 		tsn_close(n);
+		return rc ? 1 : 0;
+	}
+	if (node) {
+		rc = announce_one(n, &f, node);
+		rc = rc ? rc : tsn_flush(n, 30000);
+		tsn_close(n);
+		if (rc)
+			fprintf(stderr, "forge: the announcement was not stored (%d)\n", rc);
 		return rc ? 1 : 0;
 	}
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
