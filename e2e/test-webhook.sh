@@ -43,9 +43,18 @@ code=$(post --data-binary @"$WORK/big" "$url/mutate")
 expect "a 2 MB request gets 413" '[ "$code" = 413 ]'
 code=$(curl -s --cacert "$WORK/cert.pem" -o "$WORK/out" -w '%{http_code}' "$url/healthz")
 expect "healthz" '[ "$code" = 200 ]'
+python3 - "$here/../injector/webhook/tests/corpus/pod.json" "$WORK/asks.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["request"]["object"]["metadata"].setdefault("annotations", {})["trainscope.dev/container-names"] = "nosuch"
+json.dump(r, open(sys.argv[2], "w"))
+PY
+code=$(post --data-binary @"$WORK/asks.json" "$url/mutate")
+expect "a pod whose named container does not exist: allowed unchanged, with a warning" \
+	'[ "$code" = 200 ] && ! grep -q "\"patch\"" "$WORK/out" && grep -q "left unchanged" "$WORK/out"'
 curl -s --cacert "$WORK/cert.pem" "$url/metrics" >"$WORK/out"
-expect "metrics count 1 patched, 1 refused, 1 too large" \
-	'grep -q "^trainscope_webhook_patched_total 1$" "$WORK/out" && grep -q "^trainscope_webhook_refused_total 1$" "$WORK/out" && grep -q "^trainscope_webhook_too_large_total 1$" "$WORK/out"'
+expect "metrics count 1 patched, 1 skipped, 1 refused, 1 too large" \
+	'grep -q "^trainscope_webhook_patched_total 1$" "$WORK/out" && grep -q "^trainscope_webhook_skipped_total 1$" "$WORK/out" && grep -q "^trainscope_webhook_refused_total 1$" "$WORK/out" && grep -q "^trainscope_webhook_too_large_total 1$" "$WORK/out"'
 
 # ---- certificate rotation: a pair from a second CA, then a broken pair ----------------
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/ca2.key" -out "$WORK/ca2.pem" -days 2 \
@@ -74,5 +83,5 @@ expect "a broken pair keeps the previous one served and counts 1 failure" \
 
 kill -0 "$(pgrep -f "trainscope-webhook --tls-cert $WORK" | head -1)" 2>/dev/null
 expect "the webhook is still up" '[ $? -eq 0 ]'
-echo "webhook e2e: $((10 - fails)) passed, $fails failed"
+echo "webhook e2e: $((11 - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -334,8 +334,7 @@ static json_t *pod_patch(json_t *pod, const struct ts_inject_opts *o, json_t *wa
 		return NULL;
 	if (!select_containers(pod, containers, &sel, warnings)) {
 		if (sel)
-			json_array_append_new(warnings, json_string("trainscope: no container to "
-								    "instrument, pod left unchanged"));
+			json_array_append_new(warnings, json_string(TS_WARN_UNCHANGED));
 		free(sel);
 		return NULL;
 	}

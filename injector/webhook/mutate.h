@@ -22,6 +22,8 @@ struct ts_inject_opts {
 #define TS_RELAY_MEMORY_DEFAULT "128Mi"
 
 #define TS_ANNOT_INJECT "trainscope.dev/inject"
+/* The review's warning for a pod that asked and is left unchanged (counted by the server). */
+#define TS_WARN_UNCHANGED "trainscope: no container to instrument, pod left unchanged"
 #define TS_ANNOT_INJECTED "trainscope.dev/injected"
 #define TS_ANNOT_JOB "trainscope.dev/job"
 /* Comma-separated names of the containers to instrument (the OpenTelemetry operator's

@@ -1,4 +1,5 @@
 #include "server.h"
+#include "mutate.h"
 #include "buf.h"
 #include "httpd.h"
 #include "log.h"
@@ -27,6 +28,7 @@ struct webhook {
 	uint16_t port;
 	pthread_mutex_t lock; /* what follows: MHD serves from several threads */
 	uint64_t reviews, patched, refused, too_large, not_found;
+	uint64_t skipped; /* pods that asked for trainscope and were left unchanged */
 	uint64_t cert_reloads, cert_failures;
 	int64_t cert_not_after;
 	struct MHD_Daemon *retiring; /* the previous daemon during a reload */
@@ -82,6 +84,9 @@ static void metrics(struct webhook *w, struct ts_buf *b)
 		w->reviews);
 	ts_prom(b, "trainscope_webhook_patched_total", "counter", "Pods given trainscope.",
 		w->patched);
+	ts_prom(b, "trainscope_webhook_skipped_total", "counter",
+		"Pods that asked for trainscope and were left unchanged (the review's warning "
+		"says why).", w->skipped);
 	ts_prom(b, "trainscope_webhook_refused_total", "counter",
 		"Requests refused as malformed.", w->refused);
 	ts_prom(b, "trainscope_webhook_too_large_total", "counter",
@@ -115,6 +120,23 @@ static enum MHD_Result serve_get(struct webhook *w, struct MHD_Connection *c, co
 	return ret;
 }
 
+/* A pod that asked for trainscope starts without it: the user sees the review's
+ * warning; the operator a metric and, the first time, a line. */
+static void skipped(struct webhook *w, const char *review)
+{
+	const char *why = strstr(review, "\"warnings\"");
+
+	why = why ? why : review;
+	uint64_t n;
+
+	pthread_mutex_lock(&w->lock);
+	n = w->skipped++;
+	pthread_mutex_unlock(&w->lock);
+	if (n == 0)
+		ts_warn("webhook: a pod that asked for trainscope was left unchanged: %.300s (the "
+			"first; trainscope_webhook_skipped_total counts them)", why);
+}
+
 static enum MHD_Result serve_review(struct webhook *w, struct MHD_Connection *c, const char *url,
 				    struct upload *up)
 {
@@ -135,6 +157,8 @@ static enum MHD_Result serve_review(struct webhook *w, struct MHD_Connection *c,
 	count(w, status == 200 ? &w->reviews : &w->refused);
 	if (status == 200 && strstr(out, "\"patch\""))
 		count(w, &w->patched);
+	else if (status == 200 && strstr(out, TS_WARN_UNCHANGED))
+		skipped(w, out);
 	if (status != 200)
 		ts_warn("webhook: refused a request on %s: %.200s", url, out);
 	ret = send_text(w, c, (unsigned)status, "application/json", out, strlen(out));
