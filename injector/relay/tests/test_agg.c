@@ -77,7 +77,8 @@ static void test_batch_roundtrip(void **state)
 					  .coll = { { .op = 1, .bucket = 10, .count = 1, .bytes = 1024,
 						      .time_ns = 1000 } } },
 					{ .step = 8, .start_ns = 20, .end_ns = 31 } };
-	struct ts_batch_hdr h = { &id, 0xabcdef, 5, 17, true, 123, true };
+	struct ts_batch_hdr h = { .id = &id, .producer_id = 0xabcdef, .seq = 5, .dropped_records = 17,
+				  .hello = true, .start_real_ns = 123, .final = true };
 	Trainscope__V1__Batch *b;
 	uint8_t *buf;
 	size_t len;
