@@ -20,6 +20,7 @@ struct producer {
 	uint64_t seen; /* bit i: seq last_seq - i arrived (a resend may come after later ones) */
 	bool used;
 	bool said_mismatch; /* its batch that disagreed with its subject was logged */
+	uint64_t last_ns;   /* the tick before its last batch: silent past limits.job_ttl_s, forgotten */
 };
 
 /* Refusals past a limit: counted, and logged the first time for each. */
@@ -41,6 +42,7 @@ struct ts_analyzer {
 	bool limit_said[L_COUNT];
 	struct producer *prod; /* open addressing, power-of-two size */
 	size_t nprod, capprod;
+	uint64_t now_ns, next_prune_ns; /* the last tick; when silent producers are next forgotten */
 	struct ts_analyzer_stats st;
 };
 
@@ -109,6 +111,7 @@ static struct producer *prod_get(struct ts_analyzer *a, uint64_t id)
 		p->id = id;
 		a->nprod++;
 	}
+	p->last_ns = a->now_ns;
 	return p;
 }
 
@@ -622,8 +625,42 @@ static bool forget_quiet(struct ts_analyzer *a, int i, uint64_t now_ns)
 	return true;
 }
 
+/* Producers silent for limits.job_ttl_s are forgotten, like their jobs: processes come
+ * and go over a long life, and each left an entry. The table is made again around those
+ * that remain (deleting in place would break open addressing's probe chains). */
+static void prune_producers(struct ts_analyzer *a, uint64_t now_ns)
+{
+	uint64_t ttl = (uint64_t)(limits(a)->job_ttl_s * 1e9);
+	size_t cap = 256, keep = 0;
+	struct producer *t;
+
+	if (now_ns < a->next_prune_ns)
+		return;
+	a->next_prune_ns = now_ns + (ttl / 4 > 1000000000ull ? ttl / 4 : 1000000000ull);
+	for (size_t i = 0; i < a->capprod; i++)
+		keep += a->prod[i].used && a->prod[i].last_ns + ttl > now_ns;
+	if (keep == a->nprod)
+		return;
+	while ((keep + 1) * 2 > cap)
+		cap *= 2;
+	if (!(t = calloc(cap, sizeof(*t))))
+		return; /* tried again at the next prune */
+	for (size_t i = 0; i < a->capprod; i++)
+		if (a->prod[i].used && a->prod[i].last_ns + ttl > now_ns)
+			*prod_slot(t, cap, a->prod[i].id) = a->prod[i];
+	free(a->prod);
+	a->prod = t;
+	a->capprod = cap;
+	a->nprod = keep;
+}
+
 void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
 {
+	if (!a->now_ns) /* producers seen before the first tick: as of now */
+		for (size_t i = 0; i < a->capprod; i++)
+			a->prod[i].last_ns = a->prod[i].used ? now_ns : 0;
+	a->now_ns = now_ns;
+	prune_producers(a, now_ns);
 	update_trouble(a);
 	for (int i = 0; i < a->njobs; i++) {
 		struct ts_job *j = a->jobs[i];
@@ -660,6 +697,7 @@ void ts_analyzer_flush_reports(struct ts_analyzer *a)
 void ts_analyzer_get_stats(struct ts_analyzer *a, struct ts_analyzer_stats *out)
 {
 	*out = a->st;
+	out->producers = a->nprod;
 	out->late_steps = 0;
 	for (int i = 0; i < a->njobs; i++)
 		out->late_steps += ts_job_late_steps(a->jobs[i]);
@@ -679,6 +717,8 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	  s.oversized);
 	M("rejected_subject_total", "counter", "Messages refused: bad subject.", s.bad_subject);
 	M("duplicate_batches_total", "counter", "Batches seen twice and dropped.", s.duplicates);
+	M("producers", "gauge", "Producers followed (sequence checks); silent ones are forgotten "
+	  "after limits.job_ttl_s.", s.producers);
 	M("mismatched_batches_total", "counter",
 	  "Batches refused: the job, rank or node they claim publishes on another subject.",
 	  s.mismatched);

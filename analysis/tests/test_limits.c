@@ -118,10 +118,19 @@ static void test_silent_jobs_forgotten(void **state)
 	}
 	ts_analyzer_tick(a, T0);
 	assert_int_equal(feed(a, "late", 0, 2, 0, 4, false), -ERANGE);
+	struct ts_analyzer_stats st;
+	ts_analyzer_get_stats(a, &st);
+	assert_int_equal(st.producers, 2); /* feed: one per job initial and rank; the refused
+					    * one was sequence-checked first */
 	ts_analyzer_tick(a, T0 + 11000 * MS);
 	assert_null(ts_analyzer_job(a, "ml", "s0"));
+	/* their producers are forgotten too: a long life of processes leaves no entries */
+	ts_analyzer_get_stats(a, &st);
+	assert_int_equal(st.producers, 0);
 	assert_int_equal(feed(a, "late", 0, 2, 0, 4, false), 0);
 	assert_non_null(ts_analyzer_job(a, "ml", "late"));
+	ts_analyzer_get_stats(a, &st);
+	assert_int_equal(st.producers, 1);
 	ts_analyzer_free(a);
 }
 
