@@ -2,6 +2,7 @@
  * job where the snapshot left it, and replays the stream from there. */
 #include "job_impl.h"
 #include "snap.h"
+#include "hash.h"
 
 #include <stdlib.h>
 
@@ -175,9 +176,5 @@ uint64_t ts_job_snap_layout(void)
 {
 	uint64_t v[] = { sizeof(struct ts_job), sizeof(struct row), sizeof(struct ts_rank_meta),
 			 sizeof(struct ts_slow_rank), sizeof(struct ts_params), TS_M_COUNT, 1 };
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-		h = (h ^ v[i]) * 0x100000001b3ull;
-	return h;
+	return ts_fnv1a(v, sizeof(v));
 }

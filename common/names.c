@@ -1,17 +1,14 @@
 #include "names.h"
+#include "hash.h"
 
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-static uint32_t fnv32(const char *s)
+static uint32_t hash32(const char *s)
 {
-	uint32_t h = 2166136261u;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
+	return (uint32_t)ts_fnv1a(s, strlen(s));
 }
 
 static bool lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
@@ -42,7 +39,7 @@ static void map_name(char *out, size_t n, const char *name, size_t max, bool low
 		if (k == 0 && n > 1)
 			out[k++] = 'x'; /* a name starts with an alphanumeric */
 		if (k + 10 <= n)
-			k += (size_t)snprintf(out + k, n - k, "-%08x", fnv32(name));
+			k += (size_t)snprintf(out + k, n - k, "-%08x", hash32(name));
 	}
 	out[k] = 0;
 }

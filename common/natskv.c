@@ -1,4 +1,5 @@
 #include "natskv.h"
+#include "hash.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -56,16 +57,6 @@ void tsn_kv_close(struct tsn_kv *k)
 	free(k);
 }
 
-static uint64_t fnv(const void *data, size_t len)
-{
-	const unsigned char *p = data;
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
-
 struct head {
 	int slot;
 	size_t chunks, bytes;
@@ -114,7 +105,7 @@ int tsn_kv_put_blob(struct tsn_kv *k, const char *key, const void *data, size_t 
 	if (s == NATS_OK) {
 		snprintf(name, sizeof(name), "%s.head", key);
 		snprintf(text, sizeof(text), "v1 slot=%d chunks=%zu bytes=%zu fnv=%016" PRIx64, slot,
-			 chunks, len, fnv(data, len));
+			 chunks, len, ts_fnv1a(data, len));
 		s = kvStore_PutString(NULL, k->kv, name, text);
 	}
 	if (s != NATS_OK) {
@@ -159,7 +150,7 @@ int tsn_kv_get_blob(struct tsn_kv *k, const char *key, void **data, size_t *len)
 		size_t n = h.bytes - i * CHUNK < CHUNK ? h.bytes - i * CHUNK : CHUNK;
 		err = get_chunk(k, key, h.slot, i, buf + i * CHUNK, n);
 	}
-	if (!err && fnv(buf, h.bytes) != h.hash)
+	if (!err && ts_fnv1a(buf, h.bytes) != h.hash)
 		err = -EBADMSG;
 	if (err) {
 		free(buf);

@@ -1,4 +1,5 @@
 #include "natsw.h"
+#include "hash.h"
 #include "log.h"
 
 #include <errno.h>
@@ -70,11 +71,7 @@ static void outbox_push(struct tsn *n, struct tsn_entry *e)
 
 static uint64_t subject_key(const char *subject)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-
-	for (; subject && *subject; subject++)
-		h = (h ^ (unsigned char)*subject) * 0x100000001b3ull;
-	return h;
+	return subject ? ts_fnv1a(subject, strlen(subject)) : ts_fnv1a("", 0);
 }
 
 static bool key_in_flight(const struct tsn *n, uint64_t key)
