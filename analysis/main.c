@@ -71,6 +71,7 @@ struct cli {
 	struct ts_snapshots *_Atomic snap; /* set once JetStream answers; read by /healthz */
 	int restored;                      /* the restore's result; -EAGAIN: not done yet */
 	uint64_t replay_after;             /* the stream sequence a restored state is as of */
+	char kv_why[256];                  /* the bucket's last refusal, said once */
 	bool print_config, in_cluster;
 	const char *kubeconfig, *otlp_endpoint;
 	int otlp_every;
@@ -380,7 +381,8 @@ static void consume(struct cli *c, struct ts_analyzer *a, struct tsn_sub *sub)
 	}
 	pthread_mutex_unlock(&core_lock);
 	if (list.Count && c->snap) {
-		ts_snapshots_hold(c->snap, list.Msgs[list.Count - 1], tsn_sub_last_seq(sub));
+		ts_snapshots_hold(c->snap, list.Msgs[list.Count - 1], tsn_sub_last_seq(sub),
+				  (size_t)list.Count);
 		list.Msgs[list.Count - 1] = NULL;
 	} else if (list.Count) {
 		natsMsg_Ack(list.Msgs[list.Count - 1], NULL);
@@ -409,10 +411,16 @@ static void snapshot(struct cli *c, struct ts_analyzer *a, uint64_t now)
 static int start(struct cli *c, struct ts_analyzer *a, struct tsn *n, struct tsn_sub **sub)
 {
 	struct ts_snapshots *snap = NULL;
+	char why[256] = "";
 
 	if (c->snapshot_s > 0 && !c->snap) {
-		if (ts_snapshots_open(&snap, n, c->snapshot_bucket, c->durable, c->snapshot_s))
+		if (ts_snapshots_open(&snap, n, c->snapshot_bucket, c->durable, c->snapshot_s, why,
+				      sizeof(why))) {
+			if (strcmp(why, c->kv_why)) /* a refusal is said, not only at debug */
+				ts_warn("analyzer: snapshot bucket %s: %s", c->snapshot_bucket, why);
+			snprintf(c->kv_why, sizeof(c->kv_why), "%s", why);
 			return -EAGAIN;
+		}
 		atomic_store(&c->snap, snap);
 	}
 	/* restored once: a subscription that fails after it is tried again from the same

@@ -1,4 +1,5 @@
 #include "snapshot.h"
+#include "ident.h"
 #include "log.h"
 #include "natskv.h"
 
@@ -23,35 +24,20 @@ struct ts_snapshots {
 	struct ts_snapshot_stats st;
 };
 
-/* Key-value keys take [-_.a-zA-Z0-9]; a durable name may hold more. */
-static void key_of(char *out, size_t n, const char *name)
-{
-	size_t i = 0;
-
-	for (; name[i] && i + 1 < n; i++) {
-		char c = name[i];
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			  c == '-' || c == '_';
-		out[i] = ok ? c : '_';
-	}
-	out[i] = 0;
-}
-
 int ts_snapshots_open(struct ts_snapshots **out, struct tsn *n, const char *bucket,
-		      const char *key, int interval_s)
+		      const char *key, int interval_s, char *why, size_t whylen)
 {
 	struct ts_snapshots *s = calloc(1, sizeof(*s));
-	char why[256] = "";
 	int err;
 
 	if (!s)
 		return -ENOMEM;
-	if ((err = tsn_kv_open(n, bucket, &s->kv, why, sizeof(why)))) {
-		ts_debug("analyzer: snapshot bucket %s: %s", bucket, why);
+	if ((err = tsn_kv_open(n, bucket, &s->kv, why, whylen))) {
 		free(s);
 		return err;
 	}
-	key_of(s->key, sizeof(s->key), key);
+	/* a key takes [-_.a-zA-Z0-9]; a durable name may hold more: mapped as subject tokens are */
+	ts_subject_token(s->key, sizeof(s->key), key);
 	s->interval_ns = (uint64_t)interval_s * 1000000000ull;
 	pthread_mutex_init(&s->lock, NULL);
 	ts_info("analyzer: state snapshots every %d s in key-value bucket %s, key %s", interval_s,
@@ -101,12 +87,12 @@ int ts_snapshots_restore(struct ts_snapshots *s, struct ts_analyzer *a, uint64_t
 	return 0;
 }
 
-void ts_snapshots_hold(struct ts_snapshots *s, natsMsg *m, uint64_t seq)
+void ts_snapshots_hold(struct ts_snapshots *s, natsMsg *m, uint64_t seq, size_t count)
 {
 	natsMsg_Destroy(s->held);
 	s->held = m;
 	s->held_seq = seq;
-	s->held_count++;
+	s->held_count += count;
 }
 
 static void failed(struct ts_snapshots *s, const char *why, uint64_t now_ns)
