@@ -84,11 +84,6 @@ bool ts_name_is_system_namespace(const char *ns)
 		      !strcmp(ns, "kube-node-lease"));
 }
 
-static bool ns_file_char(char c, size_t at)
-{
-	return dns_char(c, at);
-}
-
 static bool job_file_char(char c, size_t at)
 {
 	return (c >= 'A' && c <= 'Z') || lower_alnum(c) || c == '_' || c == '-' ||
@@ -100,7 +95,7 @@ int ts_name_report_path(char *out, size_t n, const char *dir, const char *ns, co
 	char a[128], b[128];
 	int len;
 
-	map_name(a, sizeof(a), ns, 100, false, ns_file_char, '-');
+	map_name(a, sizeof(a), ns, 100, false, dns_char, '-'); /* as a namespace: no '_' */
 	map_name(b, sizeof(b), job, 100, false, job_file_char, '_');
 	len = snprintf(out, n, "%s/%s_%s.json", dir, a, b);
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
