@@ -9,3 +9,11 @@ TESTS += $(BUILD)/test/test_config
 $(BUILD)/test/test_names: $(BUILD)/obj/common/tests/test_names.o $(COMMON_OBJS)
 	$(call link,$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/test_names
+
+# nkeys and JWTs (OpenSSL): for the NATS auth callout and its test only.
+NKEYS_OBJS := $(BUILD)/obj/common/nkeys.o
+CRYPTO_LIBS := $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
+
+$(BUILD)/test/test_nkeys: $(BUILD)/obj/common/tests/test_nkeys.o $(NKEYS_OBJS)
+	$(call link,$^,$(CMOCKA_LIBS) $(CRYPTO_LIBS))
+TESTS += $(BUILD)/test/test_nkeys

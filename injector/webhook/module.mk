@@ -1,7 +1,7 @@
 WEBHOOK_LIB_OBJS := $(BUILD)/obj/injector/webhook/mutate.o $(BUILD)/obj/common/b64.o
 # The certificate files and their checks (OpenSSL): the binary and its test only.
 WEBHOOK_CERT_OBJ := $(BUILD)/obj/injector/webhook/cert.o
-WEBHOOK_CRYPTO_LIBS := $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
+WEBHOOK_CRYPTO_LIBS := $(CRYPTO_LIBS)
 
 $(BUILD)/test/test_mutate: $(BUILD)/obj/injector/webhook/tests/test_mutate.o $(WEBHOOK_LIB_OBJS) \
 		$(WEBHOOK_CERT_OBJ)
