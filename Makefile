@@ -66,6 +66,7 @@ include common/module.mk
 include injector/preload/module.mk
 include injector/relay/module.mk
 include injector/webhook/module.mk
+include injector/natsauth/module.mk
 include analysis/module.mk
 include cli/module.mk
 include bpf/module.mk

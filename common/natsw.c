@@ -32,6 +32,9 @@ struct tsn {
 	int64_t next_stream_try_ms;
 	int refused_code;           /* JetStream's last refusal said (0: none since a success) */
 	int stream_code;            /* the last stream error said */
+	int64_t hold_until_ms;      /* publish-only: no stream answered; wait before resending */
+	char *token;                /* the token file's content, as last read */
+	char denied[256];           /* the last permission refusal said */
 };
 
 struct tsn_sub {
@@ -176,8 +179,16 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
 		return;
 	}
 	n->st.retried++;
-	if (pae->ErrCode == JSStreamNotFoundErr || pae->Err == NATS_NO_RESPONDERS)
-		n->stream_ready = false;
+	if (pae->ErrCode == JSStreamNotFoundErr || pae->Err == NATS_NO_RESPONDERS) {
+		/* a publisher that may not make the stream waits for whoever may */
+		if (n->opts.publish_only && n->hold_until_ms <= now_ms())
+			ts_warn("nats: no stream takes %s yet (the analyzer makes %s); resending",
+				natsMsg_GetSubject(msg), TSN_STREAM);
+		if (n->opts.publish_only)
+			n->hold_until_ms = now_ms() + 1000;
+		else
+			n->stream_ready = false;
+	}
 	/* a refusal by JetStream (a full store, limits): said once until publishes go through,
 	 * not left to the debug log while the outbox fills */
 	if (pae->ErrCode && (int)pae->ErrCode != n->refused_code) {
@@ -237,18 +248,84 @@ static void on_connected(natsConnection *nc, void *closure)
 	on_reconnected(nc, closure);
 }
 
-static natsStatus set_auth(natsOptions *o, const struct tsn_opts *opts)
+static bool set(const char *s)
 {
+	return s && *s;
+}
+
+/* nats.c's connect thread, at each (re)connect: the file's current token (a projected
+ * ServiceAccount token is renewed in place by the kubelet). */
+static const char *read_token(void *closure)
+{
+	struct tsn *n = closure;
+	FILE *f = fopen(n->opts.token_file, "r");
+	char buf[16384];
+	size_t len = 0;
+
+	if (f) {
+		len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		len--;
+	buf[len] = 0;
+	if (!f || !len)
+		ts_warn("nats: cannot read the token in %s: %s", n->opts.token_file,
+			f ? "empty" : strerror(errno));
+	free(n->token);
+	n->token = strdup(buf);
+	return n->token ? n->token : "";
+}
+
+/* nats.c thread: refusals by the server (permissions, authorization) said once each. */
+static void on_error(natsConnection *nc, natsSubscription *sub, natsStatus err, void *closure)
+{
+	struct tsn *n = closure;
+	const char *text = NULL;
+	bool fresh;
+
+	(void)sub;
+	natsConnection_GetLastError(nc, &text);
+	if (!text || !*text)
+		text = natsStatus_GetText(err);
+	pthread_mutex_lock(&n->lock);
+	fresh = strncmp(n->denied, text, sizeof(n->denied) - 1) != 0;
+	if (fresh)
+		snprintf(n->denied, sizeof(n->denied), "%s", text);
+	n->st.denied += err == NATS_NOT_PERMITTED;
+	pthread_mutex_unlock(&n->lock);
+	if (fresh)
+		ts_warn("nats: %s: %s", n->opts.url, text);
+}
+
+static natsStatus set_auth(natsOptions *o, struct tsn *n)
+{
+	const struct tsn_opts *opts = &n->opts;
 	natsStatus s = NATS_OK;
 
-	if (opts->creds_file && *opts->creds_file)
+	if (set(opts->creds_file))
 		s = natsOptions_SetUserCredentialsFromFiles(o, opts->creds_file, NULL);
-	if (s == NATS_OK && opts->token && *opts->token)
+	if (s == NATS_OK && set(opts->token_file))
+		s = natsOptions_SetTokenHandler(o, read_token, n);
+	else if (s == NATS_OK && set(opts->token))
 		s = natsOptions_SetToken(o, opts->token);
-	if (s == NATS_OK && opts->tls_ca && *opts->tls_ca)
+	if (s == NATS_OK && set(opts->user))
+		s = natsOptions_SetUserInfo(o, opts->user, opts->password);
+	if (s == NATS_OK && set(opts->tls_ca))
 		s = natsOptions_LoadCATrustedCertificates(o, opts->tls_ca);
-	if (s == NATS_OK && opts->tls_ca && *opts->tls_ca)
+	else if (s == NATS_OK && set(opts->tls_ca_pem))
+		s = natsOptions_SetCATrustedCertificates(o, opts->tls_ca_pem);
+	if (s == NATS_OK && (set(opts->tls_ca) || set(opts->tls_ca_pem)))
 		s = natsOptions_SetSecure(o, true);
+	if (s == NATS_OK && set(opts->inbox_prefix)) {
+		s = natsOptions_SetCustomInboxPrefix(o, opts->inbox_prefix);
+	} else if (s == NATS_OK && set(opts->pod_uid)) {
+		char inbox[128];
+		snprintf(inbox, sizeof(inbox), "_INBOX.%s", opts->pod_uid);
+		s = natsOptions_SetCustomInboxPrefix(o, inbox);
+	}
+	if (s == NATS_OK)
+		s = natsOptions_SetErrorHandler(o, on_error, n);
 	return s;
 }
 
@@ -276,7 +353,7 @@ static natsStatus make_options(struct tsn *n, natsOptions **out)
 	if (s == NATS_OK)
 		s = natsOptions_SetClosedCB(o, on_closed, n);
 	if (s == NATS_OK)
-		s = set_auth(o, &n->opts);
+		s = set_auth(o, n);
 	if (s != NATS_OK)
 		natsOptions_Destroy(o);
 	else
@@ -382,6 +459,7 @@ void tsn_close(struct tsn *n)
 	}
 	pthread_cond_destroy(&n->closed_cond);
 	pthread_mutex_destroy(&n->lock);
+	free(n->token);
 	free(n);
 }
 
@@ -488,8 +566,10 @@ static bool stream_wanted(struct tsn *n)
 
 	pthread_mutex_lock(&n->lock);
 	ready = n->stream_ready;
+	if (n->opts.publish_only) /* publishes wait only while no stream answered them */
+		ready = n->stream_ready = t >= n->hold_until_ms;
 	pthread_mutex_unlock(&n->lock);
-	if (ready || t < n->next_stream_try_ms)
+	if (ready || n->opts.publish_only || t < n->next_stream_try_ms)
 		return !ready;
 	n->next_stream_try_ms = t + 500;
 	return tsn_ensure_stream(n) != 0;
@@ -699,6 +779,7 @@ void tsn_unsubscribe(struct tsn_sub *s)
 struct tsn_core_sub {
 	natsSubscription *sub;
 	tsn_msg_cb cb;
+	tsn_serve_cb serve;
 	void *closure;
 };
 
@@ -710,6 +791,41 @@ static void on_core_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, v
 	s->cb(natsMsg_GetSubject(m), natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m),
 	      s->closure);
 	natsMsg_Destroy(m);
+}
+
+static void on_request(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+	struct tsn_core_sub *s = closure;
+	const char *reply = natsMsg_GetReply(m);
+	size_t len = 0;
+	void *answer;
+
+	(void)sub;
+	answer = s->serve(natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m), &len, s->closure);
+	if (answer && reply && *reply && natsConnection_Publish(nc, reply, answer, (int)len) != NATS_OK)
+		ts_warn("nats: cannot answer on %s: %s", reply, nats_GetLastError(NULL));
+	free(answer);
+	natsMsg_Destroy(m);
+}
+
+int tsn_serve(struct tsn *n, const char *subject, const char *queue, tsn_serve_cb cb,
+	      void *closure, struct tsn_core_sub **out)
+{
+	struct tsn_core_sub *s = calloc(1, sizeof(*s));
+	natsStatus st;
+
+	if (!s)
+		return -ENOMEM;
+	s->serve = cb;
+	s->closure = closure;
+	st = natsConnection_QueueSubscribe(&s->sub, n->nc, subject, queue, on_request, s);
+	if (st != NATS_OK) {
+		ts_error("nats: cannot serve %s: %s", subject, natsStatus_GetText(st));
+		free(s);
+		return -EINVAL;
+	}
+	*out = s;
+	return 0;
 }
 
 int tsn_subscribe_core(struct tsn *n, const char *subject, tsn_msg_cb cb, void *closure,
@@ -768,6 +884,12 @@ void tsn_opts_from_env(struct tsn_opts *o, const char *client_name)
 {
 	o->url = getenv("TRAINSCOPE_NATS_URL");
 	o->token = getenv("TRAINSCOPE_NATS_TOKEN");
+	o->token_file = getenv("TRAINSCOPE_NATS_TOKEN_FILE");
+	o->user = getenv("TRAINSCOPE_NATS_USER");
+	o->password = getenv("TRAINSCOPE_NATS_PASSWORD");
+	o->tls_ca = getenv("TRAINSCOPE_NATS_CA");
+	o->tls_ca_pem = getenv("TRAINSCOPE_NATS_CA_PEM");
+	o->pod_uid = getenv("TRAINSCOPE_POD_UID");
 	o->name = client_name;
 	o->stream_max_bytes = env_size("TRAINSCOPE_STREAM_MAX_BYTES");
 }
@@ -779,6 +901,8 @@ bool tsn_parse_option(struct tsn_opts *o, int ch, const char *arg)
 	case 'C': o->creds_file = arg; return true;
 	case 'T': o->token = arg; return true;
 	case 'A': o->tls_ca = arg; return true;
+	case 0x100: o->token_file = arg; return true;
+	case 0x101: o->user = arg; return true;
 	default: return false;
 	}
 }

@@ -16,7 +16,16 @@ struct tsn_opts {
 	const char *name;           /* connection name shown by the server */
 	const char *creds_file;     /* optional NATS credentials (JWT + nkey) */
 	const char *token;          /* optional auth token */
-	const char *tls_ca;         /* optional CA bundle: enables TLS */
+	const char *token_file;     /* optional auth token read at each connect (a projected
+				     * ServiceAccount token the kubelet renews) */
+	const char *user, *password; /* optional user and password */
+	const char *tls_ca;         /* optional CA bundle file: enables TLS */
+	const char *tls_ca_pem;     /* optional CA bundle as PEM text: enables TLS */
+	const char *inbox_prefix;   /* replies come on <prefix>.>; default _INBOX */
+	const char *pod_uid;        /* a pod's client: replies on _INBOX.<pod uid> unless
+				     * inbox_prefix says otherwise */
+	bool publish_only;          /* never makes or inspects the stream: a publisher whose
+				     * credential grants only its subjects */
 	int max_inflight;           /* unacknowledged async publishes, one per subject (default 256) */
 	size_t outbox_bytes;        /* bound of queued, unpublished data (default 64 MiB) */
 	int64_t ack_wait_ms;        /* publish ack timeout before a resend (default 2000) */
@@ -36,18 +45,34 @@ struct tsn_stats {
 	uint64_t inflight;
 	uint64_t disconnects;
 	uint64_t reconnects;
+	uint64_t denied;        /* operations the server refused as not permitted */
 	bool connected;
 };
 
 /* The command-line options every component takes for NATS, for getopt_long tables:
- * --nats (-s), --nats-creds, --nats-token, --nats-ca. */
+ * --nats (-s), --nats-creds, --nats-token, --nats-token-file, --nats-user, --nats-ca. */
 #define TSN_LONGOPTS                                              \
 	{ "nats", required_argument, NULL, 's' },                 \
 	{ "nats-creds", required_argument, NULL, 'C' },           \
 	{ "nats-token", required_argument, NULL, 'T' },           \
+	{ "nats-token-file", required_argument, NULL, 0x100 },    \
+	{ "nats-user", required_argument, NULL, 0x101 },          \
 	{ "nats-ca", required_argument, NULL, 'A' }
+/* Their --help lines. */
+#define TSN_HELP                                                                              \
+	"  -s, --nats URL           NATS server (TRAINSCOPE_NATS_URL, default\n"                \
+	"                           nats://127.0.0.1:4222)\n"                                    \
+	"      --nats-creds FILE    NATS credentials file (JWT and nkey seed)\n"                 \
+	"      --nats-token TOKEN   NATS token (TRAINSCOPE_NATS_TOKEN)\n"                        \
+	"      --nats-token-file F  NATS token read at each connect, such as a projected\n"     \
+	"                           ServiceAccount token (TRAINSCOPE_NATS_TOKEN_FILE)\n"         \
+	"      --nats-user NAME     NATS user; its password from TRAINSCOPE_NATS_PASSWORD\n"    \
+	"      --nats-ca FILE       CA bundle: connect with TLS (TRAINSCOPE_NATS_CA, or the\n"   \
+	"                           PEM text in TRAINSCOPE_NATS_CA_PEM)\n"
 
-/* Defaults from TRAINSCOPE_NATS_URL and TRAINSCOPE_NATS_TOKEN. */
+/* Defaults from TRAINSCOPE_NATS_URL, _TOKEN, _TOKEN_FILE, _USER, _PASSWORD, _CA and
+ * _CA_PEM; a pod's clients (TRAINSCOPE_POD_UID set) take replies on _INBOX.<pod uid>,
+ * the inbox their NATS rights allow. */
 void tsn_opts_from_env(struct tsn_opts *o, const char *client_name);
 /* Takes one of TSN_LONGOPTS; returns false for any other option. */
 bool tsn_parse_option(struct tsn_opts *o, int ch, const char *arg);
@@ -100,6 +125,13 @@ void tsn_unsubscribe(struct tsn_sub *s);
 int tsn_sub_check(struct tsn_sub *s);
 /* Removes a durable consumer (one made for a single read). */
 int tsn_delete_consumer(struct tsn *n, const char *durable);
+
+/* A request-reply service on subject in a queue group: cb's answer (malloc'ed; NULL for
+ * none) goes to each request's reply subject. cb runs on a nats.c thread. */
+typedef void *(*tsn_serve_cb)(const void *data, size_t len, size_t *answer_len, void *closure);
+struct tsn_core_sub;
+int tsn_serve(struct tsn *n, const char *subject, const char *queue, tsn_serve_cb cb,
+	      void *closure, struct tsn_core_sub **out);
 
 /* Plain (non-JetStream) subscription: cb runs on a nats.c thread. */
 typedef void (*tsn_msg_cb)(const char *subject, const void *data, size_t len, void *closure);

@@ -42,4 +42,8 @@ char *ts_jwt_encode(json_t *claims, const struct ts_nkey *k);
  * with why said. The caller decides whether it trusts that issuer. */
 json_t *ts_jwt_decode(const char *jwt, char *why, size_t whylen);
 
+/* The claims of a JWT another party verified (a Kubernetes token after its TokenReview),
+ * not checked here; NULL when it is not a JWT. */
+json_t *ts_jwt_claims_unverified(const char *jwt);
+
 #endif

@@ -1,0 +1,326 @@
+/* trainscope-natsauth: the NATS auth callout service. Each client's token is a Kubernetes
+ * ServiceAccount token; the API server vouches for it (TokenReview) and the client gets
+ * its role's rights only: a relay publishes its own namespace's subjects, an agent its
+ * node's, the analyzer alone manages the stream. */
+#include "callout.h"
+#include "httpd.h"
+#include "kube.h"
+#include "log.h"
+#include "natsw.h"
+#include "review.h"
+#include "signals.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <openssl/evp.h>
+
+#define REQ_SUBJECT "$SYS.REQ.USER.AUTH"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: trainscope-natsauth --issuer-seed-file FILE [options]\n"
+		"       trainscope-natsauth --issuer-seed-file FILE --server-config OUT\n"
+		"NATS auth callout for trainscope (nats-server 2.10 or later). A client connects with\n"
+		"a Kubernetes ServiceAccount token as its NATS token; the API server reviews it\n"
+		"(TokenReview, for --audience) and the client gets the rights of its role only:\n"
+		"  relay     any pod's token: publish ts.v1.<its namespace>.*.{rank,hang}.* and\n"
+		"            ts.v1.<its namespace>.*.ctl.<its node>\n"
+		"  agent     --agent's token: publish ts.v1.*.*.{host,dev}.<its node>, read\n"
+		"            ts.v1.*.*.ctl.<its node>\n"
+		"  analyzer  --analyzer's token: the JetStream API (the stream, its consumers) and\n"
+		"            its snapshot bucket\n"
+		"  cli       a --cli token: read the stream through consumers of its own, never\n"
+		"            the analyzer's\n"
+		"Pod tokens (projected volumes) take replies on _INBOX.<pod uid> only. Relays are\n"
+		"refused in system namespaces; tokens not bound to a pod are refused, but for --cli.\n"
+		"Answers on " REQ_SUBJECT " in queue group trainscope-natsauth.\n\n"
+		"  --issuer-seed-file FILE  the issuer's account nkey seed (SA...), or any secret of\n"
+		"                           16 bytes or more whose SHA-256 is the seed\n"
+		"  --server-config OUT      write nats-server's auth_callout block (the issuer's\n"
+		"                           public key, --auth-user, --auth-account) and exit\n"
+		"  --account NAME           the account granted clients join (default TS)\n"
+		"  --auth-user NAME         this service's NATS user (default trainscope-auth); its\n"
+		"                           password from TRAINSCOPE_NATS_PASSWORD\n"
+		"  --auth-account NAME      that user's account (default AUTH)\n"
+		"  --audience AUD           the tokens' audience (default trainscope-nats)\n"
+		"  --analyzer NS:SA         the analyzer's ServiceAccount (default\n"
+		"                           trainscope:trainscope-analyzer)\n"
+		"  --agent NS:SA            the agent's (default trainscope:trainscope-agent)\n"
+		"  --cli NS:SA              a ServiceAccount for the trainscope CLI (repeat, at most 8)\n"
+		"  --analyzer-durable NAME  the analyzer's consumer (default trainscope-analyzer)\n"
+		"  --analyzer-bucket NAME   its snapshot bucket (default trainscope-analyzer)\n"
+		"  --kubeconfig FILE        the API server (default: in cluster)\n"
+		"  --metrics-port N         /metrics and /healthz (default 9466; 0: any)\n"
+		"  --metrics-addr ADDR      (default 0.0.0.0)\n"
+		TSN_HELP
+		"  -v, --verbose\n"
+		"  -h, --help\n");
+}
+
+struct natsauth {
+	struct ts_callout co;
+	struct ts_review review;
+	const char *seed_file, *server_config, *auth_user, *auth_account, *kubeconfig;
+	const char *metrics_addr;
+	int metrics_port;
+	struct tsn_opts nats;
+	struct tsn *n;
+	_Atomic uint64_t granted[5], refused, review_errors, unreadable;
+	char last_why[256];
+	time_t last_said;
+};
+
+static int load_issuer(struct natsauth *a)
+{
+	FILE *f = fopen(a->seed_file, "r");
+	char buf[4096];
+	uint8_t raw[32];
+	unsigned len = 0;
+	size_t n = 0;
+
+	if (!f) {
+		ts_error("cannot read the issuer seed %s: %s", a->seed_file, strerror(errno));
+		return -errno;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\r'))
+		n--;
+	buf[n] = 0;
+	if (!ts_nkey_from_seed(&a->co.issuer, buf)) {
+		if (a->co.issuer.kind == TS_NKEY_ACCOUNT)
+			return 0;
+		ts_error("%s: the issuer must be an account seed (SA...)", a->seed_file);
+		return -EINVAL;
+	}
+	if (n < 16) {
+		ts_error("%s: neither an account seed nor a secret of 16 bytes or more", a->seed_file);
+		return -EINVAL;
+	}
+	if (EVP_Digest(buf, n, raw, &len, EVP_sha256(), NULL) != 1 || len != 32)
+		return -EIO;
+	return ts_nkey_from_raw(&a->co.issuer, TS_NKEY_ACCOUNT, raw);
+}
+
+static int write_server_config(struct natsauth *a)
+{
+	char pub[TS_NKEY_PUBLIC_LEN + 1];
+	FILE *f = fopen(a->server_config, "w");
+
+	if (!f) {
+		ts_error("cannot write %s: %s", a->server_config, strerror(errno));
+		return 1;
+	}
+	ts_nkey_public(&a->co.issuer, pub);
+	fprintf(f,
+		"# written by trainscope-natsauth: nats-server asks it who may connect\n"
+		"authorization {\n"
+		"  auth_callout {\n"
+		"    issuer: \"%s\"\n"
+		"    auth_users: [ \"%s\" ]\n"
+		"    account: \"%s\"\n"
+		"  }\n"
+		"}\n",
+		pub, a->auth_user, a->auth_account);
+	if (fclose(f)) {
+		ts_error("cannot write %s: %s", a->server_config, strerror(errno));
+		return 1;
+	}
+	ts_info("wrote %s (issuer %s)", a->server_config, pub);
+	return 0;
+}
+
+/* nats.c thread: one authorization request. */
+static void *on_request(const void *data, size_t len, size_t *answer_len, void *closure)
+{
+	struct natsauth *a = closure;
+	struct ts_callout_result r;
+	char *answer = ts_callout_answer(&a->co, data, len, &r);
+	time_t now = time(NULL);
+
+	if (!answer)
+		a->unreadable++;
+	else if (r.role != TS_ROLE_NONE)
+		a->granted[r.role]++;
+	else if (strstr(r.why, "TokenReview"))
+		a->review_errors++;
+	else
+		a->refused++;
+	if (answer && r.role != TS_ROLE_NONE)
+		ts_debug("granted %s/%s (pod %s, node %s) the %s role", r.who.ns, r.who.sa,
+			 r.who.pod, r.who.node, ts_authz_role_name(r.role));
+	else if (strcmp(r.why, a->last_why) || now - a->last_said >= 10) {
+		/* a refused client retries every fraction of a second: said once a while */
+		ts_warn("refused a client%s%s%s: %s", *r.who.ns ? " " : "", r.who.ns,
+			*r.who.pod ? "/" : "", r.why);
+		snprintf(a->last_why, sizeof(a->last_why), "%s", r.why);
+		a->last_said = now;
+	}
+	*answer_len = answer ? strlen(answer) : 0;
+	return answer;
+}
+
+static void render(void *ctx, struct ts_buf *out)
+{
+	struct natsauth *a = ctx;
+	struct tsn_stats st;
+
+	ts_buf_printf(out, "# HELP trainscope_natsauth_granted_total Clients granted a role.\n"
+			   "# TYPE trainscope_natsauth_granted_total counter\n");
+	for (int r = TS_ROLE_RELAY; r <= TS_ROLE_CLI; r++)
+		ts_buf_printf(out, "trainscope_natsauth_granted_total{role=\"%s\"} %llu\n",
+			      ts_authz_role_name(r), (unsigned long long)a->granted[r]);
+	ts_prom(out, "trainscope_natsauth_refused_total", "counter",
+		"Clients refused: no token, a token the API server rejects, or no role.", a->refused);
+	ts_prom(out, "trainscope_natsauth_review_errors_total", "counter",
+		"Clients refused because the API server could not be asked.", a->review_errors);
+	ts_prom(out, "trainscope_natsauth_unreadable_total", "counter",
+		"Authorization requests that could not be read (left unanswered).", a->unreadable);
+	tsn_get_stats(a->n, &st);
+	ts_prom(out, "trainscope_natsauth_nats_connected", "gauge",
+		"Connected to NATS.", st.connected);
+}
+
+static int health(void *ctx, struct ts_buf *out)
+{
+	struct natsauth *a = ctx;
+	struct tsn_stats st;
+
+	tsn_get_stats(a->n, &st);
+	if (st.connected)
+		return 0;
+	ts_buf_printf(out, "not connected to NATS at %s\n", a->nats.url);
+	return 1;
+}
+
+static int parse(struct natsauth *a, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "issuer-seed-file", required_argument, NULL, 'i' },
+		{ "server-config", required_argument, NULL, 'w' },
+		{ "account", required_argument, NULL, 'a' },
+		{ "auth-user", required_argument, NULL, 'u' },
+		{ "auth-account", required_argument, NULL, 'U' },
+		{ "audience", required_argument, NULL, 'd' },
+		{ "analyzer", required_argument, NULL, 'z' },
+		{ "agent", required_argument, NULL, 'g' },
+		{ "cli", required_argument, NULL, 'c' },
+		{ "analyzer-durable", required_argument, NULL, 'D' },
+		{ "analyzer-bucket", required_argument, NULL, 'B' },
+		{ "kubeconfig", required_argument, NULL, 'k' },
+		{ "metrics-port", required_argument, NULL, 'p' },
+		{ "metrics-addr", required_argument, NULL, 'm' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		TSN_LONGOPTS,
+		{ 0 },
+	};
+	struct ts_authz_policy *p = &a->co.policy;
+	int ch;
+
+	tsn_opts_from_env(&a->nats, "trainscope-natsauth");
+	a->auth_user = "trainscope-auth";
+	a->auth_account = "AUTH";
+	a->co.account = "TS";
+	a->review.audience = "trainscope-nats";
+	p->analyzer = "trainscope:trainscope-analyzer";
+	p->agent = "trainscope:trainscope-agent";
+	p->analyzer_durable = p->analyzer_bucket = "trainscope-analyzer";
+	a->metrics_port = 9466;
+	a->metrics_addr = "0.0.0.0";
+	while ((ch = getopt_long(argc, argv, "s:vh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'i': a->seed_file = optarg; break;
+		case 'w': a->server_config = optarg; break;
+		case 'a': a->co.account = optarg; break;
+		case 'u': a->auth_user = optarg; break;
+		case 'U': a->auth_account = optarg; break;
+		case 'd': a->review.audience = optarg; break;
+		case 'z': p->analyzer = optarg; break;
+		case 'g': p->agent = optarg; break;
+		case 'c':
+			if (p->n_cli == TS_AUTHZ_MAX_CLI) {
+				fprintf(stderr, "trainscope-natsauth: at most %d --cli\n", TS_AUTHZ_MAX_CLI);
+				return 2;
+			}
+			p->cli[p->n_cli++] = optarg;
+			break;
+		case 'D': p->analyzer_durable = optarg; break;
+		case 'B': p->analyzer_bucket = optarg; break;
+		case 'k': a->kubeconfig = optarg; break;
+		case 'p': a->metrics_port = atoi(optarg); break;
+		case 'm': a->metrics_addr = optarg; break;
+		case 'v': ts_log_set_level(TS_LOG_DEBUG); break;
+		case 'h': usage(stdout); exit(0);
+		default:
+			if (tsn_parse_option(&a->nats, ch, optarg))
+				break;
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc || !a->seed_file || a->metrics_port < 0 || a->metrics_port > 65535) {
+		usage(stderr);
+		return 2;
+	}
+	if (!a->nats.user)
+		a->nats.user = a->auth_user;
+	tsn_opts_finish(&a->nats);
+	return 0;
+}
+
+static int serve(struct natsauth *a)
+{
+	struct ts_httpd *h = NULL;
+	struct tsn_core_sub *sub = NULL;
+	char err[256] = "";
+	int rc = 1;
+
+	if (ts_kube_open(&a->review.kube, a->kubeconfig, err, sizeof(err))) {
+		ts_error("kubernetes: %s", err);
+		return 1;
+	}
+	a->co.review = ts_review_token;
+	a->co.review_ctx = &a->review;
+	if (tsn_open(&a->n, &a->nats))
+		goto out;
+	if (tsn_serve(a->n, REQ_SUBJECT, "trainscope-natsauth", on_request, a, &sub))
+		goto out;
+	if (ts_httpd_start_metrics_health(&h, a->metrics_addr, (uint16_t)a->metrics_port, render,
+					  health, a))
+		goto out;
+	ts_info("answering %s on %s as %s; clients join account %s; metrics on port %u",
+		REQ_SUBJECT, a->nats.url, a->nats.user, a->co.account, ts_httpd_port(h));
+	while (!ts_stop_requested())
+		usleep(200 * 1000);
+	rc = 0;
+out:
+	tsn_unsubscribe_core(sub);
+	ts_httpd_stop(h);
+	tsn_close(a->n);
+	ts_kube_close(a->review.kube);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct natsauth a = { 0 };
+	int rc;
+
+	ts_log_init("natsauth");
+	if ((rc = parse(&a, argc, argv)))
+		return rc;
+	if (load_issuer(&a))
+		return 1;
+	if (a.server_config)
+		return write_server_config(&a);
+	ts_signals_init();
+	return serve(&a);
+}

@@ -1,0 +1,13 @@
+# trainscope-natsauth: the NATS auth callout (TokenReview-backed roles).
+NATSAUTH_LIB_OBJS := $(BUILD)/obj/injector/natsauth/rights.o $(BUILD)/obj/injector/natsauth/callout.o \
+	$(BUILD)/obj/injector/natsauth/review.o $(NKEYS_OBJS)
+NATSAUTH_BIN := $(BUILD)/bin/trainscope-natsauth
+
+$(NATSAUTH_BIN): $(BUILD)/obj/injector/natsauth/main.o $(NATSAUTH_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
+	$(call link,$^,$(CRYPTO_LIBS))
+BINS += $(NATSAUTH_BIN)
+
+$(BUILD)/test/test_natsauth: $(BUILD)/obj/injector/natsauth/tests/test_natsauth.o \
+		$(NATSAUTH_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
+	$(call link,$^,$(CMOCKA_LIBS) $(CRYPTO_LIBS))
+TESTS += $(BUILD)/test/test_natsauth
