@@ -111,6 +111,7 @@ test: deps
 	@BUILD=$(BUILD) e2e/test-agent.sh
 	@BUILD=$(BUILD) e2e/test-webhook.sh
 	@BUILD=$(BUILD) e2e/k8s/test-k8s.sh
+	@BUILD=$(BUILD) e2e/k8s/test-auth.sh
 	@$(MAKE) --no-print-directory e2e-node
 
 # A one-node cluster from real parts (kubelet, containerd): the chart and injected pods run.
@@ -131,6 +132,7 @@ e2e: deps
 	@BUILD=$(BUILD) e2e/test-agent.sh
 	@BUILD=$(BUILD) e2e/test-webhook.sh
 	@BUILD=$(BUILD) e2e/k8s/test-k8s.sh
+	@BUILD=$(BUILD) e2e/k8s/test-auth.sh
 	@BUILD=$(BUILD) e2e/node/test-node.sh
 
 bench: deps

@@ -21,9 +21,7 @@ static void usage(FILE *f)
 		"ts.v1.<namespace>.<job>.host.<node> every interval. It learns the ranks from the\n"
 		"relays' announcements on ts.v1.*.*.ctl.<node>. Needs BTF and root, or CAP_BPF,\n"
 		"CAP_PERFMON and CAP_SYS_PTRACE (and CAP_SYS_RESOURCE on kernels before 5.11).\n\n"
-		"  -s, --nats URL         NATS server (env TRAINSCOPE_NATS_URL,\n"
-		"                         default nats://127.0.0.1:4222)\n"
-		"      --nats-creds FILE  --nats-token TOKEN  --nats-ca FILE\n"
+		TSN_HELP
 		"  -n, --node NAME        this node as ranks name it (env TRAINSCOPE_NODE,\n"
 		"                         default the host name)\n"
 		"  -i, --interval-ms N    sample period (default 1000)\n"
@@ -91,6 +89,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		}
 	}
 	tsn_opts_finish(&c->ao.nats);
+	c->ao.nats.publish_only = tsn_opts_authenticated(&c->ao.nats);
 	if (c->ao.interval_ms < 1 || c->ao.interval_ms > 600000) {
 		fprintf(stderr, "trainscope-agent: --interval-ms must be in 1..600000\n");
 		return -1;

@@ -30,9 +30,7 @@ static void usage(FILE *f)
 		"made safe for a file name) in the shape of the SlowNodeReport status, with\n"
 		"sysTrace's result fields. Its state is saved in JetStream (--snapshot-s): killed\n"
 		"and started again, it goes on where it was.\n\n"
-		"  -s, --nats URL         NATS server (env TRAINSCOPE_NATS_URL,\n"
-		"                         default nats://127.0.0.1:4222)\n"
-		"      --nats-creds FILE  --nats-token TOKEN  --nats-ca FILE\n"
+		TSN_HELP
 		"  -c, --config FILE      detection parameters (YAML; see --print-config);\n"
 		"                         TRAINSCOPE_ANALYZER_<KEY> overrides, e.g.\n"
 		"                         TRAINSCOPE_ANALYZER_SPACE_EPS=0.1\n"

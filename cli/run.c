@@ -1,5 +1,6 @@
 /* trainscope run: a command under the preload with a relay for its lifetime. */
 #include "cli.h"
+#include "natsw.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -31,8 +32,6 @@ static void run_usage(FILE *f)
 		"runs. Python programs also get the shim (PYTHONPATH, prepended) that finds their\n"
 		"steps, and NCCL gets the library as its profiler plugin (NCCL_PROFILER_PLUGIN,\n"
 		"unless already set). The command's exit status is passed through.\n\n"
-		"  -s, --nats URL        NATS server (env TRAINSCOPE_NATS_URL,\n"
-		"                        default nats://127.0.0.1:4222)\n"
 		"  -j, --job NAME        job name (env TRAINSCOPE_JOB, default local)\n"
 		"  -n, --namespace NS    namespace (env TRAINSCOPE_NAMESPACE, default default)\n"
 		"      --ring-dir DIR    ring folder (default: a new folder under /dev/shm)\n"
@@ -40,7 +39,9 @@ static void run_usage(FILE *f)
 		"      --shim DIR        the Python shim's folder (env TRAINSCOPE_SHIM, default\n"
 		"                        ../python beside the library's folder, or the source tree's)\n"
 		"      --relay-metrics-port N  serve the relay's /metrics on port N\n"
-		"  -h, --help\n");
+		"  -h, --help\n"
+		"NATS, for the relay (credentials: when the server authenticates):\n"
+		TSN_HELP);
 }
 
 /* <dir of this executable>/<rel> */
@@ -158,6 +159,7 @@ int cmd_run(int argc, char **argv)
 		{ "shim", required_argument, NULL, 'P' },
 		{ "relay-metrics-port", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
+		TSN_LONGOPTS,
 		{ 0 }
 	};
 	const char *nats = getenv("TRAINSCOPE_NATS_URL"), *ring_dir = NULL, *lib = getenv("TRAINSCOPE_LIB");
@@ -167,8 +169,12 @@ int cmd_run(int argc, char **argv)
 	pid_t relay, child;
 
 	while ((ch = getopt_long(argc, argv, "+s:j:n:h", longopts, NULL)) != -1) {
+		if (ch == 's')
+			nats = optarg;
+		else if (tsn_export_option(ch, optarg)) /* the relay's credentials */
+			continue;
 		switch (ch) {
-		case 's': nats = optarg; break;
+		case 's': break;
 		case 'j': setenv("TRAINSCOPE_JOB", optarg, 1); break;
 		case 'n': setenv("TRAINSCOPE_NAMESPACE", optarg, 1); break;
 		case 'R': ring_dir = optarg; break;

@@ -32,9 +32,8 @@ static void timeline_usage(FILE *f)
 		"and the tasks that preempted it (the host-bound view).\n\n"
 		"  -j, --job NAME      the job (required)\n"
 		"  -n, --namespace NS  its namespace (default default)\n"
-		"  -s, --nats URL      NATS server (env TRAINSCOPE_NATS_URL,\n"
-		"                      default nats://127.0.0.1:4222)\n"
 		"  -o, --out FILE      output (default <job>.trace.json)\n"
+		TSN_HELP
 		"  -h, --help\n"
 		"Phases are laid end to end from the step's start in the order dataloader, launch,\n"
 		"compute, collective: their durations are measured, their order within the step is\n"
@@ -184,23 +183,25 @@ int cmd_timeline(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "job", required_argument, NULL, 'j' },
 		{ "namespace", required_argument, NULL, 'n' },
-		{ "nats", required_argument, NULL, 's' },
 		{ "out", required_argument, NULL, 'o' },
+		TSN_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *job = NULL, *ns = "default", *out = NULL;
-	struct tsn_opts o = { .url = getenv("TRAINSCOPE_NATS_URL"), .name = "trainscope-timeline" };
+	struct tsn_opts o = { 0 };
 	struct timeline t = { .events = json_array(), .max_rank = -1 };
 	char filter[256], outbuf[256];
 	struct tsn *n;
 	int ch, rc = 1;
 
+	tsn_opts_from_env(&o, "trainscope-timeline");
 	while ((ch = getopt_long(argc, argv, "j:n:s:o:h", longopts, NULL)) != -1) {
+		if (tsn_parse_option(&o, ch, optarg))
+			continue;
 		switch (ch) {
 		case 'j': job = optarg; break;
 		case 'n': ns = optarg; break;
-		case 's': o.url = optarg; break;
 		case 'o': out = optarg; break;
 		case 'h': timeline_usage(stdout); json_decref(t.events); return 0;
 		default: timeline_usage(stderr); json_decref(t.events); return 2;
@@ -211,8 +212,7 @@ int cmd_timeline(int argc, char **argv)
 		json_decref(t.events);
 		return 2;
 	}
-	if (!o.url || !*o.url)
-		o.url = "nats://127.0.0.1:4222";
+	tsn_opts_finish(&o);
 	if (!out) {
 		snprintf(outbuf, sizeof(outbuf), "%s.trace.json", job);
 		out = outbuf;

@@ -253,12 +253,10 @@ static bool set(const char *s)
 	return s && *s;
 }
 
-/* nats.c's connect thread, at each (re)connect: the file's current token (a projected
- * ServiceAccount token is renewed in place by the kubelet). */
-static const char *read_token(void *closure)
+/* The token in file, trailing blanks dropped: malloc'ed, "" when it cannot be read. */
+static char *token_of(const char *file)
 {
-	struct tsn *n = closure;
-	FILE *f = fopen(n->opts.token_file, "r");
+	FILE *f = fopen(file, "r");
 	char buf[16384];
 	size_t len = 0;
 
@@ -270,10 +268,18 @@ static const char *read_token(void *closure)
 		len--;
 	buf[len] = 0;
 	if (!f || !len)
-		ts_warn("nats: cannot read the token in %s: %s", n->opts.token_file,
-			f ? "empty" : strerror(errno));
+		ts_warn("nats: cannot read the token in %s: %s", file, f ? "empty" : strerror(errno));
+	return strdup(buf);
+}
+
+/* nats.c's connect thread, at each (re)connect: the file's current token (a projected
+ * ServiceAccount token is renewed in place by the kubelet). */
+static const char *read_token(void *closure)
+{
+	struct tsn *n = closure;
+
 	free(n->token);
-	n->token = strdup(buf);
+	n->token = token_of(n->opts.token_file);
 	return n->token ? n->token : "";
 }
 
@@ -298,16 +304,20 @@ static void on_error(natsConnection *nc, natsSubscription *sub, natsStatus err, 
 		ts_warn("nats: %s: %s", n->opts.url, text);
 }
 
-static natsStatus set_auth(natsOptions *o, struct tsn *n)
+/* n NULL: a one-off connection (tsn_nats_options), the token file read now. */
+static natsStatus set_auth(natsOptions *o, const struct tsn_opts *opts, struct tsn *n)
 {
-	const struct tsn_opts *opts = &n->opts;
 	natsStatus s = NATS_OK;
 
 	if (set(opts->creds_file))
 		s = natsOptions_SetUserCredentialsFromFiles(o, opts->creds_file, NULL);
-	if (s == NATS_OK && set(opts->token_file))
+	if (s == NATS_OK && set(opts->token_file) && n) {
 		s = natsOptions_SetTokenHandler(o, read_token, n);
-	else if (s == NATS_OK && set(opts->token))
+	} else if (s == NATS_OK && set(opts->token_file)) {
+		char *t = token_of(opts->token_file);
+		s = t ? natsOptions_SetToken(o, t) : NATS_NO_MEMORY;
+		free(t);
+	} else if (s == NATS_OK && set(opts->token))
 		s = natsOptions_SetToken(o, opts->token);
 	if (s == NATS_OK && set(opts->user))
 		s = natsOptions_SetUserInfo(o, opts->user, opts->password);
@@ -324,8 +334,26 @@ static natsStatus set_auth(natsOptions *o, struct tsn *n)
 		snprintf(inbox, sizeof(inbox), "_INBOX.%s", opts->pod_uid);
 		s = natsOptions_SetCustomInboxPrefix(o, inbox);
 	}
-	if (s == NATS_OK)
+	if (s == NATS_OK && n)
 		s = natsOptions_SetErrorHandler(o, on_error, n);
+	return s;
+}
+
+natsStatus tsn_nats_options(const struct tsn_opts *opts, natsOptions **out)
+{
+	natsOptions *o = NULL;
+	natsStatus s = natsOptions_Create(&o);
+
+	if (s == NATS_OK)
+		s = natsOptions_SetURL(o, opts->url);
+	if (s == NATS_OK)
+		s = natsOptions_SetName(o, opts->name ? opts->name : "trainscope");
+	if (s == NATS_OK)
+		s = set_auth(o, opts, NULL);
+	if (s != NATS_OK)
+		natsOptions_Destroy(o);
+	else
+		*out = o;
 	return s;
 }
 
@@ -353,7 +381,7 @@ static natsStatus make_options(struct tsn *n, natsOptions **out)
 	if (s == NATS_OK)
 		s = natsOptions_SetClosedCB(o, on_closed, n);
 	if (s == NATS_OK)
-		s = set_auth(o, n);
+		s = set_auth(o, &n->opts, n);
 	if (s != NATS_OK)
 		natsOptions_Destroy(o);
 	else
@@ -888,10 +916,25 @@ void tsn_opts_from_env(struct tsn_opts *o, const char *client_name)
 	o->user = getenv("TRAINSCOPE_NATS_USER");
 	o->password = getenv("TRAINSCOPE_NATS_PASSWORD");
 	o->tls_ca = getenv("TRAINSCOPE_NATS_CA");
+	o->creds_file = getenv("TRAINSCOPE_NATS_CREDS");
 	o->tls_ca_pem = getenv("TRAINSCOPE_NATS_CA_PEM");
 	o->pod_uid = getenv("TRAINSCOPE_POD_UID");
 	o->name = client_name;
 	o->stream_max_bytes = env_size("TRAINSCOPE_STREAM_MAX_BYTES");
+}
+
+bool tsn_export_option(int ch, const char *arg)
+{
+	static const struct { int ch; const char *env; } map[] = {
+		{ 's', "TRAINSCOPE_NATS_URL" },	       { 'C', "TRAINSCOPE_NATS_CREDS" },
+		{ 'T', "TRAINSCOPE_NATS_TOKEN" },      { 'A', "TRAINSCOPE_NATS_CA" },
+		{ 0x100, "TRAINSCOPE_NATS_TOKEN_FILE" }, { 0x101, "TRAINSCOPE_NATS_USER" },
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (map[i].ch == ch)
+			return setenv(map[i].env, arg, 1) == 0;
+	return false;
 }
 
 bool tsn_parse_option(struct tsn_opts *o, int ch, const char *arg)
@@ -905,6 +948,11 @@ bool tsn_parse_option(struct tsn_opts *o, int ch, const char *arg)
 	case 0x101: o->user = arg; return true;
 	default: return false;
 	}
+}
+
+bool tsn_opts_authenticated(const struct tsn_opts *o)
+{
+	return set(o->creds_file) || set(o->token) || set(o->token_file) || set(o->user);
 }
 
 void tsn_opts_finish(struct tsn_opts *o)

@@ -74,12 +74,22 @@ struct tsn_stats {
  * _CA_PEM; a pod's clients (TRAINSCOPE_POD_UID set) take replies on _INBOX.<pod uid>,
  * the inbox their NATS rights allow. */
 void tsn_opts_from_env(struct tsn_opts *o, const char *client_name);
+/* Takes one of TSN_LONGOPTS into the environment variable tsn_opts_from_env reads, for
+ * a child process (trainscope run's relay); returns false for any other option. */
+bool tsn_export_option(int ch, const char *arg);
 /* Takes one of TSN_LONGOPTS; returns false for any other option. */
 bool tsn_parse_option(struct tsn_opts *o, int ch, const char *arg);
+/* Whether opts carry credentials: a publisher that has them publishes only, for such a
+ * server grants it its subjects and no stream management (the analyzer makes it). */
+bool tsn_opts_authenticated(const struct tsn_opts *o);
 /* The URL to use: the option, the environment, or nats://127.0.0.1:4222. */
 void tsn_opts_finish(struct tsn_opts *o);
 
 struct tsn;
+
+/* Options of a plain nats.c connection with opts' URL, credentials and TLS (the token
+ * file read once, now): for tools that talk core NATS. Caller destroys them. */
+natsStatus tsn_nats_options(const struct tsn_opts *opts, natsOptions **out);
 
 /* Connects in the background: returns 0 even when the server is not up yet, and
  * keeps reconnecting. Returns -EINVAL on bad options, -ENOMEM. */

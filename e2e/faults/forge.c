@@ -1,23 +1,29 @@
 /* forge: publishes hand-made trainscope.v1.Batch messages to JetStream, as a buggy or
  * hostile producer would, for the fault-injection suite (e2e/test-faults.sh). Test-only.
  *
- *   forge --nats URL [--ns NS] [--job NAME] [--jobs N] [--rank R] [--world W]
+ *   forge --nats URL [--ns NS] [--payload-ns NS] [--job NAME] [--jobs N] [--rank R] [--world W]
  *         [--step S] [--steps N] [--producer ID] [--seq Q]
  *   forge --nats URL --delete-consumer NAME
  *   forge --nats URL --fill-store BYTES | --free-store
  *   forge --nats URL --announce NODE --pid P [--cgroup-id C] [--pod-uid U] [--rank R]
+ *   forge --nats URL --try pub:SUBJECT | sub:SUBJECT | req:SUBJECT
  *
  * One batch per job (--jobs N: jobs NAME-0 .. NAME-(N-1)), each holding --steps steps
  * from --step, of rank R of a world of W, as producer ID (default: a new one per job)
- * from sequence Q. Exit 0 once JetStream stored them all. --delete-consumer deletes a
+ * from sequence Q; --payload-ns names another namespace in the batch than its subject. Exit 0 once JetStream stored them all. --delete-consumer deletes a
  * durable consumer of the stream, as any client with the rights can. --fill-store fills
  * JetStream's store with BYTES in a stream FORGE_FILLER (another tenant filling it);
  * --free-store deletes it. --announce publishes a relay's announcement of rank R, process
- * P (its cgroup C, its pod U) to the node agent of NODE, as anyone who may publish can. */
+ * P (its cgroup C, its pod U) to the node agent of NODE, as anyone who may publish can.
+ * --try publishes to, subscribes to or requests on SUBJECT with the credentials given
+ * (--nats-token-file, TRAINSCOPE_NATS_*) and says what the server did: exit 0 allowed
+ * (a request answered: the answer printed), 3 refused as not permitted, 4 the connection
+ * itself refused, 1 anything else. */
 #include "natsw.h"
 #include "proto/trainscope.pb-c.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,7 +33,7 @@
 #include <unistd.h>
 
 struct forge {
-	const char *ns, *job;
+	const char *ns, *job, *payload_ns;
 	long jobs, steps;
 	int rank, world;
 	uint64_t step, producer, seq;
@@ -75,7 +81,7 @@ static int publish_one(struct tsn *n, const struct forge *f, const char *job, ui
 	size_t len;
 
 	clock_gettime(CLOCK_REALTIME, &now);
-	id.namespace_ = (char *)f->ns;
+	id.namespace_ = (char *)(f->payload_ns ? f->payload_ns : f->ns);
 	id.job = (char *)job;
 	id.rank = f->rank;
 	id.world_size = f->world;
@@ -142,6 +148,74 @@ static int filler(struct tsn *n, int64_t bytes)
 	return -EIO;
 }
 
+struct probe {
+	atomic_int denied;
+	char text[512];
+};
+
+static void on_probe_error(natsConnection *nc, natsSubscription *sub, natsStatus err, void *closure)
+{
+	struct probe *p = closure;
+	const char *text = NULL;
+
+	(void)sub;
+	natsConnection_GetLastError(nc, &text);
+	snprintf(p->text, sizeof(p->text), "%s", text ? text : natsStatus_GetText(err));
+	if (err == NATS_NOT_PERMITTED)
+		p->denied = 1;
+}
+
+static int try_op(const struct tsn_opts *o, const char *what)
+{
+	const char *subject = strchr(what, ':') ? strchr(what, ':') + 1 : "";
+	struct probe p = { 0 };
+	natsConnection *nc = NULL;
+	natsSubscription *sub = NULL;
+	natsOptions *opts = NULL;
+	natsMsg *reply = NULL;
+	natsStatus s;
+	int rc = 1;
+
+	s = tsn_nats_options(o, &opts);
+	if (s == NATS_OK)
+		s = natsOptions_SetErrorHandler(opts, on_probe_error, &p);
+	if (s == NATS_OK)
+		s = natsOptions_SetAllowReconnect(opts, false);
+	if (s == NATS_OK && (s = natsConnection_Connect(&nc, opts)) != NATS_OK) {
+		printf("connection refused: %s\n", nats_GetLastError(NULL));
+		natsOptions_Destroy(opts);
+		return 4;
+	}
+	if (s == NATS_OK && !strncmp(what, "pub:", 4))
+		s = natsConnection_PublishString(nc, subject, "forged");
+	else if (s == NATS_OK && !strncmp(what, "sub:", 4))
+		s = natsConnection_SubscribeSync(&sub, nc, subject);
+	else if (s == NATS_OK && !strncmp(what, "req:", 4))
+		s = natsConnection_RequestString(&reply, nc, subject, "", 3000);
+	else if (s == NATS_OK)
+		s = NATS_INVALID_ARG;
+	if (s == NATS_OK || s == NATS_TIMEOUT)
+		natsConnection_FlushTimeout(nc, 3000);
+	/* the server's -ERR comes before its PONG, its callback on another thread */
+	for (int i = 0; i < 100 && !p.denied; i++)
+		nats_Sleep(10);
+	if (p.denied) {
+		printf("denied: %s\n", p.text);
+		rc = 3;
+	} else if (s == NATS_OK) {
+		printf("allowed%s%.*s\n", reply ? ": " : "", reply ? natsMsg_GetDataLength(reply) : 0,
+		       reply ? natsMsg_GetData(reply) : "");
+		rc = 0;
+	} else {
+		printf("failed: %s\n", natsStatus_GetText(s));
+	}
+	natsMsg_Destroy(reply);
+	natsSubscription_Destroy(sub);
+	natsConnection_Destroy(nc);
+	natsOptions_Destroy(opts);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -154,12 +228,14 @@ int main(int argc, char **argv)
 		{ "fill-store", required_argument, NULL, 'F' }, { "free-store", no_argument, NULL, 'R' },
 		{ "announce", required_argument, NULL, 'a' }, { "pid", required_argument, NULL, 'P' },
 		{ "cgroup-id", required_argument, NULL, 'c' }, { "pod-uid", required_argument, NULL, 'U' },
+		{ "try", required_argument, NULL, 't' }, { "payload-ns", required_argument, NULL, 'Y' },
 		{ 0 }
 	};
-	struct forge f = { "default", "forged", 1, 1, 0, 1, 0, 0, 1 };
+	struct forge f = { .ns = "default", .job = "forged", .jobs = 1, .steps = 1, .world = 1,
+			   .seq = 1 };
 	struct tsn_opts o = { 0 };
 	struct tsn *n;
-	const char *doomed = NULL, *node = NULL;
+	const char *doomed = NULL, *node = NULL, *probe = NULL;
 	int64_t fill = -1;
 	char job[256];
 	int ch, rc = 0;
@@ -185,6 +261,8 @@ int main(int argc, char **argv)
 		case 'P': f.pid = atoi(optarg); break;
 		case 'c': f.cgroup_id = strtoull(optarg, NULL, 0); break;
 		case 'U': f.pod_uid = optarg; break;
+		case 't': probe = optarg; break;
+		case 'Y': f.payload_ns = optarg; break;
 		default: fprintf(stderr, "forge: see the comment at the top of e2e/faults/forge.c\n"); return 2;
 		}
 	}
@@ -193,6 +271,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	tsn_opts_finish(&o);
+	if (probe)
+		return try_op(&o, probe);
+	o.publish_only = tsn_opts_authenticated(&o) && !doomed && fill < 0;
 	if (tsn_open(&n, &o)) {
 		fprintf(stderr, "forge: cannot open NATS at %s\n", o.url);
 		return 1;

@@ -3,13 +3,16 @@
 # ~/.cache/trainscope/bin (TRAINSCOPE_TOOLS overrides): kube-apiserver, kubectl and, for
 # a real node, kube-controller-manager, kube-scheduler, kubelet and kube-proxy
 # (k8s.io/kubernetes with its staging modules at their published versions), CoreDNS,
-# helm, Jaeger and cert-manager; etcd comes from Debian. Prints the folder. Exit 0 when all are there.
+# helm, Jaeger, cert-manager and nats-server (as nats-server-auth: the one with auth
+# callout, beside Debian's 2.9 that plain tests use); etcd comes from Debian. Prints the folder. Exit 0 when all are there.
 set -e
 K8S_VERSION=${K8S_VERSION:-1.31.4}
 HELM_VERSION=${HELM_VERSION:-v3.16.4}
 JAEGER_VERSION=${JAEGER_VERSION:-v1.62.0}
 COREDNS_VERSION=${COREDNS_VERSION:-v1.11.4}
 CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.16.2}
+# auth callout needs nats-server 2.10 or later; Debian's is 2.9
+NATS_VERSION=${NATS_VERSION:-v2.12.15}
 TOOLS=${TRAINSCOPE_TOOLS:-$HOME/.cache/trainscope}
 BIN="$TOOLS/bin"
 mkdir -p "$BIN"
@@ -133,6 +136,15 @@ need_certmanager() {
 	echo "$stamp" >"$TOOLS/share/cert-manager.stamp"
 }
 
+need_nats() {
+	[ -x "$BIN/nats-server-auth" ] && [ "$("$BIN/nats-server-auth" --version 2>/dev/null)" = "nats-server: $NATS_VERSION" ] &&
+		return
+	log "building nats-server $NATS_VERSION"
+	CGO_ENABLED=0 GOBIN="$TOOLS/src/nats-$NATS_VERSION" \
+		go install "github.com/nats-io/nats-server/v2@$NATS_VERSION" || return 1
+	cp "$TOOLS/src/nats-$NATS_VERSION/nats-server" "$BIN/nats-server-auth"
+}
+
 command -v go >/dev/null || { log "go is not installed"; exit 1; }
 need_etcd
 need_helm
@@ -140,4 +152,5 @@ need_kube
 need_jaeger
 need_coredns
 need_certmanager
+need_nats
 echo "$BIN"

@@ -18,11 +18,7 @@ static void usage(FILE *f)
 		"ts.v1.<namespace>.<job>.rank.<rank>. Runs until SIGTERM/SIGINT, then drains\n"
 		"everything left and waits for NATS to acknowledge it.\n\n"
 		"  -d, --ring-dir DIR       ring folder (env TRAINSCOPE_RING_DIR)\n"
-		"  -s, --nats URL           NATS server (env TRAINSCOPE_NATS_URL,\n"
-		"                           default nats://127.0.0.1:4222)\n"
-		"      --nats-creds FILE    NATS credentials file\n"
-		"      --nats-token TOKEN   NATS auth token (env TRAINSCOPE_NATS_TOKEN)\n"
-		"      --nats-ca FILE       CA bundle: use TLS\n"
+		TSN_HELP
 		"  -p, --metrics-port N     serve /metrics and /healthz (0 = any free port,\n"
 		"                           -1 = off; default -1)\n"
 		"      --metrics-addr ADDR  listen address (default 127.0.0.1)\n"
@@ -79,6 +75,7 @@ static int parse_args(int argc, char **argv, struct relay_cli *c)
 		return -1;
 	}
 	tsn_opts_finish(&c->ro.nats);
+	c->ro.nats.publish_only = tsn_opts_authenticated(&c->ro.nats);
 	return 0;
 }
 

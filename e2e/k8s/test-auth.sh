@@ -1,0 +1,184 @@
+#!/bin/bash
+# Authenticated NATS end to end, on real servers: nats-server (built from its Go module,
+# the version tools.sh names: auth callout needs 2.10+) with TLS and auth callout,
+# trainscope-natsauth answering it with TokenReviews by a real kube-apiserver, and
+# clients holding real ServiceAccount tokens bound to pods (kubectl create token).
+# Checked: the unauthenticated and the forged are refused; a relay of namespace A
+# publishes A's job (analysed, report written) but not B's subjects, reads nothing and
+# cannot touch the stream; only the analyzer manages its consumer; the agent and the
+# CLI keep to their own rights; a batch whose payload names another namespace than its
+# subject is refused and counted by the analyzer.
+set -e
+BUILD=${BUILD:-build}
+. "$(dirname "$0")/../lib.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+
+if ! TOOLS=$("$here/tools.sh"); then
+	echo "auth e2e: skipped: the tools could not be built (see above)"
+	echo "auth e2e: 0 passed, 0 failed, 1 skipped"
+	exit 0
+fi
+export PATH="$TOOLS:$PATH"
+fails=0 passed=0
+expect() { # NAME CONDITION...
+	local name=$1; shift
+	if "$@"; then echo "ok    $name"; passed=$((passed + 1)); else echo "FAIL  $name"; fails=$((fails + 1)); fi
+}
+. "$here/apiserver.sh"
+serving_cert nats
+kubectl create clusterrolebinding e2e-natsauth --clusterrole system:auth-delegator \
+	--user trainscope-natsauth >/dev/null
+kubeconfig trainscope-natsauth natsauth-token "$WORK/natsauth.kubeconfig"
+
+# ---- identities: ServiceAccounts, a node, pods bound to it, tokens bound to the pods ---
+kubectl apply -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: trainscope}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-b}
+EOF
+for sa in trainscope/trainscope-analyzer trainscope/trainscope-agent trainscope/trainscope-cli \
+	team-a/default team-b/default; do
+	kubectl -n "${sa%/*}" create serviceaccount "${sa#*/}" >/dev/null
+done
+pod() { # NS NAME SA: a pod on node-1 (no kubelet runs it: its token is what counts)
+	kubectl -n "$1" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $2}
+spec:
+  nodeName: node-1
+  serviceAccountName: $3
+  containers: [{name: c, image: trainscope:e2e}]
+EOF
+	kubectl -n "$1" get pod "$2" -o jsonpath='{.metadata.uid}'
+}
+token() { # NS SA [POD]: a token for trainscope's NATS, bound to the pod when named
+	kubectl -n "$1" create token "$2" --audience trainscope-nats --duration 1h \
+		${3:+--bound-object-kind Pod --bound-object-name "$3"} >"$WORK/token.$1.$2${3:+.$3}"
+	echo "$WORK/token.$1.$2${3:+.$3}"
+}
+uid_a=$(pod team-a trainer-0 default)
+uid_analyzer=$(pod trainscope analyzer-0 trainscope-analyzer)
+uid_agent=$(pod trainscope agent-0 trainscope-agent)
+tok_a=$(token team-a default trainer-0)
+tok_a_unbound=$(token team-a default)
+tok_analyzer=$(token trainscope trainscope-analyzer analyzer-0)
+tok_agent=$(token trainscope trainscope-agent agent-0)
+tok_cli=$(token trainscope trainscope-cli)
+kubectl -n team-a create token default --audience someone-else >"$WORK/token.other-audience"
+
+# ---- nats-server with TLS and auth callout; trainscope-natsauth answering it ----------
+mkdir -p "$WORK/nats"
+head -c 32 /dev/urandom | base64 >"$WORK/nats/issuer-secret"
+password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+"$BIN/trainscope-natsauth" --issuer-seed-file "$WORK/nats/issuer-secret" \
+	--server-config "$WORK/nats/auth.conf" 2>/dev/null || die "natsauth --server-config failed"
+nats_port=$(free_port)
+cat >"$WORK/nats/nats.conf" <<EOF
+listen: 127.0.0.1:$nats_port
+tls { cert_file: "$pki/nats.crt", key_file: "$pki/nats.key" }
+jetstream { store_dir: "$WORK/nats/js" }
+accounts {
+  AUTH { users: [ { user: trainscope-auth, password: "$password" } ] }
+  TS { jetstream: enabled }
+  SYS {}
+}
+system_account: SYS
+include auth.conf
+EOF
+nats-server-auth -c "$WORK/nats/nats.conf" >"$WORK/nats/log" 2>&1 &
+PIDS="$PIDS $!"
+wait_for 15 grep -q "Server is ready" "$WORK/nats/log" || die "nats-server did not start: $(tail -5 "$WORK/nats/log")"
+echo "auth e2e: $(nats-server-auth --version) with TLS and auth callout on 127.0.0.1:$nats_port"
+export NATS_URL="tls://127.0.0.1:$nats_port" TRAINSCOPE_NATS_CA="$pki/ca.crt"
+TRAINSCOPE_NATS_PASSWORD=$password "$BIN/trainscope-natsauth" \
+	--nats "$NATS_URL" --issuer-seed-file "$WORK/nats/issuer-secret" --kubeconfig "$WORK/natsauth.kubeconfig" \
+	--cli trainscope:trainscope-cli --metrics-addr 127.0.0.1 --metrics-port 0 \
+	2>"$WORK/natsauth.log" &
+PIDS="$PIDS $!"
+wait_for 15 grep -q "answering" "$WORK/natsauth.log" || die "natsauth did not start: $(cat "$WORK/natsauth.log")"
+natsauth_metrics=$(grep -o 'port [0-9]*' "$WORK/natsauth.log" | awk '{ print "http://127.0.0.1:" $2 "/metrics" }')
+
+# try TOKEN_FILE POD_UID OP:SUBJECT: what the server does with that operation
+try() {
+	TRAINSCOPE_POD_UID=$2 "$BIN/forge" --nats "$NATS_URL" ${1:+--nats-token-file "$1"} \
+		--try "$3" >"$WORK/try.out" 2>&1
+	local rc=$?
+	echo "      $3: $(head -c 300 "$WORK/try.out")"
+	return $rc
+}
+refused() { local rc=0; try "$@" || rc=$?; [ "$rc" = 3 ] || [ "$rc" = 4 ]; }
+no_connection() { local rc=0; try "$@" || rc=$?; [ "$rc" = 4 ]; }
+denied() { local rc=0; try "$@" || rc=$?; [ "$rc" = 3 ]; }
+
+# ---- who may connect ---------------------------------------------------------------------
+expect "no token: connection refused" no_connection "" "" pub:ts.v1.team-a.j.rank.0
+echo "not-a-token" >"$WORK/token.junk"
+expect "a junk token: connection refused" no_connection "$WORK/token.junk" "" pub:ts.v1.team-a.j.rank.0
+expect "a token for another audience: refused" no_connection "$WORK/token.other-audience" "" \
+	pub:ts.v1.team-a.j.rank.0
+expect "a relay token not bound to a pod: refused" no_connection "$tok_a_unbound" "" \
+	pub:ts.v1.team-a.j.rank.0
+expect "plain TCP to the TLS port: refused" sh -c \
+	"! TRAINSCOPE_NATS_CA= '$BIN/forge' --nats nats://127.0.0.1:$nats_port --nats-token-file '$tok_a' \
+		--try pub:x >/dev/null 2>&1"
+
+# ---- the analyzer, with its own token, makes the stream and its consumer --------------
+TRAINSCOPE_NATS_TOKEN_FILE=$tok_analyzer TRAINSCOPE_POD_UID=$uid_analyzer start_analyzer --quiet
+
+# ---- a relay of team-a: its job goes through; nothing else --------------------------------
+TRAINSCOPE_NATS_TOKEN_FILE=$tok_a TRAINSCOPE_POD_UID=$uid_a TRAINSCOPE_NODE=node-1 \
+	TRAINSCOPE_NAMESPACE=team-a run_job authjob 8 120 compute --fault-rank 5 --fault-step 30
+wait_report authjob 119 team-a
+expect "team-a's job analysed through the authenticated relay" check_report authjob 5 Compute
+expect "relay A: publish to B's subjects denied" denied "$tok_a" "$uid_a" pub:ts.v1.team-b.j.rank.0
+expect "relay A: announce to another node denied" denied "$tok_a" "$uid_a" pub:ts.v1.team-a.j.ctl.node-2
+expect "relay A: publish host samples denied" denied "$tok_a" "$uid_a" pub:ts.v1.team-a.j.host.node-1
+expect "relay A: read its own namespace's subjects denied" denied "$tok_a" "$uid_a" "sub:ts.v1.team-a.>"
+expect "relay A: read another pod's inbox denied" denied "$tok_a" "$uid_a" "sub:_INBOX.$uid_analyzer.>"
+expect "relay A: stream info denied" denied "$tok_a" "$uid_a" 'req:$JS.API.STREAM.INFO.TRAINSCOPE'
+for who in "relay:$tok_a:$uid_a" "agent:$tok_agent:$uid_agent" "cli:$tok_cli:"; do
+	IFS=: read -r role file uid <<<"$who"
+	expect "$role: delete the analyzer's consumer denied" denied "$file" "$uid" \
+		'req:$JS.API.CONSUMER.DELETE.TRAINSCOPE.trainscope-analyzer'
+done
+expect "the analyzer's consumer is still there (its own token may read it)" try "$tok_analyzer" \
+	"$uid_analyzer" 'req:$JS.API.CONSUMER.INFO.TRAINSCOPE.trainscope-analyzer'
+grep -q '"name":"trainscope-analyzer"' "$WORK/try.out" || { echo "FAIL  consumer info"; fails=$((fails + 1)); }
+
+# ---- the agent and the CLI ----------------------------------------------------------------
+expect "agent: its node's announcements readable" try "$tok_agent" "$uid_agent" "sub:ts.v1.*.*.ctl.node-1"
+expect "agent: another node's announcements denied" denied "$tok_agent" "$uid_agent" "sub:ts.v1.*.*.ctl.node-2"
+expect "agent: samples as another node denied" denied "$tok_agent" "$uid_agent" pub:ts.v1.team-a.j.host.node-2
+expect "agent: rank batches denied" denied "$tok_agent" "$uid_agent" pub:ts.v1.team-a.j.rank.0
+expect "cli: the stream readable" try "$tok_cli" "" 'req:$JS.API.STREAM.INFO.TRAINSCOPE'
+expect "cli: timeline through a consumer of its own" sh -c "TRAINSCOPE_NATS_TOKEN_FILE='$tok_cli' \
+	'$BIN/trainscope' timeline --nats '$NATS_URL' --namespace team-a --job authjob \
+	--out '$WORK/timeline.json' >'$WORK/timeline.log' 2>&1 && test -s '$WORK/timeline.json'"
+
+# ---- forged and mismatched batches ----------------------------------------------------------
+mismatch() { # a batch on team-a's subject whose payload says team-b
+	TRAINSCOPE_POD_UID=$uid_a "$BIN/forge" --nats "$NATS_URL" --nats-token-file "$tok_a" \
+		--ns team-a --payload-ns team-b --job authjob --step 100 >/dev/null 2>&1 &&
+	wait_for 20 sh -c "curl -s '$ANALYZER_METRICS' | grep -q '^trainscope_analyzer_mismatched_batches_total [1-9]'"
+}
+expect "a batch whose payload names another namespace is refused and counted" mismatch
+expect "no report for team-b" test ! -e "$REPORTS/team-b_authjob.json"
+expect "natsauth counts grants and refusals" sh -c "curl -s '$natsauth_metrics' |
+	grep -q 'trainscope_natsauth_granted_total{role=\"relay\"} [1-9]' &&
+	curl -s '$natsauth_metrics' | grep -q '^trainscope_natsauth_refused_total [1-9]'"
+
+echo "auth e2e: $passed passed, $fails failed, 0 skipped"
+[ "$fails" = 0 ]
