@@ -9,6 +9,8 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <string.h>
 #include <unistd.h>
 
 static void usage(FILE *f)
@@ -36,6 +38,9 @@ static void usage(FILE *f)
 		"  --image IMAGE     the trainscope image injected (env TRAINSCOPE_IMAGE)\n"
 		"  --nats URL        NATS URL for the relays (env TRAINSCOPE_NATS_URL,\n"
 		"                    default nats://trainscope-nats:4222)\n"
+		"  --nats-audience AUD  authenticated NATS: each relay gets a projected token of its\n"
+		"                    pod's ServiceAccount for this audience (trainscope-natsauth's)\n"
+		"  --nats-ca FILE    the CA bundle the relays trust for NATS's TLS (read at start)\n"
 		"  --relay-cpu Q     the relay's cpu request and limit, given when the pod\n"
 		"                    declares resources (default " TS_RELAY_CPU_DEFAULT ")\n"
 		"  --relay-memory Q  its memory request and limit (default " TS_RELAY_MEMORY_DEFAULT ")\n"
@@ -150,6 +155,27 @@ static int serve(struct webhook *w, struct ts_cert_files *f, unsigned check_s)
 	return 0;
 }
 
+/* The whole of a CA bundle, for the relays' environment. */
+static char *read_pem(const char *file)
+{
+	FILE *f = fopen(file, "r");
+	char *buf = NULL;
+	size_t n = 0;
+
+	if (f) {
+		buf = calloc(1, 65537);
+		n = buf ? fread(buf, 1, 65536, f) : 0;
+		fclose(f);
+	}
+	if (!buf || !strstr(buf, "-----BEGIN CERTIFICATE-----") || n == 65536) {
+		fprintf(stderr, "trainscope-webhook: --nats-ca %s: %s\n", file,
+			!f ? strerror(errno) : "not a PEM CA bundle (of at most 64 KiB)");
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -168,6 +194,8 @@ int main(int argc, char **argv)
 		{ "kubeconfig", required_argument, NULL, 'K' },
 		{ "out-dir", required_argument, NULL, 'O' },
 		{ "wait-s", required_argument, NULL, 'T' },
+		{ "nats-audience", required_argument, NULL, 'U' },
+		{ "nats-ca", required_argument, NULL, 'A' },
 		{ 0 }
 	};
 	struct webhook_opts o = { .port = 8443 };
@@ -177,6 +205,8 @@ int main(int argc, char **argv)
 	unsigned check_s = 10;
 	struct webhook *w;
 	bool plain = false, bootstrap_certs = false;
+	const char *ca_file = NULL;
+	char *ca_pem = NULL;
 	int ch, rc;
 
 	ts_log_init("webhook");
@@ -196,6 +226,8 @@ int main(int argc, char **argv)
 		case 'p': o.port = (uint16_t)atoi(optarg); break;
 		case 'i': o.inject.image = optarg; break;
 		case 's': o.inject.nats_url = optarg; break;
+		case 'U': o.inject.nats_audience = optarg; break;
+		case 'A': ca_file = optarg; break;
 		case 'C':
 			if (parse_bounded(optarg, "--cert-check-s", "seconds", 0, 86400, &check_s))
 				return 2;
@@ -223,21 +255,24 @@ int main(int argc, char **argv)
 	}
 	if (bootstrap_certs)
 		return bootstrap(&boot);
+	if (ca_file && !(o.inject.nats_ca_pem = ca_pem = read_pem(ca_file)))
+		return 1;
 	if (!plain && (!files.cert_path || !files.key_path)) {
 		fprintf(stderr, "trainscope-webhook: the API server only calls HTTPS: pass --tls-cert "
 				"and --tls-key (or --plain-http for a local test)\n");
 		return 2;
 	}
-	if (!plain && first_pair(&files, &o, &pair))
-		return 1;
-	rc = webhook_start(&w, &o) ? 1 : 0;
+	rc = !plain && first_pair(&files, &o, &pair) ? 1 : webhook_start(&w, &o) ? 1 : 0;
 	ts_cert_pair_free(&pair);
-	if (rc)
+	if (rc) {
+		free(ca_pem);
 		return rc;
+	}
 	ts_info("webhook: serving %s on port %u, injecting %s (relays to %s)",
 		plain ? "HTTP" : "HTTPS", webhook_port(w), o.inject.image, o.inject.nats_url);
 	ts_signals_init();
 	rc = serve(w, plain ? NULL : &files, check_s);
+	free(ca_pem);
 	webhook_stop(w);
 	ts_cert_files_free(&files);
 	return rc;

@@ -248,9 +248,30 @@ static json_t *relay_container(bool pod_has_resources, const char *job,
 			      "mountPath", RINGS_MOUNT, "securityContext",
 			      restricted_security_context());
 
+	if (o->nats_audience) { /* its identity for NATS: this pod's token, for that audience */
+		json_t *env = json_object_get(c, "env");
+		json_array_append_new(env, json_pack("{s:s, s:s}", "name", "TRAINSCOPE_NATS_TOKEN_FILE",
+						     "value", TS_NATS_TOKEN_DIR "/token"));
+		json_array_append_new(json_object_get(c, "volumeMounts"),
+				      json_pack("{s:s, s:s, s:b}", "name", "trainscope-nats-token",
+						"mountPath", TS_NATS_TOKEN_DIR, "readOnly", 1));
+	}
+	if (o->nats_ca_pem)
+		json_array_append_new(json_object_get(c, "env"),
+				      json_pack("{s:s, s:s}", "name", "TRAINSCOPE_NATS_CA_PEM", "value",
+						o->nats_ca_pem));
 	set_resources(c, pod_has_resources, or_default(o->relay_cpu, TS_RELAY_CPU_DEFAULT),
 		      or_default(o->relay_memory, TS_RELAY_MEMORY_DEFAULT));
 	return c;
+}
+
+/* A token the kubelet makes for the pod's ServiceAccount and renews: bound to the pod
+ * (so NATS learns its namespace, pod and node), for trainscope's audience only. */
+static json_t *nats_token_volume(const struct ts_inject_opts *o)
+{
+	return json_pack("{s:s, s:{s:[{s:{s:s, s:i, s:s}}]}}", "name", "trainscope-nats-token",
+			 "projected", "sources", "serviceAccountToken", "audience", o->nats_audience,
+			 "expirationSeconds", TS_NATS_TOKEN_S, "path", "token");
 }
 
 static bool wants_injection(json_t *pod, const struct ts_inject_opts *o)
@@ -353,6 +374,8 @@ static json_t *pod_patch(json_t *pod, const struct ts_inject_opts *o, json_t *wa
 	       json_pack("{s:s, s:{}}", "name", "trainscope-lib", "emptyDir"));
 	append(patch, spec, "volumes", "/spec/volumes",
 	       json_pack("{s:s, s:{s:s}}", "name", "trainscope-rings", "emptyDir", "medium", "Memory"));
+	if (o->nats_audience)
+		append(patch, spec, "volumes", "/spec/volumes", nats_token_volume(o));
 	append(patch, spec, "initContainers", "/spec/initContainers",
 	       init_container(has_resources, o));
 	append(patch, spec, "initContainers", "/spec/initContainers",

@@ -9,6 +9,10 @@
 struct ts_inject_opts {
 	const char *image;      /* holds the library, the shim and the relay */
 	const char *nats_url;   /* what the relay publishes to */
+	/* Authenticated NATS: the relay gets a projected ServiceAccount token of this
+	 * audience (NULL: none, an open NATS) and trusts this CA (PEM text; NULL: none). */
+	const char *nats_audience;
+	const char *nats_ca_pem;
 	bool namespace_opt_in;  /* the namespace carries the label: inject unless opted out */
 	/* The injected containers' requests (= limits), given only when some container of
 	 * the pod declares resources; NULL: the defaults below. */
@@ -20,6 +24,10 @@ struct ts_inject_opts {
 #define TS_INIT_MEMORY_DEFAULT "32Mi"
 #define TS_RELAY_CPU_DEFAULT "100m"
 #define TS_RELAY_MEMORY_DEFAULT "128Mi"
+
+/* Where the relay reads its NATS token, renewed by the kubelet. */
+#define TS_NATS_TOKEN_DIR "/var/run/secrets/trainscope.dev/nats"
+#define TS_NATS_TOKEN_S 3600
 
 #define TS_ANNOT_INJECT "trainscope.dev/inject"
 /* The review's warning for a pod that asked and is left unchanged (counted by the server). */

@@ -215,6 +215,47 @@ static void test_injects_and_keeps_user_values(void **state)
 }
 
 /* A user's LD_PRELOAD and PYTHONPATH of any length survive whole, ours added to them. */
+/* Authenticated NATS: the relay alone gets the pod's projected token (for the NATS
+ * audience, renewed by the kubelet) and the CA; the trainer gets neither. */
+static void test_nats_identity(void **state)
+{
+	struct ts_inject_opts authn = opts;
+	json_t *pod = training_pod(), *done, *relay, *trainer, *v, *src;
+	size_t i;
+	bool found = false;
+
+	(void)state;
+	authn.nats_audience = "trainscope-nats";
+	authn.nats_ca_pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+	done = mutate(pod, &authn);
+	relay = named(done, "initContainers", "trainscope-relay");
+	trainer = named(done, "containers", "trainer");
+	assert_string_equal(env_of(relay, "TRAINSCOPE_NATS_TOKEN_FILE"), TS_NATS_TOKEN_DIR "/token");
+	assert_string_equal(env_of(relay, "TRAINSCOPE_NATS_CA_PEM"), authn.nats_ca_pem);
+	assert_true(mounts(relay, "trainscope-nats-token", TS_NATS_TOKEN_DIR));
+	assert_null(env_of(trainer, "TRAINSCOPE_NATS_TOKEN_FILE"));
+	assert_false(mounts(trainer, "trainscope-nats-token", TS_NATS_TOKEN_DIR));
+	json_array_foreach(json_object_get(json_object_get(done, "spec"), "volumes"), i, v) {
+		if (strcmp(json_string_value(json_object_get(v, "name")), "trainscope-nats-token"))
+			continue;
+		src = json_object_get(json_array_get(json_object_get(json_object_get(v, "projected"),
+								   "sources"), 0), "serviceAccountToken");
+		assert_string_equal(json_string_value(json_object_get(src, "audience")), "trainscope-nats");
+		assert_int_equal(json_integer_value(json_object_get(src, "expirationSeconds")),
+				 TS_NATS_TOKEN_S);
+		found = true;
+	}
+	assert_true(found);
+	json_decref(done);
+	/* an open NATS: no token, no volume */
+	done = mutate(pod, &opts);
+	relay = named(done, "initContainers", "trainscope-relay");
+	assert_null(env_of(relay, "TRAINSCOPE_NATS_TOKEN_FILE"));
+	assert_false(mounts(relay, "trainscope-nats-token", TS_NATS_TOKEN_DIR));
+	json_decref(done);
+	json_decref(pod);
+}
+
 static void test_long_env_values(void **state)
 {
 	static char preload[10241], pypath[10241], want[20480];
@@ -830,6 +871,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_injects_and_keeps_user_values),
 		cmocka_unit_test(test_long_env_values),
+		cmocka_unit_test(test_nats_identity),
 		cmocka_unit_test(test_only_first_container_by_default),
 		cmocka_unit_test(test_container_names_annotation),
 		cmocka_unit_test(test_container_names_none_found),
