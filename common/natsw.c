@@ -327,6 +327,8 @@ static natsStatus set_auth(natsOptions *o, const struct tsn_opts *opts, struct t
 		s = natsOptions_SetCATrustedCertificates(o, opts->tls_ca_pem);
 	if (s == NATS_OK && (set(opts->tls_ca) || set(opts->tls_ca_pem)))
 		s = natsOptions_SetSecure(o, true);
+	if (s == NATS_OK && set(opts->tls_name))
+		s = natsOptions_SetExpectedHostname(o, opts->tls_name);
 	if (s == NATS_OK && set(opts->inbox_prefix)) {
 		s = natsOptions_SetCustomInboxPrefix(o, opts->inbox_prefix);
 	} else if (s == NATS_OK && set(opts->pod_uid)) {
@@ -918,6 +920,7 @@ void tsn_opts_from_env(struct tsn_opts *o, const char *client_name)
 	o->tls_ca = getenv("TRAINSCOPE_NATS_CA");
 	o->creds_file = getenv("TRAINSCOPE_NATS_CREDS");
 	o->tls_ca_pem = getenv("TRAINSCOPE_NATS_CA_PEM");
+	o->tls_name = getenv("TRAINSCOPE_NATS_TLS_NAME");
 	o->pod_uid = getenv("TRAINSCOPE_POD_UID");
 	o->name = client_name;
 	o->stream_max_bytes = env_size("TRAINSCOPE_STREAM_MAX_BYTES");

@@ -21,6 +21,8 @@ struct tsn_opts {
 	const char *user, *password; /* optional user and password */
 	const char *tls_ca;         /* optional CA bundle file: enables TLS */
 	const char *tls_ca_pem;     /* optional CA bundle as PEM text: enables TLS */
+	const char *tls_name;       /* the name the server's certificate must carry, when the
+				     * URL's host is not it (a sidecar on 127.0.0.1) */
 	const char *inbox_prefix;   /* replies come on <prefix>.>; default _INBOX */
 	const char *pod_uid;        /* a pod's client: replies on _INBOX.<pod uid> unless
 				     * inbox_prefix says otherwise */
@@ -71,7 +73,7 @@ struct tsn_stats {
 	"                           PEM text in TRAINSCOPE_NATS_CA_PEM)\n"
 
 /* Defaults from TRAINSCOPE_NATS_URL, _TOKEN, _TOKEN_FILE, _USER, _PASSWORD, _CA and
- * _CA_PEM; a pod's clients (TRAINSCOPE_POD_UID set) take replies on _INBOX.<pod uid>,
+ * _CA_PEM, _TLS_NAME; a pod's clients (TRAINSCOPE_POD_UID set) take replies on _INBOX.<pod uid>,
  * the inbox their NATS rights allow. */
 void tsn_opts_from_env(struct tsn_opts *o, const char *client_name);
 /* Takes one of TSN_LONGOPTS into the environment variable tsn_opts_from_env reads, for

@@ -80,31 +80,24 @@ tok_cli=$(token trainscope trainscope-cli)
 kubectl -n team-a create token default --audience someone-else >"$WORK/token.other-audience"
 
 # ---- nats-server with TLS and auth callout; trainscope-natsauth answering it ----------
-mkdir -p "$WORK/nats"
-head -c 32 /dev/urandom | base64 >"$WORK/nats/issuer-secret"
-password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
-"$BIN/trainscope-natsauth" --issuer-seed-file "$WORK/nats/issuer-secret" \
-	--server-config "$WORK/nats/auth.conf" 2>/dev/null || die "natsauth --server-config failed"
+# as the chart's NATS pod: its init container makes the issuer, the service's password
+# and the accounts and auth_callout part; the server's configuration includes it
+mkdir -p "$WORK/nats/auth"
+"$BIN/trainscope-natsauth" --dir "$WORK/nats/auth" --init 2>/dev/null || die "natsauth --init failed"
 nats_port=$(free_port)
 cat >"$WORK/nats/nats.conf" <<EOF
 listen: 127.0.0.1:$nats_port
 tls { cert_file: "$pki/nats.crt", key_file: "$pki/nats.key" }
 jetstream { store_dir: "$WORK/nats/js" }
-accounts {
-  AUTH { users: [ { user: trainscope-auth, password: "$password" } ] }
-  TS { jetstream: enabled }
-  SYS {}
-}
-system_account: SYS
-include auth.conf
+include auth/auth.conf
 EOF
 nats-server-auth -c "$WORK/nats/nats.conf" >"$WORK/nats/log" 2>&1 &
 PIDS="$PIDS $!"
 wait_for 15 grep -q "Server is ready" "$WORK/nats/log" || die "nats-server did not start: $(tail -5 "$WORK/nats/log")"
 echo "auth e2e: $(nats-server-auth --version) with TLS and auth callout on 127.0.0.1:$nats_port"
 export NATS_URL="tls://127.0.0.1:$nats_port" TRAINSCOPE_NATS_CA="$pki/ca.crt"
-TRAINSCOPE_NATS_PASSWORD=$password "$BIN/trainscope-natsauth" \
-	--nats "$NATS_URL" --issuer-seed-file "$WORK/nats/issuer-secret" --kubeconfig "$WORK/natsauth.kubeconfig" \
+"$BIN/trainscope-natsauth" --dir "$WORK/nats/auth" \
+	--nats "$NATS_URL" --kubeconfig "$WORK/natsauth.kubeconfig" \
 	--cli trainscope:trainscope-cli --metrics-addr 127.0.0.1 --metrics-port 0 \
 	2>"$WORK/natsauth.log" &
 PIDS="$PIDS $!"

@@ -11,6 +11,7 @@
 #include "signals.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,14 +20,16 @@
 #include <time.h>
 #include <unistd.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #define REQ_SUBJECT "$SYS.REQ.USER.AUTH"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: trainscope-natsauth --issuer-seed-file FILE [options]\n"
-		"       trainscope-natsauth --issuer-seed-file FILE --server-config OUT\n"
+		"Usage: trainscope-natsauth --dir DIR --init\n"
+		"       trainscope-natsauth --dir DIR [options]\n"
+		"       trainscope-natsauth --issuer-seed-file FILE [--server-config OUT] [options]\n"
 		"NATS auth callout for trainscope (nats-server 2.10 or later). A client connects with\n"
 		"a Kubernetes ServiceAccount token as its NATS token; the API server reviews it\n"
 		"(TokenReview, for --audience) and the client gets the rights of its role only:\n"
@@ -41,10 +44,16 @@ static void usage(FILE *f)
 		"Pod tokens (projected volumes) take replies on _INBOX.<pod uid> only. Relays are\n"
 		"refused in system namespaces; tokens not bound to a pod are refused, but for --cli.\n"
 		"Answers on " REQ_SUBJECT " in queue group trainscope-natsauth.\n\n"
+		"  --dir DIR                the issuer's seed (DIR/issuer.seed), this service's\n"
+		"                           password (DIR/password) and nats-server's part of the\n"
+		"                           configuration (DIR/auth.conf: the accounts, the\n"
+		"                           auth_callout block; include it in nats-server's)\n"
+		"  --init                   make DIR's seed and password when missing (random, 0600),\n"
+		"                           write DIR/auth.conf, and exit: nats-server's pod's init\n"
+		"                           container, sharing DIR with this service's container\n"
 		"  --issuer-seed-file FILE  the issuer's account nkey seed (SA...), or any secret of\n"
 		"                           16 bytes or more whose SHA-256 is the seed\n"
-		"  --server-config OUT      write nats-server's auth_callout block (the issuer's\n"
-		"                           public key, --auth-user, --auth-account) and exit\n"
+		"  --server-config OUT      write the configuration part to OUT and exit\n"
 		"  --account NAME           the account granted clients join (default TS)\n"
 		"  --auth-user NAME         this service's NATS user (default trainscope-auth); its\n"
 		"                           password from TRAINSCOPE_NATS_PASSWORD\n"
@@ -67,7 +76,9 @@ static void usage(FILE *f)
 struct natsauth {
 	struct ts_callout co;
 	struct ts_review review;
-	const char *seed_file, *server_config, *auth_user, *auth_account, *kubeconfig;
+	const char *seed_file, *server_config, *auth_user, *auth_account, *kubeconfig, *dir;
+	bool init;
+	char seed_path[4096], password_path[4096], conf_path[4096], password[128];
 	const char *metrics_addr;
 	int metrics_port;
 	struct tsn_opts nats;
@@ -77,23 +88,34 @@ struct natsauth {
 	time_t last_said;
 };
 
+/* The first line of a small file, trailing blanks dropped: 0 or -errno. */
+static int read_line(const char *path, char *out, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	size_t len;
+
+	if (!f)
+		return -errno;
+	len = fread(out, 1, n - 1, f);
+	fclose(f);
+	while (len && (out[len - 1] == '\n' || out[len - 1] == ' ' || out[len - 1] == '\r'))
+		len--;
+	out[len] = 0;
+	return 0;
+}
+
 static int load_issuer(struct natsauth *a)
 {
-	FILE *f = fopen(a->seed_file, "r");
 	char buf[4096];
 	uint8_t raw[32];
 	unsigned len = 0;
-	size_t n = 0;
+	size_t n;
 
-	if (!f) {
+	if (read_line(a->seed_file, buf, sizeof(buf))) {
 		ts_error("cannot read the issuer seed %s: %s", a->seed_file, strerror(errno));
-		return -errno;
+		return -EIO;
 	}
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\r'))
-		n--;
-	buf[n] = 0;
+	n = strlen(buf);
 	if (!ts_nkey_from_seed(&a->co.issuer, buf)) {
 		if (a->co.issuer.kind == TS_NKEY_ACCOUNT)
 			return 0;
@@ -109,10 +131,48 @@ static int load_issuer(struct natsauth *a)
 	return ts_nkey_from_raw(&a->co.issuer, TS_NKEY_ACCOUNT, raw);
 }
 
+/* A file of random text (a seed's secret, a password) unless it is there: 0 or -errno. */
+static int make_secret(const char *path)
+{
+	static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char raw[40];
+	char text[sizeof(raw) + 1];
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+
+	if (fd < 0)
+		return errno == EEXIST ? 0 : -errno;
+	if (RAND_bytes(raw, sizeof(raw)) != 1) {
+		close(fd);
+		unlink(path);
+		return -EIO;
+	}
+	for (size_t i = 0; i < sizeof(raw); i++)
+		text[i] = abc[raw[i] % (sizeof(abc) - 1)];
+	text[sizeof(raw)] = 0;
+	if (write(fd, text, sizeof(raw)) != (ssize_t)sizeof(raw) || close(fd)) {
+		unlink(path);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int init_dir(struct natsauth *a)
+{
+	int err;
+
+	if ((err = make_secret(a->seed_path)) || (err = make_secret(a->password_path))) {
+		ts_error("cannot make the secrets in %s: %s", a->dir, strerror(-err));
+		return -1;
+	}
+	return 0;
+}
+
 static int write_server_config(struct natsauth *a)
 {
 	char pub[TS_NKEY_PUBLIC_LEN + 1];
-	FILE *f = fopen(a->server_config, "w");
+	/* it holds the password: the server's group may read it (fsGroup), nobody else */
+	int fd = open(a->server_config, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
 
 	if (!f) {
 		ts_error("cannot write %s: %s", a->server_config, strerror(errno));
@@ -121,6 +181,12 @@ static int write_server_config(struct natsauth *a)
 	ts_nkey_public(&a->co.issuer, pub);
 	fprintf(f,
 		"# written by trainscope-natsauth: nats-server asks it who may connect\n"
+		"accounts {\n"
+		"  %s { users: [ { user: \"%s\", password: \"%s\" } ] }\n"
+		"  %s { jetstream: enabled }\n"
+		"  SYS {}\n"
+		"}\n"
+		"system_account: SYS\n"
 		"authorization {\n"
 		"  auth_callout {\n"
 		"    issuer: \"%s\"\n"
@@ -128,7 +194,8 @@ static int write_server_config(struct natsauth *a)
 		"    account: \"%s\"\n"
 		"  }\n"
 		"}\n",
-		pub, a->auth_user, a->auth_account);
+		a->auth_account, a->auth_user, a->password, a->co.account, pub, a->auth_user,
+		a->auth_account);
 	if (fclose(f)) {
 		ts_error("cannot write %s: %s", a->server_config, strerror(errno));
 		return 1;
@@ -204,6 +271,8 @@ static int parse(struct natsauth *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "issuer-seed-file", required_argument, NULL, 'i' },
+		{ "dir", required_argument, NULL, 'I' },
+		{ "init", no_argument, NULL, 'N' },
 		{ "server-config", required_argument, NULL, 'w' },
 		{ "account", required_argument, NULL, 'a' },
 		{ "auth-user", required_argument, NULL, 'u' },
@@ -238,6 +307,8 @@ static int parse(struct natsauth *a, int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "s:vh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'i': a->seed_file = optarg; break;
+		case 'I': a->dir = optarg; break;
+		case 'N': a->init = true; break;
 		case 'w': a->server_config = optarg; break;
 		case 'a': a->co.account = optarg; break;
 		case 'u': a->auth_user = optarg; break;
@@ -266,12 +337,22 @@ static int parse(struct natsauth *a, int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind < argc || !a->seed_file || a->metrics_port < 0 || a->metrics_port > 65535) {
+	if (a->dir) {
+		snprintf(a->seed_path, sizeof(a->seed_path), "%s/issuer.seed", a->dir);
+		snprintf(a->password_path, sizeof(a->password_path), "%s/password", a->dir);
+		snprintf(a->conf_path, sizeof(a->conf_path), "%s/auth.conf", a->dir);
+		a->seed_file = a->seed_file ? a->seed_file : a->seed_path;
+		a->server_config = a->init ? a->conf_path : a->server_config;
+	}
+	if (optind < argc || !a->seed_file || (a->init && !a->dir) || a->metrics_port < 0 ||
+	    a->metrics_port > 65535) {
 		usage(stderr);
 		return 2;
 	}
 	if (!a->nats.user)
 		a->nats.user = a->auth_user;
+	if (!a->nats.password && a->dir)
+		a->nats.password = a->password;
 	tsn_opts_finish(&a->nats);
 	return 0;
 }
@@ -317,6 +398,14 @@ int main(int argc, char **argv)
 	ts_log_init("natsauth");
 	if ((rc = parse(&a, argc, argv)))
 		return rc;
+	if (a.init && init_dir(&a))
+		return 1;
+	if (a.dir && read_line(a.password_path, a.password, sizeof(a.password))) {
+		ts_error("cannot read %s: %s (made by --init)", a.password_path, strerror(errno));
+		return 1;
+	}
+	if (!a.dir) /* the password nats-server's configuration holds for this service */
+		snprintf(a.password, sizeof(a.password), "%s", a.nats.password ? a.nats.password : "");
 	if (load_issuer(&a))
 		return 1;
 	if (a.server_config)

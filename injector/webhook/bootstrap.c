@@ -88,10 +88,11 @@ static int names(struct boot *b)
 	const struct ts_bootstrap_opts *o = b->o;
 	const char *svc = o->service, *ns = b->ns;
 
-	if (!k8s_name(o->secret, 253) || !k8s_name(o->webhook_config, 253) ||
+	if (!k8s_name(o->secret, 253) || (o->webhook_config && !k8s_name(o->webhook_config, 253)) ||
 	    !k8s_name(svc, 63) || strchr(svc, '.'))
 		return fail("--secret '%s', --service '%s', --webhook-config '%s': not Kubernetes "
-			    "names (a service has no dots)", o->secret, svc, o->webhook_config);
+			    "names (a service has no dots)", o->secret, svc,
+			    o->webhook_config ? o->webhook_config : "");
 	/* the name the API server calls first: it is the certificate's CN */
 	snprintf(b->names[0], sizeof(b->names[0]), "%s.%s.svc", svc, ns);
 	snprintf(b->names[1], sizeof(b->names[1]), "%s", svc);
@@ -102,7 +103,8 @@ static int names(struct boot *b)
 	snprintf(b->secrets, sizeof(b->secrets), "/api/v1/namespaces/%s/secrets", ns);
 	snprintf(b->secret_path, sizeof(b->secret_path), "%s/%s", b->secrets, o->secret);
 	snprintf(b->secret_what, sizeof(b->secret_what), "Secret %s/%s", ns, o->secret);
-	snprintf(b->mwc_path, sizeof(b->mwc_path), MWC_API "/%s", o->webhook_config);
+	snprintf(b->mwc_path, sizeof(b->mwc_path), MWC_API "/%s",
+		 o->webhook_config ? o->webhook_config : "");
 	return 0;
 }
 
@@ -365,10 +367,12 @@ static int run(struct boot *b)
 	if (rc)
 		return -1;
 	rc = b->o->out_dir ? write_pair(b, &s) : 0;
-	bundle = rc ? NULL : b64_string(s.ca_pem);
+	bundle = rc || !b->o->webhook_config ? NULL : b64_string(s.ca_pem);
 	ts_cert_set_free(&s);
 	if (rc)
 		return -1;
+	if (!b->o->webhook_config) /* a certificate for another server (NATS): no webhook */
+		return 0;
 	if (!bundle)
 		return fail("out of memory");
 	rc = CONFLICT;

@@ -18,7 +18,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: trainscope-webhook --tls-cert FILE --tls-key FILE [options]\n"
 		"       trainscope-webhook --bootstrap-certs --secret NAME --service NAME\n"
-		"                          --webhook-config NAME [--validity-days N] [--kubeconfig FILE]\n"
+		"                          [--webhook-config NAME] [--validity-days N] [--kubeconfig FILE]\n"
 		"                          [--out-dir DIR] [--wait-s N]\n"
 		"Mutating admission webhook for pods (AdmissionReview v1). A pod annotated\n"
 		"trainscope.dev/inject: \"true\" (POST /mutate), or any pod of a namespace that opts in\n"
@@ -57,7 +57,8 @@ static void usage(FILE *f)
 		"  --secret NAME          the Secret\n"
 		"  --service NAME         the webhook's Service: the certificate names NAME, NAME.NS,\n"
 		"                         NAME.NS.svc and NAME.NS.svc.cluster.local\n"
-		"  --webhook-config NAME  the MutatingWebhookConfiguration\n"
+		"  --webhook-config NAME  the MutatingWebhookConfiguration (none: only the Secret and\n"
+		"                         --out-dir, as for NATS's own serving certificate)\n"
 		"  --validity-days N      of a new CA and certificate (default 365)\n"
 		"  --kubeconfig FILE      the API server and credentials (default: in cluster, the\n"
 		"                         pod's service account)\n"
@@ -85,9 +86,9 @@ static int parse_bounded(const char *arg, const char *opt, const char *unit, lon
 
 static int bootstrap(const struct ts_bootstrap_opts *b)
 {
-	if (!b->secret || !b->service || !b->webhook_config) {
-		fprintf(stderr, "trainscope-webhook: --bootstrap-certs needs --secret, --service "
-				"and --webhook-config\n");
+	if (!b->secret || !b->service) {
+		fprintf(stderr, "trainscope-webhook: --bootstrap-certs needs --secret and "
+				"--service\n");
 		return 2;
 	}
 	/* one line per failure, ours: the client's own warnings only when asked for */
