@@ -4,9 +4,9 @@
 # stage: its base is Debian bookworm (debootstrap minbase, the same release as
 # debian:bookworm-slim) with the packages of the Dockerfile's RUNTIME_PACKAGES, then
 # `make image-root`'s tree, USER and ENTRYPOINT as the Dockerfile says. The other images:
-# the pod sandbox (pause.c), CoreDNS (its Go module, built by tools.sh), NATS (Debian's
-# nats-server on the same base), a trainer that runs the synthetic workload as root
-# beside a musl program, and Debian bullseye (glibc 2.31) where the mirror still has it. Writes OUT/images.tar
+# the pod sandbox (pause.c), CoreDNS (its Go module, built by tools.sh), NATS (nats-server
+# 2.10+ from its Go module, built by tools.sh, on the same base), a trainer that runs the
+# synthetic workload as root beside a musl program, and Debian bullseye (glibc 2.31) where the mirror still has it. Writes OUT/images.tar
 # (one OCI layout, each image named by io.containerd.image.name) and prints the names.
 # The base root filesystem is cached in ~/.cache/trainscope/rootfs (TRAINSCOPE_TOOLS).
 set -e
@@ -100,7 +100,8 @@ musl-gcc -O2 -Wall -Wextra -Werror -o "$stage/trainer/usr/local/bin/musl-probe" 
 cp -L /lib/ld-musl-x86_64.so.1 "$stage/trainer/usr/lib/"
 cp "$BUILD/bin/workload" "$stage/trainer/usr/local/bin/"
 cp "$CACHE/bin/coredns" "$stage/coredns/coredns"
-cp "$(command -v nats-server)" "$stage/nats/usr/local/bin/"
+# the one with auth callout (2.10+), built by tools.sh: the chart's NATS authenticates
+cp "$CACHE/bin/nats-server-auth" "$stage/nats/usr/local/bin/nats-server"
 
 L="$OUT/layout"
 umoci init --layout "$L"

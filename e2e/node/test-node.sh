@@ -372,6 +372,7 @@ cm_install() {
 	# the webhook alone: NATS, the analyzer and the agent were proven above
 	helm install tscm "$root/helm/trainscope" -n tscm "${CHART_SET[@]}" --set webhook.certManager.enabled=true \
 		--set nats.enabled=false --set nats.external.url=nats://nats.tscm.svc:4222 \
+		--set nats.auth.enabled=false --set nats.tls.enabled=false \
 		--set analyzer.enabled=false --set agent.enabled=false \
 		--wait --timeout 3m >"$WORK/helm-cm.log" 2>&1 || { tail -5 "$WORK/helm-cm.log"; return 1; }
 	wait_for 60 cm_ca_injected && cm_injected cm-installed
@@ -408,6 +409,7 @@ job_ca_set() { # every webhook of the configuration trusts the CA in the Secret
 job_install() {
 	helm install tsjob "$root/helm/trainscope" -n tscm "${CHART_SET[@]}" --set webhook.certs.job=true \
 		--set nats.enabled=false --set nats.external.url=nats://nats.tscm.svc:4222 \
+		--set nats.auth.enabled=false --set nats.tls.enabled=false \
 		--set analyzer.enabled=false --set agent.enabled=false \
 		--wait --timeout 3m >"$WORK/helm-job.log" 2>&1 || { tail -5 "$WORK/helm-job.log"; return 1; }
 	job_ca_set && cm_injected job-installed
@@ -416,6 +418,7 @@ expect "webhook.certs.job: helm install --wait Ready, the CA set, pods injected"
 job_upgrade() { # the configuration re-applied without a caBundle keeps the one set
 	helm upgrade tsjob "$root/helm/trainscope" -n tscm "${CHART_SET[@]}" --set webhook.certs.job=true \
 		--set nats.enabled=false --set nats.external.url=nats://nats.tscm.svc:4222 \
+		--set nats.auth.enabled=false --set nats.tls.enabled=false \
 		--set analyzer.enabled=false --set agent.enabled=false --set webhook.timeoutSeconds=5 \
 		--wait --timeout 3m >"$WORK/helm-job-upgrade.log" 2>&1 || { tail -5 "$WORK/helm-job-upgrade.log"; return 1; }
 	job_ca_set && cm_injected job-upgraded

@@ -256,9 +256,10 @@ static int write_pair(const struct boot *b, const struct ts_cert_set *s)
 {
 	const char *dir = b->o->out_dir;
 
-	if (write_pem(dir, "tls.crt", s->cert_pem, 0644) || write_pem(dir, "tls.key", s->key_pem, 0600))
+	if (write_pem(dir, "tls.crt", s->cert_pem, 0644) || write_pem(dir, "tls.key", s->key_pem, 0600) ||
+	    write_pem(dir, "ca.crt", s->ca_pem, 0644))
 		return -1;
-	printf("trainscope-webhook: wrote %s/tls.crt and %s/tls.key\n", dir, dir);
+	printf("trainscope-webhook: wrote %s/tls.crt, %s/tls.key and %s/ca.crt\n", dir, dir, dir);
 	return 0;
 }
 

@@ -63,7 +63,8 @@ static void usage(FILE *f)
 		"  --kubeconfig FILE      the API server and credentials (default: in cluster, the\n"
 		"                         pod's service account)\n"
 		"  --out-dir DIR          also write the pair kept or made to DIR/tls.crt and\n"
-		"                         DIR/tls.key (0600), for the webhook container to serve\n"
+		"                         DIR/tls.key (0600), and the CA to DIR/ca.crt, for the\n"
+		"                         server's container\n"
 		"  --wait-s N             wait up to N seconds for the MutatingWebhookConfiguration\n"
 		"                         to exist (default 0: a missing one fails at once)\n");
 }

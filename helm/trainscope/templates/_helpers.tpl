@@ -8,7 +8,57 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- define "trainscope.natsUrl" -}}
 {{- if .Values.nats.external.url -}}{{ .Values.nats.external.url }}
-{{- else -}}nats://{{ .Release.Name }}-nats.{{ .Release.Namespace }}.svc:4222{{- end -}}
+{{- else -}}{{ if .Values.nats.tls.enabled }}tls{{ else }}nats{{ end }}://{{ .Release.Name }}-nats.{{ .Release.Namespace }}.svc:4222{{- end -}}
+{{- end -}}
+
+{{- /* The Secret whose ca.crt NATS's clients trust: the bundled NATS pod makes it */}}
+{{- define "trainscope.natsCaSecret" -}}
+{{- .Values.nats.tls.caSecret | default (printf "%s-nats-tls" .Release.Name) -}}
+{{- end -}}
+
+{{- /* A NATS client's identity (container level, indented by 10): its pod's token for
+       the NATS audience (renewed by the kubelet), the CA, its pod's UID (its inbox) */}}
+{{- define "trainscope.natsClientEnv" -}}
+{{- if .Values.nats.auth.enabled }}
+- {name: TRAINSCOPE_NATS_TOKEN_FILE, value: /var/run/secrets/trainscope.dev/nats/token}
+{{- end }}
+{{- if .Values.nats.tls.enabled }}
+- {name: TRAINSCOPE_NATS_CA, value: /etc/trainscope/nats-ca/ca.crt}
+{{- end }}
+- name: TRAINSCOPE_POD_UID
+  valueFrom: {fieldRef: {fieldPath: metadata.uid}}
+{{- end -}}
+{{- define "trainscope.natsClientMounts" -}}
+{{- if .Values.nats.auth.enabled }}
+- {name: nats-token, mountPath: /var/run/secrets/trainscope.dev/nats, readOnly: true}
+{{- end }}
+{{- if .Values.nats.tls.enabled }}
+- {name: nats-ca, mountPath: /etc/trainscope/nats-ca, readOnly: true}
+{{- end }}
+{{- end -}}
+{{- /* pod level, indented by 8 */}}
+{{- define "trainscope.natsClientVolumes" -}}
+{{- if .Values.nats.auth.enabled }}
+- name: nats-token
+  projected:
+    sources:
+      - serviceAccountToken: {path: token, audience: {{ .Values.nats.auth.audience }}, expirationSeconds: 3600}
+{{- end }}
+{{- if .Values.nats.tls.enabled }}
+# until NATS's pod has made it, the kubelet waits for this Secret
+- name: nats-ca
+  secret: {secretName: {{ include "trainscope.natsCaSecret" . }}, items: [{key: ca.crt, path: ca.crt}]}
+{{- end }}
+{{- end -}}
+
+{{- /* An API token for one container only (automountServiceAccountToken is false) */}}
+{{- define "trainscope.apiTokenVolume" -}}
+- name: api-token
+  projected:
+    sources:
+      - serviceAccountToken: {path: token, expirationSeconds: 3600}
+      - configMap: {name: kube-root-ca.crt, items: [{key: ca.crt, path: ca.crt}]}
+      - downwardAPI: {items: [{path: namespace, fieldRef: {fieldPath: metadata.namespace}}]}
 {{- end -}}
 
 {{- /* The webhook's Secret. webhook.certs.job fills one of another name and type (Opaque):
