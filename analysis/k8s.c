@@ -174,8 +174,7 @@ static void raise_event(struct ts_k8s *k, const char *ns, const char *report, js
 			uint64_t now_ns)
 {
 	const char *pod = ts_k8s_jstr(slow, "pod");
-	char stamp[32], msg[1024], path[256];
-	json_t *ev, *involved;
+	char msg[1024];
 
 	if (*pod && !pod_exists(k, ns, pod)) {
 		if (!k->st.refused++)
@@ -187,25 +186,16 @@ static void raise_event(struct ts_k8s *k, const char *ns, const char *report, js
 		return;
 	}
 
-	ts_rfc3339(now_ns, stamp);
 	snprintf(msg, sizeof(msg), "rank %lld is slow (%s, node %s): %s",
 		 (long long)json_integer_value(json_object_get(slow, "rank")), ts_k8s_jstr(slow, "cause"),
 		 ts_k8s_jstr(slow, "node"), ts_k8s_jstr(slow, "evidence"));
-	if (*pod)
-		involved = json_pack("{s:s, s:s, s:s, s:s}", "apiVersion", "v1", "kind", "Pod",
-				     "namespace", ns, "name", pod);
-	else /* a rank outside Kubernetes: the report stands for it */
-		involved = json_pack("{s:s, s:s, s:s, s:s}", "apiVersion", "trainscope.dev/v1alpha1",
-				     "kind", "SlowNodeReport", "namespace", ns, "name", report);
-	ev = json_pack("{s:{s:s, s:s}, s:o, s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:s, s:i, s:s, s:s}",
-		       "metadata", "generateName", *pod ? pod : report, "namespace", ns,
-		       "involvedObject", involved, "reason", "SlowRank", "message", msg, "type",
-		       "Warning", "source", "component", "trainscope-analyzer", "host", k->host,
-		       "firstTimestamp", stamp, "lastTimestamp", stamp, "count", 1,
-		       "reportingComponent", "trainscope-analyzer", "reportingInstance", k->host);
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns);
-	int code = ts_kube_request(k->kube, "POST", path, ev, NULL, NULL);
-	json_decref(ev);
+	/* a rank outside Kubernetes: the report stands for it */
+	struct ts_kube_event e = { .ns = ns, .api_version = *pod ? "v1" : "trainscope.dev/v1alpha1",
+				   .kind = *pod ? "Pod" : "SlowNodeReport", .name = *pod ? pod : report,
+				   .reason = "SlowRank", .message = msg,
+				   .component = "trainscope-analyzer", .host = k->host,
+				   .now_ns = now_ns };
+	int code = ts_kube_warn(k->kube, &e);
 	if (code == 201 || code == 200)
 		k->st.events++;
 	else

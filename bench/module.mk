@@ -12,5 +12,6 @@ $(PINGPONG): $(BUILD)/plain/bench/pingpong.o
 
 BENCH_WEBHOOK := $(BUILD)/bench/bench_webhook
 $(BENCH_WEBHOOK): $(BUILD)/obj/bench/bench_webhook.o $(BUILD)/obj/injector/webhook/server.o \
+		$(BUILD)/obj/injector/webhook/events.o \
 		$(WEBHOOK_LIB_OBJS) $(COMMON_OBJS)
 	$(call link,$^,$(shell pkg-config --libs libcurl))

@@ -2,6 +2,7 @@
 #include "b64.h"
 #include "buf.h"
 #include "log.h"
+#include "tsclock.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -266,4 +267,27 @@ int ts_kube_request(struct ts_kube *k, const char *method, const char *path, jso
 		ts_warn("kube: %s %s: HTTP %ld %.300s", method, path, code, in.data ? in.data : "");
 	ts_buf_free(&in);
 	return (int)code;
+}
+
+int ts_kube_warn(struct ts_kube *k, const struct ts_kube_event *e)
+{
+	char stamp[32], path[512];
+	json_t *ev;
+	int code;
+
+	ts_rfc3339(e->now_ns, stamp);
+	ev = json_pack("{s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:s,"
+		       " s:i, s:s, s:s}",
+		       "metadata", "generateName", e->name, "namespace", e->ns, "involvedObject",
+		       "apiVersion", e->api_version, "kind", e->kind, "namespace", e->ns, "name",
+		       e->name, "reason", e->reason, "message", e->message, "type", "Warning",
+		       "source", "component", e->component, "host", e->host, "firstTimestamp", stamp,
+		       "lastTimestamp", stamp, "count", 1, "reportingComponent", e->component,
+		       "reportingInstance", e->host);
+	if (!ev)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", e->ns);
+	code = ts_kube_request(k, "POST", path, ev, NULL, NULL);
+	json_decref(ev);
+	return code;
 }

@@ -4,6 +4,7 @@
 #define TS_KUBE_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 struct ts_kube;
 
@@ -18,5 +19,17 @@ void ts_kube_close(struct ts_kube *k);
  * parsed JSON answer when there is one (caller decrefs). */
 int ts_kube_request(struct ts_kube *k, const char *method, const char *path, json_t *body,
 		    const char *content_type, json_t **resp);
+
+/* A Warning Event about one object, in its namespace. */
+struct ts_kube_event {
+	const char *ns;
+	const char *api_version, *kind, *name; /* the object it is about */
+	const char *reason, *message;
+	const char *component, *host;          /* who says it */
+	uint64_t now_ns;                       /* realtime */
+};
+
+/* POSTs the Event. Returns the HTTP status (201) or a negative errno. */
+int ts_kube_warn(struct ts_kube *k, const struct ts_kube_event *e);
 
 #endif

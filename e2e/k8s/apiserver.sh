@@ -1,7 +1,7 @@
 # Sourced by the API-only e2e tests (after lib.sh, with the Kubernetes tools on PATH):
 # a CA and serving certificates (serving_cert NAME: IP 127.0.0.1 and localhost), etcd
 # and kube-apiserver on free loopback ports with RBAC, static tokens for the users admin
-# (system:masters), trainscope-analyzer and trainscope-natsauth, ServiceAccount tokens
+# (system:masters), trainscope-analyzer, trainscope-natsauth and trainscope-webhook, ServiceAccount tokens
 # signed by sa.key; kubeconfig USER TOKEN FILE; KUBECONFIG set to the admin's.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -18,7 +18,7 @@ serving_cert() { # NAME
 serving_cert apiserver
 openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
 openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
-printf 'admin-token,admin,1,"system:masters"\nanalyzer-token,trainscope-analyzer,2,\nnatsauth-token,trainscope-natsauth,3,\n' \
+printf 'admin-token,admin,1,"system:masters"\nanalyzer-token,trainscope-analyzer,2,\nnatsauth-token,trainscope-natsauth,3,\nwebhook-token,trainscope-webhook,4,\n' \
 	>"$pki/tokens.csv"
 
 # ---- etcd and kube-apiserver ------------------------------------------------------------

@@ -14,7 +14,7 @@ root=$(cd "$here/../.." && pwd)
 # skips; with them a failure to start any server is a failure of the test.
 if ! TOOLS=$("$here/tools.sh"); then
 	echo "k8s e2e: skipped: the Kubernetes tools could not be built (see above)"
-	echo "k8s e2e: 0 passed, 0 failed, 11 skipped"
+	echo "k8s e2e: 0 passed, 0 failed, 12 skipped"
 	exit 0
 fi
 export PATH="$TOOLS:$PATH"
@@ -43,9 +43,13 @@ wait_for 30 kubectl get crd slownodereports.trainscope.dev -o name >/dev/null
 # the analyzer's identity gets exactly the chart's role
 kubectl create clusterrolebinding e2e-analyzer --clusterrole trainscope-analyzer \
 	--user trainscope-analyzer >/dev/null
+# and the webhook's, the chart's Events role
+kubectl create clusterrolebinding e2e-webhook --clusterrole trainscope-webhook-events \
+	--user trainscope-webhook >/dev/null
+kubeconfig trainscope-webhook webhook-token "$WORK/webhook.kubeconfig"
 "$BIN/trainscope-webhook" --tls-cert "$pki/webhook.crt" --tls-key "$pki/webhook.key" \
 	--addr 127.0.0.1 --port "$webhook_port" --image trainscope:e2e --nats "$NATS_URL" \
-	2>"$WORK/webhook.log" &
+	--events --kubeconfig "$WORK/webhook.kubeconfig" 2>"$WORK/webhook.log" &
 PIDS="$PIDS $!"
 wait_for 10 grep -q "serving HTTPS" "$WORK/webhook.log" || die "webhook did not start"
 
@@ -83,6 +87,15 @@ sys.exit(0 if ok else 1)
 PY
 expect "a pod that does not opt in is untouched" python3 -c '
 import json, sys; p = json.load(open(sys.argv[1])); sys.exit(1 if p["spec"].get("initContainers") else 0)' "$WORK/plain-0.json"
+# a pod that asks but names no container it has: admitted unchanged, and told so
+pod odd-0 true | sed 's|annotations: {|annotations: {trainscope.dev/container-names: nosuch, |' |
+	kubectl apply -f - >/dev/null 2>"$WORK/odd-0.warn"
+not_injected_event() {
+	kubectl -n team get events --field-selector involvedObject.name=odd-0,reason=TrainscopeNotInjected \
+		-o jsonpath='{.items[0].message}' | grep -q nosuch
+}
+odd_told() { grep -q 'left unchanged' "$WORK/odd-0.warn" && wait_for 20 not_injected_event; }
+expect "a pod left unchanged gets a Warning Event (and kubectl the review's warning)" odd_told
 
 # ---- the job: analyzer in Kubernetes mode, traces to Jaeger -----------------------------
 otlp_port=$(free_port); query_port=$(free_port)
@@ -145,5 +158,5 @@ bootstrap() { # prints the Secret's resourceVersion once its pair verifies and b
 first=$(bootstrap) && second=$(bootstrap) || true
 expect "--bootstrap-certs: a verified pair in a Secret, its CA in both webhooks; run again, nothing changes" \
 	sh -c "[ -n '$first' ] && [ '$first' = '$second' ] && grep -q 'kept its CA' '$WORK/bootstrap.log'"
-echo "k8s e2e: $((11 - fails)) passed, $fails failed"
+echo "k8s e2e: $((12 - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -41,6 +41,9 @@ static void usage(FILE *f)
 		"  --nats-audience AUD  authenticated NATS: each relay gets a projected token of its\n"
 		"                    pod's ServiceAccount for this audience (trainscope-natsauth's)\n"
 		"  --nats-ca FILE    the CA bundle the relays trust for NATS's TLS (read at start)\n"
+		"  --events          a Warning Event (reason TrainscopeNotInjected) on each pod that\n"
+		"                    asked for trainscope and was left unchanged (needs events create;\n"
+		"                    the API server of --kubeconfig, else the pod's)\n"
 		"  --relay-cpu Q     the relay's cpu request and limit, given when the pod\n"
 		"                    declares resources (default " TS_RELAY_CPU_DEFAULT ")\n"
 		"  --relay-memory Q  its memory request and limit (default " TS_RELAY_MEMORY_DEFAULT ")\n"
@@ -157,6 +160,16 @@ static int serve(struct webhook *w, struct ts_cert_files *f, unsigned check_s)
 	return 0;
 }
 
+static int start_events(struct webhook_opts *o, const char *kubeconfig)
+{
+	char err[256] = "";
+
+	if (ts_events_start(&o->events, kubeconfig, err, sizeof(err)) == 0)
+		return 0;
+	fprintf(stderr, "trainscope-webhook: --events: the API server: %s\n", err);
+	return -1;
+}
+
 /* The whole of a CA bundle, for the relays' environment. */
 static char *read_pem(const char *file)
 {
@@ -198,6 +211,7 @@ int main(int argc, char **argv)
 		{ "wait-s", required_argument, NULL, 'T' },
 		{ "nats-audience", required_argument, NULL, 'U' },
 		{ "nats-ca", required_argument, NULL, 'A' },
+		{ "events", no_argument, NULL, 'E' },
 		{ 0 }
 	};
 	struct webhook_opts o = { .port = 8443 };
@@ -206,7 +220,7 @@ int main(int argc, char **argv)
 	struct ts_bootstrap_opts boot = { .validity_days = 365 };
 	unsigned check_s = 10;
 	struct webhook *w;
-	bool plain = false, bootstrap_certs = false;
+	bool plain = false, bootstrap_certs = false, events = false;
 	const char *ca_file = NULL;
 	char *ca_pem = NULL;
 	int ch, rc;
@@ -229,6 +243,7 @@ int main(int argc, char **argv)
 		case 'i': o.inject.image = optarg; break;
 		case 's': o.inject.nats_url = optarg; break;
 		case 'U': o.inject.nats_audience = optarg; break;
+		case 'E': events = true; break;
 		case 'A': ca_file = optarg; break;
 		case 'C':
 			if (parse_bounded(optarg, "--cert-check-s", "seconds", 0, 86400, &check_s))
@@ -259,6 +274,10 @@ int main(int argc, char **argv)
 		return bootstrap(&boot);
 	if (ca_file && !(o.inject.nats_ca_pem = ca_pem = read_pem(ca_file)))
 		return 1;
+	if (events && start_events(&o, boot.kubeconfig)) {
+		free(ca_pem);
+		return 1;
+	}
 	if (!plain && (!files.cert_path || !files.key_path)) {
 		fprintf(stderr, "trainscope-webhook: the API server only calls HTTPS: pass --tls-cert "
 				"and --tls-key (or --plain-http for a local test)\n");
@@ -267,6 +286,7 @@ int main(int argc, char **argv)
 	rc = !plain && first_pair(&files, &o, &pair) ? 1 : webhook_start(&w, &o) ? 1 : 0;
 	ts_cert_pair_free(&pair);
 	if (rc) {
+		ts_events_stop(o.events);
 		free(ca_pem);
 		return rc;
 	}
@@ -274,6 +294,7 @@ int main(int argc, char **argv)
 		plain ? "HTTP" : "HTTPS", webhook_port(w), o.inject.image, o.inject.nats_url);
 	ts_signals_init();
 	rc = serve(w, plain ? NULL : &files, check_s);
+	ts_events_stop(o.events);
 	free(ca_pem);
 	webhook_stop(w);
 	ts_cert_files_free(&files);

@@ -5,6 +5,8 @@
 #include "log.h"
 #include "tsclock.h"
 
+#include <jansson.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -79,11 +81,20 @@ static void count(struct webhook *w, uint64_t *counter)
 
 static void metrics(struct webhook *w, struct ts_buf *b)
 {
+	struct ts_events_stats es;
+
+	ts_events_stats(w->o.events, &es);
 	pthread_mutex_lock(&w->lock);
 	ts_prom(b, "trainscope_webhook_reviews_total", "counter", "AdmissionReviews answered.",
 		w->reviews);
 	ts_prom(b, "trainscope_webhook_patched_total", "counter", "Pods given trainscope.",
 		w->patched);
+	ts_prom(b, "trainscope_webhook_events_posted_total", "counter",
+		"Warning Events posted on pods left unchanged.", es.posted);
+	ts_prom(b, "trainscope_webhook_events_failed_total", "counter",
+		"Warning Events the API server refused or did not answer.", es.failed);
+	ts_prom(b, "trainscope_webhook_events_dropped_total", "counter",
+		"Warning Events dropped: their queue was full.", es.dropped);
 	ts_prom(b, "trainscope_webhook_skipped_total", "counter",
 		"Pods that asked for trainscope and were left unchanged (the review's warning "
 		"says why).", w->skipped);
@@ -121,20 +132,31 @@ static enum MHD_Result serve_get(struct webhook *w, struct MHD_Connection *c, co
 }
 
 /* A pod that asked for trainscope starts without it: the user sees the review's
- * warning; the operator a metric and, the first time, a line. */
-static void skipped(struct webhook *w, const char *review)
+ * warning; the operator a metric, the first time a line, and a Warning Event on the pod
+ * (by its name, or its generateName before it has one). */
+static void skipped(struct webhook *w, const struct upload *up, const char *review)
 {
-	const char *why = strstr(review, "\"warnings\"");
-
-	why = why ? why : review;
+	json_t *in = json_loadb(up->data, up->len, 0, NULL), *out = json_loads(review, 0, NULL);
+	json_t *req = json_object_get(in, "request"), *warn, *md;
+	const char *pod, *why = "no container to instrument";
 	uint64_t n;
+	size_t i;
 
+	md = json_object_get(json_object_get(req, "object"), "metadata");
+	pod = json_string_value(json_object_get(md, "name"));
+	pod = pod ? pod : json_string_value(json_object_get(md, "generateName"));
+	json_array_foreach(json_object_get(json_object_get(out, "response"), "warnings"), i, warn)
+		why = json_string_value(warn) ? json_string_value(warn) : why;
 	pthread_mutex_lock(&w->lock);
 	n = w->skipped++;
 	pthread_mutex_unlock(&w->lock);
 	if (n == 0)
 		ts_warn("webhook: a pod that asked for trainscope was left unchanged: %.300s (the "
 			"first; trainscope_webhook_skipped_total counts them)", why);
+	ts_events_skipped(w->o.events, json_string_value(json_object_get(req, "namespace")), pod,
+			  why);
+	json_decref(in);
+	json_decref(out);
 }
 
 static enum MHD_Result serve_review(struct webhook *w, struct MHD_Connection *c, const char *url,
@@ -158,7 +180,7 @@ static enum MHD_Result serve_review(struct webhook *w, struct MHD_Connection *c,
 	if (status == 200 && strstr(out, "\"patch\""))
 		count(w, &w->patched);
 	else if (status == 200 && strstr(out, TS_WARN_UNCHANGED))
-		skipped(w, out);
+		skipped(w, up, out);
 	if (status != 200)
 		ts_warn("webhook: refused a request on %s: %.200s", url, out);
 	ret = send_text(w, c, (unsigned)status, "application/json", out, strlen(out));

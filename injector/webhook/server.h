@@ -4,6 +4,7 @@
 #define TS_WEBHOOK_SERVER_H
 
 #include <stdint.h>
+#include "events.h"
 #include "mutate.h"
 
 #define TS_WEBHOOK_MAX_BODY (1u << 20)
@@ -14,6 +15,7 @@ struct webhook_opts {
 	const char *addr;               /* listen address (default 0.0.0.0) */
 	uint16_t port;                  /* 0 = any free port */
 	struct ts_inject_opts inject;
+	struct ts_events *events;       /* NULL: no Events on pods left unchanged */
 };
 
 struct webhook;

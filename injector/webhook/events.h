@@ -1,0 +1,23 @@
+/* Warning Events on pods that asked for trainscope and were left unchanged, posted by a
+ * thread of their own: an admission review never waits on the API server. */
+#ifndef TS_WEBHOOK_EVENTS_H
+#define TS_WEBHOOK_EVENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ts_events;
+
+struct ts_events_stats {
+	uint64_t posted, failed, dropped; /* dropped: the queue was full */
+};
+
+/* kubeconfig NULL: in cluster. Returns 0 or a negative errno with err said. */
+int ts_events_start(struct ts_events **out, const char *kubeconfig, char *err, size_t errlen);
+/* Queues an Event on pod (its name, or the generateName of a pod not yet named) of ns.
+ * Never blocks; a full queue drops it (counted). */
+void ts_events_skipped(struct ts_events *e, const char *ns, const char *pod, const char *why);
+void ts_events_stats(struct ts_events *e, struct ts_events_stats *out);
+void ts_events_stop(struct ts_events *e);
+
+#endif
