@@ -138,15 +138,18 @@ static void skipped(struct webhook *w, const struct upload *up, const char *revi
 {
 	json_t *in = json_loadb(up->data, up->len, 0, NULL), *out = json_loads(review, 0, NULL);
 	json_t *req = json_object_get(in, "request"), *warn, *md;
-	const char *pod, *why = "no container to instrument";
+	char why[512] = "";
+	const char *pod;
 	uint64_t n;
-	size_t i;
+	size_t i, at = 0;
 
 	md = json_object_get(json_object_get(req, "object"), "metadata");
 	pod = json_string_value(json_object_get(md, "name"));
 	pod = pod ? pod : json_string_value(json_object_get(md, "generateName"));
 	json_array_foreach(json_object_get(json_object_get(out, "response"), "warnings"), i, warn)
-		why = json_string_value(warn) ? json_string_value(warn) : why;
+		if (json_string_value(warn) && at < sizeof(why))
+			at += (size_t)snprintf(why + at, sizeof(why) - at, "%s%s", at ? "; " : "",
+					       json_string_value(warn));
 	pthread_mutex_lock(&w->lock);
 	n = w->skipped++;
 	pthread_mutex_unlock(&w->lock);
