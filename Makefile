@@ -139,7 +139,8 @@ bench: deps
 	@$(MAKE) --no-print-directory all $(BENCHES) $(PINGPONG) $(BENCH_WEBHOOK)
 	@for b in $(BENCHES); do $$b $(PRELOAD_LIB) || exit 1; done
 	@BUILD=$(BUILD) bench/bench_agent.sh
-	@d=$$(mktemp -d) && openssl req -x509 -newkey rsa:2048 -nodes -keyout $$d/key.pem \
+	@d=$$(mktemp -d) && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		-nodes -keyout $$d/key.pem \
 		-out $$d/cert.pem -days 1 -subj /CN=localhost \
 		-addext "subjectAltName=IP:127.0.0.1" 2>/dev/null && \
 		$(BENCH_WEBHOOK) $$d; rc=$$?; rm -rf $$d; exit $$rc

@@ -11,7 +11,7 @@ set -e
 BUILD=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-TOTAL=26
+TOTAL=27
 
 skip() {
 	echo "node e2e: skipped: $*"
@@ -168,6 +168,16 @@ host_joined() {
 	kubectl -n trainscope logs ds/trainscope-agent 2>/dev/null | grep -q "tracing rank 5 of team/llm"
 }
 expect "the DaemonSet agent traced the job's ranks" host_joined
+# NATS is closed by default: the relay, the agent and the analyzer each came in through
+# the auth callout with their pods' tokens, each as its own role
+nats_roles() {
+	kubectl get --raw "/api/v1/namespaces/trainscope/pods/trainscope-nats-0:9466/proxy/metrics" \
+		>"$WORK/natsauth.metrics" 2>&1 &&
+		for r in relay agent analyzer; do
+			grep -q "^trainscope_natsauth_granted_total{role=\"$r\"} [1-9]" "$WORK/natsauth.metrics" || return 1
+		done
+}
+expect "the chart's NATS (TLS, auth callout) admitted the relay, agent and analyzer by their tokens" nats_roles
 
 # ---- a CPU hog on the rank's core: HostCPU, the preemptor named through the agent ---------
 job_pod hog-0 hog host --steps 300 --matrix 48 --compute-iters 4 | kubectl apply -f - >/dev/null
