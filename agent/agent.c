@@ -415,7 +415,18 @@ void agent_render_metrics(void *agent, struct ts_buf *b)
 	struct agent *a = agent;
 	const struct ts_probe_feature *f;
 	int n = ts_probe_features(a->probe, &f);
+	struct tsn_stats ns;
 
+	tsn_get_stats(a->nats, &ns);
+	ts_prom(b, "trainscope_agent_nats_acked_total", "counter", "Batches stored by JetStream.",
+		ns.acked);
+	ts_prom(b, "trainscope_agent_nats_dropped_total", "counter",
+		"Batches dropped from a full outbox (NATS away).", ns.dropped);
+	ts_prom(b, "trainscope_agent_nats_denied_total", "counter",
+		"Operations NATS refused as not permitted (the server's words are logged).",
+		ns.denied);
+	ts_prom(b, "trainscope_agent_nats_connected", "gauge", "1 while connected to NATS.",
+		ns.connected);
 	pthread_mutex_lock(&a->lock);
 	ts_prom(b, "trainscope_agent_hellos_total", "counter", "Rank announcements received.", a->hellos);
 	ts_prom(b, "trainscope_agent_refused_announcements_total", "counter",

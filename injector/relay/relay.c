@@ -764,6 +764,9 @@ void relay_render_metrics(struct relay *r, struct ts_buf *b)
 	M("nats_dropped_total", "counter", "Batches dropped from a full outbox.", n.dropped);
 	M("nats_dropped_bytes_total", "counter", "Bytes dropped from a full outbox.",
 	  n.dropped_bytes);
+	M("nats_denied_total", "counter",
+	  "Operations NATS refused as not permitted (a subject outside the relay's namespace or "
+	  "node: the server's words are logged).", n.denied);
 	M("nats_outbox_bytes", "gauge", "Bytes waiting for NATS.", n.outbox_bytes);
 	M("nats_inflight", "gauge", "Publishes awaiting an ack.", n.inflight);
 	M("nats_connected", "gauge", "1 while connected to NATS.", n.connected ? 1 : 0);
