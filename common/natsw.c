@@ -34,6 +34,7 @@ struct tsn {
 	int stream_code;            /* the last stream error said */
 	int64_t hold_until_ms;      /* publish-only: no stream answered; wait before resending */
 	char *token;                /* the token file's content, as last read */
+	bool token_unread;          /* the last read failed (and was said) */
 	char denied[256];           /* the last permission refusal said */
 };
 
@@ -253,8 +254,9 @@ static bool set(const char *s)
 	return s && *s;
 }
 
-/* The token in file, trailing blanks dropped: malloc'ed, "" when it cannot be read. */
-static char *token_of(const char *file)
+/* The token in file, trailing blanks dropped: malloc'ed, "" when it cannot be read
+ * (said unless quiet). */
+static char *token_of(const char *file, bool quiet)
 {
 	FILE *f = fopen(file, "r");
 	char buf[16384];
@@ -267,7 +269,7 @@ static char *token_of(const char *file)
 	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
 		len--;
 	buf[len] = 0;
-	if (!f || !len)
+	if ((!f || !len) && !quiet)
 		ts_warn("nats: cannot read the token in %s: %s", file, f ? "empty" : strerror(errno));
 	return strdup(buf);
 }
@@ -278,8 +280,10 @@ static const char *read_token(void *closure)
 {
 	struct tsn *n = closure;
 
+	/* said once, not at every reconnect, until the file reads again */
 	free(n->token);
-	n->token = token_of(n->opts.token_file);
+	n->token = token_of(n->opts.token_file, n->token_unread);
+	n->token_unread = !n->token || !*n->token;
 	return n->token ? n->token : "";
 }
 
@@ -314,7 +318,7 @@ static natsStatus set_auth(natsOptions *o, const struct tsn_opts *opts, struct t
 	if (s == NATS_OK && set(opts->token_file) && n) {
 		s = natsOptions_SetTokenHandler(o, read_token, n);
 	} else if (s == NATS_OK && set(opts->token_file)) {
-		char *t = token_of(opts->token_file);
+		char *t = token_of(opts->token_file, false);
 		s = t ? natsOptions_SetToken(o, t) : NATS_NO_MEMORY;
 		free(t);
 	} else if (s == NATS_OK && set(opts->token))
