@@ -842,37 +842,13 @@ static void on_request(natsConnection *nc, natsSubscription *sub, natsMsg *m, vo
 	natsMsg_Destroy(m);
 }
 
-int tsn_serve(struct tsn *n, const char *subject, const char *queue, tsn_serve_cb cb,
-	      void *closure, struct tsn_core_sub **out)
+/* Takes s: subscribed (in queue, when given) with handler, or freed. */
+static int core_subscribe(struct tsn *n, const char *subject, const char *queue,
+			  natsMsgHandler handler, struct tsn_core_sub *s, struct tsn_core_sub **out)
 {
-	struct tsn_core_sub *s = calloc(1, sizeof(*s));
-	natsStatus st;
+	natsStatus st = queue ? natsConnection_QueueSubscribe(&s->sub, n->nc, subject, queue, handler, s)
+			      : natsConnection_Subscribe(&s->sub, n->nc, subject, handler, s);
 
-	if (!s)
-		return -ENOMEM;
-	s->serve = cb;
-	s->closure = closure;
-	st = natsConnection_QueueSubscribe(&s->sub, n->nc, subject, queue, on_request, s);
-	if (st != NATS_OK) {
-		ts_error("nats: cannot serve %s: %s", subject, natsStatus_GetText(st));
-		free(s);
-		return -EINVAL;
-	}
-	*out = s;
-	return 0;
-}
-
-int tsn_subscribe_core(struct tsn *n, const char *subject, tsn_msg_cb cb, void *closure,
-		       struct tsn_core_sub **out)
-{
-	struct tsn_core_sub *s = calloc(1, sizeof(*s));
-	natsStatus st;
-
-	if (!s)
-		return -ENOMEM;
-	s->cb = cb;
-	s->closure = closure;
-	st = natsConnection_Subscribe(&s->sub, n->nc, subject, on_core_msg, s);
 	if (st != NATS_OK) {
 		ts_error("nats: cannot subscribe to %s: %s", subject, natsStatus_GetText(st));
 		free(s);
@@ -880,6 +856,30 @@ int tsn_subscribe_core(struct tsn *n, const char *subject, tsn_msg_cb cb, void *
 	}
 	*out = s;
 	return 0;
+}
+
+int tsn_serve(struct tsn *n, const char *subject, const char *queue, tsn_serve_cb cb,
+	      void *closure, struct tsn_core_sub **out)
+{
+	struct tsn_core_sub *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->serve = cb;
+	s->closure = closure;
+	return core_subscribe(n, subject, queue, on_request, s, out);
+}
+
+int tsn_subscribe_core(struct tsn *n, const char *subject, tsn_msg_cb cb, void *closure,
+		       struct tsn_core_sub **out)
+{
+	struct tsn_core_sub *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->cb = cb;
+	s->closure = closure;
+	return core_subscribe(n, subject, NULL, on_core_msg, s, out);
 }
 
 void tsn_unsubscribe_core(struct tsn_core_sub *s)
