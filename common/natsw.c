@@ -254,23 +254,31 @@ static bool set(const char *s)
 	return s && *s;
 }
 
-/* The token in file, trailing blanks dropped: malloc'ed, "" when it cannot be read
- * (said unless quiet). */
+int tsn_read_secret(const char *path, char *out, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	size_t len;
+
+	if (!f)
+		return -errno;
+	len = fread(out, 1, n - 1, f);
+	fclose(f);
+	while (len && (out[len - 1] == '\n' || out[len - 1] == ' ' || out[len - 1] == '\r'))
+		len--;
+	out[len] = 0;
+	return 0;
+}
+
+/* The token in file: malloc'ed, "" when it cannot be read (said unless quiet). */
 static char *token_of(const char *file, bool quiet)
 {
-	FILE *f = fopen(file, "r");
 	char buf[16384];
-	size_t len = 0;
+	int err = tsn_read_secret(file, buf, sizeof(buf));
 
-	if (f) {
-		len = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-	}
-	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-		len--;
-	buf[len] = 0;
-	if ((!f || !len) && !quiet)
-		ts_warn("nats: cannot read the token in %s: %s", file, f ? "empty" : strerror(errno));
+	if (err)
+		buf[0] = 0;
+	if (!buf[0] && !quiet)
+		ts_warn("nats: cannot read the token in %s: %s", file, err ? strerror(-err) : "empty");
 	return strdup(buf);
 }
 

@@ -89,6 +89,10 @@ void tsn_opts_finish(struct tsn_opts *o);
 
 struct tsn;
 
+/* A small credential file's content (a token, a seed, a password), trailing blanks and
+ * newlines dropped, into out. Returns 0 or -errno. */
+int tsn_read_secret(const char *path, char *out, size_t n);
+
 /* Options of a plain nats.c connection with opts' URL, credentials and TLS (the token
  * file read once, now): for tools that talk core NATS. Caller destroys them. */
 natsStatus tsn_nats_options(const struct tsn_opts *opts, natsOptions **out);

@@ -88,22 +88,6 @@ struct natsauth {
 	time_t last_said;
 };
 
-/* The first line of a small file, trailing blanks dropped: 0 or -errno. */
-static int read_line(const char *path, char *out, size_t n)
-{
-	FILE *f = fopen(path, "r");
-	size_t len;
-
-	if (!f)
-		return -errno;
-	len = fread(out, 1, n - 1, f);
-	fclose(f);
-	while (len && (out[len - 1] == '\n' || out[len - 1] == ' ' || out[len - 1] == '\r'))
-		len--;
-	out[len] = 0;
-	return 0;
-}
-
 static int load_issuer(struct natsauth *a)
 {
 	char buf[4096];
@@ -111,7 +95,7 @@ static int load_issuer(struct natsauth *a)
 	unsigned len = 0;
 	size_t n;
 
-	if (read_line(a->seed_file, buf, sizeof(buf))) {
+	if (tsn_read_secret(a->seed_file, buf, sizeof(buf))) {
 		ts_error("cannot read the issuer seed %s: %s", a->seed_file, strerror(errno));
 		return -EIO;
 	}
@@ -176,6 +160,8 @@ static int write_server_config(struct natsauth *a)
 
 	if (!f) {
 		ts_error("cannot write %s: %s", a->server_config, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return 1;
 	}
 	ts_nkey_public(&a->co.issuer, pub);
@@ -400,7 +386,7 @@ int main(int argc, char **argv)
 		return rc;
 	if (a.init && init_dir(&a))
 		return 1;
-	if (a.dir && read_line(a.password_path, a.password, sizeof(a.password))) {
+	if (a.dir && tsn_read_secret(a.password_path, a.password, sizeof(a.password))) {
 		ts_error("cannot read %s: %s (made by --init)", a.password_path, strerror(errno));
 		return 1;
 	}
