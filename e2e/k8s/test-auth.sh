@@ -112,7 +112,6 @@ try() {
 	echo "      $3: $(head -c 300 "$WORK/try.out")"
 	return $rc
 }
-refused() { local rc=0; try "$@" || rc=$?; [ "$rc" = 3 ] || [ "$rc" = 4 ]; }
 no_connection() { local rc=0; try "$@" || rc=$?; [ "$rc" = 4 ]; }
 denied() { local rc=0; try "$@" || rc=$?; [ "$rc" = 3 ]; }
 
