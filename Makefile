@@ -74,7 +74,7 @@ include agent/module.mk
 include e2e/module.mk
 include bench/module.mk
 
-.PHONY: all test unit integration demo e2e e2e-node bench deps lint clean image-root fuzz fuzz-deps
+.PHONY: all test unit integration demo e2e e2e-node bench detect-bench deps lint clean image-root fuzz fuzz-deps
 .DEFAULT_GOAL := all
 
 all: $(LIBS) $(BINS)
@@ -144,6 +144,10 @@ bench: deps
 		-out $$d/cert.pem -days 1 -subj /CN=localhost \
 		-addext "subjectAltName=IP:127.0.0.1" 2>/dev/null && \
 		$(BENCH_WEBHOOK) $$d; rc=$$?; rm -rf $$d; exit $$rc
+
+detect-bench: deps
+	@$(MAKE) --no-print-directory $(DETECT_BENCH)
+	@$(DETECT_BENCH) $(DETECT_ARGS)
 
 lint:
 	@e2e/lint.sh

@@ -374,6 +374,12 @@ static void rank_records(struct ts_analyzer *a, struct ts_job *j, const Trainsco
 				id->job, id->rank, h->op, (unsigned long long)h->seq);
 			continue;
 		}
+		if (r->kind_case == TRAINSCOPE__V1__RECORD__KIND_HELLO && r->hello->n_groups &&
+		    !grow_for(a, j, id)) {
+			ts_job_rank_groups(j, id->rank, (const char *const *)r->hello->groups,
+					   r->hello->n_groups);
+			continue;
+		}
 		if (r->kind_case != TRAINSCOPE__V1__RECORD__KIND_STEP)
 			continue;
 		if (r->step->end_ns < r->step->start_ns) {

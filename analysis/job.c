@@ -50,7 +50,8 @@ static void per_rank_free(struct ts_job *j)
 	free(j->ks), free(j->meta), free(j->hist), free(j->dir), free(j->tdir), free(j->hits);
 	free(j->misses), free(j->alarm), free(j->since), free(j->win_median), free(j->scratch);
 	free(j->vals), free(j->outl), free(j->res.slow), free(j->hit_value), free(j->hit_median);
-	free(j->res.ever_alarmed), free(j->judged_sample);
+	free(j->res.ever_alarmed), free(j->judged_sample), free(j->chg), free(j->ehist);
+	free(j->base), free(j->order), free(j->cstart);
 	j->ks = NULL;
 }
 
@@ -74,7 +75,11 @@ int ts_job_size_world(struct ts_job *j, int world)
 	j->win_median = calloc(nm, sizeof(float));
 	j->hit_value = calloc(nm, sizeof(float)), j->hit_median = calloc(nm, sizeof(float));
 	j->judged_sample = calloc(nm, sizeof(uint64_t));
-	j->scratch = calloc(2 * n + 2 * W(j), sizeof(double));
+	j->scratch = calloc(2 * n + 4 * W(j), sizeof(double));
+	j->chg = calloc(nm, sizeof(*j->chg));
+	j->ehist = malloc(nm * W(j) * sizeof(float));
+	j->base = malloc(nm * sizeof(float));
+	j->order = calloc(n, sizeof(int)), j->cstart = calloc(n + 1, sizeof(int));
 	j->vals = calloc(n, sizeof(double));
 	j->outl = calloc(n, sizeof(int));
 	j->res.slow = calloc(n, sizeof(*j->res.slow));
@@ -82,7 +87,7 @@ int ts_job_size_world(struct ts_job *j, int world)
 	if (!j->rows || !j->meta || !j->hist || !j->ks || !j->dir || !j->tdir || !j->hits ||
 	    !j->misses || !j->alarm || !j->since || !j->win_median || !j->scratch || !j->vals ||
 	    !j->outl || !j->res.slow || !j->hit_value || !j->hit_median || !j->res.ever_alarmed ||
-	    !j->judged_sample) {
+	    !j->judged_sample || !j->chg || !j->ehist || !j->base || !j->order || !j->cstart) {
 		free(old_meta);
 		return -ENOMEM;
 	}
@@ -95,9 +100,17 @@ int ts_job_size_world(struct ts_job *j, int world)
 	for (size_t i = 0; i < nm; i++)
 		if (ts_ksigma_init(&j->ks[i], j->p.time.training_window_size))
 			return -ENOMEM;
+	for (size_t i = 0; i < nm * W(j); i++)
+		j->ehist[i] = NAN;
+	for (size_t i = 0; i < nm; i++)
+		j->base[i] = NAN;
+	for (int m = 0; m < TS_M_COUNT; m++)
+		j->sigma[m] = NAN;
+	j->sigma_at = 0;
+	ts_job_group_ranks(j);
 	j->hist_n = j->hist_next = 0;
 	j->res.world = world;
-	j->res.hang_rank = -1;
+	j->res.hang_rank = j->res.hang_stacks_rank = -1;
 	return 0;
 }
 
@@ -129,16 +142,16 @@ size_t ts_job_bytes(const struct ts_params *p, int world)
 {
 	size_t n = world > 0 ? (size_t)world : 1, nm = n * TS_M_COUNT;
 	size_t w = (size_t)p->space_window, tw = (size_t)p->time.training_window_size;
-	size_t per_metric = w * sizeof(float) + sizeof(struct ts_ksigma) + tw * sizeof(float) +
+	size_t per_metric = 2 * w * sizeof(float) + sizeof(struct ts_ksigma) + tw * sizeof(float) +
 			    2 + 2 * sizeof(uint16_t) + sizeof(bool) + 2 * sizeof(uint64_t) +
-			    3 * sizeof(float);
+			    4 * sizeof(float) + sizeof(struct ts_change);
 	size_t per_rank = sizeof(struct ts_rank_meta) + sizeof(struct ts_slow_rank) + 1 +
-			  3 * sizeof(double) + sizeof(int) +
+			  3 * sizeof(double) + 3 * sizeof(int) +
 			  (size_t)ts_job_max_rows(p, world) * (1 + (TS_M_COUNT + 1) * sizeof(float));
 	/* and per row, whatever the world: the struct and its three allocations' headers */
 	size_t per_row = sizeof(struct row) + 3 * 16;
 
-	return sizeof(struct ts_job) + 2 * w * sizeof(double) +
+	return sizeof(struct ts_job) + 4 * w * sizeof(double) +
 	       (size_t)ts_job_max_rows(p, world) * per_row +
 	       (size_t)(p->fs.max_data_queue_steps + p->fs.steps_window_size) * sizeof(double) +
 	       n * per_rank + nm * per_metric;
@@ -196,13 +209,57 @@ struct ts_rank_meta *ts_job_rank(struct ts_job *j, int rank)
 void ts_job_rank_hang(struct ts_job *j, int rank, const char *op, uint64_t comm, uint64_t seq,
 		      uint64_t pending_ns, const char *stacks)
 {
+	struct ts_rank_meta *m = ts_job_rank(j, rank);
+
+	if (m) {
+		m->hanging = true;
+		snprintf(m->hang_op, sizeof(m->hang_op), "%s", op && *op ? op : "a kernel");
+		m->hang_comm = comm, m->hang_seq = seq, m->hang_ns = j->now_ns;
+		m->hang_step = m->last_step;
+	}
+	if (!j->hang_first_ns)
+		j->hang_first_ns = j->now_ns ? j->now_ns : 1;
+	if (j->hang_reason[0])
+		return; /* the first report stands until culprits are named */
 	snprintf(j->hang_reason, sizeof(j->hang_reason),
 		 "rank %d: %s (communicator %016llx, seq %llu) pending for %.0f s", rank,
 		 op && *op ? op : "an op", (unsigned long long)comm, (unsigned long long)seq,
 		 (double)pending_ns / 1e9);
 	j->res.hang_rank = rank;
-	j->hang_step = rank >= 0 && rank < j->world ? j->meta[rank].last_step : j->max_step;
+	j->hang_step = m ? m->last_step : j->max_step;
+	j->res.hang_stacks_rank = rank;
 	snprintf(j->res.hang_stacks, sizeof(j->res.hang_stacks), "%s", stacks ? stacks : "");
+}
+
+static void add_comm(struct ts_rank_meta *m, uint64_t comm)
+{
+	for (int i = 0; i < m->ncomms; i++)
+		if (m->comms[i] == comm)
+			return;
+	if (m->ncomms < TS_RANK_MAX_COMMS)
+		m->comms[m->ncomms++] = comm;
+	else /* the oldest goes: communicators made last are those in use */
+		memmove(m->comms, m->comms + 1, sizeof(m->comms) - sizeof(m->comms[0])),
+			m->comms[TS_RANK_MAX_COMMS - 1] = comm;
+}
+
+void ts_job_rank_groups(struct ts_job *j, int rank, const char *const *groups, size_t n)
+{
+	struct ts_rank_meta *m = ts_job_rank(j, rank);
+	char err[256];
+
+	for (size_t i = 0; m && i < n; i++) {
+		unsigned long long hash;
+		const char *g = groups[i];
+		if (!strncmp(g, "layout:", 7) && strcmp(g + 7, j->layout_text) &&
+		    ts_job_set_layout(j, g + 7, err, sizeof(err)) && !j->layout_warned) {
+			j->layout_warned = true;
+			ts_warn("%s/%s: rank %d: %s: ranks are compared with all others", j->ns,
+				j->name, rank, err);
+		}
+		else if (sscanf(g, "nccl:%llx:", &hash) == 1)
+			add_comm(m, hash);
+	}
 }
 
 void ts_job_data_loss(struct ts_job *j, uint64_t ring_dropped, int64_t batches_lost)
@@ -494,15 +551,37 @@ static bool new_evidence(struct ts_job *j, int k, int m)
 	return true;
 }
 
+static double rel(double v, double med)
+{
+	return med > 0 ? (v - med) / med : 0;
+}
+
+/* A host-metric alarm (SPACE) in the history; the change points write their own. */
+static void history_raised(struct ts_job *j, int k, int m)
+{
+	size_t i = idx(j, k, m);
+	struct ts_event *ev;
+
+	if (m == TS_M_COLLECTIVE || !(ev = ts_job_history_open(j, TS_EV_SLOW_RANK, k, m)))
+		return;
+	ev->onset_step = j->chg[i].onset, ev->raised_step = j->chg[i].confirmed;
+	ev->raised_ns = j->since[i];
+	ev->excess = (float)rel(j->hit_value[i], j->hit_median[i]);
+	snprintf(ev->text, sizeof(ev->text), "rank %d %s %.2f ms vs group median %.2f ms (%+.0f%%)",
+		 k, ts_metric_names[m], j->hit_value[i], j->hit_median[i], 100 * ev->excess);
+}
+
 static void update_alarms(struct ts_job *j, uint64_t t_ns)
 {
 	for (int k = 0; k < j->world; k++)
 		for (int m = 0; m < TS_M_COUNT; m++) {
 			size_t i = idx(j, k, m);
 			int hit = j->dir[i] > 0 || time_verdict(j, k, m) > 0;
-			if (!new_evidence(j, k, m))
-				continue;
+			if (ts_job_by_change(m) || !new_evidence(j, k, m))
+				continue; /* the change points judge it (job_peers.c) */
 			if (hit) {
+				if (!j->hits[i])
+					j->chg[i].run_start = j->res.last_step;
 				j->hit_value[i] = j->win_median[i];
 				j->hit_median[i] = (float)j->group_median[m];
 				j->misses[i] = 0;
@@ -511,6 +590,9 @@ static void update_alarms(struct ts_job *j, uint64_t t_ns)
 				if (!j->alarm[i] && j->hits[i] >= j->p.alarm_filter_window_size) {
 					j->alarm[i] = true;
 					j->since[i] = t_ns;
+					j->chg[i].onset = j->chg[i].run_start;
+					j->chg[i].confirmed = j->res.last_step;
+					history_raised(j, k, m);
 					if (m != TS_M_COLLECTIVE) {
 						j->res.alarms_raised++;
 						j->res.ever_alarmed[k] = 1;
@@ -527,17 +609,14 @@ static void update_alarms(struct ts_job *j, uint64_t t_ns)
 				if (j->alarm[i] && j->misses[i] * j->p.space_window_step >=
 							   j->p.clear_after_steps) {
 					j->alarm[i] = false;
+					ts_job_history_close(j, TS_EV_SLOW_RANK, k, m,
+							     j->res.last_step, t_ns);
 					ts_info("%s/%s: rank %d %s alarm cleared at step %llu", j->ns,
 						j->name, k, ts_metric_names[m],
 						(unsigned long long)j->res.last_step);
 				}
 			}
 		}
-}
-
-static double rel(double v, double med)
-{
-	return med > 0 ? (v - med) / med : 0;
 }
 
 /* A rank whose GPU is slower (another process on it, a slow card) fills its launch
@@ -627,17 +706,32 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 	s->median_ms = j->hit_median[i];
 	s->degradation = rel(s->value_ms, s->median_ms);
 	s->since_ns = j->since[i] ? j->since[i] : t_ns;
-	snprintf(s->method, sizeof(s->method), "%s%s", j->dir[i] ? "SPACE" : "",
-		 j->tdir[i] > 0 ? (j->dir[i] ? "+TIME" : "TIME") : "");
+	s->onset_step = j->chg[i].onset;
+	s->confirmed_step = j->chg[i].confirmed;
+	if (ts_job_by_change(m))
+		snprintf(s->method, sizeof(s->method), "CUSUM%s%s", j->dir[i] > 0 ? "+SPACE" : "",
+			 j->tdir[i] > 0 ? "+TIME" : "");
+	else
+		snprintf(s->method, sizeof(s->method), "%s%s", j->dir[i] ? "SPACE" : "",
+			 j->tdir[i] > 0 ? (j->dir[i] ? "+TIME" : "TIME") : "");
 	if (!s->method[0])
 		snprintf(s->method, sizeof(s->method), "SPACE");
 	s->evidence[0] = 0;
-	appendf(s->evidence, sizeof(s->evidence), "%s %.2f ms/step vs group median %.2f ms (%+.0f%%)",
-		s->metric, s->value_ms, s->median_ms, 100 * s->degradation);
-	if (m == TS_M_COMPUTE && j->alarm[l])
+	int cls = j->meta[k].peer_class, peers = j->cstart[cls + 1] - j->cstart[cls] - 1;
+	appendf(s->evidence, sizeof(s->evidence), "%s %.2f ms/step vs %s %.2f ms (%+.0f%%) from "
+		"step %llu, confirmed at step %llu", s->metric, s->value_ms,
+		!ts_job_by_change(m) ? "group median" : peers > 0 ? "peers' median" : "own baseline",
+		s->median_ms, 100 * s->degradation, (unsigned long long)s->onset_step,
+		(unsigned long long)s->confirmed_step);
+	if (ts_job_by_change(m) && peers > 0 && j->has_layout && peers + 1 < j->world)
+		appendf(s->evidence, sizeof(s->evidence), " (%d peers under layout %s)", peers,
+			j->layout_text);
+	/* launch time too small a share of the step to be named can still stand out */
+	double lv = j->alarm[l] ? j->hit_value[l] : j->win_median[l];
+	double lm = j->alarm[l] ? j->hit_median[l] : j->group_median[TS_M_LAUNCH];
+	if (m == TS_M_COMPUTE && (j->alarm[l] || j->dir[l] > 0))
 		appendf(s->evidence, sizeof(s->evidence), "; launch %.2f ms vs %.2f ms (%+.0f%%): "
-			"launches wait for the busy GPU", j->hit_value[l], j->hit_median[l],
-			100 * rel(j->hit_value[l], j->hit_median[l]));
+			"launches wait for the busy GPU", lv, lm, 100 * rel(lv, lm));
 	if (m == TS_M_COMPUTE)
 		device_evidence(j, k, s);
 	if (!strcmp(s->cause, "HostCPU") && j->meta[k].blame.top_comm[0])
@@ -692,6 +786,8 @@ static void evaluate_row(struct ts_job *j, struct row *r)
 	if (j->res.steps_evaluated <= (uint64_t)j->p.fs.task_stable_step)
 		return;
 	push_history(j, r);
+	ts_job_change_row(j, r);
+	compose(j, t);
 	/* consecutive steps share most of their window: verdicts come every
 	 * space_window_step steps so that the alarm filter counts fresh evidence */
 	if (j->hist_n < (int)W(j) || ++j->since_verdict < j->p.space_window_step)
@@ -768,8 +864,39 @@ static void hang_cleared(struct ts_job *j)
 	ts_info("%s/%s: the hang of rank %d is over: step %llu evaluated", j->ns, j->name, k,
 		(unsigned long long)j->res.last_step);
 	j->hang_reason[0] = 0;
-	j->res.hang_rank = -1;
+	j->res.hang_rank = j->res.hang_stacks_rank = -1;
 	j->res.hang_stacks[0] = 0;
+	j->res.nculprits = 0;
+	j->hang_first_ns = 0;
+	for (int r = 0; r < j->world; r++)
+		j->meta[r].hanging = false;
+}
+
+/* Fail-slow spells and hangs in the history, as they begin and end. */
+static void history_spells(struct ts_job *j, uint64_t now_ns)
+{
+	struct ts_event *ev;
+	bool hang = j->res.state == TS_STATE_HANG;
+
+	if (j->fs.slow && !j->fs_open && (ev = ts_job_history_open(j, TS_EV_FAILSLOW, -1, 0))) {
+		ev->onset_step = ev->raised_step = j->res.last_step;
+		ev->raised_ns = now_ns;
+		ev->excess = (float)j->fs.degradation;
+		snprintf(ev->text, sizeof(ev->text), "%s", j->res.reason);
+	} else if (!j->fs.slow && j->fs_open) {
+		ts_job_history_close(j, TS_EV_FAILSLOW, -1, 0, j->res.last_step, now_ns);
+	}
+	j->fs_open = j->fs.slow;
+	if (hang && !j->hang_open && (ev = ts_job_history_open(j, TS_EV_HANG, -1, 0))) {
+		ev->onset_step = ev->raised_step = j->res.last_step;
+		ev->raised_ns = now_ns;
+	}
+	if (hang && (ev = ts_job_history_find(j, TS_EV_HANG, -1, 0))) {
+		snprintf(ev->text, sizeof(ev->text), "%s", j->res.reason);
+	} else if (!hang && j->hang_open) {
+		ts_job_history_close(j, TS_EV_HANG, -1, 0, j->res.last_step, now_ns);
+	}
+	j->hang_open = hang;
 }
 
 /* A step still missing ranks is judged once the job is lag_steps past it and its
@@ -825,6 +952,8 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 			 "step time %.1f ms vs baseline %.1f ms (%+.0f%%)", j->fs.current,
 			 j->fs.baseline, 100 * j->fs.degradation);
 	hang_cleared(j);
+	if (j->hang_first_ns)
+		ts_job_hang_culprits(j, now_ns);
 	watch_ranks(j, now_ns);
 	j->res.rank_steps_late = j->late;
 	if (j->added != j->added_seen || !j->last_data_ns) {
@@ -845,6 +974,7 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 			 (double)(now_ns - j->last_progress_ns) / 1e9,
 			 (unsigned long long)j->res.last_step);
 	}
+	history_spells(j, now_ns);
 	return old != j->res.state || strcmp(before, j->res.summary) != 0 ||
 	       j->res.steps_evaluated != evaluated;
 }

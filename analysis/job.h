@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "analysis/change.h"
 #include "analysis/failslow.h"
 #include "analysis/ksigma.h"
 #include "analysis/params.h"
@@ -51,6 +52,8 @@ struct ts_device_view {
 	uint32_t xid_errors, temperature_c;
 };
 
+#define TS_RANK_MAX_COMMS 16
+
 struct ts_rank_meta {
 	char pod[128], node[64], device[64];
 	int pid, device_index;
@@ -60,6 +63,14 @@ struct ts_rank_meta {
 	struct ts_host_view host;
 	struct ts_host_view blame; /* the last view that named a preemptor */
 	struct ts_device_view dev;
+	int peer_class;            /* ranks of one class do the same work (peers.h) */
+	/* NCCL communicators the rank is in (Hello groups "nccl:<hash>:<size>:<rank>") */
+	uint64_t comms[TS_RANK_MAX_COMMS];
+	uint8_t ncomms;
+	/* the op its hang watch reported, while it reports one */
+	bool hanging;
+	char hang_op[24];
+	uint64_t hang_comm, hang_seq, hang_ns, hang_step;
 };
 
 /* NVML throttle reasons that mean the hardware slowed the GPU down. */
@@ -69,12 +80,29 @@ struct ts_slow_rank {
 	int rank;
 	const char *cause;   /* Compute | Communication | HostCPU | Storage | Device */
 	const char *metric;
-	char method[16];     /* SPACE, TIME, SPACE+TIME */
+	char method[24];     /* CUSUM, SPACE, TIME and their sums */
 	double degradation;  /* (value - group median) / group median */
 	double value_ms, median_ms;
 	uint64_t since_ns;
+	uint64_t onset_step;     /* the step where the change began */
+	uint64_t confirmed_step; /* the step at which it was confirmed */
 	char evidence[320];
 };
+
+enum ts_event_kind { TS_EV_SLOW_RANK, TS_EV_FAILSLOW, TS_EV_HANG };
+
+/* What the job went through: every alarm raised and cleared, every hang. */
+struct ts_event {
+	uint8_t kind, metric;
+	bool open;
+	int32_t rank;           /* -1: the job */
+	uint64_t onset_step, raised_step, cleared_step;
+	uint64_t raised_ns, cleared_ns;
+	float excess;           /* (value - reference) / reference when raised */
+	char text[256];
+};
+#define TS_HISTORY_MAX 32
+#define TS_HANG_MAX_CULPRITS 8
 
 struct ts_job_result {
 	enum ts_state state;
@@ -92,8 +120,17 @@ struct ts_job_result {
 	uint8_t *ever_alarmed;    /* [world]: 1 for a rank that was ever alarmed */
 	char summary[512];
 	char reason[256];
-	int hang_rank;            /* the rank whose hang watch fired, -1 when none */
+	int hang_rank;            /* the culprit, else the rank whose hang watch fired; -1 */
+	int hang_stacks_rank;     /* whose stacks hang_stacks holds */
 	char hang_stacks[16384];  /* its Python stacks at that moment */
+	/* the ranks that did not enter the op the others wait in, and that op */
+	int nculprits, hang_waiting, hang_members;
+	int culprits[TS_HANG_MAX_CULPRITS];
+	char hang_op[24];
+	uint64_t hang_comm, hang_seq;
+	struct ts_event history[TS_HISTORY_MAX];
+	int nhistory;
+	uint64_t history_dropped;
 };
 
 struct ts_job;
@@ -125,6 +162,13 @@ void ts_job_device_view(struct ts_job *j, const char *node, int device_index,
 /* A rank's in-process hang watch saw an op pending past its timeout. */
 void ts_job_rank_hang(struct ts_job *j, int rank, const char *op, uint64_t comm, uint64_t seq,
 		      uint64_t pending_ns, const char *stacks);
+/* The rank's Hello groups: "layout:tp2-pp4-dp8" (its job's parallel layout, from
+ * TRAINSCOPE_GROUPS) and "nccl:<hex hash>:<size>:<rank>" (a communicator it is in).
+ * Unknown entries are passed over. */
+void ts_job_rank_groups(struct ts_job *j, int rank, const char *const *groups, size_t n);
+/* Sets the job's parallel layout (peers.h). 0, or -EINVAL with err saying why (a layout
+ * that does not parse, or that covers another number of ranks than the job's). */
+int ts_job_set_layout(struct ts_job *j, const char *layout, char *err, size_t errlen);
 /* Records a producer's rings dropped, and batches missing from its sequence (a negative
  * count: a missing one came after all). */
 void ts_job_data_loss(struct ts_job *j, uint64_t ring_dropped, int64_t batches_lost);

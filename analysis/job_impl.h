@@ -3,6 +3,7 @@
 #define TS_JOB_IMPL_H
 
 #include "analysis/job.h"
+#include "analysis/peers.h"
 
 struct row {
 	uint64_t step;
@@ -52,6 +53,18 @@ struct ts_job {
 	bool has_trace;
 	int since_verdict;                  /* steps since the last SPACE verdict */
 	struct ts_job_result res;
+	/* change points (job_peers.c) */
+	struct ts_change *chg;              /* [world][M] */
+	float *ehist;                       /* [world][M][space_window] excess over peers */
+	float *base;                        /* [world][M] own baseline, for ranks with no peer */
+	int *order, *cstart;                /* ranks by peer class: [world], [world + 1] */
+	int nclass;
+	bool has_layout, layout_warned, fs_open, hang_open;
+	struct ts_layout layout;
+	char layout_text[64];
+	float sigma[TS_M_COUNT];            /* the job's noise of the excess, share of a step */
+	uint64_t sigma_at;                  /* steps_evaluated when sigma was learned */
+	uint64_t hang_first_ns;             /* the first hang report still standing */
 	double *scratch;                    /* 2 * world doubles */
 	double *vals;                       /* world doubles */
 	int *outl;                          /* world ints */
@@ -59,6 +72,19 @@ struct ts_job {
 
 /* (Re)allocates everything sized by the world; per-rank history restarts. */
 int ts_job_size_world(struct ts_job *j, int world);
+/* job_peers.c: which metrics the change points judge; ranks grouped by peer class
+ * (after the world or the layout changed); a step's excess over peers. */
+bool ts_job_by_change(int m);
+void ts_job_group_ranks(struct ts_job *j);
+void ts_job_change_row(struct ts_job *j, const struct row *r);
+/* job_history.c */
+struct ts_event *ts_job_history_open(struct ts_job *j, enum ts_event_kind kind, int rank, int m);
+struct ts_event *ts_job_history_find(struct ts_job *j, enum ts_event_kind kind, int rank, int m);
+void ts_job_history_close(struct ts_job *j, enum ts_event_kind kind, int rank, int m,
+			  uint64_t step, uint64_t t_ns);
+/* job_hang.c: names the ranks that did not enter the op the others wait in. */
+void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns);
+
 /* Rows the step ring may grow to for a world: limits.reorder_steps within reorder_mb. */
 int ts_job_max_rows(const struct ts_params *p, int world);
 

@@ -80,6 +80,9 @@ static void arrays_io(struct ts_snap *s, struct ts_job *j)
 	TS_SNAP_ARR(s, j->hit_value, nm);
 	TS_SNAP_ARR(s, j->hit_median, nm);
 	TS_SNAP_ARR(s, j->judged_sample, nm);
+	TS_SNAP_ARR(s, j->chg, nm);
+	TS_SNAP_ARR(s, j->ehist, nm * w);
+	TS_SNAP_ARR(s, j->base, nm);
 	for (int i = 0; i < j->res.nslow; i++)
 		slow_io(s, &j->res.slow[i]);
 	TS_SNAP_ARR(s, j->res.ever_alarmed, n);
@@ -105,6 +108,7 @@ static void adopt_scalars(struct ts_job *j, const struct ts_job *saved)
 	j->tdir = NULL, j->hits = NULL, j->misses = NULL, j->alarm = NULL, j->since = NULL;
 	j->win_median = NULL, j->hit_value = NULL, j->hit_median = NULL, j->judged_sample = NULL;
 	j->scratch = NULL, j->vals = NULL, j->outl = NULL;
+	j->chg = NULL, j->ehist = NULL, j->base = NULL, j->order = NULL, j->cstart = NULL;
 	j->res.slow = NULL, j->res.ever_alarmed = NULL;
 	j->fs.hist = NULL, j->fs.win = NULL;
 	j->world = 0;
@@ -124,6 +128,9 @@ static int remake(struct ts_job *j, const struct ts_job *saved)
 	j->fs = fs;
 	j->hist_n = saved->hist_n, j->hist_next = saved->hist_next;
 	j->res.hang_rank = saved->res.hang_rank;
+	j->res.hang_stacks_rank = saved->res.hang_stacks_rank;
+	memcpy(j->sigma, saved->sigma, sizeof(j->sigma));
+	j->sigma_at = saved->sigma_at;
 	return 0;
 }
 
@@ -159,6 +166,7 @@ int ts_job_load(struct ts_job **out, struct ts_snap *s, int max_world, uint64_t 
 	arrays_io(s, j);
 	if ((err = s->err))
 		goto fail;
+	ts_job_group_ranks(j); /* peer classes from the restored layout and ranks */
 	restart_clocks(j, now_ns);
 	free(saved);
 	*out = j;
@@ -175,6 +183,7 @@ fail:
 uint64_t ts_job_snap_layout(void)
 {
 	uint64_t v[] = { sizeof(struct ts_job), sizeof(struct row), sizeof(struct ts_rank_meta),
-			 sizeof(struct ts_slow_rank), sizeof(struct ts_params), TS_M_COUNT, 1 };
+			 sizeof(struct ts_slow_rank), sizeof(struct ts_params), TS_M_COUNT,
+			 sizeof(struct ts_change), sizeof(struct ts_event), 2 };
 	return ts_fnv1a(v, sizeof(v));
 }

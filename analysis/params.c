@@ -25,6 +25,23 @@ static const struct ts_cfg_field fields[] = {
 	  "no step for this long while ranks run: Hang"),
 	F("failslow.rank_lost_s", TS_CFG_DOUBLE, rank_lost_s, 1, 1e7,
 	  "a rank with no step and no exit record this long while others exited is lost"),
+	F("failslow.hang_culprit_wait_s", TS_CFG_DOUBLE, hang_culprit_wait_s, 0, 1e7,
+	  "a hang's culprits (ranks that did not enter the op the others wait in) are named "
+	  "once most members reported, or this long after the first report"),
+	F("change.drift", TS_CFG_DOUBLE, change.drift, 0, 1,
+	  "a rank's excess over its peers, as a share of the step, below which a step counts "
+	  "as normal (half the smallest slowdown worth naming)"),
+	F("change.drift_sigmas", TS_CFG_DOUBLE, change.drift_sigmas, 0, 100,
+	  "... and at least this many robust sigmas of the job's noise"),
+	F("change.threshold", TS_CFG_DOUBLE, change.threshold, 0.1, 1e6,
+	  "CUSUM sum, in robust sigmas of the job's own noise, that names a rank"),
+	F("change.max_step_sigmas", TS_CFG_DOUBLE, change.max_z, 0.1, 1e6,
+	  "the most one step adds: no single step names a rank"),
+	F("change.smooth_steps", TS_CFG_INT, change.smooth_steps, 1, 15,
+	  "a step counts by the median of the rank's last this many excesses (pauses of "
+	  "fewer than half of them are not a change)"),
+	F("change.min_sigma", TS_CFG_DOUBLE, change.min_sigma, 0, 1,
+	  "floor of the learned noise, as a share of the step"),
 	F("space.window_size", TS_CFG_INT, space_window, 1, 64, "steps per SPACE window"),
 	F("space.window_step", TS_CFG_INT, space_window_step, 1, 64,
 	  "steps between verdicts: alarm_filter_window_size verdicts span this many steps each"),
@@ -100,7 +117,10 @@ void ts_params_defaults(struct ts_params *p)
 		p->expert[i] = -1;
 	p->alarm_filter_window_size = 5;
 	p->clear_after_steps = 30;
+	p->change = (struct ts_change_opts){ .drift = 0.015, .drift_sigmas = 1, .threshold = 12, .max_z = 3,
+					     .min_sigma = 0.002, .smooth_steps = 5 };
 	p->hang_timeout_s = 300;
+	p->hang_culprit_wait_s = 10;
 	p->rank_lost_s = 30;
 	p->lag_steps = 16;
 	p->lateness_s = 10;

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include "config.h"
+#include "analysis/change.h"
 #include "analysis/dbscan.h"
 #include "analysis/failslow.h"
 #include "analysis/ksigma.h"
@@ -29,7 +30,9 @@ struct ts_params {
 	double expert[4];            /* min/max upper, min/max lower; < 0 = not set */
 	int alarm_filter_window_size;
 	int clear_after_steps;       /* consecutive normal evaluations that clear an alarm */
+	struct ts_change_opts change;
 	double hang_timeout_s;
+	double hang_culprit_wait_s;  /* name culprits without a majority of reports after this */
 	double rank_lost_s;          /* a rank silent this long while others exited is lost */
 	int lag_steps;               /* evaluate a step with missing ranks once this far behind */
 	double lateness_s;           /* ... and once this long after its first rank came */

@@ -24,13 +24,41 @@ static json_t *time_str(uint64_t ns)
 static json_t *slow_rank_json(struct ts_job *j, const struct ts_slow_rank *s)
 {
 	struct ts_rank_meta *m = ts_job_rank(j, s->rank);
+	json_t *o;
 
-	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:o}", "rank",
+	o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:o}", "rank",
 			 s->rank, "pod", m ? m->pod : "", "node", m ? m->node : "", "device",
 			 m ? m->device : "", "cause", s->cause, "metric", s->metric, "method",
 			 s->method, "degradation", num_or_null(s->degradation), "since",
 			 time_str(s->since_ns), "evidence", s->evidence, "valueMs",
 			 num_or_null(s->value_ms), "medianMs", num_or_null(s->median_ms));
+	if (o) {
+		json_object_set_new(o, "onsetStep", json_integer((json_int_t)s->onset_step));
+		json_object_set_new(o, "confirmedStep", json_integer((json_int_t)s->confirmed_step));
+	}
+	return o;
+}
+
+static json_t *hang_json(const struct ts_job_result *r)
+{
+	json_t *h = json_pack("{s:i, s:s}", "rank", r->hang_rank, "stacks", r->hang_stacks);
+	json_t *cul = json_array();
+	char comm[20];
+
+	for (int i = 0; i < r->nculprits; i++)
+		json_array_append_new(cul, json_integer(r->culprits[i]));
+	json_object_set_new(h, "culprits", cul);
+	if (r->hang_stacks_rank >= 0)
+		json_object_set_new(h, "stacksRank", json_integer(r->hang_stacks_rank));
+	if (r->hang_op[0]) {
+		snprintf(comm, sizeof(comm), "%016llx", (unsigned long long)r->hang_comm);
+		json_object_set_new(h, "op", json_string(r->hang_op));
+		json_object_set_new(h, "communicator", json_string(comm));
+		json_object_set_new(h, "seq", json_integer((json_int_t)r->hang_seq));
+		json_object_set_new(h, "waiting", json_integer(r->hang_waiting));
+		json_object_set_new(h, "members", json_integer(r->hang_members));
+	}
+	return h;
 }
 
 static json_t *condition(const char *type, bool status, const char *reason, const char *msg,
@@ -68,6 +96,45 @@ static json_t *lost_ranks(struct ts_job *j)
 			json_array_append_new(a, json_pack("{s:i, s:s, s:I}", "rank", k, "pod", m->pod,
 							   "lastStep", (json_int_t)m->last_step));
 	return a;
+}
+
+static const char *const event_kinds[] = { "SlowRank", "FailSlow", "Hang" };
+
+static json_t *event_json(const struct ts_event *ev)
+{
+	json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:o, s:s}", "type", event_kinds[ev->kind % 3],
+			      "onsetStep", (json_int_t)ev->onset_step, "raisedStep",
+			      (json_int_t)ev->raised_step, "message", ev->text, "raised",
+			      time_str(ev->raised_ns), "metric",
+			      ev->kind == TS_EV_SLOW_RANK && ev->metric < TS_M_COUNT ?
+				      ts_metric_names[ev->metric] : "");
+	if (!o)
+		return NULL;
+	if (ev->rank >= 0)
+		json_object_set_new(o, "rank", json_integer(ev->rank));
+	if (ev->kind != TS_EV_HANG)
+		json_object_set_new(o, "excess", num_or_null(ev->excess));
+	if (!ev->open) {
+		json_object_set_new(o, "clearedStep", json_integer((json_int_t)ev->cleared_step));
+		json_object_set_new(o, "cleared", time_str(ev->cleared_ns));
+	}
+	return o;
+}
+
+/* What the job went through, not only where it stands: alarms raised and cleared,
+ * fail-slow spells and hangs since the start. */
+static json_t *history_json(const struct ts_job_result *r)
+{
+	json_t *ranks = json_array(), *events = json_array();
+
+	for (int k = 0; k < r->world; k++)
+		if (r->ever_alarmed[k])
+			json_array_append_new(ranks, json_integer(k));
+	for (int i = 0; i < r->nhistory; i++)
+		json_array_append_new(events, event_json(&r->history[i]));
+	return json_pack("{s:I, s:o, s:o, s:I}", "alarmsRaised", (json_int_t)r->alarms_raised,
+			 "ranksEverAlarmed", ranks, "events", events, "eventsDropped",
+			 (json_int_t)r->history_dropped);
 }
 
 static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint64_t now,
@@ -110,8 +177,9 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 	if (st && r->nlost)
 		json_object_set_new(st, "lostRanks", lost_ranks(j));
 	if (st && hang && r->hang_rank >= 0)
-		json_object_set_new(st, "hang", json_pack("{s:i, s:s}", "rank", r->hang_rank,
-							  "stacks", r->hang_stacks));
+		json_object_set_new(st, "hang", hang_json(r));
+	if (st)
+		json_object_set_new(st, "history", history_json(r));
 	return st;
 }
 
@@ -156,18 +224,6 @@ static void add_systrace(json_t *root, struct ts_job *j, const struct ts_job_res
 	json_object_set_new(root, "timestamp", json_integer((json_int_t)(now / 1000000000ull)));
 }
 
-/* What the job went through, not only where it stands: alarms since the start. */
-static json_t *history_json(const struct ts_job_result *r)
-{
-	json_t *ranks = json_array();
-
-	for (int k = 0; k < r->world; k++)
-		if (r->ever_alarmed[k])
-			json_array_append_new(ranks, json_integer(k));
-	return json_pack("{s:I, s:o}", "alarmsRaised", (json_int_t)r->alarms_raised,
-			 "ranksEverAlarmed", ranks);
-}
-
 json_t *ts_report_json(struct ts_job *j, const char *trouble)
 {
 	const struct ts_job_result *r = ts_job_result(j);
@@ -178,7 +234,7 @@ json_t *ts_report_json(struct ts_job *j, const char *trouble)
 
 	json_object_set_new(root, "status", status_json(j, r, now, trouble));
 	add_systrace(root, j, r, now);
-	json_object_set_new(root, "history", history_json(r));
+	json_object_set(root, "history", json_object_get(json_object_get(root, "status"), "history"));
 	return root;
 }
 

@@ -15,3 +15,8 @@ $(BENCH_WEBHOOK): $(BUILD)/obj/bench/bench_webhook.o $(BUILD)/obj/injector/webho
 		$(BUILD)/obj/injector/webhook/events.o \
 		$(WEBHOOK_LIB_OBJS) $(COMMON_OBJS)
 	$(call link,$^,$(shell pkg-config --libs libcurl))
+
+# make detect-bench: the analyzer's detection matrix (bench/results/detect.md).
+DETECT_BENCH := $(BUILD)/bench/detect_bench
+$(DETECT_BENCH): $(BUILD)/obj/bench/detect_bench.o $(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
+	$(call link,$^)

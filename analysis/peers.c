@@ -1,0 +1,102 @@
+#include "peers.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool replica(const char *dim)
+{
+	return !strcmp(dim, "dp") || !strcmp(dim, "cp");
+}
+
+int ts_layout_parse(struct ts_layout *l, const char *text, char *err, size_t errlen)
+{
+	const char *p = text;
+
+	memset(l, 0, sizeof(*l));
+	while (p && *p) {
+		size_t n = 0;
+		char *end;
+		if (l->ndims == TS_LAYOUT_MAX_DIMS) {
+			snprintf(err, errlen, "layout '%s': more than %d dimensions", text,
+				 TS_LAYOUT_MAX_DIMS);
+			return -EINVAL;
+		}
+		while (isalpha((unsigned char)p[n]) && n < sizeof(l->name[0]) - 1)
+			n++;
+		long v = n ? strtol(p + n, &end, 10) : 0;
+		if (!n || end == p + n || v < 1 || v > 1 << 20 || (*end && *end != '-' && *end != ',')) {
+			snprintf(err, errlen, "layout '%s': expected dimensions like tp2-pp4-dp8 "
+				 "(a name, its size >= 1, '-' between them)", text);
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < n; i++)
+			l->name[l->ndims][i] = (char)tolower((unsigned char)p[i]);
+		for (int d = 0; d < l->ndims; d++)
+			if (!strcmp(l->name[d], l->name[l->ndims])) {
+				snprintf(err, errlen, "layout '%s': dimension '%s' twice", text,
+					 l->name[d]);
+				return -EINVAL;
+			}
+		l->size[l->ndims++] = (int)v;
+		p = *end ? end + 1 : end;
+	}
+	if (!l->ndims || ts_layout_world(l) > 1 << 22) {
+		snprintf(err, errlen, "layout '%s': %s", text ? text : "",
+			 l->ndims ? "more than 4194304 ranks" : "empty");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+long ts_layout_world(const struct ts_layout *l)
+{
+	long w = 1;
+
+	for (int d = 0; d < l->ndims; d++)
+		w *= l->size[d];
+	return l->ndims ? w : 0;
+}
+
+int ts_layout_class(const struct ts_layout *l, int rank)
+{
+	long r = rank, cls = 0, scale = 1;
+
+	if (rank < 0 || rank >= ts_layout_world(l))
+		return -1;
+	for (int d = 0; d < l->ndims; d++) {
+		long c = r % l->size[d];
+		r /= l->size[d];
+		if (replica(l->name[d]))
+			continue;
+		cls += c * scale;
+		scale *= l->size[d];
+	}
+	return (int)cls;
+}
+
+int ts_layout_classes(const struct ts_layout *l)
+{
+	int n = 1;
+
+	for (int d = 0; d < l->ndims; d++)
+		if (!replica(l->name[d]))
+			n *= l->size[d];
+	return n;
+}
+
+void ts_layout_coords(const struct ts_layout *l, int rank, char *out, size_t n)
+{
+	size_t len = 0;
+	long r = rank;
+
+	out[0] = 0;
+	for (int d = 0; d < l->ndims && len < n; d++) {
+		len += (size_t)snprintf(out + len, n - len, "%s%s%ld", d ? "-" : "", l->name[d],
+					r % l->size[d]);
+		r /= l->size[d];
+	}
+}

@@ -1,0 +1,356 @@
+/* make detect-bench: the analyzer's detection quality on a fixed matrix of synthetic
+ * jobs fed straight into its library (analysis/job.h), with the seed of every run
+ * fixed. Synchronous steps: each rank works (dataloader, launch, compute, checkpoint),
+ * then all meet in one all-reduce that ends when the slowest arrives, so the waiting
+ * ranks show the slow one's excess as collective time. Per scenario it prints recall
+ * (the faulty rank named), the cause it got, runs that named a false rank, and the
+ * detection latency in steps after the onset. The matrix was written before tuning;
+ * misses are reported, not dropped. */
+#include "analysis/job.h"
+#include "analysis/peers.h"
+#include "log.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MS 1000000ull
+#define MAX_RUNS 32
+
+enum fault { F_NONE, F_COMPUTE, F_STORAGE, F_HOST, F_NETWORK, F_HANG };
+static const char *const fault_names[] = { "healthy", "compute", "storage", "host", "network",
+					   "hang" };
+static const char *const fault_cause[] = { "", "Compute", "Storage", "HostCPU",
+					   "Communication", "" };
+static const int fault_metric[] = { -1, TS_M_COMPUTE, TS_M_DATALOADER, TS_M_LAUNCH, -1, -1 };
+
+enum shape { PERSISTENT, TRANSIENT, GRADUAL };
+
+struct scenario {
+	const char *name;
+	int world;
+	const char *layout;     /* TRAINSCOPE_GROUPS the ranks announce; NULL: none */
+	int stages;             /* pipeline stages by rank / (world / stages); last heavier */
+	double stage_extra;     /* the last stage's extra work by design */
+	enum fault fault;
+	double size;            /* the faulty rank's work grows by this share */
+	enum shape shape;
+	int onset, duration;    /* transient: steps; gradual: steps to full size */
+	int steps, runs;
+	double jitter;          /* per-step noise (sd, share) of every rank's work */
+	int ckpt_every;         /* all ranks checkpoint every N steps (0: never) */
+	double jobwide;         /* the whole job slows by this share from `onset` */
+	double spike_rate;      /* share of rank-steps a pause (GC, page faults) hits */
+	double spike_size;      /* ... making that rank's work this much longer */
+};
+
+struct outcome {
+	bool named, cause_ok, false_rank, failslow;
+	int latency;            /* steps from onset to naming; -1: never */
+	long onset_err;         /* the onset the analyzer dated minus the true one */
+	bool culprit_ok;
+};
+
+/* splitmix64: rand_r's 32-bit LCG repeats itself at power-of-two lags, and a rank's
+ * draws are world * 8 calls apart, which made 1,024-rank noise autocorrelated. */
+static double uniform(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double gauss(uint64_t *seed)
+{
+	return sqrt(-2 * log(uniform(seed))) * cos(2 * M_PI * uniform(seed));
+}
+
+static double fault_now(const struct scenario *sc, int step)
+{
+	if (sc->fault == F_NONE || sc->fault == F_HANG || step < sc->onset)
+		return 0;
+	if (sc->shape == TRANSIENT && step >= sc->onset + sc->duration)
+		return 0;
+	if (sc->shape == GRADUAL && step < sc->onset + sc->duration)
+		return sc->size * (step - sc->onset + 1) / sc->duration;
+	return sc->size;
+}
+
+static int faulty_rank(const struct scenario *sc)
+{
+	return sc->world / 2 + 1 < sc->world ? sc->world / 2 + 1 : 0;
+}
+
+/* The rank's pipeline stage: its pp coordinate under the layout the ranks announce,
+ * else contiguous blocks of ranks. */
+static int stage_of(const struct scenario *sc, int k)
+{
+	struct ts_layout l;
+	char err[128];
+	long r = k;
+
+	if (sc->stages <= 1)
+		return 0;
+	if (!sc->layout || ts_layout_parse(&l, sc->layout, err, sizeof(err)))
+		return k / (sc->world / sc->stages);
+	for (int d = 0; d < l.ndims; d++, r /= l.size[d - 1])
+		if (!strcmp(l.name[d], "pp"))
+			return (int)(r % l.size[d]);
+	return 0;
+}
+
+/* One step of every rank into the job. */
+static void feed(struct ts_job *j, const struct scenario *sc, int step, uint64_t *seed,
+		 double *busy)
+{
+	const double dl = 4, launch = 3, compute = 60, ckpt = 120, coll = 12;
+	int bad = faulty_rank(sc);
+	double f = fault_now(sc, step), wide = step >= sc->onset ? 1 + sc->jobwide : 1;
+	double slowest = 0, net = sc->fault == F_NETWORK && f > 0 ? 1 + f : 1;
+	uint64_t t0 = 1000000 * MS + (uint64_t)step * 200 * MS;
+	struct ts_rank_step rs[4096];
+
+	for (int k = 0; k < sc->world; k++) {
+		int stage = stage_of(sc, k);
+		double work = (stage == sc->stages - 1 ? 1 + sc->stage_extra : 1) * wide;
+		struct ts_rank_step *r = &rs[k];
+		memset(r, 0, sizeof(*r));
+		r->step = (uint64_t)step;
+		r->m[TS_M_DATALOADER] = dl * work * (1 + sc->jitter * gauss(seed));
+		r->m[TS_M_LAUNCH] = launch * work * (1 + sc->jitter * gauss(seed));
+		r->m[TS_M_COMPUTE] = compute * work * (1 + sc->jitter * gauss(seed));
+		if (sc->spike_rate > 0 && uniform(seed) < sc->spike_rate)
+			r->m[TS_M_COMPUTE] += sc->spike_size * compute * work;
+		r->m[TS_M_CHECKPOINT] = sc->ckpt_every && step % sc->ckpt_every == 0 ?
+			ckpt * (1 + sc->jitter * gauss(seed)) : 0;
+		r->m[TS_M_RUNQ] = r->m[TS_M_OFFCPU] = NAN; /* no node agent */
+		if (k == bad && f > 0 && fault_metric[sc->fault] >= 0)
+			r->m[fault_metric[sc->fault]] += f * (dl + launch + compute) * work;
+		busy[k] = r->m[TS_M_DATALOADER] + r->m[TS_M_LAUNCH] + r->m[TS_M_COMPUTE] +
+			  r->m[TS_M_CHECKPOINT];
+		slowest = fmax(slowest, busy[k]);
+	}
+	for (int k = 0; k < sc->world; k++) {
+		double c = coll * net * (1 + sc->jitter * gauss(seed));
+		rs[k].m[TS_M_COLLECTIVE] = slowest - busy[k] + c;
+		rs[k].start_ns = t0;
+		rs[k].end_ns = t0 + (uint64_t)((slowest + c) * MS);
+		ts_job_add_step(j, k, sc->world, &rs[k]);
+	}
+}
+
+static void groups(struct ts_job *j, const struct scenario *sc)
+{
+	char buf[80];
+	const char *g[1] = { buf };
+
+	if (!sc->layout)
+		return;
+	snprintf(buf, sizeof(buf), "layout:%s", sc->layout);
+	for (int k = 0; k < sc->world; k++)
+		ts_job_rank_groups(j, k, g, 1);
+}
+
+/* A hang: the faulty rank stops entering the all-reduce at `onset`; the others' hang
+ * watches report it, one by one. */
+static void hang(struct ts_job *j, const struct scenario *sc, struct outcome *o, uint64_t now)
+{
+	int bad = faulty_rank(sc);
+
+	for (int k = 0; k < sc->world; k++)
+		if (k != bad)
+			ts_job_rank_hang(j, k, "AllReduce", 0xc0ffee, (uint64_t)sc->onset * 3 + 1,
+					 310 * 1000 * MS, "");
+	ts_job_tick(j, now + 400ull * 1000 * MS);
+	const struct ts_job_result *r = ts_job_result(j);
+	o->culprit_ok = r->state == TS_STATE_HANG && r->nculprits == 1 && r->culprits[0] == bad;
+	o->named = o->culprit_ok;
+	o->cause_ok = o->culprit_ok;
+	o->latency = o->culprit_ok ? 0 : -1;
+	for (int i = 0; i < r->nculprits; i++)
+		o->false_rank |= r->culprits[i] != bad;
+}
+
+static int run_one(const struct scenario *sc, uint64_t seed, struct outcome *o)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	double busy[4096];
+	int bad = faulty_rank(sc), steps = sc->fault == F_HANG ? sc->onset : sc->steps;
+	uint64_t now = 0;
+
+	memset(o, 0, sizeof(*o));
+	o->latency = -1;
+	ts_params_defaults(&p);
+	p.hang_timeout_s = 300;
+	if (ts_job_new(&j, "bench", sc->name, sc->world, &p))
+		return -ENOMEM;
+	groups(j, sc);
+	for (int st = 0; st < steps; st++) {
+		feed(j, sc, st, &seed, busy);
+		now = 1000000 * MS + (uint64_t)st * 200 * MS;
+		ts_job_tick(j, now);
+		const struct ts_job_result *r = ts_job_result(j);
+		o->failslow |= r->state == TS_STATE_FAILSLOW;
+		for (int i = 0; i < r->nslow; i++) {
+			const struct ts_slow_rank *s = &r->slow[i];
+			bool right = sc->fault != F_NONE && s->rank == bad && st >= sc->onset;
+			if (!right) {
+				o->false_rank = true;
+				continue;
+			}
+			if (!o->named) {
+				o->named = true;
+				o->latency = (int)r->last_step - sc->onset;
+				o->onset_err = (long)s->onset_step - sc->onset;
+				o->cause_ok = !strcmp(s->cause, fault_cause[sc->fault]);
+			}
+		}
+	}
+	if (sc->fault == F_HANG)
+		hang(j, sc, o, now);
+	ts_job_free(j);
+	return 0;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+static void report(const struct scenario *sc, const struct outcome *o, int n, double secs)
+{
+	int named = 0, cause = 0, falses = 0, lat[MAX_RUNS], nl = 0;
+	long onset_err = 0;
+	char size[16] = "-";
+
+	for (int i = 0; i < n; i++) {
+		named += o[i].named, cause += o[i].named && o[i].cause_ok, falses += o[i].false_rank;
+		if (o[i].latency >= 0)
+			lat[nl++] = o[i].latency, onset_err += labs(o[i].onset_err);
+	}
+	qsort(lat, (size_t)nl, sizeof(int), cmp_int);
+	if (sc->fault != F_NONE && sc->fault != F_HANG)
+		snprintf(size, sizeof(size), "%.0f%%", 100 * sc->size);
+	bool faulty = sc->fault != F_NONE && sc->fault != F_NETWORK;
+	printf("| %-34s | %5d | %-8s | %5s | %4d | ", sc->name, sc->world, fault_names[sc->fault],
+	       size, n);
+	if (faulty)
+		printf("%4.2f | %4.2f | ", (double)named / n, named ? (double)cause / named : 0);
+	else
+		printf("   - |    - | ");
+	printf("%3d | ", falses);
+	if (nl && sc->fault != F_HANG)
+		printf("%3d | %3d | %4.1f | ", lat[nl / 2], lat[(nl * 9) / 10 < nl ? (nl * 9) / 10 : nl - 1],
+		       (double)onset_err / nl);
+	else
+		printf("  - |   - |    - | ");
+	printf("%5.1f |\n", secs);
+	fflush(stdout);
+}
+
+#define HEALTHY(nm, w, lay, stg, ext, ck, wide, runs) \
+	{ nm, w, lay, stg, ext, F_NONE, 0, PERSISTENT, 200, 0, 400, runs, 0.02, ck, wide, 0, 0 }
+#define FAULT(nm, w, lay, stg, ext, f, sz, shp, on, dur, runs) \
+	{ nm, w, lay, stg, ext, f, sz, shp, on, dur, 300, runs, 0.02, 0, 0, 0, 0 }
+#define NOISY(nm, w, f, sz, jit, rate, spike, runs) \
+	{ nm, w, NULL, 1, 0, f, sz, PERSISTENT, 100, 0, 400, runs, jit, 0, 0, rate, spike }
+
+static const struct scenario matrix[] = {
+	HEALTHY("healthy", 16, NULL, 1, 0, 0, 0, 20),
+	HEALTHY("healthy", 64, NULL, 1, 0, 0, 0, 10),
+	HEALTHY("healthy", 1024, NULL, 1, 0, 0, 0, 3),
+	HEALTHY("healthy, checkpoint every 50", 64, NULL, 1, 0, 50, 0, 10),
+	HEALTHY("healthy, job-wide 30% slower", 64, NULL, 1, 0, 0, 0.3, 10),
+	NOISY("healthy, 5% jitter", 64, F_NONE, 0, 0.05, 0, 0, 10),
+	NOISY("healthy, 1% of steps +30% (pauses)", 64, F_NONE, 0, 0.02, 0.01, 0.3, 10),
+	NOISY("healthy, 5% of steps +100% (pauses)", 64, F_NONE, 0, 0.02, 0.05, 1.0, 10),
+	HEALTHY("pp4-dp4, last stage +25%", 16, "pp4-dp4", 4, 0.25, 0, 0, 20),
+	HEALTHY("tp2-pp4-dp8, last stage +25%", 64, "tp2-pp4-dp8", 4, 0.25, 0, 0, 10),
+	HEALTHY("pp4-dp4, +25%, no layout given", 16, NULL, 4, 0.25, 0, 0, 10),
+	FAULT("compute 3%", 16, NULL, 1, 0, F_COMPUTE, 0.03, PERSISTENT, 100, 0, 20),
+	FAULT("compute 5%", 16, NULL, 1, 0, F_COMPUTE, 0.05, PERSISTENT, 100, 0, 20),
+	FAULT("compute 5%", 64, NULL, 1, 0, F_COMPUTE, 0.05, PERSISTENT, 100, 0, 20),
+	FAULT("compute 10%", 16, NULL, 1, 0, F_COMPUTE, 0.10, PERSISTENT, 100, 0, 20),
+	FAULT("compute 10%", 64, NULL, 1, 0, F_COMPUTE, 0.10, PERSISTENT, 100, 0, 20),
+	FAULT("compute 10%", 1024, NULL, 1, 0, F_COMPUTE, 0.10, PERSISTENT, 100, 0, 3),
+	NOISY("compute 10%, 5% jitter", 16, F_COMPUTE, 0.10, 0.05, 0, 0, 20),
+	NOISY("compute 10%, 1% of steps +30%", 64, F_COMPUTE, 0.10, 0.02, 0.01, 0.3, 10),
+	FAULT("compute 20%", 16, NULL, 1, 0, F_COMPUTE, 0.20, PERSISTENT, 100, 0, 20),
+	FAULT("compute 50%", 16, NULL, 1, 0, F_COMPUTE, 0.50, PERSISTENT, 100, 0, 20),
+	FAULT("compute 10% from step 0", 16, NULL, 1, 0, F_COMPUTE, 0.10, PERSISTENT, 0, 0, 20),
+	FAULT("compute 20% for 10 steps", 16, NULL, 1, 0, F_COMPUTE, 0.20, TRANSIENT, 100, 10, 20),
+	FAULT("compute to 20% over 100 steps", 16, NULL, 1, 0, F_COMPUTE, 0.20, GRADUAL, 100, 100, 20),
+	FAULT("storage 10%", 16, NULL, 1, 0, F_STORAGE, 0.10, PERSISTENT, 100, 0, 20),
+	FAULT("storage 30%", 64, NULL, 1, 0, F_STORAGE, 0.30, PERSISTENT, 100, 0, 10),
+	FAULT("host 10%", 16, NULL, 1, 0, F_HOST, 0.10, PERSISTENT, 100, 0, 20),
+	FAULT("host 30%", 64, NULL, 1, 0, F_HOST, 0.30, PERSISTENT, 100, 0, 10),
+	FAULT("pp4-dp4: compute 10% in a stage", 16, "pp4-dp4", 4, 0.25, F_COMPUTE, 0.10, PERSISTENT, 100, 0, 20),
+	FAULT("tp2-pp4-dp8: compute 5% in a stage", 64, "tp2-pp4-dp8", 4, 0.25, F_COMPUTE, 0.05, PERSISTENT, 100, 0, 10),
+	FAULT("pp4-dp1: compute 10% (no peer)", 4, "pp4-dp1", 4, 0.25, F_COMPUTE, 0.10, PERSISTENT, 100, 0, 20),
+	FAULT("network 30% job-wide", 16, NULL, 1, 0, F_NETWORK, 0.30, PERSISTENT, 100, 0, 10),
+	FAULT("hang: one rank never enters", 8, NULL, 1, 0, F_HANG, 0, PERSISTENT, 60, 0, 5),
+	FAULT("hang: one rank never enters", 1024, NULL, 1, 0, F_HANG, 0, PERSISTENT, 60, 0, 2),
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: detect_bench [--quick] [--filter TEXT]\n"
+		   "  Runs the analyzer's detection matrix (synthetic jobs, fixed seeds) and prints\n"
+		   "  recall, cause, false-rank runs and detection latency (steps after the onset).\n"
+		   "  --quick        at most 3 runs a scenario, worlds up to 64\n"
+		   "  --filter TEXT  only scenarios whose name contains TEXT\n"
+		   "  Exit status 1 when a healthy scenario named a rank.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = { { "quick", no_argument, 0, 'q' },
+					      { "filter", required_argument, 0, 'f' },
+					      { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+	const char *filter = NULL;
+	bool quick = false, false_alarm = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "qf:h", opts, NULL)) != -1) {
+		if (c == 'q')
+			quick = true;
+		else if (c == 'f')
+			filter = optarg;
+		else {
+			usage(c == 'h' ? stdout : stderr);
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	setenv("TRAINSCOPE_LOG", "warn", 0);
+	ts_log_init("detect-bench");
+	printf("| scenario | ranks | fault | size | runs | recall | cause ok | false-rank runs | "
+	       "median steps | p90 steps | onset error | seconds |\n");
+	printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (size_t i = 0; i < sizeof(matrix) / sizeof(matrix[0]); i++) {
+		const struct scenario *sc = &matrix[i];
+		struct outcome o[MAX_RUNS];
+		int runs = quick && sc->runs > 3 ? 3 : sc->runs;
+		struct timespec a, b;
+		if ((filter && !strstr(sc->name, filter)) || (quick && sc->world > 64))
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		for (int r = 0; r < runs; r++)
+			if (run_one(sc, 1000u + (uint64_t)r * 7919u, &o[r])) {
+				fprintf(stderr, "detect_bench: out of memory\n");
+				return 2;
+			}
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		report(sc, o, runs, (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9);
+		for (int r = 0; r < runs && sc->fault == F_NONE; r++)
+			false_alarm |= o[r].false_rank;
+	}
+	return false_alarm ? 1 : 0;
+}
