@@ -88,6 +88,7 @@ void ts_ident_from_env(struct ts_ident *id)
 	id->cgroup_id = ts_cgroup_id();
 	id->dev_index = env_int("TRAINSCOPE_DEVICE_INDEX", id->local_rank);
 	env_copy(id->dev_uuid, sizeof(id->dev_uuid), "TRAINSCOPE_DEVICE_UUID", "");
+	env_copy(id->groups, sizeof(id->groups), "TRAINSCOPE_GROUPS", "");
 }
 
 void ts_subject_token(char *dst, size_t n, const char *src)

@@ -15,9 +15,10 @@ struct ts_ident {
 	uint64_t cgroup_id;
 	int32_t dev_index;
 	char dev_uuid[48];
+	char groups[64];  /* the job's parallel layout (TRAINSCOPE_GROUPS: "tp2-pp4-dp8") */
 };
 
-/* Fills id from TRAINSCOPE_NAMESPACE/JOB/POD/NODE/CONTAINER, RANK, LOCAL_RANK,
+/* Fills id from TRAINSCOPE_NAMESPACE/JOB/POD/NODE/CONTAINER/GROUPS, RANK, LOCAL_RANK,
  * WORLD_SIZE and the process itself. Missing values get defaults ("default",
  * "local", host name, rank -1). */
 void ts_ident_from_env(struct ts_ident *id);

@@ -12,7 +12,7 @@
 #include "ident.h"
 
 #define TS_RING_MAGIC 0x31474e4952535400ull /* "\0TSRING1" */
-#define TS_RING_VERSION 1
+#define TS_RING_VERSION 2 /* 2: ts_ident.groups */
 #define TS_RING_SUFFIX ".ring"
 
 enum ts_rec_type {
@@ -33,6 +33,8 @@ enum ts_rec_type {
 				* b = seq, c = step; stacks in the ring's .stacks file */
 	TS_REC_EXCEPTION = 10, /* the traceback is in the ring's .exc file */
 	TS_REC_GROUPS = 11,    /* the ring's .groups file changed */
+	TS_REC_COMM = 12,      /* an NCCL communicator made: a = its hash (the same on every
+				* member), b = members, c = this rank in it */
 };
 
 /* Files beside a ring that carry text the fixed-size records cannot. */

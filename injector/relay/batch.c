@@ -111,6 +111,8 @@ int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *step
 		hello.start_time_ns = h->start_real_ns;
 		hello.version = (char *)"0.1.0";
 		hello.comm = (char *)"";
+		hello.groups = (char **)h->groups;
+		hello.n_groups = h->groups ? h->ngroups : 0;
 		trainscope__v1__record__init(&recs[k]);
 		recs[k].kind_case = TRAINSCOPE__V1__RECORD__KIND_HELLO;
 		recs[k].hello = &hello;

@@ -25,6 +25,8 @@ struct ts_batch_hdr {
 	bool final;               /* the producer exited: nothing follows */
 	bool died;                /* ... without its exit record, after making steps */
 	const struct ts_hang_info *hang; /* append a Hang record */
+	const char *const *groups;       /* Hello groups ("layout:...", "nccl:...") */
+	size_t ngroups;
 };
 
 /* Returns 0 with *out malloc'ed (caller frees), or -ENOMEM. */

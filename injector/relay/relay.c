@@ -26,6 +26,8 @@
 #define DRAIN_STEPS 4
 #define DRAIN_RECORDS 4096 /* ... and records, for a ring whose records close no step */
 
+#define TS_RELAY_MAX_COMMS 32
+
 struct producer {
 	char path[4096];
 	struct ts_ring *ring;
@@ -41,6 +43,9 @@ struct producer {
 	uint64_t ctl_seq, next_hello_ms;
 	int side_fd;                  /* the relay's side file; -1: the identity is not kept */
 	uint64_t saved_seq, saved_ctl; /* what it says */
+	/* its Hello groups: the layout, then the communicators it announced */
+	char groups[1 + TS_RELAY_MAX_COMMS][64];
+	int ngroups;
 };
 
 #define HELLO_EVERY_MS 5000
@@ -280,6 +285,11 @@ static int add_producer(struct relay *r, const char *path)
 	ts_subject(p->subject, sizeof(p->subject), p->ring->id.ns, p->ring->id.job, "rank", leaf);
 	ts_subject(p->ctl_subject, sizeof(p->ctl_subject), p->ring->id.ns, p->ring->id.job, "ctl",
 		   p->ring->id.node);
+	/* the ring is the process's memory: its text is taken bounded */
+	const char *lay = p->ring->id.groups;
+	int n = (int)strnlen(lay, sizeof(p->ring->id.groups) - 1);
+	if (n)
+		snprintf(p->groups[p->ngroups++], sizeof(p->groups[0]), "layout:%.*s", n, lay);
 	r->prod[r->nprod++] = p;
 	r->st.producers_seen++;
 	ts_info("relay: following %s (job %s/%s rank %d/%d pid %d) -> %s", path, p->ring->id.ns,
@@ -496,7 +506,12 @@ static void publish(struct relay *r, struct producer *p, bool final)
 	bool died = final && !atomic_load(&p->ring->closed) && p->steps;
 	struct ts_batch_hdr h = { .producer_id = p->producer_id, .seq = p->seq + 1,
 				  .hello = !p->hello_sent, .final = final, .died = died };
+	const char *groups[1 + TS_RELAY_MAX_COMMS];
 	int err;
+
+	for (int i = 0; i < p->ngroups; i++)
+		groups[i] = p->groups[i];
+	h.groups = groups, h.ngroups = (size_t)p->ngroups;
 
 	p->last_flush_ms = mono_ms();
 	if (!p->npending && p->hello_sent && !final)
@@ -564,6 +579,27 @@ static void send_hang(struct relay *r, struct producer *p, const struct ts_rec *
 	reserve_open(r, p);
 }
 
+/* A communicator the rank made goes to the analyzer with the next batch's Hello: it
+ * tells the ranks that wait in a hung collective from the one that never entered. */
+static void add_comm(struct producer *p, const struct ts_rec *rec)
+{
+	char g[64];
+
+	snprintf(g, sizeof(g), "nccl:%016llx:%llu:%llu", (unsigned long long)rec->a,
+		 (unsigned long long)rec->b, (unsigned long long)rec->c);
+	for (int i = 0; i < p->ngroups; i++)
+		if (!strcmp(p->groups[i], g))
+			return;
+	if (p->ngroups == 1 + TS_RELAY_MAX_COMMS) { /* the oldest communicator goes */
+		int first = p->groups[0][0] == 'l' ? 1 : 0;
+		memmove(p->groups[first], p->groups[first + 1],
+			(size_t)(p->ngroups - first - 1) * sizeof(p->groups[0]));
+		p->ngroups--;
+	}
+	snprintf(p->groups[p->ngroups++], sizeof(p->groups[0]), "%s", g);
+	p->hello_sent = false;
+}
+
 /* Takes a round's budget from the ring; true when it stopped with records left. */
 static bool drain(struct relay *r, struct producer *p)
 {
@@ -578,6 +614,10 @@ static bool drain(struct relay *r, struct producer *p)
 		r->st.records++;
 		if (rec.type == TS_REC_HANG) {
 			send_hang(r, p, &rec);
+			continue;
+		}
+		if (rec.type == TS_REC_COMM) {
+			add_comm(p, &rec);
 			continue;
 		}
 		if (!ts_agg_add(&p->agg, &rec, &sum))

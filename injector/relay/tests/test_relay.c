@@ -180,7 +180,7 @@ static struct ts_ring *new_ring(const char *dir, int rank, int world, int *lock_
 				char *path, size_t n)
 {
 	struct ts_ident id = { .ns = "ns", .job = "job", .node = "node", .rank = rank,
-			       .world_size = world, .pid = 4000 + rank };
+			       .world_size = world, .pid = 4000 + rank, .groups = "pp2-dp2" };
 	struct ts_ring *ring;
 
 	assert_int_equal(ts_ring_create(dir, 4096, &id, &ring, lock_fd, path, n), 0);
@@ -221,6 +221,7 @@ struct msg {
 	uint64_t producer_id, seq;
 	int nsteps;
 	int64_t first, last; /* steps; -1 when none */
+	char groups[256];    /* its Hello's groups, each followed by a space */
 };
 
 struct stream {
@@ -296,7 +297,14 @@ static void add_msg(struct stream *s, const char *subject, const void *data, siz
 	m->seq = b->seq;
 	m->nsteps = 0;
 	m->first = m->last = -1;
+	m->groups[0] = 0;
 	for (size_t i = 0; i < b->n_records; i++) {
+		const Trainscope__V1__Hello *h = b->records[i]->hello;
+		for (size_t g = 0; b->records[i]->kind_case == TRAINSCOPE__V1__RECORD__KIND_HELLO &&
+				   g < h->n_groups; g++) {
+			size_t len = strlen(m->groups);
+			snprintf(m->groups + len, sizeof(m->groups) - len, "%s ", h->groups[g]);
+		}
 		if (b->records[i]->kind_case != TRAINSCOPE__V1__RECORD__KIND_STEP)
 			continue;
 		int64_t step = (int64_t)b->records[i]->step->step;
@@ -589,6 +597,41 @@ static void test_unsaved_read_only_side_file(void **state)
 #define MAX_SKEW 16 /* the analyzer's lag_steps: a rank further ahead makes the other late */
 
 /* Two ranks' backlogs, waiting in their rings when the relay starts. */
+/* The rank's layout goes with its first Hello; a communicator it makes later brings a
+ * new Hello with it, for the analyzer's hang culprits. */
+static void test_hello_groups(void **state)
+{
+	struct fixture *fx = *state;
+	struct stream *s = &fx->s;
+	struct relay_opts o = { .ring_dir = fx->dir, .nats = { .url = s->d.url } };
+	struct ts_ring *ring;
+	struct ts_rec comm = { .type = TS_REC_COMM, .a = 0xabc, .b = 2, .c = 1 };
+	int lock_fd, hello = 0, with_comm = 0;
+	struct relay *r;
+	char path[4096];
+
+	(void)state;
+	ring = new_ring(fx->dir, 1, 2, &lock_fd, path, sizeof(path));
+	push_steps(ring, 0, 4);
+	assert_int_equal(relay_new(&r, &o), 0);
+	run_until(r, s, 0, 1, 3);
+	assert_int_equal(ts_ring_push(ring, &comm), 0);
+	push_steps(ring, 4, 8);
+	run_until(r, s, 0, 1, 7);
+	relay_free(r);
+	for (int i = 0; i < s->count; i++) {
+		if (strcmp(s->m[i].kind, "rank") || !s->m[i].groups[0])
+			continue;
+		hello++;
+		assert_non_null(strstr(s->m[i].groups, "layout:pp2-dp2 "));
+		with_comm += strstr(s->m[i].groups, "nccl:0000000000000abc:2:1 ") != NULL;
+	}
+	assert_int_equal(hello, 2);
+	assert_int_equal(with_comm, 1);
+	close(lock_fd);
+	ts_ring_unmap(ring);
+}
+
 static void test_backlog_interleaves_ranks(void **state)
 {
 	struct fixture *fx = *state;
@@ -657,6 +700,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_restart_keeps_producer, fixture_up, fixture_down),
 		cmocka_unit_test(test_unsaved_read_only_folder),
 		cmocka_unit_test(test_unsaved_read_only_side_file),
+		cmocka_unit_test_setup_teardown(test_hello_groups, fixture_up, fixture_down),
 		cmocka_unit_test_setup_teardown(test_backlog_interleaves_ranks, fixture_up,
 						fixture_down),
 	};
