@@ -109,9 +109,12 @@ void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns)
 			ncul++;
 		}
 	}
-	/* reports come as each rank's own watch fires: wait for most of them */
+	/* reports come as each rank's own watch fires: wait for most of them; and where no
+	 * rank announced the communicator (the job taken as one), only a majority agreeing
+	 * on the op is evidence enough: communicators named differently by each process
+	 * (an older preload) must not make every other rank a culprit */
 	if (waiting * 2 <= members &&
-	    (double)(now_ns - j->hang_first_ns) < j->p.hang_culprit_wait_s * 1e9)
+	    (!known || (double)(now_ns - j->hang_first_ns) < j->p.hang_culprit_wait_s * 1e9))
 		return;
 	res->nculprits = ncul < TS_HANG_MAX_CULPRITS ? ncul : TS_HANG_MAX_CULPRITS;
 	res->hang_waiting = waiting, res->hang_members = members;

@@ -593,6 +593,30 @@ static void test_hang_culprit(void **state)
 	ts_job_free(j);
 }
 
+/* Each process names its communicator differently and none announced one: no majority
+ * agrees on an op, so nobody is named a culprit, however long the hang lasts. */
+static void test_hang_no_guess(void **state)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	struct sim s = { 4, -1, 0, TS_M_COMPUTE, 1, 9 };
+	uint64_t t = 1000000 * MS;
+
+	(void)state;
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", "guess", 4, &p), 0);
+	for (int st = 0; st < 20; st++) {
+		feed_step(j, &s, (uint64_t)st);
+		ts_job_tick(j, t + (uint64_t)st * 100 * MS);
+	}
+	ts_job_rank_hang(j, 0, "AllReduce", 0x1000, 21, 300 * 1000 * MS, "");
+	ts_job_rank_hang(j, 1, "AllReduce", 0x2000, 21, 300 * 1000 * MS, "");
+	ts_job_tick(j, t + 4000 * 1000 * MS);
+	assert_int_equal(ts_job_result(j)->state, TS_STATE_HANG);
+	assert_int_equal(ts_job_result(j)->nculprits, 0);
+	ts_job_free(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -613,6 +637,7 @@ int main(void)
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_pipeline_peers),
 		cmocka_unit_test(test_hang_culprit),
+		cmocka_unit_test(test_hang_no_guess),
 	};
 	return cmocka_run_group_tests_name("job", tests, NULL, NULL);
 }
