@@ -4,6 +4,7 @@
  * which is what the fallback times. With NCCL's profiler plugin active (ncclprof.c) the
  * hooks only count: the plugin gives per-channel device time without events. */
 #include "nccl.h"
+#include "comms.h"
 #include "cudefs.h"
 #include "gpu.h"
 #include "real.h"
@@ -134,9 +135,15 @@ static void coll_enter(struct coll_call *c, unsigned op, size_t count, int dtype
 	if (ts_gpu_plugin_active())
 		return;
 	c->stream = stream;
+	struct ts_comm *cm = ts_comm_find(comm, comm_hash(comm), 0);
+	uint64_t id = cm ? atomic_load_explicit(&cm->id, memory_order_acquire) : 0;
+	uint32_t n = cm ? atomic_load_explicit(&cm->nranks, memory_order_relaxed) : 0;
+	/* numbered per communicator, as every member numbers it */
 	c->meta = (struct ts_op_meta){ .kind = TS_T_COLL, .op = (uint16_t)op,
-				       .nranks = comm_ranks(comm), .comm = comm_hash(comm),
-				       .seq = atomic_fetch_add(&coll_seq, 1) + 1 };
+				       .nranks = n ? n : comm_ranks(comm),
+				       .comm = id ? id : comm_hash(comm),
+				       .seq = id ? atomic_fetch_add(&cm->seq, 1) + 1
+						 : atomic_fetch_add(&coll_seq, 1) + 1 };
 	c->meta.amount = ts_nccl_bytes(op, count, ts_nccl_type_size(dtype), c->meta.nranks);
 	if (ts_tls.group_depth) {
 		if (!group.ops++) {
@@ -255,6 +262,75 @@ TS_EXPORT ncclResult_t ncclRecv(void *b, size_t n, int t, int peer, ncclComm_t c
 {
 	NCCL_REAL("ncclRecv", void *, size_t, int, int, ncclComm_t, CUstream)
 	NCCL_CALL(TRAINSCOPE_COLL_SEND_RECV, n, t, comm, st, (b, n, t, peer, comm, st))
+}
+
+/* ---- communicators: their shared names (comms.h) -------------------------------- */
+
+typedef struct {
+	char internal[128];
+} ts_nccl_uid;
+
+/* Calls made inside another NCCL call (a split made of an init) are NCCL's own. */
+#define NCCL_NESTED(call)                 \
+	bool outer = ts_tls.nccl_depth == 0; \
+	ts_tls.nccl_depth++;                 \
+	ncclResult_t r = f call;             \
+	ts_tls.nccl_depth--;
+
+TS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ts_nccl_uid id, int rank)
+{
+	NCCL_REAL("ncclCommInitRank", ncclComm_t *, int, ts_nccl_uid, int)
+	NCCL_NESTED((comm, nranks, id, rank))
+	if (outer && r == 0 && comm && *comm)
+		ts_comm_made(*comm, ts_comm_uid_hash(&id, sizeof(id)), (uint32_t)nranks,
+			     (uint32_t)rank);
+	return r;
+}
+
+TS_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ts_nccl_uid id,
+					      int rank, void *config)
+{
+	NCCL_REAL("ncclCommInitRankConfig", ncclComm_t *, int, ts_nccl_uid, int, void *)
+	NCCL_NESTED((comm, nranks, id, rank, config))
+	if (outer && r == 0 && comm && *comm)
+		ts_comm_made(*comm, ts_comm_uid_hash(&id, sizeof(id)), (uint32_t)nranks,
+			     (uint32_t)rank);
+	return r;
+}
+
+typedef ncclResult_t (*user_rank_fn)(ncclComm_t, int *);
+static _Atomic(void *) real_user_rank;
+
+TS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+				     void *config)
+{
+	NCCL_REAL("ncclCommSplit", ncclComm_t, int, int, ncclComm_t *, void *)
+	NCCL_NESTED((comm, color, key, newcomm, config))
+	if (outer && r == 0 && newcomm && *newcomm) {
+		struct ts_comm *parent = ts_comm_find(comm, comm_hash(comm), 0);
+		user_rank_fn ur = (user_rank_fn)ts_real(&real_user_rank, "libnccl", "ncclCommUserRank");
+		int rank = key;
+		uint64_t pid = parent ? atomic_load(&parent->id) : comm_hash(comm);
+		if (ur)
+			ur(*newcomm, &rank);
+		ts_comm_made(*newcomm, ts_comm_split_id(pid ? pid : comm_hash(comm), color),
+			     comm_ranks(*newcomm), (uint32_t)rank);
+	}
+	return r;
+}
+
+TS_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
+{
+	NCCL_REAL("ncclCommDestroy", ncclComm_t)
+	ts_comm_gone(comm);
+	return f(comm);
+}
+
+TS_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
+{
+	NCCL_REAL("ncclCommAbort", ncclComm_t)
+	ts_comm_gone(comm);
+	return f(comm);
 }
 
 TS_EXPORT ncclResult_t ncclGroupStart(void)

@@ -234,6 +234,30 @@ static void test_nccl(void **state)
 	assert_int_equal(vali(&o, "gpu_step", 0, "compute_ns"), 0);
 }
 
+/* Two processes' view in one: the same unique id names the same communicator; a split
+ * gets a name of its own; each communicator numbers its collectives from 1. */
+static void test_comms(void **state)
+{
+	(void)state;
+	run("comms", NULL, &o);
+	assert_int_equal(val(&o, "ring.comms"), 3);
+	assert_int_equal(vali(&o, "comm", 0, "nranks"), 4);
+	assert_int_equal(vali(&o, "comm", 0, "rank"), 2);
+	assert_int_equal(vali(&o, "comm", 1, "rank"), 3);
+	assert_int_equal(vali(&o, "comm", 2, "nranks"), 2);
+	assert_int_equal(vali(&o, "comm", 2, "rank"), 1);
+	assert_int_equal(val(&o, "comm_ids_agree"), 1);
+	assert_int_equal(val(&o, "split_id_differs"), 1);
+	assert_int_equal(val(&o, "ring.colls"), 4);
+	assert_int_equal(vali(&o, "coll", 0, "seq"), 1);
+	assert_int_equal(vali(&o, "coll", 1, "seq"), 2);
+	assert_int_equal(vali(&o, "coll", 2, "seq"), 1); /* the split's first */
+	assert_int_equal(vali(&o, "coll", 3, "seq"), 1); /* the same id, another pointer */
+	assert_int_equal(vali(&o, "coll", 0, "comm_is"), 0);
+	assert_int_equal(vali(&o, "coll", 2, "comm_is"), 2);
+	assert_int_equal(vali(&o, "coll", 3, "comm_is"), 0);
+}
+
 static void test_cublas(void **state)
 {
 	char *env[] = { "TRAINSCOPE_SAMPLE_N=1", "TRAINSCOPE_SAMPLE_BUDGET=1", NULL };
@@ -285,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_sampling),
 		cmocka_unit_test(test_hang),
 		cmocka_unit_test(test_nccl),
+		cmocka_unit_test(test_comms),
 		cmocka_unit_test(test_cublas),
 		cmocka_unit_test(test_profiler_plugin),
 	};

@@ -37,8 +37,8 @@ typedef CUresult (*getproc2_fn)(const char *, void **, int, uint64_t, int *);
 /* What the ring said. */
 struct seen {
 	struct ts_ring *ring;
-	int gpu_steps, ncoll, ngemm, nhang;
-	struct ts_rec gpu_step[MAXREC], coll[MAXREC], gemm[MAXREC], hang[4];
+	int gpu_steps, ncoll, ngemm, nhang, ncomm;
+	struct ts_rec gpu_step[MAXREC], coll[MAXREC], gemm[MAXREC], hang[4], comm[8];
 	uint64_t ctr_launches, ctr_api;
 };
 
@@ -98,6 +98,7 @@ static void drain(void)
 		case TS_REC_COLL: keep(s->coll, &s->ncoll, MAXREC, &r); break;
 		case TS_REC_GEMM: keep(s->gemm, &s->ngemm, MAXREC, &r); break;
 		case TS_REC_HANG: keep(s->hang, &s->nhang, 4, &r); break;
+		case TS_REC_COMM: keep(s->comm, &s->ncomm, 8, &r); break;
 		case TS_REC_STEP_CTR:
 			s->ctr_launches += r.a;
 			s->ctr_api += r.reserved;
@@ -386,6 +387,40 @@ static void sc_nccl(void)
 	wait_gpu_steps(1);
 }
 
+static void kv(const char *key, int i, const char *field, uint64_t v);
+
+/* Communicators made through ncclCommInitRank and ncclCommSplit are announced with the
+ * name every member gives them, and each numbers its own collectives from 1. */
+static void sc_comms(void)
+{
+	void *(*init)(int, int, char) = (void *(*)(int, int, char))user_fn("tsd_user_comm_init");
+	void *(*split)(void *, int, int) = (void *(*)(void *, int, int))user_fn("tsd_user_comm_split");
+	int (*destroy)(void *) = (int (*)(void *))user_fn("tsd_user_comm_destroy");
+	int (*allreduce)(void *, void *, uint64_t) =
+		(int (*)(void *, void *, uint64_t))user_fn("tsd_user_allreduce");
+	void *world = init(4, 2, 'x'), *same = init(4, 3, 'x'), *half;
+
+	if (!world || !same || !(half = split(world, 1, 1)))
+		die("comm init");
+	trainscope_step_begin(0);
+	if (allreduce(world, B, 8) || allreduce(world, B, 8) || allreduce(half, B, 8) ||
+	    allreduce(same, B, 8))
+		die("allreduce");
+	trainscope_step_end(0);
+	wait_gpu_steps(1);
+	destroy(half);
+	drain();
+	for (int i = 0; i < d.seen.ncomm; i++) {
+		kv("comm", i, "nranks", d.seen.comm[i].b);
+		kv("comm", i, "rank", d.seen.comm[i].c);
+	}
+	printf("comm_ids_agree %d\n", d.seen.ncomm >= 2 && d.seen.comm[0].a == d.seen.comm[1].a);
+	printf("split_id_differs %d\n", d.seen.ncomm >= 3 && d.seen.comm[2].a != d.seen.comm[0].a);
+	for (int i = 0; i < d.seen.ncoll; i++)
+		printf("coll.%d.comm_is %d\n", i, d.seen.coll[i].c == d.seen.comm[0].a ? 0 :
+					     d.seen.coll[i].c == d.seen.comm[2].a ? 2 : -1);
+}
+
 /* A GEMM whose library calls another GEMM inside counts once, with its flops. */
 static void sc_cublas(void)
 {
@@ -514,6 +549,7 @@ static void print_all(void)
 		kv("gpu_step", i, "ksample_ns", s->gpu_step[i].dur_ns);
 	}
 	kv("ring.colls", -1, 0, (uint64_t)s->ncoll);
+	kv("ring.comms", -1, 0, (uint64_t)s->ncomm);
 	for (int i = 0; i < s->ncoll; i++) {
 		kv("coll", i, "op", s->coll[i].kind & 0xff);
 		kv("coll", i, "bytes", s->coll[i].a);
@@ -544,7 +580,7 @@ static const struct {
 } scenarios[] = {
 	{ "dispatch", sc_dispatch }, { "rtld", sc_rtld },         { "memory", sc_memory },
 	{ "pool", sc_pool },         { "capture", sc_capture },   { "sampling", sc_sampling },
-	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "cublas", sc_cublas },
+	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "comms", sc_comms },         { "cublas", sc_cublas },
 	{ "plugin", sc_plugin },
 };
 

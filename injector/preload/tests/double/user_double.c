@@ -7,6 +7,12 @@
 #include <stddef.h>
 
 void *tsd_nccl_comm(int nranks);
+typedef struct {
+	char internal[128];
+} uid_t_;
+ncclResult_t ncclCommInitRank(ncclComm_t *, int, uid_t_, int);
+ncclResult_t ncclCommSplit(ncclComm_t, int, int, ncclComm_t *, void *);
+ncclResult_t ncclCommDestroy(ncclComm_t);
 ncclResult_t ncclAllReduce(const void *, void *, size_t, int, int, ncclComm_t, CUstream);
 ncclResult_t ncclBcast(void *, size_t, int, int, ncclComm_t, CUstream);
 ncclResult_t ncclAllGather(const void *, void *, size_t, int, ncclComm_t, CUstream);
@@ -24,6 +30,28 @@ enum { NCCL_INT8 = 0, NCCL_FLOAT32 = 7, NCCL_SUM = 0, CUDA_R_32F = 0 };
 void *tsd_user_comm(int nranks)
 {
 	return tsd_nccl_comm(nranks);
+}
+
+/* A communicator made as torch makes it: every member passes the same unique id. */
+void *tsd_user_comm_init(int nranks, int rank, char id_byte)
+{
+	uid_t_ id = { { 0 } };
+	ncclComm_t c = NULL;
+
+	id.internal[0] = id_byte;
+	return ncclCommInitRank(&c, nranks, id, rank) ? NULL : c;
+}
+
+void *tsd_user_comm_split(void *comm, int color, int key)
+{
+	ncclComm_t c = NULL;
+
+	return ncclCommSplit(comm, color, key, &c, NULL) ? NULL : c;
+}
+
+int tsd_user_comm_destroy(void *comm)
+{
+	return ncclCommDestroy(comm);
 }
 
 int tsd_user_allreduce(void *comm, void *stream, uint64_t count)
