@@ -1,8 +1,8 @@
 /* A hang's culprit. In a collective every member waits until the last one enters, so
  * the ranks whose hang watch fires are the victims: the culprit is the member that did
  * not enter the op most of them wait in (it computes, waits in another op, or is
- * stuck in Python). Members come from the communicators the ranks announced; with
- * none announced, the communicator is taken to be the whole job. */
+ * stuck in Python). Members come from the communicators the ranks announced (the
+ * preload's hooks and NCCL's profiler plugin); with none announced nobody is named. */
 #include "job_impl.h"
 #include "log.h"
 
@@ -109,12 +109,11 @@ void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns)
 			ncul++;
 		}
 	}
-	/* reports come as each rank's own watch fires: wait for most of them; and where no
-	 * rank announced the communicator (the job taken as one), only a majority agreeing
-	 * on the op is evidence enough: communicators named differently by each process
-	 * (an older preload) must not make every other rank a culprit */
-	if (waiting * 2 <= members &&
-	    (!known || (double)(now_ns - j->hang_first_ns) < j->p.hang_culprit_wait_s * 1e9))
+	/* without the communicator's members (no rank announced it: an older preload, or a
+	 * collective NCCL does not run) a rank outside it would look like a culprit: say
+	 * only who waits. Reports come as each rank's own watch fires: wait for most. */
+	if (!known || (waiting * 2 <= members &&
+		       (double)(now_ns - j->hang_first_ns) < j->p.hang_culprit_wait_s * 1e9))
 		return;
 	res->nculprits = ncul < TS_HANG_MAX_CULPRITS ? ncul : TS_HANG_MAX_CULPRITS;
 	res->hang_waiting = waiting, res->hang_members = members;

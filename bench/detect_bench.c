@@ -146,16 +146,17 @@ static void feed(struct ts_job *j, const struct scenario *sc, int step, uint64_t
 	}
 }
 
+/* What each rank's relay says in its Hello: the layout, and the world communicator. */
 static void groups(struct ts_job *j, const struct scenario *sc)
 {
-	char buf[80];
-	const char *g[1] = { buf };
+	char lay[80], comm[80];
+	const char *g[2] = { comm, lay };
 
-	if (!sc->layout)
-		return;
-	snprintf(buf, sizeof(buf), "layout:%s", sc->layout);
-	for (int k = 0; k < sc->world; k++)
-		ts_job_rank_groups(j, k, g, 1);
+	snprintf(lay, sizeof(lay), "layout:%s", sc->layout ? sc->layout : "");
+	for (int k = 0; k < sc->world; k++) {
+		snprintf(comm, sizeof(comm), "nccl:c0ffee:%d:%d", sc->world, k);
+		ts_job_rank_groups(j, k, g, sc->layout ? 2 : 1);
+	}
 }
 
 /* A hang: the faulty rank stops entering the all-reduce at `onset`; the others' hang

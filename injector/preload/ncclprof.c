@@ -123,7 +123,14 @@ int ts_prof_init(void **ctx, uint64_t comm_id, int *mask, const char *name, int 
 {
 	struct pcomm *c;
 
-	(void)name, (void)nnodes, (void)rank, (void)log;
+	struct ts_rec announce = { .type = TS_REC_COMM, .a = comm_id,
+				   .b = nranks > 0 ? (uint64_t)nranks : 1,
+				   .c = rank > 0 ? (uint64_t)rank : 0 };
+
+	(void)name, (void)nnodes, (void)log;
+	/* NCCL's own name for the communicator, the same on every member: hang reports
+	 * through the plugin carry it */
+	ts_emit(&announce);
 	*ctx = NULL;
 	*mask = 0;
 	c = CLAIM(P.comm, NCOMMS, P.op_hint);
