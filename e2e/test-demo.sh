@@ -1,6 +1,7 @@
 #!/bin/bash
 # End to end on real processes and a real nats-server: the report names the injected
-# rank and cause on 8 and 16 ranks, and nobody in a healthy 300-step run.
+# rank and cause on 8 and 16 ranks, nobody in a healthy 300-step run, nobody in a
+# pipeline whose last stage is heavier by design, and the slow rank within a stage.
 set -e
 BUILD=${BUILD:-build}
 . "$(dirname "$0")/lib.sh"
@@ -23,6 +24,21 @@ scenario compute-16 16 150 compute 5 Compute
 scenario storage-16 16 150 storage 5 Storage
 scenario healthy-8 8 300 none healthy
 
+# a pipeline of 4 stages x 2 replicas (TRAINSCOPE_GROUPS=pp4-dp2, stage fastest) whose
+# last stage computes 1.3x by design: nobody named; rank 5 (stage 1) slowed 1.3x from
+# step 40 is named against its stage's peer
+pipeline() { # JOB FAULT EXPECT...
+	local job=$1 fault=$2; shift 2
+	local t0=$(date +%s.%N)
+	TRAINSCOPE_GROUPS=pp4-dp2 run_job "$job" 8 150 "$fault" --fault-rank 5 --fault-step 40 \
+		--heavy-every 4 --heavy-factor 1.3
+	wait_report "$job" 149
+	printf '%5.1f s  ' "$(echo "$(date +%s.%N) - $t0" | bc)"
+	check_report "$job" "$@" || fails=$((fails + 1))
+}
+pipeline pp4-dp2-healthy none healthy
+pipeline pp4-dp2-compute compute 5 Compute
+
 # the analyzer's /metrics: batches counted, none lost or refused
 metrics=$(curl -sf "$ANALYZER_METRICS") || die "no metrics at $ANALYZER_METRICS"
 metric() { echo "$metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
@@ -42,6 +58,6 @@ if echo "$out" | grep -q "slow rank 5  cause Compute"; then
 else
 	echo "$out"; echo "FAIL  make demo"; fails=$((fails + 1))
 fi
-total=7
+total=9
 echo "e2e: $((total - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

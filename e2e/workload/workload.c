@@ -38,6 +38,8 @@ struct wl {
 	enum fault fault;
 	int fault_rank, fault_step;
 	double fault_factor;
+	int heavy_every;      /* ranks r % heavy_every == heavy_every - 1: a heavier stage */
+	double heavy_factor;
 	int pin;
 	int listen_fd, next_fd, prev_fd;
 	int ports[MAX_RANKS];
@@ -90,6 +92,9 @@ static void usage(FILE *f)
 		"  --fault-factor F    compute: GEMMs x F (default 1.3); storage: dataloader x F\n"
 		"                      (default 1.5); host: a CPU hog ('stress') pinned with the\n"
 		"                      rank to CPU rank mod ncpu\n"
+		"  --heavy-every N     ranks r with r %% N = N - 1 compute --heavy-factor F times\n"
+		"                      more from the first step: the last stage of a pipeline\n"
+		"                      whose stage is the fastest dimension (TRAINSCOPE_GROUPS=ppN-...)\n"
 		"  --pin               pin every rank r to CPU r mod ncpu\n"
 		"  -h, --help\n");
 }
@@ -101,7 +106,8 @@ static int parse(int argc, char **argv, struct wl *w)
 		{ "compute-iters", 1, 0, 'c' }, { "dataloader-ms", 1, 0, 'd' },
 		{ "launch-ms", 1, 0, 'l' }, { "bytes", 1, 0, 'b' }, { "fault", 1, 0, 'f' },
 		{ "fault-rank", 1, 0, 'r' }, { "fault-step", 1, 0, 't' },
-		{ "fault-factor", 1, 0, 'x' }, { "pin", 0, 0, 'p' }, { "help", 0, 0, 'h' }, { 0 }
+		{ "fault-factor", 1, 0, 'x' }, { "pin", 0, 0, 'p' }, { "help", 0, 0, 'h' },
+		{ "heavy-every", 1, 0, 'e' }, { "heavy-factor", 1, 0, 'y' }, { 0 }
 	};
 	int ch;
 
@@ -120,6 +126,8 @@ static int parse(int argc, char **argv, struct wl *w)
 		case 'r': w->fault_rank = atoi(optarg); break;
 		case 't': w->fault_step = atoi(optarg); break;
 		case 'x': w->fault_factor = atof(optarg); break;
+		case 'e': w->heavy_every = atoi(optarg); break;
+		case 'y': w->heavy_factor = atof(optarg); break;
 		case 'p': w->pin = 1; break;
 		case 'f':
 			w->fault = FAULT_NONE;
@@ -284,8 +292,10 @@ static int run_rank(struct wl *w)
 		TS_CALL(trainscope_region_end, TRAINSCOPE_REGION_LAUNCH);
 
 		/* the "device" is this thread: its busy time is its CPU time */
+		bool heavy = w->heavy_every > 0 && w->rank % w->heavy_every == w->heavy_every - 1;
 		int iters = (int)(w->compute_iters *
-				  (slow && w->fault == FAULT_COMPUTE ? w->fault_factor : 1) + 0.5);
+				  (slow && w->fault == FAULT_COMPUTE ? w->fault_factor : 1) *
+				  (heavy && w->heavy_factor > 0 ? w->heavy_factor : 1) + 0.5);
 		TS_CALL(trainscope_region_begin, TRAINSCOPE_REGION_COMPUTE);
 		uint64_t cpu0 = ns_of(CLOCK_THREAD_CPUTIME_ID);
 		for (int i = 0; i < iters; i++)
