@@ -87,7 +87,9 @@ static void learn(struct ts_job *j)
 	size_t w = (size_t)j->p.space_window;
 	double *tmp = j->scratch + 2 * (size_t)j->world, *win = tmp + 2 * w;
 
-	if (j->hist_n < MIN_SIGMA_SAMPLES && j->hist_n < (int)w)
+	/* nothing is judged before the window has filled once: a job's first steps
+	 * (start-up, warm caches, compilation) are not its noise */
+	if (j->hist_n < (int)w)
 		return;
 	if (j->sigma_at && j->res.steps_evaluated < j->sigma_at + (uint64_t)j->p.space_window_step)
 		return;

@@ -117,7 +117,7 @@ void ts_params_defaults(struct ts_params *p)
 		p->expert[i] = -1;
 	p->alarm_filter_window_size = 5;
 	p->clear_after_steps = 30;
-	p->change = (struct ts_change_opts){ .drift = 0.015, .drift_sigmas = 1, .threshold = 12, .max_z = 3,
+	p->change = (struct ts_change_opts){ .drift = 0.015, .drift_sigmas = 1, .threshold = 15, .max_z = 3,
 					     .min_sigma = 0.002, .smooth_steps = 5 };
 	p->hang_timeout_s = 300;
 	p->hang_culprit_wait_s = 10;

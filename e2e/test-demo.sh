@@ -24,20 +24,20 @@ scenario compute-16 16 150 compute 5 Compute
 scenario storage-16 16 150 storage 5 Storage
 scenario healthy-8 8 300 none healthy
 
-# a pipeline of 4 stages x 2 replicas (TRAINSCOPE_GROUPS=pp4-dp2, stage fastest) whose
+# a pipeline of 2 stages x 4 replicas (TRAINSCOPE_GROUPS=pp2-dp4, stage fastest) whose
 # last stage computes 1.3x by design: nobody named; rank 5 (stage 1) slowed 1.3x from
-# step 40 is named against its stage's peer
+# step 40 is named against its stage's peers
 pipeline() { # JOB FAULT EXPECT...
 	local job=$1 fault=$2; shift 2
 	local t0=$(date +%s.%N)
-	TRAINSCOPE_GROUPS=pp4-dp2 run_job "$job" 8 150 "$fault" --fault-rank 5 --fault-step 40 \
-		--heavy-every 4 --heavy-factor 1.3
+	TRAINSCOPE_GROUPS=pp2-dp4 run_job "$job" 8 150 "$fault" --fault-rank 5 --fault-step 40 \
+		--heavy-every 2 --heavy-factor 1.3
 	wait_report "$job" 149
 	printf '%5.1f s  ' "$(echo "$(date +%s.%N) - $t0" | bc)"
 	check_report "$job" "$@" || fails=$((fails + 1))
 }
-pipeline pp4-dp2-healthy none healthy
-pipeline pp4-dp2-compute compute 5 Compute
+pipeline pp2-dp4-healthy none healthy
+pipeline pp2-dp4-compute compute 5 Compute
 
 # the analyzer's /metrics: batches counted, none lost or refused
 metrics=$(curl -sf "$ANALYZER_METRICS") || die "no metrics at $ANALYZER_METRICS"

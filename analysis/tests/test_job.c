@@ -100,21 +100,21 @@ static void expect_slow(enum ts_metric metric, double factor, const char *cause,
 static void test_compute(void **state)
 {
 	(void)state;
-	expect_slow(TS_M_COMPUTE, 1.3, "Compute", 8, 6);
-	expect_slow(TS_M_COMPUTE, 1.3, "Compute", 16, 6);
+	expect_slow(TS_M_COMPUTE, 1.3, "Compute", 8, 8);
+	expect_slow(TS_M_COMPUTE, 1.3, "Compute", 16, 8);
 }
 
 static void test_storage(void **state)
 {
 	(void)state;
-	expect_slow(TS_M_DATALOADER, 1.5, "Storage", 8, 6);
-	expect_slow(TS_M_DATALOADER, 1.5, "Storage", 16, 6);
+	expect_slow(TS_M_DATALOADER, 1.5, "Storage", 8, 8);
+	expect_slow(TS_M_DATALOADER, 1.5, "Storage", 16, 8);
 }
 
 static void test_launch_is_host_cpu(void **state)
 {
 	(void)state;
-	expect_slow(TS_M_LAUNCH, 3.0, "HostCPU", 8, 12); /* 1 ms of a 56 ms step */
+	expect_slow(TS_M_LAUNCH, 3.0, "HostCPU", 8, 16); /* 1 ms of a 56 ms step */
 }
 
 /* A GPU shared with another process: the rank's launches wait on a full queue and
