@@ -12,6 +12,7 @@
 struct ts_change_opts {
 	double drift;     /* excess (share of a step) below which a step counts against */
 	double drift_sigmas; /* ... and at least this many sigmas of the noise */
+	double min_excess;   /* ... and at least this share of the metric's reference */
 	double threshold; /* the sum, in sigmas, that raises an alarm */
 	double max_z;     /* the most one step adds */
 	double min_sigma; /* floor of the learned noise (share of a step) */

@@ -210,6 +210,7 @@ static void judge(struct ts_job *j, const struct row *r, int k, int m, double re
 
 	if (isnan(ref) || isnan(v))
 		return;
+	o.drift = fmax(o.drift, o.min_excess * ref / j->step_ms);
 	ehist_at(j, k, m)[slot] = (float)e;
 	if (!(j->sigma[m] >= 0))
 		return; /* not learned yet */

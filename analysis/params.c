@@ -33,6 +33,9 @@ static const struct ts_cfg_field fields[] = {
 	  "as normal (half the smallest slowdown worth naming)"),
 	F("change.drift_sigmas", TS_CFG_DOUBLE, change.drift_sigmas, 0, 100,
 	  "... and at least this many robust sigmas of the job's noise"),
+	F("change.min_excess", TS_CFG_DOUBLE, change.min_excess, 0, 100,
+	  "... and at least this share of the metric's peer median (0.1: a rank's dataloader "
+	  "4 % slower is not named, its compute 30 % slower is)"),
 	F("change.threshold", TS_CFG_DOUBLE, change.threshold, 0.1, 1e6,
 	  "CUSUM sum, in robust sigmas of the job's own noise, that names a rank"),
 	F("change.max_step_sigmas", TS_CFG_DOUBLE, change.max_z, 0.1, 1e6,
