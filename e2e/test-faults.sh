@@ -23,11 +23,6 @@
 set -e
 BUILD=${BUILD:-build}
 . "$(dirname "$0")/lib.sh"
-# The ranks share two cores: a rank's sleep really drifts by a few percent for tens of
-# steps, and the change points name what lasts. These checks inject slowdowns of 30 % and
-# more of a phase, so they name only excesses of 10 % of a phase (the default names 3-5 %
-# slowdowns: bench/results/detect.md).
-export TRAINSCOPE_ANALYZER_CHANGE_MIN_EXCESS=${TRAINSCOPE_ANALYZER_CHANGE_MIN_EXCESS:-0.1}
 
 start_nats
 NATS_PID=${PIDS##* }
