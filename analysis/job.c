@@ -717,7 +717,7 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 	if (!s->method[0])
 		snprintf(s->method, sizeof(s->method), "SPACE");
 	s->evidence[0] = 0;
-	int cls = j->meta[k].peer_class, peers = j->cstart[cls + 1] - j->cstart[cls] - 1;
+	int peers = ts_job_peers(j, k);
 	appendf(s->evidence, sizeof(s->evidence), "%s %.2f ms/step vs %s %.2f ms (%+.0f%%) from "
 		"step %llu, confirmed at step %llu", s->metric, s->value_ms,
 		!ts_job_by_change(m) ? "group median" : peers > 0 ? "peers' median" : "own baseline",

@@ -75,6 +75,8 @@ int ts_job_size_world(struct ts_job *j, int world);
 /* job_peers.c: which metrics the change points judge; ranks grouped by peer class
  * (after the world or the layout changed); a step's excess over peers. */
 bool ts_job_by_change(int m);
+/* The ranks that share rank k's peer class, k not counted. */
+int ts_job_peers(const struct ts_job *j, int k);
 void ts_job_group_ranks(struct ts_job *j);
 void ts_job_change_row(struct ts_job *j, const struct row *r);
 /* job_history.c */

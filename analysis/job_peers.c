@@ -30,6 +30,13 @@ static size_t cell(const struct ts_job *j, int k, int m)
 	return (size_t)k * TS_M_COUNT + (size_t)m;
 }
 
+int ts_job_peers(const struct ts_job *j, int k)
+{
+	int c = j->meta[k].peer_class;
+
+	return j->cstart[c + 1] - j->cstart[c] - 1;
+}
+
 void ts_job_group_ranks(struct ts_job *j)
 {
 	int n = j->world, nc = 1;
@@ -172,8 +179,7 @@ static void raised(struct ts_job *j, int k, int m, struct ts_change *c)
 		snprintf(ev->text, sizeof(ev->text), "rank %d %s %.2f ms vs %.2f ms of its %s "
 			 "(%+.0f%%) from step %llu, confirmed at step %llu", k, ts_metric_names[m],
 			 ts_change_value(c), ts_change_ref(c),
-			 j->cstart[j->meta[k].peer_class + 1] - j->cstart[j->meta[k].peer_class] > 1 ?
-				 "peers" : "own baseline", 100 * ev->excess,
+			 ts_job_peers(j, k) ? "peers" : "own baseline", 100 * ev->excess,
 			 (unsigned long long)c->onset, (unsigned long long)c->confirmed);
 	}
 	ts_info("%s/%s: rank %d %s alarm raised at step %llu: %.2f ms vs %.2f ms since step %llu",
@@ -243,8 +249,10 @@ void ts_job_change_row(struct ts_job *j, const struct row *r)
 			continue;
 		for (int k = 0; k < j->world; k++)
 			ehist_at(j, k, m)[slot] = NAN;
-		double f = job_factor(j, r, m);
+		double f = NAN; /* a median over the job: only ranks with no peer need it */
 		for (int c = 0; c < j->nclass; c++) {
+			if (j->cstart[c + 1] - j->cstart[c] == 1 && isnan(f))
+				f = job_factor(j, r, m);
 			int lo = j->cstart[c], hi = j->cstart[c + 1];
 			double med = hi - lo > LEAVE_ONE_OUT_MAX ? class_median(j, r, m, c, -1) : NAN;
 			for (int i = lo; i < hi; i++) {

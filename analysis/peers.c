@@ -88,6 +88,18 @@ int ts_layout_classes(const struct ts_layout *l)
 	return n;
 }
 
+int ts_layout_coord(const struct ts_layout *l, int rank, const char *dim)
+{
+	long r = rank;
+
+	if (rank < 0 || rank >= ts_layout_world(l))
+		return -1;
+	for (int d = 0; d < l->ndims; r /= l->size[d], d++)
+		if (!strcmp(l->name[d], dim))
+			return (int)(r % l->size[d]);
+	return -1;
+}
+
 void ts_layout_coords(const struct ts_layout *l, int rank, char *out, size_t n)
 {
 	size_t len = 0;

@@ -26,6 +26,9 @@ long ts_layout_world(const struct ts_layout *l);
 int ts_layout_class(const struct ts_layout *l, int rank);
 /* Peer classes the layout has. */
 int ts_layout_classes(const struct ts_layout *l);
+/* The rank's coordinate in dimension dim ("pp"), or -1 when the layout has no such
+ * dimension or the rank lies outside it. */
+int ts_layout_coord(const struct ts_layout *l, int rank, const char *dim);
 /* The rank's coordinates as text ("tp1-pp3-dp0"). */
 void ts_layout_coords(const struct ts_layout *l, int rank, char *out, size_t n);
 

@@ -94,16 +94,14 @@ static int stage_of(const struct scenario *sc, int k)
 {
 	struct ts_layout l;
 	char err[128];
-	long r = k;
+	int stage;
 
 	if (sc->stages <= 1)
 		return 0;
 	if (!sc->layout || ts_layout_parse(&l, sc->layout, err, sizeof(err)))
 		return k / (sc->world / sc->stages);
-	for (int d = 0; d < l.ndims; d++, r /= l.size[d - 1])
-		if (!strcmp(l.name[d], "pp"))
-			return (int)(r % l.size[d]);
-	return 0;
+	stage = ts_layout_coord(&l, k, "pp");
+	return stage < 0 ? 0 : stage;
 }
 
 /* One step of every rank into the job. */

@@ -485,6 +485,8 @@ static void test_layout(void **state)
 	assert_int_equal(ts_layout_class(&l, 11), ts_layout_class(&l, 3));
 	assert_int_not_equal(ts_layout_class(&l, 11), ts_layout_class(&l, 9));
 	assert_int_equal(ts_layout_class(&l, 64), -1);
+	assert_int_equal(ts_layout_coord(&l, 11, "pp"), 1);
+	assert_int_equal(ts_layout_coord(&l, 11, "ep"), -1);
 	ts_layout_coords(&l, 11, coords, sizeof(coords));
 	assert_string_equal(coords, "tp1-pp1-dp1");
 	assert_int_equal(ts_layout_parse(&l, "pp4,dp4", err, sizeof(err)), 0);

@@ -139,8 +139,10 @@ static void coll_enter(struct coll_call *c, unsigned op, size_t count, int dtype
 	uint64_t id = cm ? atomic_load_explicit(&cm->id, memory_order_acquire) : 0;
 	uint32_t n = cm ? atomic_load_explicit(&cm->nranks, memory_order_relaxed) : 0;
 	/* numbered per communicator, as every member numbers it */
+	if (!n && (n = comm_ranks(comm)) && cm) /* a communicator found on first use */
+		atomic_store_explicit(&cm->nranks, n, memory_order_relaxed);
 	c->meta = (struct ts_op_meta){ .kind = TS_T_COLL, .op = (uint16_t)op,
-				       .nranks = n ? n : comm_ranks(comm),
+				       .nranks = n,
 				       .comm = id ? id : comm_hash(comm),
 				       .seq = id ? atomic_fetch_add(&cm->seq, 1) + 1
 						 : atomic_fetch_add(&coll_seq, 1) + 1 };
