@@ -244,6 +244,14 @@ static void to_rank_step(const Trainscope__V1__Step *s, struct ts_rank_step *out
 	out->m[TS_M_LAUNCH] = (double)s->launch_ns / 1e6;
 	out->m[TS_M_DATALOADER] = (double)s->dataloader_ns / 1e6;
 	out->m[TS_M_CHECKPOINT] = (double)s->checkpoint_ns / 1e6;
+	out->ncomm = 0;
+	for (size_t i = 0; i < s->n_comms && out->ncomm < TS_STEP_COMMS; i++) {
+		const Trainscope__V1__CommStat *c = s->comms[i];
+		out->comm[out->ncomm++] = (struct ts_comm_time){
+			.id = c->comm_hash, .nranks = c->nranks, .count = c->count,
+			.p2p = c->p2p_count, .ms = (double)c->time_ns / 1e6,
+			.mb = (double)c->bytes / 1e6 };
+	}
 }
 
 static void note_identity(struct ts_job *j, const Trainscope__V1__Identity *id)
@@ -272,6 +280,7 @@ static void host_sample(struct ts_job *j, const Trainscope__V1__HostSample *h)
 		.offcpu_ms_per_s = (double)h->offcpu_ns / 1e6 * per_s,
 		.oncpu_ms_per_s = (double)h->oncpu_ns / 1e6 * per_s,
 		.involuntary_per_s = h->involuntary_switches * per_s,
+		.tcp_retrans_per_s = h->tcp_retransmits * per_s,
 	};
 
 	if (h->n_preemptors && h->preemptors[0]->comm) {

@@ -154,7 +154,7 @@ size_t ts_job_bytes(const struct ts_params *p, int world)
 	return sizeof(struct ts_job) + 4 * w * sizeof(double) +
 	       (size_t)ts_job_max_rows(p, world) * per_row +
 	       (size_t)(p->fs.max_data_queue_steps + p->fs.steps_window_size) * sizeof(double) +
-	       n * per_rank + nm * per_metric;
+	       n * per_rank + nm * per_metric + ts_job_net_bytes(p, world);
 }
 
 int ts_job_new(struct ts_job **out, const char *ns, const char *name, int world,
@@ -186,6 +186,7 @@ void ts_job_free(struct ts_job *j)
 	per_rank_free(j);
 	rows_free(j);
 	ts_failslow_free(&j->fs);
+	ts_job_net_free(j);
 	free(j);
 }
 
@@ -231,11 +232,18 @@ void ts_job_rank_hang(struct ts_job *j, int rank, const char *op, uint64_t comm,
 	snprintf(j->res.hang_stacks, sizeof(j->res.hang_stacks), "%s", stacks ? stacks : "");
 }
 
-static void add_comm(struct ts_rank_meta *m, uint64_t comm)
+bool ts_rank_in_comm(const struct ts_rank_meta *m, uint64_t comm)
 {
 	for (int i = 0; i < m->ncomms; i++)
 		if (m->comms[i] == comm)
-			return;
+			return true;
+	return false;
+}
+
+void ts_rank_add_comm(struct ts_rank_meta *m, uint64_t comm)
+{
+	if (ts_rank_in_comm(m, comm))
+		return;
 	if (m->ncomms < TS_RANK_MAX_COMMS)
 		m->comms[m->ncomms++] = comm;
 	else /* the oldest goes: communicators made last are those in use */
@@ -258,7 +266,7 @@ void ts_job_rank_groups(struct ts_job *j, int rank, const char *const *groups, s
 				j->name, rank, err);
 		}
 		else if (sscanf(g, "nccl:%llx:", &hash) == 1)
-			add_comm(m, hash);
+			ts_rank_add_comm(m, hash);
 	}
 }
 
@@ -454,6 +462,8 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 	for (int m = 0; m < TS_M_COUNT; m++)
 		r->m[(size_t)rank * TS_M_COUNT + (size_t)m] = (float)s->m[m];
 	host_metrics(j, rank, s, r->step_ms[rank], &r->m[(size_t)rank * TS_M_COUNT]);
+	if (ts_job_net_add(j, rank, s))
+		return -ENOMEM;
 	if (s->end_ns > r->end_max)
 		r->end_max = s->end_ns;
 	if (s->step > j->max_step)
@@ -759,6 +769,7 @@ static void compose(struct ts_job *j, uint64_t t_ns)
 			len += (size_t)snprintf(res->summary + len, sizeof(res->summary) - len,
 						"%s%d(%s)", len ? "," : "", k, s->cause);
 	}
+	ts_job_net_name(j);
 }
 
 static double job_step_ms(struct ts_job *j, struct row *r)
@@ -787,6 +798,7 @@ static void evaluate_row(struct ts_job *j, struct row *r)
 		return;
 	push_history(j, r);
 	ts_job_change_row(j, r);
+	ts_job_net_row(j, r->step, t);
 	compose(j, t);
 	/* consecutive steps share most of their window: verdicts come every
 	 * space_window_step steps so that the alarm filter counts fresh evidence */
@@ -803,7 +815,7 @@ static enum ts_state state_of(const struct ts_job *j)
 {
 	uint64_t warm = (uint64_t)(j->p.fs.task_stable_step + j->p.fs.min_startup_detection_steps);
 
-	if (j->res.nslow || j->fs.slow)
+	if (j->res.nslow || j->fs.slow || j->res.net.scope != TS_NET_NONE)
 		return TS_STATE_FAILSLOW;
 	return j->res.steps_evaluated >= warm ? TS_STATE_HEALTHY : TS_STATE_UNKNOWN;
 }
@@ -907,6 +919,23 @@ static bool overdue(const struct ts_job *j, const struct row *r)
 	       (double)(j->now_ns - r->first_ns) >= j->p.lateness_s * 1e9;
 }
 
+/* A network verdict adds its cause and place to the reason. */
+static void net_reason(struct ts_job *j)
+{
+	const struct ts_net_verdict *v = &j->res.net;
+	size_t len = strlen(j->res.reason);
+
+	if (v->scope == TS_NET_NONE)
+		return;
+	snprintf(j->res.reason + len, sizeof(j->res.reason) - len, "%sCommunication: %s%s%s%s",
+		 len ? "; " : "", v->scope == TS_NET_JOB ? "the job's network, no rank or node stands out"
+		 : v->scope == TS_NET_NODE ? "the network of node " : "the link between ",
+		 v->nodes[0], v->nodes[1][0] ? " and " : "", v->nodes[1]);
+	len = strlen(j->res.reason);
+	snprintf(j->res.reason + len, sizeof(j->res.reason) - len, " (%d of %d communicators "
+		 "%+.0f%%)", v->slow_comms, v->comms, 100 * v->excess);
+}
+
 bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 {
 	char before[sizeof(j->res.summary)];
@@ -951,6 +980,7 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 		snprintf(j->res.reason, sizeof(j->res.reason),
 			 "step time %.1f ms vs baseline %.1f ms (%+.0f%%)", j->fs.current,
 			 j->fs.baseline, 100 * j->fs.degradation);
+	net_reason(j);
 	hang_cleared(j);
 	if (j->hang_first_ns)
 		ts_job_hang_culprits(j, now_ns);

@@ -27,11 +27,23 @@ enum ts_state { TS_STATE_UNKNOWN, TS_STATE_HEALTHY, TS_STATE_FAILSLOW, TS_STATE_
 extern const char *const ts_metric_names[TS_M_COUNT];
 extern const char *const ts_state_names[4];
 
+#define TS_STEP_COMMS 8
+
+/* A rank's time in one communicator within a step (collectives and p2p ops). */
+struct ts_comm_time {
+	uint64_t id;      /* 0: collectives timed by the API, with no communicator */
+	uint32_t nranks;  /* members, as the rank's library says; 0 when unknown */
+	uint32_t count, p2p;
+	double ms, mb;    /* time (ms) and payload (MB) */
+};
+
 /* One rank's step as the analyzer needs it (ms). */
 struct ts_rank_step {
 	uint64_t step;
 	uint64_t start_ns, end_ns;
 	double m[TS_M_COUNT];
+	int ncomm;
+	struct ts_comm_time comm[TS_STEP_COMMS];
 };
 
 /* The node agent's view of a rank over its last interval, as rates. */
@@ -42,6 +54,7 @@ struct ts_host_view {
 	char top_comm[16];      /* the main preemptor, if any */
 	int top_pid;
 	double top_ms_per_s;
+	double tcp_retrans_per_s;
 };
 
 /* The rank's GPU as NVML saw it last. */
@@ -102,6 +115,21 @@ struct ts_event {
 	char text[256];
 };
 #define TS_HISTORY_MAX 32
+
+enum ts_net_scope { TS_NET_NONE, TS_NET_NODE, TS_NET_LINK, TS_NET_JOB };
+extern const char *const ts_net_scope_names[4];
+
+/* Communication: communicators whose transfer time rose against their own baseline,
+ * and where they meet: one node, one node pair, or the job's network as a whole. */
+struct ts_net_verdict {
+	enum ts_net_scope scope;
+	char nodes[2][64];
+	int slow_comms, comms;        /* alarmed, and judged in all */
+	uint64_t worst_comm;
+	double value_ms, ref_ms, excess; /* the worst alarmed communicator's transfer time */
+	uint64_t onset_step, confirmed_step, onset_ns;
+	char evidence[320];
+};
 #define TS_HANG_MAX_CULPRITS 8
 
 struct ts_job_result {
@@ -128,6 +156,7 @@ struct ts_job_result {
 	int culprits[TS_HANG_MAX_CULPRITS];
 	char hang_op[24];
 	uint64_t hang_comm, hang_seq;
+	struct ts_net_verdict net;
 	struct ts_event history[TS_HISTORY_MAX];
 	int nhistory;
 	uint64_t history_dropped;

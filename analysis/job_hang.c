@@ -9,14 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static bool in_comm(const struct ts_rank_meta *m, uint64_t comm)
-{
-	for (int i = 0; i < m->ncomms; i++)
-		if (m->comms[i] == comm)
-			return true;
-	return false;
-}
-
 static bool waits_in(const struct ts_rank_meta *m, uint64_t comm, uint64_t seq)
 {
 	return m->hanging && !m->final && m->hang_comm == comm && m->hang_seq == seq;
@@ -97,10 +89,10 @@ void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns)
 		return;
 	const struct ts_rank_meta *w = &j->meta[who];
 	for (int k = 0; k < j->world && !known; k++)
-		known = in_comm(&j->meta[k], w->hang_comm);
+		known = ts_rank_in_comm(&j->meta[k], w->hang_comm);
 	for (int k = 0; k < j->world; k++) {
 		const struct ts_rank_meta *m = &j->meta[k];
-		if (!m->seen || (known && !in_comm(m, w->hang_comm)))
+		if (!m->seen || (known && !ts_rank_in_comm(m, w->hang_comm)))
 			continue;
 		members++;
 		if (!m->final && !waits_in(m, w->hang_comm, w->hang_seq)) {

@@ -65,6 +65,8 @@ struct ts_job {
 	float sigma[TS_M_COUNT];            /* the job's noise of the excess, share of a step */
 	uint64_t sigma_at;                  /* steps_evaluated when sigma was learned */
 	uint64_t hang_first_ns;             /* the first hang report still standing */
+	struct ts_net *net;                 /* communicators' transfer times (job_net.c) */
+	bool net_open;                      /* a network event is open in the history */
 	double *scratch;                    /* 2 * world doubles */
 	double *vals;                       /* world doubles */
 	int *outl;                          /* world ints */
@@ -86,6 +88,20 @@ void ts_job_history_close(struct ts_job *j, enum ts_event_kind kind, int rank, i
 			  uint64_t step, uint64_t t_ns);
 /* job_hang.c: names the ranks that did not enter the op the others wait in. */
 void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns);
+
+/* The rank is in the communicator (announced by Hello or seen in its steps). */
+bool ts_rank_in_comm(const struct ts_rank_meta *m, uint64_t comm);
+void ts_rank_add_comm(struct ts_rank_meta *m, uint64_t comm);
+/* job_net.c: a rank's time per communicator in a step; the step's verdict once it is
+ * evaluated (after compose); the ranks its verdict names, added to res.slow. */
+int ts_job_net_add(struct ts_job *j, int rank, const struct ts_rank_step *s);
+void ts_job_net_row(struct ts_job *j, uint64_t step, uint64_t t_ns);
+void ts_job_net_name(struct ts_job *j);
+void ts_job_net_free(struct ts_job *j);
+struct ts_snap;
+void ts_job_net_io(struct ts_snap *s, struct ts_job *j);
+/* Bytes it may hold for a world, for ts_job_bytes. */
+size_t ts_job_net_bytes(const struct ts_params *p, int world);
 
 /* Rows the step ring may grow to for a world: limits.reorder_steps within reorder_mb. */
 int ts_job_max_rows(const struct ts_params *p, int world);

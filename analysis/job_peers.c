@@ -191,17 +191,8 @@ static void raised(struct ts_job *j, int k, int m, struct ts_change *c)
  * or two (a GC, a page-fault storm) are not a change, and a slowdown lasts. */
 static double smoothed(struct ts_job *j, int k, int m, size_t slot)
 {
-	const float *e = ehist_at(j, k, m);
-	size_t w = (size_t)j->p.space_window, want = (size_t)j->p.change.smooth_steps;
-	double v[TS_CHANGE_MAX_SMOOTH], tmp[TS_CHANGE_MAX_SMOOTH];
-	size_t n = 0;
-
-	for (size_t i = 0; i < want && i < w && i < TS_CHANGE_MAX_SMOOTH; i++) {
-		float x = e[(slot + w - i) % w];
-		if (!isnan(x))
-			v[n++] = x;
-	}
-	return n ? ts_median(v, n, tmp) : NAN;
+	return ts_median_recent(ehist_at(j, k, m), (size_t)j->p.space_window, slot,
+				(size_t)j->p.change.smooth_steps);
 }
 
 static void judge(struct ts_job *j, const struct row *r, int k, int m, double ref)

@@ -88,6 +88,7 @@ static void arrays_io(struct ts_snap *s, struct ts_job *j)
 	TS_SNAP_ARR(s, j->res.ever_alarmed, n);
 	TS_SNAP_ARR(s, j->fs.hist, j->fs.hcap);
 	TS_SNAP_ARR(s, j->fs.win, fw);
+	ts_job_net_io(s, j);
 }
 
 int ts_job_save(struct ts_job *j, struct ts_snap *s)
@@ -110,6 +111,7 @@ static void adopt_scalars(struct ts_job *j, const struct ts_job *saved)
 	j->scratch = NULL, j->vals = NULL, j->outl = NULL;
 	j->chg = NULL, j->ehist = NULL, j->base = NULL, j->order = NULL, j->cstart = NULL;
 	j->res.slow = NULL, j->res.ever_alarmed = NULL;
+	j->net = NULL;
 	j->fs.hist = NULL, j->fs.win = NULL;
 	j->world = 0;
 }
@@ -184,6 +186,6 @@ uint64_t ts_job_snap_layout(void)
 {
 	uint64_t v[] = { sizeof(struct ts_job), sizeof(struct row), sizeof(struct ts_rank_meta),
 			 sizeof(struct ts_slow_rank), sizeof(struct ts_params), TS_M_COUNT,
-			 sizeof(struct ts_change), sizeof(struct ts_event), 2 };
+			 sizeof(struct ts_change), sizeof(struct ts_event), 3 };
 	return ts_fnv1a(v, sizeof(v));
 }

@@ -1,6 +1,6 @@
 ANALYSIS_LIB_SRCS := analysis/stats.c analysis/dbscan.c analysis/ksigma.c analysis/failslow.c \
 	analysis/params.c analysis/peers.c analysis/change.c analysis/job.c analysis/job_peers.c \
-	analysis/job_hang.c analysis/job_history.c analysis/job_snap.c analysis/report.c analysis/analyzer.c analysis/k8s.c \
+	analysis/job_hang.c analysis/job_history.c analysis/job_net.c analysis/job_snap.c analysis/report.c analysis/analyzer.c analysis/k8s.c \
 	analysis/k8s_writer.c analysis/otlp.c analysis/snapshot.c
 ANALYSIS_LIB_OBJS := $(ANALYSIS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 ANALYZER_BIN := $(BUILD)/bin/trainscope-analyzer
@@ -15,7 +15,7 @@ $(BUILD)/test/$(1): $(BUILD)/obj/analysis/tests/$(1).o $(ANALYSIS_LIB_OBJS) $(CO
 	$$(call link,$$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/$(1)
 endef
-$(foreach t,test_dbscan test_ksigma test_failslow test_job test_otlp test_limits test_snapshot,$(eval $(call analysis_test,$(t))))
+$(foreach t,test_dbscan test_ksigma test_failslow test_job test_net test_otlp test_limits test_snapshot,$(eval $(call analysis_test,$(t))))
 
 # make fuzz: the batch ingestion with evaluation, reports and /metrics (every source the
 # analyzer links but main.c), and the YAML configuration. make fuzz-seeds writes the

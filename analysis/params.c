@@ -45,6 +45,15 @@ static const struct ts_cfg_field fields[] = {
 	  "fewer than half of them are not a change)"),
 	F("change.min_sigma", TS_CFG_DOUBLE, change.min_sigma, 0, 1,
 	  "floor of the learned noise, as a share of the step"),
+	F("network.drift", TS_CFG_DOUBLE, net_drift, 0, 10,
+	  "a communicator's transfer time over its own baseline, as a share of that "
+	  "baseline, below which a step counts as normal (half the smallest slowdown worth "
+	  "naming); the CUSUM's other settings are change.*"),
+	F("network.min_step_share", TS_CFG_DOUBLE, net_min_step_share, 0, 1,
+	  "... and the excess at least this share of the job's step time: a communicator "
+	  "of 1 ms in a 1 s step is not named for a 50 % slower transfer"),
+	F("network.min_sigma", TS_CFG_DOUBLE, net_min_sigma, 0, 10,
+	  "floor of the communicators' learned noise, as a share of their baseline"),
 	F("space.window_size", TS_CFG_INT, space_window, 1, 64, "steps per SPACE window"),
 	F("space.window_step", TS_CFG_INT, space_window_step, 1, 64,
 	  "steps between verdicts: alarm_filter_window_size verdicts span this many steps each"),
@@ -121,7 +130,10 @@ void ts_params_defaults(struct ts_params *p)
 	p->alarm_filter_window_size = 5;
 	p->clear_after_steps = 30;
 	p->change = (struct ts_change_opts){ .drift = 0.015, .drift_sigmas = 1, .threshold = 15, .max_z = 3,
-					     .min_sigma = 0.002, .smooth_steps = 5 };
+					     .min_sigma = 0.002, .smooth_steps = 7 };
+	p->net_drift = 0.05;
+	p->net_min_sigma = 0.01;
+	p->net_min_step_share = 0.0025;
 	p->hang_timeout_s = 300;
 	p->hang_culprit_wait_s = 10;
 	p->rank_lost_s = 30;

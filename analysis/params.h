@@ -31,6 +31,9 @@ struct ts_params {
 	int alarm_filter_window_size;
 	int clear_after_steps;       /* consecutive normal evaluations that clear an alarm */
 	struct ts_change_opts change;
+	double net_drift;            /* a communicator's transfer excess (share of its baseline) */
+	double net_min_sigma;        /* ... and the floor of its learned noise */
+	double net_min_step_share;   /* ... and at least this share of the step */
 	double hang_timeout_s;
 	double hang_culprit_wait_s;  /* name culprits without a majority of reports after this */
 	double rank_lost_s;          /* a rank silent this long while others exited is lost */

@@ -106,7 +106,8 @@ static json_t *event_json(const struct ts_event *ev)
 			      "onsetStep", (json_int_t)ev->onset_step, "raisedStep",
 			      (json_int_t)ev->raised_step, "message", ev->text, "raised",
 			      time_str(ev->raised_ns), "metric",
-			      ev->kind == TS_EV_SLOW_RANK && ev->metric < TS_M_COUNT ?
+			      (ev->kind == TS_EV_SLOW_RANK && ev->metric < TS_M_COUNT) ||
+			      (ev->kind == TS_EV_FAILSLOW && ev->metric == TS_M_COLLECTIVE) ?
 				      ts_metric_names[ev->metric] : "");
 	if (!o)
 		return NULL;
@@ -135,6 +136,23 @@ static json_t *history_json(const struct ts_job_result *r)
 	return json_pack("{s:I, s:o, s:o, s:I}", "alarmsRaised", (json_int_t)r->alarms_raised,
 			 "ranksEverAlarmed", ranks, "events", events, "eventsDropped",
 			 (json_int_t)r->history_dropped);
+}
+
+static json_t *network_json(const struct ts_net_verdict *v)
+{
+	char comm[17];
+	json_t *nodes = json_array();
+
+	for (int i = 0; i < 2; i++)
+		if (v->nodes[i][0])
+			json_array_append_new(nodes, json_string(v->nodes[i]));
+	snprintf(comm, sizeof(comm), "%016llx", (unsigned long long)v->worst_comm);
+	return json_pack("{s:s, s:o, s:i, s:i, s:s, s:o, s:o, s:o, s:I, s:I, s:s}", "scope",
+			 ts_net_scope_names[v->scope], "nodes", nodes, "communicators", v->comms,
+			 "slowCommunicators", v->slow_comms, "worstCommunicator", comm,
+			 "transferMs", num_or_null(v->value_ms), "baselineMs", num_or_null(v->ref_ms),
+			 "excess", num_or_null(v->excess), "onsetStep", (json_int_t)v->onset_step,
+			 "confirmedStep", (json_int_t)v->confirmed_step, "evidence", v->evidence);
 }
 
 static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint64_t now,
@@ -178,6 +196,8 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 		json_object_set_new(st, "lostRanks", lost_ranks(j));
 	if (st && hang && r->hang_rank >= 0)
 		json_object_set_new(st, "hang", hang_json(r));
+	if (st && r->net.scope != TS_NET_NONE)
+		json_object_set_new(st, "network", network_json(&r->net));
 	if (st)
 		json_object_set_new(st, "history", history_json(r));
 	return st;
@@ -214,7 +234,8 @@ static void add_systrace(json_t *root, struct ts_job *j, const struct ts_job_res
 		}
 		json_array_append_new(s ? abn : norm, d);
 	}
-	json_object_set_new(root, "resultCode", json_integer(r->nslow ? 201 : 200));
+	network |= r->net.scope != TS_NET_NONE;
+	json_object_set_new(root, "resultCode", json_integer(r->nslow || network ? 201 : 200));
 	json_object_set_new(root, "compute", json_boolean(compute));
 	json_object_set_new(root, "network", json_boolean(network));
 	json_object_set_new(root, "storage", json_boolean(storage));

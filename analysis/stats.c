@@ -38,3 +38,16 @@ double ts_mad_sigma(const double *v, size_t n, double med, double *tmp)
 			dev[k++] = fabs(v[i] - med);
 	return k ? 1.4826 * ts_median(dev, k, tmp) : NAN;
 }
+
+double ts_median_recent(const float *ring, size_t w, size_t last, size_t want)
+{
+	double v[15], tmp[15];
+	size_t n = 0;
+
+	for (size_t i = 0; i < want && i < w && i < 15; i++) {
+		float x = ring[(last + w - i) % w];
+		if (!isnan(x))
+			v[n++] = x;
+	}
+	return n ? ts_median(v, n, tmp) : NAN;
+}

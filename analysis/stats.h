@@ -10,5 +10,8 @@ double ts_median(const double *v, size_t n, double *tmp);
 /* Median absolute deviation around med, scaled by 1.4826 to estimate sigma. */
 double ts_mad_sigma(const double *v, size_t n, double med, double *tmp);
 void ts_sort(double *v, size_t n);
+/* Median of the last want values of a ring of w floats whose newest is at slot last,
+ * NaNs passed over (want is capped at 15); NaN when none. */
+double ts_median_recent(const float *ring, size_t w, size_t last, size_t want);
 
 #endif

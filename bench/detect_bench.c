@@ -46,6 +46,8 @@ struct scenario {
 	double jobwide;         /* the whole job slows by this share from `onset` */
 	double spike_rate;      /* share of rank-steps a pause (GC, page faults) hits */
 	double spike_size;      /* ... making that rank's work this much longer */
+	int net_node, net_peer; /* network: 0 job-wide, else node n - 1's NIC (and peer:
+				 * the link between them) transfers `size` slower */
 };
 
 struct outcome {
@@ -104,16 +106,80 @@ static int stage_of(const struct scenario *sc, int k)
 	return stage < 0 ? 0 : stage;
 }
 
+/* Communicators: one per group of each layout dimension (the ranks that differ only in
+ * it), or one over all ranks with no layout; ranks fill nodes of RANKS_PER_NODE. A step
+ * runs them in order, each a blocking collective: it ends for all its members when the
+ * last has entered, plus its transfer time. */
+#define RANKS_PER_NODE 8
+#define MAX_WORLD 4096
+
+struct topo {
+	int nd, size[TS_LAYOUT_MAX_DIMS], stride[TS_LAYOUT_MAX_DIMS];
+	bool slow[TS_LAYOUT_MAX_DIMS][MAX_WORLD]; /* [dim][group key] under the fault */
+	double done[TS_LAYOUT_MAX_DIMS][MAX_WORLD];
+};
+
+static int node_of(int k)
+{
+	return k / RANKS_PER_NODE;
+}
+
+static int group_key(const struct topo *t, int d, int k)
+{
+	return k - (k / t->stride[d] % t->size[d]) * t->stride[d];
+}
+
+static uint64_t comm_id(int d, int key)
+{
+	return 0xc0ffee0000000000ull | (uint64_t)(d + 1) << 32 | (uint32_t)key;
+}
+
+/* The fault's communicators: those across nodes (job-wide), through the node, or
+ * between the two nodes. */
+static bool net_hit(const struct scenario *sc, const struct topo *t, int d, int key)
+{
+	bool x = false, y = false, across = false;
+
+	for (int i = 0; i < t->size[d]; i++) {
+		int n = node_of(key + i * t->stride[d]);
+		across |= n != node_of(key);
+		x |= n == sc->net_node - 1, y |= n == sc->net_peer - 1;
+	}
+	if (!sc->net_node)
+		return across;
+	return sc->net_peer ? x && y : x && across;
+}
+
+static void topo_init(struct topo *t, const struct scenario *sc)
+{
+	struct ts_layout l;
+	char err[128];
+
+	memset(t, 0, sizeof(*t));
+	if (sc->layout && !ts_layout_parse(&l, sc->layout, err, sizeof(err))) {
+		for (int d = 0, stride = 1; d < l.ndims; stride *= l.size[d], d++)
+			if (l.size[d] > 1)
+				t->size[t->nd] = l.size[d], t->stride[t->nd++] = stride;
+	} else {
+		t->nd = 1, t->size[0] = sc->world, t->stride[0] = 1;
+	}
+	for (int d = 0; d < t->nd; d++)
+		for (int k = 0; k < sc->world; k++)
+			if (group_key(t, d, k) == k)
+				t->slow[d][k] = sc->fault == F_NETWORK && net_hit(sc, t, d, k);
+}
+
 /* One step of every rank into the job. */
-static void feed(struct ts_job *j, const struct scenario *sc, int step, uint64_t *seed,
-		 double *busy)
+static void feed(struct ts_job *j, const struct scenario *sc, const struct topo *t, int step,
+		 uint64_t *seed, double *busy)
 {
 	const double dl = 4, launch = 3, compute = 60, ckpt = 120, coll = 12;
 	int bad = faulty_rank(sc);
 	double f = fault_now(sc, step), wide = step >= sc->onset ? 1 + sc->jobwide : 1;
-	double slowest = 0, net = sc->fault == F_NETWORK && f > 0 ? 1 + f : 1;
 	uint64_t t0 = 1000000 * MS + (uint64_t)step * 200 * MS;
-	struct ts_rank_step rs[4096];
+	static struct ts_rank_step rs[MAX_WORLD];
+	static double at[MAX_WORLD];
+	static struct topo done; /* each group's end per communicator */
 
 	for (int k = 0; k < sc->world; k++) {
 		int stage = stage_of(sc, k);
@@ -133,27 +199,63 @@ static void feed(struct ts_job *j, const struct scenario *sc, int step, uint64_t
 			r->m[fault_metric[sc->fault]] += f * (dl + launch + compute) * work;
 		busy[k] = r->m[TS_M_DATALOADER] + r->m[TS_M_LAUNCH] + r->m[TS_M_COMPUTE] +
 			  r->m[TS_M_CHECKPOINT];
-		slowest = fmax(slowest, busy[k]);
+		at[k] = busy[k];
+	}
+	/* the communicators in order: each ends when its last member entered, plus its
+	 * transfer (the collective's share of the step, split over them) */
+	for (int d = 0; d < t->nd; d++) {
+		for (int k = 0; k < sc->world; k++)
+			done.done[d][group_key(t, d, k)] = 0;
+		for (int k = 0; k < sc->world; k++) {
+			double *g = &done.done[d][group_key(t, d, k)];
+			*g = fmax(*g, at[k]);
+		}
+		for (int k = 0; k < sc->world; k++) {
+			int key = group_key(t, d, k);
+			if (group_key(t, d, k) != k)
+				continue;
+			double tr = coll / t->nd * (1 + sc->jitter * gauss(seed));
+			done.done[d][key] += t->slow[d][key] && f > 0 ? tr * (1 + f) : tr;
+		}
+		for (int k = 0; k < sc->world; k++) {
+			struct ts_rank_step *r = &rs[k];
+			double end = done.done[d][group_key(t, d, k)];
+			r->comm[r->ncomm++] = (struct ts_comm_time){
+				.id = comm_id(d, group_key(t, d, k)), .nranks = (uint32_t)t->size[d],
+				.count = 1, .ms = end - at[k], .mb = 64 };
+			r->m[TS_M_COLLECTIVE] += end - at[k];
+			at[k] = end;
+		}
 	}
 	for (int k = 0; k < sc->world; k++) {
-		double c = coll * net * (1 + sc->jitter * gauss(seed));
-		rs[k].m[TS_M_COLLECTIVE] = slowest - busy[k] + c;
 		rs[k].start_ns = t0;
-		rs[k].end_ns = t0 + (uint64_t)((slowest + c) * MS);
+		rs[k].end_ns = t0 + (uint64_t)(at[k] * MS);
 		ts_job_add_step(j, k, sc->world, &rs[k]);
 	}
 }
 
-/* What each rank's relay says in its Hello: the layout, and the world communicator. */
-static void groups(struct ts_job *j, const struct scenario *sc)
+/* What each rank's relay says in its Hello: the layout and its communicators; and the
+ * node it runs on. */
+static void groups(struct ts_job *j, const struct scenario *sc, const struct topo *t)
 {
-	char lay[80], comm[80];
-	const char *g[2] = { comm, lay };
+	char lay[80], comm[TS_LAYOUT_MAX_DIMS][80];
+	const char *g[TS_LAYOUT_MAX_DIMS + 1];
 
 	snprintf(lay, sizeof(lay), "layout:%s", sc->layout ? sc->layout : "");
 	for (int k = 0; k < sc->world; k++) {
-		snprintf(comm, sizeof(comm), "nccl:c0ffee:%d:%d", sc->world, k);
-		ts_job_rank_groups(j, k, g, sc->layout ? 2 : 1);
+		int n = 0;
+		for (int d = 0; d < t->nd; d++) {
+			int key = group_key(t, d, k);
+			snprintf(comm[d], sizeof(comm[d]), "nccl:%llx:%d:%d",
+				 (unsigned long long)comm_id(d, key), t->size[d],
+				 (k - key) / t->stride[d]);
+			g[n++] = comm[d];
+		}
+		if (sc->layout)
+			g[n++] = lay;
+		ts_job_rank_groups(j, k, g, (size_t)n);
+		snprintf(ts_job_rank(j, k)->node, sizeof(ts_job_rank(j, k)->node), "node-%d",
+			 node_of(k));
 	}
 }
 
@@ -165,7 +267,7 @@ static void hang(struct ts_job *j, const struct scenario *sc, struct outcome *o,
 
 	for (int k = 0; k < sc->world; k++)
 		if (k != bad)
-			ts_job_rank_hang(j, k, "AllReduce", 0xc0ffee, (uint64_t)sc->onset * 3 + 1,
+			ts_job_rank_hang(j, k, "AllReduce", comm_id(0, 0), (uint64_t)sc->onset * 3 + 1,
 					 310 * 1000 * MS, "");
 	ts_job_tick(j, now + 400ull * 1000 * MS);
 	const struct ts_job_result *r = ts_job_result(j);
@@ -177,12 +279,71 @@ static void hang(struct ts_job *j, const struct scenario *sc, struct outcome *o,
 		o->false_rank |= r->culprits[i] != bad;
 }
 
+/* The network verdict says what the fault was: the job, the node, or the node pair. */
+static bool net_right(const struct scenario *sc, const struct ts_net_verdict *v)
+{
+	char x[64], y[64];
+
+	snprintf(x, sizeof(x), "node-%d", sc->net_node - 1);
+	snprintf(y, sizeof(y), "node-%d", sc->net_peer - 1);
+	if (!sc->net_node)
+		return v->scope == TS_NET_JOB;
+	if (!sc->net_peer)
+		return v->scope == TS_NET_NODE && !strcmp(v->nodes[0], x);
+	return v->scope == TS_NET_LINK && ((!strcmp(v->nodes[0], x) && !strcmp(v->nodes[1], y)) ||
+					   (!strcmp(v->nodes[0], y) && !strcmp(v->nodes[1], x)));
+}
+
+/* A rank the run may name: the faulty one, or under a node's or link's network fault
+ * a rank on that node or link. */
+static bool rank_right(const struct scenario *sc, int k, int step)
+{
+	if (sc->fault == F_NONE || step < sc->onset)
+		return false;
+	if (sc->fault != F_NETWORK)
+		return k == faulty_rank(sc);
+	return sc->net_node && (node_of(k) == sc->net_node - 1 ||
+				(sc->net_peer && node_of(k) == sc->net_peer - 1));
+}
+
+static void judge_step(const struct scenario *sc, const struct ts_job_result *r, int st,
+		       struct outcome *o)
+{
+	const struct ts_net_verdict *v = &r->net;
+	bool net = sc->fault == F_NETWORK;
+
+	o->failslow |= r->state == TS_STATE_FAILSLOW;
+	if (v->scope != TS_NET_NONE && (!net || st < sc->onset))
+		o->false_rank = true; /* a network alarm with none to find */
+	if (net && v->scope != TS_NET_NONE && st >= sc->onset)
+		o->cause_ok = true;
+	if (net && !o->named && st >= sc->onset && net_right(sc, v)) {
+		o->named = true;
+		o->latency = (int)r->last_step - sc->onset;
+		o->onset_err = (long)v->onset_step - sc->onset;
+	}
+	for (int i = 0; i < r->nslow; i++) {
+		const struct ts_slow_rank *s = &r->slow[i];
+		if (!rank_right(sc, s->rank, st)) {
+			o->false_rank = true;
+			continue;
+		}
+		if (!o->named && !net) {
+			o->named = true;
+			o->latency = (int)r->last_step - sc->onset;
+			o->onset_err = (long)s->onset_step - sc->onset;
+			o->cause_ok = !strcmp(s->cause, fault_cause[sc->fault]);
+		}
+	}
+}
+
 static int run_one(const struct scenario *sc, uint64_t seed, struct outcome *o)
 {
+	static struct topo t;
 	struct ts_params p;
 	struct ts_job *j;
-	double busy[4096];
-	int bad = faulty_rank(sc), steps = sc->fault == F_HANG ? sc->onset : sc->steps;
+	double busy[MAX_WORLD];
+	int steps = sc->fault == F_HANG ? sc->onset : sc->steps;
 	uint64_t now = 0;
 
 	memset(o, 0, sizeof(*o));
@@ -191,27 +352,13 @@ static int run_one(const struct scenario *sc, uint64_t seed, struct outcome *o)
 	p.hang_timeout_s = 300;
 	if (ts_job_new(&j, "bench", sc->name, sc->world, &p))
 		return -ENOMEM;
-	groups(j, sc);
+	topo_init(&t, sc);
+	groups(j, sc, &t);
 	for (int st = 0; st < steps; st++) {
-		feed(j, sc, st, &seed, busy);
+		feed(j, sc, &t, st, &seed, busy);
 		now = 1000000 * MS + (uint64_t)st * 200 * MS;
 		ts_job_tick(j, now);
-		const struct ts_job_result *r = ts_job_result(j);
-		o->failslow |= r->state == TS_STATE_FAILSLOW;
-		for (int i = 0; i < r->nslow; i++) {
-			const struct ts_slow_rank *s = &r->slow[i];
-			bool right = sc->fault != F_NONE && s->rank == bad && st >= sc->onset;
-			if (!right) {
-				o->false_rank = true;
-				continue;
-			}
-			if (!o->named) {
-				o->named = true;
-				o->latency = (int)r->last_step - sc->onset;
-				o->onset_err = (long)s->onset_step - sc->onset;
-				o->cause_ok = !strcmp(s->cause, fault_cause[sc->fault]);
-			}
-		}
+		judge_step(sc, ts_job_result(j), st, o);
 	}
 	if (sc->fault == F_HANG)
 		hang(j, sc, o, now);
@@ -231,18 +378,20 @@ static void report(const struct scenario *sc, const struct outcome *o, int n, do
 	char size[16] = "-";
 
 	for (int i = 0; i < n; i++) {
-		named += o[i].named, cause += o[i].named && o[i].cause_ok, falses += o[i].false_rank;
+		named += o[i].named, falses += o[i].false_rank;
+		cause += (o[i].named || sc->fault == F_NETWORK) && o[i].cause_ok;
 		if (o[i].latency >= 0)
 			lat[nl++] = o[i].latency, onset_err += labs(o[i].onset_err);
 	}
 	qsort(lat, (size_t)nl, sizeof(int), cmp_int);
 	if (sc->fault != F_NONE && sc->fault != F_HANG)
 		snprintf(size, sizeof(size), "%.0f%%", 100 * sc->size);
-	bool faulty = sc->fault != F_NONE && sc->fault != F_NETWORK;
+	bool faulty = sc->fault != F_NONE;
 	printf("| %-34s | %5d | %-8s | %5s | %4d | ", sc->name, sc->world, fault_names[sc->fault],
 	       size, n);
 	if (faulty)
-		printf("%4.2f | %4.2f | ", (double)named / n, named ? (double)cause / named : 0);
+		printf("%4.2f | %4.2f | ", (double)named / n,
+		       sc->fault == F_NETWORK ? (double)cause / n : named ? (double)cause / named : 0);
 	else
 		printf("   - |    - | ");
 	printf("%3d | ", falses);
@@ -261,6 +410,9 @@ static void report(const struct scenario *sc, const struct outcome *o, int n, do
 	{ nm, w, lay, stg, ext, f, sz, shp, on, dur, 300, runs, 0.02, 0, 0, 0, 0 }
 #define NOISY(nm, w, f, sz, jit, rate, spike, runs) \
 	{ nm, w, NULL, 1, 0, f, sz, PERSISTENT, 100, 0, 400, runs, jit, 0, 0, rate, spike }
+/* node, peer: 0 job-wide; else node n - 1's network, or the link between two nodes */
+#define NET(nm, w, lay, sz, node, peer, runs) \
+	{ nm, w, lay, 1, 0, F_NETWORK, sz, PERSISTENT, 100, 0, 300, runs, 0.02, 0, 0, 0, 0, node, peer }
 
 static const struct scenario matrix[] = {
 	HEALTHY("healthy", 16, NULL, 1, 0, 0, 0, 20),
@@ -294,7 +446,15 @@ static const struct scenario matrix[] = {
 	FAULT("pp4-dp4: compute 10% in a stage", 16, "pp4-dp4", 4, 0.25, F_COMPUTE, 0.10, PERSISTENT, 100, 0, 20),
 	FAULT("tp2-pp4-dp8: compute 5% in a stage", 64, "tp2-pp4-dp8", 4, 0.25, F_COMPUTE, 0.05, PERSISTENT, 100, 0, 10),
 	FAULT("pp4-dp1: compute 10% (no peer)", 4, "pp4-dp1", 4, 0.25, F_COMPUTE, 0.10, PERSISTENT, 100, 0, 20),
-	FAULT("network 30% job-wide", 16, NULL, 1, 0, F_NETWORK, 0.30, PERSISTENT, 100, 0, 10),
+	HEALTHY("tp8-pp2-dp4 on 8 nodes", 64, "tp8-pp2-dp4", 1, 0, 0, 0, 10),
+	FAULT("tp8-pp2-dp4: compute 10%", 64, "tp8-pp2-dp4", 1, 0, F_COMPUTE, 0.10, PERSISTENT, 100, 0, 10),
+	NET("network 30% job-wide", 16, NULL, 0.30, 0, 0, 10),
+	NET("tp8-pp2-dp4: network 30% job-wide", 64, "tp8-pp2-dp4", 0.30, 0, 0, 10),
+	NET("tp8-pp2-dp4: node 3's network 10%", 64, "tp8-pp2-dp4", 0.10, 4, 0, 10),
+	NET("tp8-pp2-dp4: node 3's network 30%", 64, "tp8-pp2-dp4", 0.30, 4, 0, 10),
+	NET("tp8-pp2-dp4: link node 2 - 3 30%", 64, "tp8-pp2-dp4", 0.30, 3, 4, 10),
+	NET("one communicator: node 1's network 30%", 16, NULL, 0.30, 2, 0, 10),
+	NET("tp8-pp4-dp32: node 77's network 30%", 1024, "tp8-pp4-dp32", 0.30, 78, 0, 3),
 	FAULT("hang: one rank never enters", 8, NULL, 1, 0, F_HANG, 0, PERSISTENT, 60, 0, 5),
 	FAULT("hang: one rank never enters", 1024, NULL, 1, 0, F_HANG, 0, PERSISTENT, 60, 0, 2),
 };

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Asserts what a report says: check_report.py REPORT.json healthy | RANK CAUSE
+"""Asserts what a report says: check_report.py REPORT.json healthy | network SCOPE | RANK CAUSE
 
-healthy: state Healthy and no rank was ever alarmed during the run.
+healthy: state Healthy, no rank was ever alarmed and no network alarm raised during the run.
+network SCOPE: state FailSlow with cause Communication over SCOPE (Job, Node, Link) and no
+rank ever alarmed.
 RANK CAUSE: state FailSlow, exactly that rank named with that cause, and no other rank
 was ever alarmed during the run."""
 import json
@@ -15,13 +17,23 @@ def main():
     named = sorted((s["rank"], s["cause"]) for s in st["slowRanks"])
     ever = rep["history"]["ranksEverAlarmed"]
     where = "%s: state %s, slow %s, ever alarmed %s" % (path, st["state"], named, ever)
+    net = [e for e in rep["history"]["events"] if e.get("metric") == "collective"]
+    where += ", network %s" % (st.get("network", {}).get("evidence", "none"))
     if want == ["healthy"]:
-        ok = st["state"] == "Healthy" and not named and not ever and rep["resultCode"] == 200
+        ok = st["state"] == "Healthy" and not named and not ever and not net \
+            and rep["resultCode"] == 200
+    elif want[0] == "network":
+        ok = st["state"] == "FailSlow" and st.get("network", {}).get("scope") == want[1] \
+            and not named and not ever and rep["network"] and rep["resultCode"] == 201 \
+            and "Communication" in st["conditions"][1]["message"]
     else:
         rank, cause = int(want[0]), want[1]
         ok = st["state"] == "FailSlow" and named == [(rank, cause)] and ever == [rank] \
             and rep["resultCode"] == 201 and rep["abnormalDetail"][0]["objectId"] == str(rank)
     print(("ok    " if ok else "FAIL  ") + where)
+    if not ok:
+        for e in rep["history"]["events"]:
+            print("      event: %s" % e.get("message"))
     return 0 if ok else 1
 
 

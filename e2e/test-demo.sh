@@ -1,7 +1,8 @@
 #!/bin/bash
 # End to end on real processes and a real nats-server: the report names the injected
-# rank and cause on 8 and 16 ranks, nobody in a healthy 300-step run, nobody in a
-# pipeline whose last stage is heavier by design, and the slow rank within a stage.
+# rank and cause on 8 and 16 ranks, nobody in a healthy 300-step run, a slow link as the
+# job's network with no rank named, nobody in a pipeline whose last stage is heavier by
+# design, and the slow rank within a stage.
 set -e
 BUILD=${BUILD:-build}
 . "$(dirname "$0")/lib.sh"
@@ -10,10 +11,11 @@ here=$(dirname "$0")
 start_nats
 start_analyzer --quiet
 fails=0
-scenario() { # JOB RANKS STEPS FAULT EXPECT...
+scenario() { # JOB RANKS STEPS FAULT EXPECT... (EXTRA: more workload options)
 	local job=$1 ranks=$2 steps=$3 fault=$4; shift 4
 	local t0=$(date +%s.%N)
-	run_job "$job" "$ranks" "$steps" "$fault" --fault-rank 5 --fault-step 40
+	# shellcheck disable=SC2086
+	run_job "$job" "$ranks" "$steps" "$fault" --fault-rank 5 --fault-step 40 ${EXTRA:-}
 	wait_report "$job" $((steps - 1))
 	printf '%5.1f s  ' "$(echo "$(date +%s.%N) - $t0" | bc)"
 	check_report "$job" "$@" || fails=$((fails + 1))
@@ -23,6 +25,9 @@ scenario storage-8 8 150 storage 5 Storage
 scenario compute-16 16 150 compute 5 Compute
 scenario storage-16 16 150 storage 5 Storage
 scenario healthy-8 8 300 none healthy
+# rank 5's link delays each of its ring sends: every rank waits the same, nobody computes
+# more; one communicator over all ranks, so the place is the job's network
+EXTRA="--fault-factor 2" scenario network-8 8 150 network network Job
 
 # a pipeline of 2 stages x 4 replicas (TRAINSCOPE_GROUPS=pp2-dp4, stage fastest) whose
 # last stage computes 1.3x by design: nobody named; rank 5 (stage 1) slowed 1.3x from
@@ -58,6 +63,6 @@ if echo "$out" | grep -q "slow rank 5  cause Compute"; then
 else
 	echo "$out"; echo "FAIL  make demo"; fails=$((fails + 1))
 fi
-total=9
+total=10
 echo "e2e: $((total - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -27,8 +27,8 @@
 
 #define MAX_RANKS 256
 
-enum fault { FAULT_NONE, FAULT_COMPUTE, FAULT_STORAGE, FAULT_HOST };
-static const char *const fault_names[] = { "none", "compute", "storage", "host" };
+enum fault { FAULT_NONE, FAULT_COMPUTE, FAULT_STORAGE, FAULT_HOST, FAULT_NETWORK };
+static const char *const fault_names[] = { "none", "compute", "storage", "host", "network" };
 
 struct wl {
 	int ranks, steps, rank;
@@ -86,12 +86,13 @@ static void usage(FILE *f)
 		"  --dataloader-ms X   time to load a batch (default 40)\n"
 		"  --launch-ms X       host work to launch the step (default 0.1)\n"
 		"  --bytes N           all-reduce size in bytes (default 262144)\n"
-		"  --fault KIND        none | compute | storage | host (default none)\n"
+		"  --fault KIND        none | compute | storage | host | network (default none)\n"
 		"  --fault-rank R      rank to slow (default 5)\n"
 		"  --fault-step S      first slow step (default 40)\n"
 		"  --fault-factor F    compute: GEMMs x F (default 1.3); storage: dataloader x F\n"
 		"                      (default 1.5); host: a CPU hog ('stress') pinned with the\n"
-		"                      rank to CPU rank mod ncpu\n"
+		"                      rank to CPU rank mod ncpu; network: the rank's link\n"
+		"                      delays each of its ring sends by (F - 1) x 2 ms\n"
 		"  --heavy-every N     ranks r with r %% N = N - 1 compute --heavy-factor F times\n"
 		"                      more from the first step: the last stage of a pipeline\n"
 		"                      whose stage is the fastest dimension (TRAINSCOPE_GROUPS=ppN-...)\n"
@@ -131,7 +132,7 @@ static int parse(int argc, char **argv, struct wl *w)
 		case 'p': w->pin = 1; break;
 		case 'f':
 			w->fault = FAULT_NONE;
-			for (int i = 0; i < 4; i++)
+			for (int i = 0; i < 5; i++)
 				if (!strcmp(optarg, fault_names[i]))
 					w->fault = (enum fault)i;
 			if (strcmp(optarg, fault_names[w->fault])) {
@@ -181,13 +182,16 @@ static int xfer(int sfd, const char *sbuf, size_t slen, int rfd, char *rbuf, siz
 	return 0;
 }
 
-/* Reduce-scatter then all-gather: 2(N-1) exchanges of one chunk each. */
-static int allreduce(struct wl *w, float *buf, float *tmp)
+/* Reduce-scatter then all-gather: 2(N-1) exchanges of one chunk each; link_ms: a slow
+ * link from this rank delays each of its sends. */
+static int allreduce(struct wl *w, float *buf, float *tmp, double link_ms)
 {
 	size_t n = w->floats, chunk = n / (size_t)w->ranks;
 	int N = w->ranks, r = w->rank;
 
 	for (int s = 0; s < 2 * (N - 1); s++) {
+		if (link_ms > 0)
+			sleep_ms(link_ms);
 		int send_c = ((r - s) % N + N) % N, recv_c = ((r - s - 1) % N + N) % N;
 		if (xfer(w->next_fd, (char *)(buf + (size_t)send_c * chunk), chunk * 4, w->prev_fd,
 			 (char *)tmp, chunk * 4))
@@ -306,7 +310,8 @@ static int run_rank(struct wl *w)
 		for (size_t i = 0; i < w->floats; i++)
 			grad[i] = c[i % mm];
 		TS_CALL(trainscope_collective_begin, TRAINSCOPE_COLL_ALL_REDUCE, w->floats * 4);
-		if (allreduce(w, grad, tmp)) {
+		if (allreduce(w, grad, tmp,
+			      slow && w->fault == FAULT_NETWORK ? 2 * (w->fault_factor - 1) : 0)) {
 			fprintf(stderr, "workload: rank %d: all-reduce failed at step %d\n", w->rank, step);
 			return 1;
 		}

@@ -53,6 +53,28 @@ static void add_coll(struct ts_step_sum *s, unsigned op, uint64_t bytes, uint64_
 	s->coll[i].time_ns += dur;
 }
 
+/* Per communicator: the analyzer's transfer times and node grouping need it. A step
+ * in more communicators than fit keeps the first ones and counts the rest. */
+static void add_comm(struct ts_step_sum *s, const struct ts_rec *r)
+{
+	int i;
+
+	for (i = 0; i < s->ncomm; i++)
+		if (s->comm[i].id == r->c)
+			break;
+	if (i == s->ncomm) {
+		if (s->ncomm == TS_AGG_MAX_COMM) {
+			s->comm_overflow++;
+			return;
+		}
+		s->comm[s->ncomm++] = (struct ts_comm_acc){ .id = r->c, .nranks = r->reserved };
+	}
+	s->comm[i].count++;
+	s->comm[i].p2p += (r->kind & 0xff) == TRAINSCOPE_COLL_SEND_RECV;
+	s->comm[i].bytes += r->a;
+	s->comm[i].time_ns += r->dur_ns;
+}
+
 static void add_gemm(struct ts_step_sum *s, uint64_t flops, uint64_t dur)
 {
 	uint8_t b = log2_bucket(flops);
@@ -116,6 +138,7 @@ bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *ou
 		if (!r->b)
 			mark_start(s, t);
 		add_coll(s, r->kind & 0xff, r->a, r->dur_ns);
+		add_comm(s, r);
 		a->cur_open |= s == &a->cur;
 		return false;
 	case TS_REC_GEMM:

@@ -8,6 +8,13 @@
 
 #define TS_AGG_MAX_COLL 16
 #define TS_AGG_MAX_GEMM 8
+#define TS_AGG_MAX_COMM 8
+
+struct ts_comm_acc {
+	uint64_t id; /* 0: no communicator (API-timed collectives) */
+	uint32_t count, p2p, nranks;
+	uint64_t bytes, time_ns;
+};
 
 struct ts_coll_acc {
 	uint8_t op;
@@ -30,8 +37,10 @@ struct ts_step_sum {
 	uint64_t dataloader_ns, compute_ns, compute_wall_ns, collective_ns, launch_ns, sync_ns,
 		gc_ns, checkpoint_ns;
 	bool have_device;
-	int ncoll, ngemm;
+	int ncoll, ngemm, ncomm;
 	struct ts_coll_acc coll[TS_AGG_MAX_COLL];
+	struct ts_comm_acc comm[TS_AGG_MAX_COMM];
+	uint64_t comm_overflow; /* ops of communicators past TS_AGG_MAX_COMM */
 	struct ts_gemm_acc gemm[TS_AGG_MAX_GEMM];
 	uint64_t launches, mem_live, mem_peak, comm_busy_ns;
 	uint32_t alloc_failures;

@@ -8,6 +8,7 @@ typedef Trainscope__V1__Record Record;
 typedef Trainscope__V1__Step Step;
 typedef Trainscope__V1__CollStat CollStat;
 typedef Trainscope__V1__GemmStat GemmStat;
+typedef Trainscope__V1__CommStat CommStat;
 
 static const char *const op_names[] = { "kernel", "AllReduce", "AllGather", "ReduceScatter",
 					"Broadcast", "Reduce", "AllToAll", "SendRecv",
@@ -80,6 +81,24 @@ static void fill_gemms(Step *pb, GemmStat *gs, GemmStat **gsp, const struct ts_s
 	pb->gemms = gsp;
 }
 
+static void fill_comms(Step *pb, CommStat *cm, CommStat **cmp, const struct ts_step_sum *s)
+{
+	for (int i = 0; i < s->ncomm; i++) {
+		const struct ts_comm_acc *c = &s->comm[i];
+		trainscope__v1__comm_stat__init(&cm[i]);
+		cm[i].comm_hash = c->id;
+		cm[i].count = c->count;
+		cm[i].p2p_count = c->p2p;
+		cm[i].bytes = c->bytes;
+		cm[i].time_ns = c->time_ns;
+		cm[i].nranks = c->nranks;
+		cmp[i] = &cm[i];
+	}
+	pb->n_comms = (size_t)s->ncomm;
+	pb->comms = cmp;
+	pb->comm_ops_dropped = s->comm_overflow;
+}
+
 int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *steps, int n,
 		    uint8_t **out, size_t *len)
 {
@@ -96,8 +115,10 @@ int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *step
 	CollStat **csp = calloc((size_t)n * TS_AGG_MAX_COLL + 1, sizeof(*csp));
 	GemmStat *gs = calloc((size_t)n * TS_AGG_MAX_GEMM + 1, sizeof(*gs));
 	GemmStat **gsp = calloc((size_t)n * TS_AGG_MAX_GEMM + 1, sizeof(*gsp));
+	CommStat *cm = calloc((size_t)n * TS_AGG_MAX_COMM + 1, sizeof(*cm));
+	CommStat **cmp = calloc((size_t)n * TS_AGG_MAX_COMM + 1, sizeof(*cmp));
 
-	if (!recs || !recp || !st || !cs || !csp || !gs || !gsp)
+	if (!recs || !recp || !st || !cs || !csp || !gs || !gsp || !cm || !cmp)
 		goto out;
 	fill_identity(&id, &dev, h->id);
 	id.pod_uid = (char *)(h->pod_uid ? h->pod_uid : "");
@@ -124,6 +145,7 @@ int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *step
 		fill_step(&st[i], &cs[i * TS_AGG_MAX_COLL], &csp[i * TS_AGG_MAX_COLL], &steps[i],
 			  h->id->world_size);
 		fill_gemms(&st[i], &gs[i * TS_AGG_MAX_GEMM], &gsp[i * TS_AGG_MAX_GEMM], &steps[i]);
+		fill_comms(&st[i], &cm[i * TS_AGG_MAX_COMM], &cmp[i * TS_AGG_MAX_COMM], &steps[i]);
 		trainscope__v1__record__init(&recs[k]);
 		recs[k].kind_case = TRAINSCOPE__V1__RECORD__KIND_STEP;
 		recs[k].step = &st[i];
@@ -158,5 +180,7 @@ out:
 	free(csp);
 	free(gs);
 	free(gsp);
+	free(cm);
+	free(cmp);
 	return err;
 }

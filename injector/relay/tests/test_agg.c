@@ -59,6 +59,49 @@ static void test_fold_steps(void **state)
 	assert_int_equal(s.start_ns, 300 + off);
 }
 
+/* Per communicator: API-timed collectives have none (0); NCCL's carry its hash; past
+ * TS_AGG_MAX_COMM communicators a step counts the ops it could not place. */
+static void test_per_comm(void **state)
+{
+	struct ts_agg a;
+	struct ts_step_sum s;
+	uint8_t *buf;
+	size_t len;
+
+	(void)state;
+	ts_agg_init(&a, 0);
+	assert_false(R(&a, &s, TS_REC_STEP_BEGIN, 0, 10, 0, 0));
+	assert_false(R(&a, &s, TS_REC_COLL, TRAINSCOPE_COLL_ALL_REDUCE, 20, 10, 4096));
+	for (uint64_t c = 1; c <= TS_AGG_MAX_COMM + 2; c++) {
+		struct ts_rec r = { .type = TS_REC_COLL, .kind = TRAINSCOPE_COLL_SEND_RECV,
+				    .t_ns = 30, .dur_ns = 5, .a = 100, .b = 0, .c = 0xc0 + c,
+				    .d = 1, .reserved = 4 };
+		assert_false(ts_agg_add(&a, &r, &s));
+	}
+	assert_true(R(&a, &s, TS_REC_STEP_END, 0, 100, 0, 0));
+	assert_int_equal(s.ncomm, TS_AGG_MAX_COMM);
+	assert_int_equal(s.comm[0].id, 0);
+	assert_int_equal(s.comm[0].time_ns, 10);
+	assert_int_equal(s.comm[1].id, 0xc1);
+	assert_int_equal(s.comm[1].p2p, 1);
+	assert_int_equal(s.comm[1].nranks, 4);
+	assert_int_equal(s.comm_overflow, 3);
+
+	struct ts_ident id = { .ns = "team", .job = "llm", .rank = 1, .world_size = 4 };
+	struct ts_batch_hdr h = { .id = &id, .seq = 1 };
+	assert_int_equal(ts_batch_encode(&h, &s, 1, &buf, &len), 0);
+	Trainscope__V1__Batch *b = trainscope__v1__batch__unpack(NULL, len, buf);
+	assert_non_null(b);
+	Trainscope__V1__Step *st = b->records[0]->step;
+	assert_int_equal(st->n_comms, TS_AGG_MAX_COMM);
+	assert_int_equal(st->comms[1]->comm_hash, 0xc1);
+	assert_int_equal(st->comms[1]->p2p_count, 1);
+	assert_int_equal(st->comms[1]->bytes, 100);
+	assert_int_equal(st->comm_ops_dropped, 3);
+	trainscope__v1__batch__free_unpacked(b, NULL);
+	free(buf);
+}
+
 static void test_busbw_factors(void **state)
 {
 	(void)state;
@@ -136,6 +179,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fold_steps),
+		cmocka_unit_test(test_per_comm),
 		cmocka_unit_test(test_busbw_factors),
 		cmocka_unit_test(test_batch_roundtrip),
 		cmocka_unit_test(test_idle),

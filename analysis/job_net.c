@@ -1,0 +1,612 @@
+/* The Communication cause. In a collective every member waits for the last one to
+ * enter, so a rank's time in a communicator is transfer plus waiting; the member that
+ * came last waited least, and the smallest time over the members is the transfer time.
+ * A slow rank does not move it (it is the one that came last); a slow link, NIC or
+ * switch does. Each communicator's transfer time (scaled to its baseline's bytes) is
+ * judged against its own baseline (as a share of it) with the ranks' CUSUM (change.h); the
+ * alarmed communicators are placed: the one node all of them go through while the
+ * node's other inter-node communicators are fine, a node pair, or the job's network as
+ * a whole (every communicator slower, or no node in common): FailSlow with cause
+ * Communication and no rank blamed. The agent's TCP retransmits per node are evidence,
+ * and name the node when the communicators cannot (one communicator over all nodes). */
+#include "job_impl.h"
+#include "log.h"
+#include "snap.h"
+#include "stats.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const ts_net_scope_names[4] = { "", "Node", "Link", "Job" };
+
+#define RING 32          /* steps a communicator's times wait for evaluation */
+#define WMAX 64          /* space.window_size at most */
+#define MIN_SIGMA_SAMPLES 8
+/* a node's TCP retransmits stand out at this rate and this many times the median's */
+#define RETRANS_MIN_PER_S 5.0
+#define RETRANS_FACTOR 4.0
+
+struct slot {
+	uint32_t step; /* low bits: the ring is far shorter than 2^32 steps */
+	uint32_t n;    /* members that reported */
+	float ms, mb;  /* the smallest time, and that member's payload */
+};
+
+struct comm {
+	uint64_t id;
+	uint32_t nranks;
+	struct slot ring[RING];
+	float t[WMAX], mb[WMAX], e[WMAX]; /* transfer ms, MB, excess over the baseline */
+	int filled, next;
+	uint64_t last_step;               /* the last step it was judged at */
+	float base_ms, base_mb;           /* learned once, from the first window */
+	struct ts_change chg;
+	bool judged;                      /* a baseline, and judged at the last step */
+};
+
+struct ts_net {
+	struct comm *c;
+	int n, cap;
+	int *index, icap; /* open addressing over c by id, -1 empty */
+	float sigma;
+	uint64_t sigma_at;
+	uint64_t first_alarm;  /* the step the first of the alarmed communicators was */
+	double *tmp;      /* cap + 2 * WMAX doubles */
+	int tmp_cap;
+	/* placing: (communicator, node) pairs and the nodes */
+	uint64_t *pairs;
+	int *node_of, *touch_a, *touch_h;
+	const char **names;
+	int npairs_cap, world_cap;
+};
+
+static int max_comms(int world)
+{
+	return world + 64;
+}
+
+size_t ts_job_net_bytes(const struct ts_params *p, int world)
+{
+	(void)p;
+	return (size_t)max_comms(world) * (sizeof(struct comm) + 2 * sizeof(int) + sizeof(double));
+}
+
+void ts_job_net_free(struct ts_job *j)
+{
+	struct ts_net *n = j->net;
+
+	if (!n)
+		return;
+	free(n->c), free(n->index), free(n->tmp), free(n->pairs), free(n->node_of);
+	free(n->touch_a), free(n->touch_h), free(n->names);
+	free(n);
+	j->net = NULL;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33;
+	return x;
+}
+
+static int find(const struct ts_net *n, uint64_t id)
+{
+	for (int h = (int)(mix(id) & (uint64_t)(n->icap - 1)), i = 0; n->icap && i < n->icap;
+	     h = (h + 1) & (n->icap - 1), i++) {
+		if (n->index[h] < 0)
+			return -1;
+		if (n->c[n->index[h]].id == id)
+			return n->index[h];
+	}
+	return -1;
+}
+
+static void index_put(struct ts_net *n, int at)
+{
+	int h = (int)(mix(n->c[at].id) & (uint64_t)(n->icap - 1));
+
+	while (n->index[h] >= 0)
+		h = (h + 1) & (n->icap - 1);
+	n->index[h] = at;
+}
+
+static int grow(struct ts_net *n)
+{
+	int cap = n->cap ? 2 * n->cap : 16, icap = 4 * cap;
+	struct comm *c = realloc(n->c, (size_t)cap * sizeof(*c));
+	int *index = malloc((size_t)icap * sizeof(int));
+	double *tmp = realloc(n->tmp, ((size_t)cap + 2 * WMAX) * sizeof(double));
+
+	if (c)
+		n->c = c;
+	if (tmp)
+		n->tmp = tmp;
+	if (!c || !index || !tmp) {
+		free(index);
+		return -ENOMEM;
+	}
+	free(n->index);
+	n->index = index, n->icap = icap, n->cap = cap;
+	for (int i = 0; i < icap; i++)
+		index[i] = -1;
+	for (int i = 0; i < n->n; i++)
+		index_put(n, i);
+	return 0;
+}
+
+/* The communicator's entry, made on first sight; NULL past the job's bound. */
+static struct comm *comm_get(struct ts_job *j, uint64_t id, uint32_t nranks)
+{
+	struct ts_net *n = j->net;
+	int at = find(n, id);
+
+	if (at >= 0)
+		return &n->c[at];
+	if (n->n >= max_comms(j->world) || (n->n == n->cap && grow(n)))
+		return NULL;
+	struct comm *c = &n->c[n->n];
+	memset(c, 0, sizeof(*c));
+	c->id = id;
+	c->nranks = nranks;
+	c->base_ms = c->base_mb = NAN;
+	index_put(n, n->n++);
+	return c;
+}
+
+int ts_job_net_add(struct ts_job *j, int rank, const struct ts_rank_step *s)
+{
+	if (!s->ncomm)
+		return 0;
+	if (!j->net && !(j->net = calloc(1, sizeof(*j->net))))
+		return -ENOMEM;
+	for (int i = 0; i < s->ncomm && i < TS_STEP_COMMS; i++) {
+		const struct ts_comm_time *t = &s->comm[i];
+		struct comm *c = comm_get(j, t->id, t->nranks);
+		if (!c || !t->count)
+			continue;
+		if (t->id)
+			ts_rank_add_comm(&j->meta[rank], t->id);
+		struct slot *sl = &c->ring[s->step % RING];
+		if (sl->step != (uint32_t)s->step || !sl->n)
+			*sl = (struct slot){ .step = (uint32_t)s->step, .ms = INFINITY };
+		sl->n++;
+		if (t->ms < sl->ms)
+			sl->ms = (float)t->ms, sl->mb = (float)t->mb;
+	}
+	return 0;
+}
+
+/* Members a communicator needs at a step for its smallest time to be the transfer. */
+static uint32_t quorum(const struct ts_job *j, const struct comm *c)
+{
+	uint32_t size = c->id && c->nranks ? c->nranks : (uint32_t)j->world;
+
+	return size < 2 ? 2 : (size + 1) / 2;
+}
+
+/* The baseline from the first window: the median payload, and the median time with
+ * every step scaled to that payload. */
+static void learn_base(struct ts_net *n, struct comm *c, int w)
+{
+	double *v = n->tmp, *tmp = n->tmp + WMAX;
+
+	for (int i = 0; i < w; i++)
+		v[i] = c->mb[i];
+	c->base_mb = (float)ts_median(v, (size_t)w, tmp);
+	for (int i = 0; i < w; i++) {
+		if (c->mb[i] > 0 && c->base_mb > 0)
+			c->t[i] *= c->base_mb / c->mb[i];
+		v[i] = c->t[i];
+	}
+	c->base_ms = (float)ts_median(v, (size_t)w, tmp);
+	for (int i = 0; i < w; i++)
+		c->e[i] = c->t[i] / c->base_ms - 1;
+}
+
+/* The job's noise: the median over communicators of each one's robust sigma of its
+ * excess, relearned every window_step steps. */
+static void learn_sigma(struct ts_job *j, int w)
+{
+	struct ts_net *n = j->net;
+	double *v = n->tmp + 2 * WMAX, *win = n->tmp, *tmp = n->tmp + WMAX;
+	int got = 0;
+
+	if (n->sigma_at && j->res.steps_evaluated < n->sigma_at + (uint64_t)j->p.space_window_step)
+		return;
+	for (int i = 0; i < n->n; i++) {
+		struct comm *c = &n->c[i];
+		size_t k = 0;
+		if (isnan(c->base_ms))
+			continue;
+		for (int s = 0; s < w; s++)
+			if (!isnan(c->e[s]))
+				win[k++] = c->e[s];
+		if (k < MIN_SIGMA_SAMPLES)
+			continue;
+		double med = ts_median(win, k, tmp), sd = ts_mad_sigma(win, k, med, tmp);
+		if (!isnan(sd))
+			v[got++] = sd;
+	}
+	if (!got)
+		return;
+	n->sigma = (float)ts_median(v, (size_t)got, n->tmp);
+	n->sigma_at = j->res.steps_evaluated;
+}
+
+static void judge(struct ts_job *j, struct comm *c, const struct slot *sl, int w,
+		  uint64_t step, uint64_t t_ns)
+{
+	struct ts_change_opts o = j->p.change;
+	int at = c->next;
+	/* the same payload as the baseline's: a step that moves more bytes takes longer */
+	double t = sl->mb > 0 && c->base_mb > 0 ? sl->ms * c->base_mb / sl->mb : sl->ms;
+
+	c->t[at] = (float)t, c->mb[at] = sl->mb, c->e[at] = NAN;
+	c->next = (at + 1) % w;
+	c->last_step = step;
+	if (c->filled < w) {
+		if (++c->filled == w)
+			learn_base(j->net, c, w);
+		return;
+	}
+	c->e[at] = (float)(t / c->base_ms - 1);
+	c->judged = true;
+	if (!(j->net->sigma >= 0) || !(c->base_ms > 0))
+		return;
+	/* a share of the communicator's own baseline: a NIC 30 % slower matters however
+	 * small a share of the step its transfers are */
+	o.drift = fmax(j->p.net_drift, o.drift_sigmas * j->net->sigma);
+	o.drift = fmax(o.drift, j->p.net_min_step_share * j->step_ms / c->base_ms);
+	o.min_sigma = j->p.net_min_sigma;
+	switch (ts_change_update(&c->chg, &o, ts_median_recent(c->e, (size_t)w, (size_t)at,
+							      (size_t)o.smooth_steps),
+				 j->net->sigma, step, t_ns, t, c->base_ms)) {
+	case TS_CHANGE_RAISED: {
+		/* the median of the last steps turns once half of them changed */
+		uint64_t lag = (uint64_t)(o.smooth_steps - 1) / 2;
+		c->chg.onset = c->chg.onset > lag ? c->chg.onset - lag : 0;
+		ts_info("%s/%s: communicator %016llx transfer %.2f ms vs baseline %.2f ms from "
+			"step %llu, confirmed at step %llu", j->ns, j->name,
+			(unsigned long long)c->id, ts_change_value(&c->chg), ts_change_ref(&c->chg),
+			(unsigned long long)c->chg.onset, (unsigned long long)step);
+		break;
+	}
+	case TS_CHANGE_CLEARED:
+		ts_info("%s/%s: communicator %016llx transfer back to baseline at step %llu",
+			j->ns, j->name, (unsigned long long)c->id, (unsigned long long)step);
+		break;
+	}
+}
+
+/* ---- placing the alarmed communicators ----------------------------------------- */
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Node ids by name (node_of[rank], -1 with no node); returns the count. */
+static int index_nodes(struct ts_job *j)
+{
+	struct ts_net *n = j->net;
+	int nn = 0;
+
+	for (int k = 0; k < j->world; k++)
+		if (j->meta[k].node[0])
+			n->names[nn++] = j->meta[k].node;
+	qsort(n->names, (size_t)nn, sizeof(*n->names), cmp_name);
+	int u = 0;
+	for (int i = 0; i < nn; i++)
+		if (!u || strcmp(n->names[u - 1], n->names[i]))
+			n->names[u++] = n->names[i];
+	for (int k = 0; k < j->world; k++) {
+		const char *key = j->meta[k].node;
+		const char **hit = key[0] ? bsearch(&key, n->names, (size_t)u, sizeof(*n->names),
+						    cmp_name) : NULL;
+		n->node_of[k] = hit ? (int)(hit - n->names) : -1;
+	}
+	return u;
+}
+
+static int scratch_for_world(struct ts_job *j)
+{
+	struct ts_net *n = j->net;
+	int pairs = j->world * (TS_RANK_MAX_COMMS + 1);
+
+	if (n->world_cap >= j->world)
+		return 0;
+	free(n->pairs), free(n->node_of), free(n->touch_a), free(n->touch_h), free(n->names);
+	n->pairs = malloc((size_t)pairs * sizeof(uint64_t));
+	n->node_of = malloc((size_t)j->world * sizeof(int));
+	n->touch_a = malloc((size_t)j->world * sizeof(int));
+	n->touch_h = malloc((size_t)j->world * sizeof(int));
+	n->names = malloc((size_t)j->world * sizeof(char *));
+	n->world_cap = n->pairs && n->node_of && n->touch_a && n->touch_h && n->names ? j->world : 0;
+	return n->world_cap ? 0 : -ENOMEM;
+}
+
+/* Each judged communicator's nodes, once: sorted (communicator index, node) pairs. */
+static int comm_nodes(struct ts_job *j)
+{
+	struct ts_net *n = j->net;
+	int np = 0, u = 0;
+	int all = find(n, 0); /* API-timed collectives: every rank */
+
+	for (int k = 0; k < j->world; k++) {
+		const struct ts_rank_meta *m = &j->meta[k];
+		if (n->node_of[k] < 0)
+			continue;
+		for (int i = 0; i < m->ncomms; i++) {
+			int ci = find(n, m->comms[i]);
+			if (ci >= 0 && n->c[ci].judged)
+				n->pairs[np++] = (uint64_t)ci << 32 | (uint32_t)n->node_of[k];
+		}
+		if (all >= 0 && n->c[all].judged)
+			n->pairs[np++] = (uint64_t)all << 32 | (uint32_t)n->node_of[k];
+	}
+	qsort(n->pairs, (size_t)np, sizeof(uint64_t), cmp_u64);
+	for (int i = 0; i < np; i++)
+		if (!u || n->pairs[u - 1] != n->pairs[i])
+			n->pairs[u++] = n->pairs[i];
+	return u;
+}
+
+/* The node whose ranks' TCP retransmit rate stands out, or -1. */
+static int retrans_node(struct ts_job *j, int nodes, double *rate, double *median)
+{
+	struct ts_net *n = j->net;
+	double *v = j->vals;
+	int best = -1;
+
+	for (int i = 0; i < nodes; i++)
+		v[i] = 0;
+	for (int k = 0; k < j->world; k++)
+		if (n->node_of[k] >= 0 && j->meta[k].host.valid)
+			v[n->node_of[k]] = fmax(v[n->node_of[k]], j->meta[k].host.tcp_retrans_per_s);
+	for (int i = 0; i < nodes; i++)
+		if (best < 0 || v[i] > v[best])
+			best = i;
+	if (best < 0 || nodes < 2)
+		return -1;
+	*rate = v[best];
+	*median = ts_median(v, (size_t)nodes, j->scratch);
+	return *rate >= RETRANS_MIN_PER_S && *rate >= RETRANS_FACTOR * fmax(*median, 0.25) ? best : -1;
+}
+
+/* Where the alarmed communicators meet. */
+static void place(struct ts_job *j, struct ts_net_verdict *v)
+{
+	struct ts_net *n = j->net;
+	int nodes, np, strong = -1, nstrong = 0, cand[2], ncand = 0;
+	double rate = 0, med = 0;
+
+	if (scratch_for_world(j) || (nodes = index_nodes(j)) == 0) {
+		v->scope = TS_NET_JOB;
+		return;
+	}
+	np = comm_nodes(j);
+	memset(n->touch_a, 0, (size_t)nodes * sizeof(int));
+	memset(n->touch_h, 0, (size_t)nodes * sizeof(int));
+	for (int s = 0, e; s < np; s = e) { /* one communicator's pairs: [s, e) */
+		int ci = (int)(n->pairs[s] >> 32);
+		for (e = s; e < np && (int)(n->pairs[e] >> 32) == ci; e++)
+			;
+		for (int i = s; i < e; i++) {
+			int nd = (int)(uint32_t)n->pairs[i];
+			if (n->c[ci].chg.alarm)
+				n->touch_a[nd]++;
+			else if (e - s > 1) /* healthy across nodes: that node's network is fine */
+				n->touch_h[nd]++;
+		}
+	}
+	for (int i = 0; i < nodes; i++) {
+		if (n->touch_a[i] != v->slow_comms)
+			continue;
+		if (ncand < 2)
+			cand[ncand] = i;
+		ncand++;
+		if (!n->touch_h[i])
+			strong = i, nstrong++;
+	}
+	v->scope = TS_NET_JOB;
+	if (v->slow_comms < v->comms && nstrong == 1) {
+		v->scope = TS_NET_NODE;
+		snprintf(v->nodes[0], sizeof(v->nodes[0]), "%s", n->names[strong]);
+	} else if (v->slow_comms < v->comms && ncand == 2) {
+		v->scope = TS_NET_LINK;
+		snprintf(v->nodes[0], sizeof(v->nodes[0]), "%s", n->names[cand[0]]);
+		snprintf(v->nodes[1], sizeof(v->nodes[1]), "%s", n->names[cand[1]]);
+	}
+	int lossy = retrans_node(j, nodes, &rate, &med);
+	if (lossy < 0)
+		return;
+	if (v->scope == TS_NET_JOB && n->touch_a[lossy]) {
+		v->scope = TS_NET_NODE;
+		snprintf(v->nodes[0], sizeof(v->nodes[0]), "%s", n->names[lossy]);
+	}
+	size_t len = strlen(v->evidence);
+	snprintf(v->evidence + len, sizeof(v->evidence) - len,
+		 "; node %s: %.0f TCP retransmits/s vs median %.1f", n->names[lossy], rate, med);
+}
+
+static void describe(struct ts_job *j, struct ts_net_verdict *v)
+{
+	const struct comm *w = NULL;
+
+	v->onset_step = v->confirmed_step = UINT64_MAX;
+	for (int i = 0; i < j->net->n; i++) {
+		const struct comm *c = &j->net->c[i];
+		if (!c->chg.alarm)
+			continue;
+		double ex = ts_change_value(&c->chg) / ts_change_ref(&c->chg) - 1;
+		if (!w || ex > v->excess)
+			w = c, v->excess = ex;
+		if (c->chg.onset < v->onset_step)
+			v->onset_step = c->chg.onset, v->onset_ns = c->chg.onset_ns;
+		if (c->chg.confirmed < v->confirmed_step)
+			v->confirmed_step = c->chg.confirmed;
+	}
+	v->worst_comm = w->id;
+	v->value_ms = ts_change_value(&w->chg);
+	v->ref_ms = ts_change_ref(&w->chg);
+	snprintf(v->evidence, sizeof(v->evidence),
+		 "transfer time up on %d of %d communicators from step %llu, confirmed at step "
+		 "%llu; worst %016llx: %.2f ms vs baseline %.2f ms (%+.0f%%)", v->slow_comms,
+		 v->comms, (unsigned long long)v->onset_step, (unsigned long long)v->confirmed_step,
+		 (unsigned long long)w->id, v->value_ms, v->ref_ms, 100 * v->excess);
+}
+
+/* Opens, updates and closes the network's event in the history. */
+static void history(struct ts_job *j, uint64_t step, uint64_t t_ns)
+{
+	const struct ts_net_verdict *v = &j->res.net;
+	struct ts_event *ev = NULL;
+
+	if (v->scope != TS_NET_NONE && !j->net_open &&
+	    (ev = ts_job_history_open(j, TS_EV_FAILSLOW, -1, TS_M_COLLECTIVE))) {
+		ev->onset_step = v->onset_step, ev->raised_step = v->confirmed_step;
+		ev->raised_ns = t_ns;
+		ev->excess = (float)v->excess;
+	} else if (v->scope == TS_NET_NONE && j->net_open) {
+		ts_job_history_close(j, TS_EV_FAILSLOW, -1, TS_M_COLLECTIVE, step, t_ns);
+	}
+	j->net_open = v->scope != TS_NET_NONE;
+	if (j->net_open && (ev = ts_job_history_find(j, TS_EV_FAILSLOW, -1, TS_M_COLLECTIVE)))
+		snprintf(ev->text, sizeof(ev->text), "Communication (%s%s%s%s): %.100s",
+			 ts_net_scope_names[v->scope], v->nodes[0][0] ? " " : "", v->nodes[0],
+			 v->nodes[1][0] ? " - " : "", v->evidence);
+}
+
+void ts_job_net_row(struct ts_job *j, uint64_t step, uint64_t t_ns)
+{
+	struct ts_net *n = j->net;
+	struct ts_net_verdict *v = &j->res.net;
+	int w = j->p.space_window < WMAX ? j->p.space_window : WMAX;
+	enum ts_net_scope was = v->scope;
+
+	memset(v, 0, sizeof(*v));
+	if (!n || !(j->step_ms > 0))
+		return;
+	for (int i = 0; i < n->n; i++) {
+		struct comm *c = &n->c[i];
+		const struct slot *sl = &c->ring[step % RING];
+		if (sl->step == (uint32_t)step && sl->n >= quorum(j, c) && isfinite(sl->ms)) {
+			judge(j, c, sl, w, step, t_ns);
+		} else if (c->judged && step > c->last_step + (uint64_t)w) {
+			/* gone (destroyed, or its ranks stopped): it says nothing any more */
+			c->judged = false;
+			c->chg = (struct ts_change){ 0 };
+		}
+	}
+	learn_sigma(j, w);
+	int rising = 0;
+	for (int i = 0; i < n->n; i++) {
+		const struct comm *c = &n->c[i];
+		v->comms += c->judged;
+		v->slow_comms += c->judged && c->chg.alarm;
+		rising += c->judged && !c->chg.alarm && c->chg.s > j->p.change.threshold / 3;
+	}
+	if (!v->slow_comms)
+		n->first_alarm = 0;
+	else if (!n->first_alarm)
+		n->first_alarm = step;
+	/* communicators on their way to an alarm would change the place: wait for them,
+	 * a bounded number of steps */
+	if (v->slow_comms && (!rising || was != TS_NET_NONE ||
+			      step >= n->first_alarm + 2 * (uint64_t)j->p.change.smooth_steps)) {
+		describe(j, v);
+		place(j, v);
+	}
+	if (v->scope != was)
+		ts_info("%s/%s: network verdict at step %llu: %s %s%s%s", j->ns, j->name,
+			(unsigned long long)step, v->scope ? ts_net_scope_names[v->scope] : "none",
+			v->nodes[0], v->nodes[1][0] ? " - " : "", v->nodes[1]);
+	history(j, step, t_ns);
+}
+
+/* A node's or a link's verdict names the ranks there that are in a slow communicator. */
+void ts_job_net_name(struct ts_job *j)
+{
+	const struct ts_net_verdict *v = &j->res.net;
+	struct ts_job_result *res = &j->res;
+	int all;
+
+	if (!j->net || (v->scope != TS_NET_NODE && v->scope != TS_NET_LINK))
+		return;
+	all = find(j->net, 0);
+	for (int k = 0; k < j->world; k++) {
+		const struct ts_rank_meta *m = &j->meta[k];
+		bool here = !strcmp(m->node, v->nodes[0]) || (v->nodes[1][0] && !strcmp(m->node, v->nodes[1]));
+		bool slow = all >= 0 && j->net->c[all].chg.alarm;
+		for (int i = 0; here && !slow && i < m->ncomms; i++) {
+			int ci = find(j->net, m->comms[i]);
+			slow = ci >= 0 && j->net->c[ci].chg.alarm;
+		}
+		if (!here || !slow)
+			continue;
+		bool named = false;
+		for (int s = 0; s < res->nslow; s++)
+			named |= res->slow[s].rank == k;
+		if (named)
+			continue;
+		struct ts_slow_rank *s = &res->slow[res->nslow++];
+		memset(s, 0, sizeof(*s));
+		s->rank = k;
+		s->cause = "Communication";
+		s->metric = ts_metric_names[TS_M_COLLECTIVE];
+		snprintf(s->method, sizeof(s->method), "CUSUM+NODES");
+		s->value_ms = v->value_ms, s->median_ms = v->ref_ms, s->degradation = v->excess;
+		s->onset_step = v->onset_step, s->confirmed_step = v->confirmed_step;
+		s->since_ns = v->onset_ns;
+		res->ever_alarmed[k] = 1;
+		snprintf(s->evidence, sizeof(s->evidence), "%s %s%s%s: %.150s",
+			 v->scope == TS_NET_NODE ? "the network of node" : "the link between",
+			 v->nodes[0], v->nodes[1][0] ? " and " : "", v->nodes[1], v->evidence);
+	}
+}
+
+/* The communicators' baselines and sums live through an analyzer restart. */
+void ts_job_net_io(struct ts_snap *s, struct ts_job *j)
+{
+	struct ts_net *n = j->net;
+	int count = n ? n->n : 0;
+
+	TS_SNAP_VAR(s, count);
+	if (ts_snap_loading(s)) {
+		if (s->err || count < 0 || count > max_comms(j->world)) {
+			s->err = s->err ? s->err : -EBADMSG;
+			return;
+		}
+		if (!count)
+			return;
+		if (!(n = j->net = calloc(1, sizeof(*n))))
+			goto oom;
+		while (n->cap < count)
+			if (grow(n))
+				goto oom;
+	}
+	if (!n)
+		return;
+	TS_SNAP_ARR(s, n->c, count);
+	TS_SNAP_VAR(s, n->sigma);
+	TS_SNAP_VAR(s, n->sigma_at);
+	TS_SNAP_VAR(s, n->first_alarm);
+	if (ts_snap_loading(s) && !s->err) {
+		n->n = count;
+		for (int i = 0; i < count; i++)
+			index_put(n, i);
+	}
+	return;
+oom:
+	s->err = -ENOMEM;
+}

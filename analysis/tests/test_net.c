@@ -1,0 +1,270 @@
+/* The Communication cause on synthetic 16-rank jobs of layout tp4-pp2-dp2 on 4 nodes
+ * (4 ranks each: tp within a node, pp and dp across nodes): a node's network, a link,
+ * the job's network, a compute straggler that must not look like one, and a node the
+ * communicators cannot place but its TCP retransmits do. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/job.h"
+#include "analysis/report.h"
+
+#define MS 1000000ull
+#define WORLD 16
+#define PER_NODE 4
+#define ONSET 40
+
+struct net_sim {
+	bool layout;        /* tp4-pp2-dp2 communicators, else one API-timed (id 0) */
+	int slow_node, peer; /* -1: none; peer: the link between the two */
+	bool job_wide;
+	int straggler;      /* -1: none; else its compute is 30 % longer */
+	int lossy_node;     /* -1: none; else its TCP retransmits are high */
+	unsigned seed;
+};
+
+static const int size[3] = { 4, 2, 2 }, stride[3] = { 1, 4, 8 };
+
+static double noise(unsigned *seed, double rel)
+{
+	return 1 + rel * ((rand_r(seed) % 2001) / 1000.0 - 1.0);
+}
+
+static int key_of(int d, int k)
+{
+	return k - (k / stride[d] % size[d]) * stride[d];
+}
+
+static uint64_t id_of(const struct net_sim *s, int d, int k)
+{
+	return s->layout ? 0xabc000ull + (uint64_t)(d + 1) * 100 + (uint64_t)key_of(d, k) : 0;
+}
+
+/* The communicator of rank k in dimension d goes through the fault. */
+static bool hit(const struct net_sim *s, int d, int k)
+{
+	bool x = false, y = false, across = false;
+
+	for (int i = 0; i < (s->layout ? size[d] : WORLD); i++) {
+		int n = (s->layout ? key_of(d, k) + i * stride[d] : i) / PER_NODE;
+		across |= n != (s->layout ? key_of(d, k) : 0) / PER_NODE;
+		x |= n == s->slow_node, y |= n == s->peer;
+	}
+	if (s->job_wide)
+		return across;
+	return s->peer >= 0 ? x && y : x && across;
+}
+
+static void step(struct ts_job *j, struct net_sim *s, uint64_t st)
+{
+	uint64_t t0 = 1000000 * MS + st * 100 * MS;
+	int nd = s->layout ? 3 : 1;
+	bool on = st >= ONSET;
+
+	for (int k = 0; k < WORLD; k++) {
+		struct ts_rank_step rs = { .step = st, .start_ns = t0, .end_ns = t0 + 60 * MS };
+		double compute = 30 * noise(&s->seed, 0.02) * (on && k == s->straggler ? 1.3 : 1);
+		rs.m[TS_M_COMPUTE] = compute;
+		rs.m[TS_M_DATALOADER] = 5 * noise(&s->seed, 0.02);
+		rs.m[TS_M_LAUNCH] = 0.5 * noise(&s->seed, 0.02);
+		rs.m[TS_M_CHECKPOINT] = 0;
+		for (int d = 0; d < nd; d++) {
+			/* every member but the straggler waits some; one member waits none */
+			int idx = s->layout ? (k - key_of(d, k)) / stride[d] : k;
+			int members = s->layout ? size[d] : WORLD;
+			bool with = s->straggler >= 0 && on &&
+				    (!s->layout || key_of(d, k) == key_of(d, s->straggler));
+			bool last = with ? k == s->straggler : idx == (int)(st % (uint64_t)members);
+			double wait = last ? 0 : 2 * noise(&s->seed, 0.9) +
+				      (s->straggler >= 0 && on && d == 0 ? 9 : 0);
+			double tr = 4 * noise(&s->seed, 0.02) * (on && hit(s, d, k) ? 1.4 : 1);
+			rs.comm[rs.ncomm++] = (struct ts_comm_time){
+				.id = id_of(s, d, k), .nranks = s->layout ? (uint32_t)size[d] : 0,
+				.count = 2, .ms = wait + tr, .mb = 32 };
+			rs.m[TS_M_COLLECTIVE] += wait + tr;
+		}
+		assert_int_equal(ts_job_add_step(j, k, WORLD, &rs), 0);
+		if (s->lossy_node >= 0) {
+			struct ts_host_view v = { .valid = true, .time_ns = t0,
+						  .tcp_retrans_per_s = k / PER_NODE == s->lossy_node
+							  && on ? 80 : 0.2 };
+			ts_job_host_view(j, k, &v);
+		}
+	}
+}
+
+static struct ts_job *run(struct net_sim *s, int steps, uint64_t *first)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	char name[32];
+
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", "net", WORLD, &p), 0);
+	for (int k = 0; k < WORLD && s->layout; k++) {
+		char g[3][64];
+		const char *gp[3] = { g[0], g[1], g[2] };
+		for (int d = 0; d < 3; d++)
+			snprintf(g[d], sizeof(g[d]), "nccl:%llx:%d:%d",
+				 (unsigned long long)id_of(s, d, k), size[d], (k - key_of(d, k)) / stride[d]);
+		ts_job_rank_groups(j, k, gp, 3);
+	}
+	for (int k = 0; k < WORLD; k++) {
+		snprintf(name, sizeof(name), "n%d", k / PER_NODE);
+		snprintf(ts_job_rank(j, k)->node, sizeof(ts_job_rank(j, k)->node), "%s", name);
+	}
+	*first = 0;
+	for (int st = 0; st < steps; st++) {
+		step(j, s, (uint64_t)st);
+		ts_job_tick(j, 1000000 * MS + (uint64_t)st * 100 * MS);
+		if (!*first && ts_job_result(j)->net.scope != TS_NET_NONE)
+			*first = (uint64_t)st;
+	}
+	return j;
+}
+
+static void expect_ranks_on(const struct ts_job_result *r, const char *a, const char *b,
+			    struct ts_job *j)
+{
+	assert_true(r->nslow > 0);
+	for (int i = 0; i < r->nslow; i++) {
+		const char *node = ts_job_rank(j, r->slow[i].rank)->node;
+		assert_string_equal(r->slow[i].cause, "Communication");
+		assert_true(!strcmp(node, a) || (b && !strcmp(node, b)));
+	}
+}
+
+static void test_node(void **state)
+{
+	struct net_sim s = { true, 1, -1, false, -1, -1, 3 };
+	uint64_t first;
+	struct ts_job *j = run(&s, 100, &first);
+	const struct ts_job_result *r = ts_job_result(j);
+
+	(void)state;
+	print_message("node n1: %s after step %llu: %s\n", r->reason, (unsigned long long)first,
+		      r->net.evidence);
+	assert_int_equal(r->state, TS_STATE_FAILSLOW);
+	assert_int_equal(r->net.scope, TS_NET_NODE);
+	assert_string_equal(r->net.nodes[0], "n1");
+	assert_true(first >= ONSET && first <= ONSET + 10);
+	assert_true(r->net.onset_step >= ONSET - 1 && r->net.onset_step <= ONSET + 2);
+	assert_true(fabs(r->net.excess - 0.4) < 0.1);
+	expect_ranks_on(r, "n1", NULL, j);
+	assert_int_equal(r->nslow, PER_NODE);
+	assert_non_null(strstr(r->reason, "Communication: the network of node n1"));
+
+	json_t *rep = ts_report_json(j, NULL);
+	json_t *net = json_object_get(json_object_get(rep, "status"), "network");
+	assert_string_equal(json_string_value(json_object_get(net, "scope")), "Node");
+	assert_true(json_boolean_value(json_object_get(rep, "network")));
+	json_decref(rep);
+	ts_job_free(j);
+}
+
+static void test_link(void **state)
+{
+	struct net_sim s = { true, 0, 1, false, -1, -1, 5 };
+	uint64_t first;
+	struct ts_job *j = run(&s, 100, &first);
+	const struct ts_job_result *r = ts_job_result(j);
+
+	(void)state;
+	assert_int_equal(r->net.scope, TS_NET_LINK);
+	assert_string_equal(r->net.nodes[0], "n0");
+	assert_string_equal(r->net.nodes[1], "n1");
+	expect_ranks_on(r, "n0", "n1", j);
+	ts_job_free(j);
+}
+
+static void test_job_wide(void **state)
+{
+	struct net_sim s = { true, -1, -1, true, -1, -1, 9 };
+	uint64_t first;
+	struct ts_job *j = run(&s, 100, &first);
+	const struct ts_job_result *r = ts_job_result(j);
+
+	(void)state;
+	assert_int_equal(r->state, TS_STATE_FAILSLOW);
+	assert_int_equal(r->net.scope, TS_NET_JOB);
+	assert_int_equal(r->nslow, 0); /* no rank blamed */
+	assert_non_null(strstr(r->reason, "Communication: the job's network"));
+	/* the history keeps it, as a FailSlow on the collective */
+	bool kept = false;
+	for (int i = 0; i < r->nhistory; i++)
+		kept |= r->history[i].kind == TS_EV_FAILSLOW &&
+			r->history[i].metric == TS_M_COLLECTIVE;
+	assert_true(kept);
+	ts_job_free(j);
+}
+
+/* A slow rank comes last into every collective: the others wait, its own time is the
+ * transfer, and no communicator looks slower. */
+static void test_straggler_is_not_network(void **state)
+{
+	struct net_sim s = { true, -1, -1, false, 6, -1, 11 };
+	uint64_t first;
+	struct ts_job *j = run(&s, 100, &first);
+	const struct ts_job_result *r = ts_job_result(j);
+
+	(void)state;
+	assert_int_equal(r->net.scope, TS_NET_NONE);
+	assert_int_equal(first, 0);
+	assert_int_equal(r->nslow, 1);
+	assert_int_equal(r->slow[0].rank, 6);
+	assert_string_equal(r->slow[0].cause, "Compute");
+	ts_job_free(j);
+}
+
+/* One communicator over all nodes cannot say which; the agent's retransmits can. */
+static void test_retransmits_place_node(void **state)
+{
+	struct net_sim s = { false, 2, -1, false, -1, 2, 13 };
+	struct net_sim quiet = { false, 2, -1, false, -1, -1, 13 };
+	uint64_t first;
+	struct ts_job *j = run(&quiet, 100, &first);
+
+	(void)state;
+	assert_int_equal(ts_job_result(j)->net.scope, TS_NET_JOB);
+	ts_job_free(j);
+	j = run(&s, 100, &first);
+	assert_int_equal(ts_job_result(j)->net.scope, TS_NET_NODE);
+	assert_string_equal(ts_job_result(j)->net.nodes[0], "n2");
+	assert_non_null(strstr(ts_job_result(j)->net.evidence, "TCP retransmits"));
+	ts_job_free(j);
+}
+
+static void test_healthy(void **state)
+{
+	for (unsigned seed = 1; seed < 6; seed++) {
+		struct net_sim s = { true, -1, -1, false, -1, -1, seed };
+		uint64_t first;
+		struct ts_job *j = run(&s, 200, &first);
+		(void)state;
+		assert_int_equal(first, 0);
+		assert_int_equal(ts_job_result(j)->nslow, 0);
+		ts_job_free(j);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_node),
+		cmocka_unit_test(test_link),
+		cmocka_unit_test(test_job_wide),
+		cmocka_unit_test(test_straggler_is_not_network),
+		cmocka_unit_test(test_retransmits_place_node),
+		cmocka_unit_test(test_healthy),
+	};
+
+	setenv("TRAINSCOPE_LOG", "warn", 0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
