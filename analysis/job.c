@@ -240,15 +240,16 @@ bool ts_rank_in_comm(const struct ts_rank_meta *m, uint64_t comm)
 	return false;
 }
 
-void ts_rank_add_comm(struct ts_rank_meta *m, uint64_t comm)
+bool ts_rank_add_comm(struct ts_rank_meta *m, uint64_t comm)
 {
 	if (ts_rank_in_comm(m, comm))
-		return;
+		return false;
 	if (m->ncomms < TS_RANK_MAX_COMMS)
 		m->comms[m->ncomms++] = comm;
 	else /* the oldest goes: communicators made last are those in use */
 		memmove(m->comms, m->comms + 1, sizeof(m->comms) - sizeof(m->comms[0])),
 			m->comms[TS_RANK_MAX_COMMS - 1] = comm;
+	return true;
 }
 
 void ts_job_rank_groups(struct ts_job *j, int rank, const char *const *groups, size_t n)
@@ -265,8 +266,8 @@ void ts_job_rank_groups(struct ts_job *j, int rank, const char *const *groups, s
 			ts_warn("%s/%s: rank %d: %s: ranks are compared with all others", j->ns,
 				j->name, rank, err);
 		}
-		else if (sscanf(g, "nccl:%llx:", &hash) == 1)
-			ts_rank_add_comm(m, hash);
+		else if (sscanf(g, "nccl:%llx:", &hash) == 1 && ts_rank_add_comm(m, hash))
+			j->classes_dirty = true;
 	}
 }
 
@@ -736,6 +737,9 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 	if (ts_job_by_change(m) && peers > 0 && j->has_layout && peers + 1 < j->world)
 		appendf(s->evidence, sizeof(s->evidence), " (%d peers under layout %s)", peers,
 			j->layout_text);
+	else if (ts_job_by_change(m) && peers > 0 && j->classes_from_comms && peers + 1 < j->world)
+		appendf(s->evidence, sizeof(s->evidence), " (%d peers by their communicators)",
+			peers);
 	/* launch time too small a share of the step to be named can still stand out */
 	double lv = j->alarm[l] ? j->hit_value[l] : j->win_median[l];
 	double lm = j->alarm[l] ? j->hit_median[l] : j->group_median[TS_M_LAUNCH];

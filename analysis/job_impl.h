@@ -60,6 +60,8 @@ struct ts_job {
 	int *order, *cstart;                /* ranks by peer class: [world], [world + 1] */
 	int nclass;
 	bool has_layout, layout_warned, fs_open, hang_open;
+	bool classes_dirty;                 /* communicators changed: classes to relearn */
+	bool classes_from_comms;
 	struct ts_layout layout;
 	char layout_text[64];
 	float sigma[TS_M_COUNT];            /* the job's noise of the excess, share of a step */
@@ -79,7 +81,8 @@ int ts_job_size_world(struct ts_job *j, int world);
 bool ts_job_by_change(int m);
 /* The ranks that share rank k's peer class, k not counted. */
 int ts_job_peers(const struct ts_job *j, int k);
-void ts_job_group_ranks(struct ts_job *j);
+/* True when a rank changed class. */
+bool ts_job_group_ranks(struct ts_job *j);
 void ts_job_change_row(struct ts_job *j, const struct row *r);
 /* job_history.c */
 struct ts_event *ts_job_history_open(struct ts_job *j, enum ts_event_kind kind, int rank, int m);
@@ -91,13 +94,16 @@ void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns);
 
 /* The rank is in the communicator (announced by Hello or seen in its steps). */
 bool ts_rank_in_comm(const struct ts_rank_meta *m, uint64_t comm);
-void ts_rank_add_comm(struct ts_rank_meta *m, uint64_t comm);
+/* True when the communicator is new to the rank. */
+bool ts_rank_add_comm(struct ts_rank_meta *m, uint64_t comm);
 /* job_net.c: a rank's time per communicator in a step; the step's verdict once it is
  * evaluated (after compose); the ranks its verdict names, added to res.slow. */
 int ts_job_net_add(struct ts_job *j, int rank, const struct ts_rank_step *s);
 void ts_job_net_row(struct ts_job *j, uint64_t step, uint64_t t_ns);
 void ts_job_net_name(struct ts_job *j);
 void ts_job_net_free(struct ts_job *j);
+/* The communicator carried sends and receives in a step. */
+bool ts_job_net_p2p(const struct ts_job *j, uint64_t id);
 struct ts_snap;
 void ts_job_net_io(struct ts_snap *s, struct ts_job *j);
 /* Bytes it may hold for a world, for ts_job_bytes. */

@@ -45,6 +45,7 @@ struct comm {
 	float base_ms, base_mb;           /* learned once, from the first window */
 	struct ts_change chg;
 	bool judged;                      /* a baseline, and judged at the last step */
+	bool p2p;                         /* carries sends and receives (peer classes) */
 };
 
 struct ts_net {
@@ -167,8 +168,10 @@ int ts_job_net_add(struct ts_job *j, int rank, const struct ts_rank_step *s)
 		struct comm *c = comm_get(j, t->id, t->nranks);
 		if (!c || !t->count)
 			continue;
-		if (t->id)
-			ts_rank_add_comm(&j->meta[rank], t->id);
+		if (t->id && ts_rank_add_comm(&j->meta[rank], t->id))
+			j->classes_dirty = true;
+		if (t->p2p && !c->p2p)
+			c->p2p = j->classes_dirty = true;
 		struct slot *sl = &c->ring[s->step % RING];
 		if (sl->step != (uint32_t)s->step || !sl->n)
 			*sl = (struct slot){ .step = (uint32_t)s->step, .ms = INFINITY };
@@ -177,6 +180,13 @@ int ts_job_net_add(struct ts_job *j, int rank, const struct ts_rank_step *s)
 			sl->ms = (float)t->ms, sl->mb = (float)t->mb;
 	}
 	return 0;
+}
+
+bool ts_job_net_p2p(const struct ts_job *j, uint64_t id)
+{
+	int at = j->net ? find(j->net, id) : -1;
+
+	return at >= 0 && j->net->c[at].p2p;
 }
 
 /* Members a communicator needs at a step for its smallest time to be the transfer. */

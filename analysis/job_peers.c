@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A rank's sigma needs this many excess samples in its window. */
@@ -37,17 +38,110 @@ int ts_job_peers(const struct ts_job *j, int k)
 	return j->cstart[c + 1] - j->cstart[c] - 1;
 }
 
-void ts_job_group_ranks(struct ts_job *j)
+static int uf_root(int *up, int k)
 {
-	int n = j->world, nc = 1;
-	bool layout = j->has_layout && ts_layout_world(&j->layout) == n;
+	while (up[k] != k)
+		k = up[k] = up[up[k]];
+	return k;
+}
+
+static void uf_join(int *up, int a, int b)
+{
+	a = uf_root(up, a), b = uf_root(up, b);
+	if (a != b)
+		up[a > b ? a : b] = a < b ? a : b;
+}
+
+struct member {
+	uint64_t comm;
+	int rank;
+};
+
+static int cmp_member(const void *a, const void *b)
+{
+	const struct member *x = a, *y = b;
+
+	return x->comm != y->comm ? (x->comm > y->comm) - (x->comm < y->comm) : x->rank - y->rank;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* No two of the communicator's members (mem[0..n)) are in one pipeline (comp). */
+static bool across_pipelines(const struct member *mem, int n, const int *comp, int *tmp)
+{
+	for (int i = 0; i < n; i++)
+		tmp[i] = comp[mem[i].rank];
+	qsort(tmp, (size_t)n, sizeof(*tmp), cmp_int);
+	for (int i = 1; i < n; i++)
+		if (tmp[i] == tmp[i - 1])
+			return false;
+	return true;
+}
+
+/* Peer classes from the NCCL communicators when no layout is given. Sends and receives
+ * join pipeline neighbours, so the ranks a chain of point-to-point communicators links
+ * form one pipeline whose stages differ in work by design; a collective communicator
+ * holding no two ranks of one pipeline (data-parallel replicas of a stage, tensor-
+ * parallel ranks in lockstep) joins ranks that do the same work. Its classes go to cls;
+ * false while some rank has named no communicator yet. */
+static bool comm_classes(struct ts_job *j, int *cls)
+{
+	int n = j->world, np = 0;
+	struct member *mem = malloc((size_t)n * TS_RANK_MAX_COMMS * sizeof(*mem));
+	int *pipe = malloc(4 * (size_t)n * sizeof(int)), *comp = pipe + n, *up = comp + n;
+	int *tmp = up + n;
+	bool ok = mem && pipe;
+
+	for (int k = 0; ok && k < n; k++) {
+		ok = j->meta[k].ncomms > 0;
+		for (int i = 0; i < j->meta[k].ncomms; i++)
+			mem[np++] = (struct member){ j->meta[k].comms[i], k };
+		pipe[k] = up[k] = k;
+	}
+	if (ok)
+		qsort(mem, (size_t)np, sizeof(*mem), cmp_member);
+	for (int pass = 0; ok && pass < 2; pass++) {
+		for (int a = 0, b; a < np; a = b) {
+			for (b = a + 1; b < np && mem[b].comm == mem[a].comm; b++)
+				;
+			bool p2p = ts_job_net_p2p(j, mem[a].comm);
+			if (pass == 0 && p2p)
+				for (int i = a + 1; i < b; i++)
+					uf_join(pipe, mem[a].rank, mem[i].rank);
+			if (pass == 1 && !p2p && across_pipelines(mem + a, b - a, comp, tmp))
+				for (int i = a + 1; i < b; i++)
+					uf_join(up, mem[a].rank, mem[i].rank);
+		}
+		for (int k = 0; pass == 0 && k < n; k++)
+			comp[k] = uf_root(pipe, k);
+	}
+	for (int k = 0; ok && k < n; k++)
+		cls[k] = uf_root(up, k);
+	free(mem), free(pipe);
+	return ok;
+}
+
+bool ts_job_group_ranks(struct ts_job *j)
+{
+	int n = j->world, nc = 1, next = 0;
+	bool layout = j->has_layout && ts_layout_world(&j->layout) == n, changed = false;
+	bool comms = !layout && comm_classes(j, j->outl);
 
 	for (int k = 0; k < n; k++) {
 		int c = layout ? ts_layout_class(&j->layout, k) : 0;
-		j->meta[k].peer_class = c < 0 ? 0 : c;
-		if (j->meta[k].peer_class + 1 > nc)
-			nc = j->meta[k].peer_class + 1;
+		if (comms) /* outl[k]: the class's lowest rank, whose class is known */
+			c = j->outl[k] == k ? next++ : j->meta[j->outl[k]].peer_class;
+		c = c < 0 ? 0 : c;
+		changed |= j->meta[k].peer_class != c;
+		j->meta[k].peer_class = c;
+		if (c + 1 > nc)
+			nc = c + 1;
 	}
+	j->classes_from_comms = comms;
+	j->classes_dirty = false;
 	memset(j->cstart, 0, (size_t)(n + 1) * sizeof(int));
 	for (int k = 0; k < n; k++)
 		j->cstart[j->meta[k].peer_class + 1]++;
@@ -58,6 +152,7 @@ void ts_job_group_ranks(struct ts_job *j)
 	for (int k = 0; k < n; k++)
 		j->order[j->outl[j->meta[k].peer_class]++] = k;
 	j->nclass = nc;
+	return changed;
 }
 
 int ts_job_set_layout(struct ts_job *j, const char *text, char *err, size_t errlen)
@@ -229,10 +324,37 @@ static void judge(struct ts_job *j, const struct row *r, int k, int m, double re
 	}
 }
 
+/* Ranks changed class (communicators came after the first steps): their excesses were
+ * over other peers, so the change points and the noise are learned again. */
+static void regrouped(struct ts_job *j, const struct row *r)
+{
+	size_t w = (size_t)j->p.space_window;
+
+	ts_info("%s/%s: step %llu: %d peer classes from the communicators", j->ns, j->name,
+		(unsigned long long)r->step, j->nclass);
+	for (int m = 0; m < TS_M_COUNT; m++) {
+		if (!ts_job_by_change(m))
+			continue;
+		for (int k = 0; k < j->world; k++) {
+			size_t i = cell(j, k, m);
+			if (j->alarm[i])
+				ts_job_history_close(j, TS_EV_SLOW_RANK, k, m, r->step, r->end_max);
+			j->alarm[i] = false;
+			memset(&j->chg[i], 0, sizeof(j->chg[i]));
+			for (size_t s = 0; s < w; s++)
+				ehist_at(j, k, m)[s] = NAN;
+		}
+		j->sigma[m] = NAN;
+	}
+	j->sigma_at = 0;
+}
+
 void ts_job_change_row(struct ts_job *j, const struct row *r)
 {
 	size_t slot = (size_t)((j->hist_next + j->p.space_window - 1) % j->p.space_window);
 
+	if (j->classes_dirty && ts_job_group_ranks(j))
+		regrouped(j, r);
 	if (!(j->step_ms > 0))
 		return;
 	for (int m = 0; m < TS_M_COUNT; m++) {

@@ -186,6 +186,6 @@ uint64_t ts_job_snap_layout(void)
 {
 	uint64_t v[] = { sizeof(struct ts_job), sizeof(struct row), sizeof(struct ts_rank_meta),
 			 sizeof(struct ts_slow_rank), sizeof(struct ts_params), TS_M_COUNT,
-			 sizeof(struct ts_change), sizeof(struct ts_event), 3 };
+			 sizeof(struct ts_change), sizeof(struct ts_event), 4 };
 	return ts_fnv1a(v, sizeof(v));
 }

@@ -33,7 +33,7 @@ enum shape { PERSISTENT, TRANSIENT, GRADUAL };
 struct scenario {
 	const char *name;
 	int world;
-	const char *layout;     /* TRAINSCOPE_GROUPS the ranks announce; NULL: none */
+	const char *layout;     /* TRAINSCOPE_GROUPS the ranks run (and announce); NULL: none */
 	int stages;             /* pipeline stages by rank / (world / stages); last heavier */
 	double stage_extra;     /* the last stage's extra work by design */
 	enum fault fault;
@@ -48,6 +48,7 @@ struct scenario {
 	double spike_size;      /* ... making that rank's work this much longer */
 	int net_node, net_peer; /* network: 0 job-wide, else node n - 1's NIC (and peer:
 				 * the link between them) transfers `size` slower */
+	bool silent;            /* the ranks run `layout` but announce only communicators */
 };
 
 struct outcome {
@@ -115,6 +116,7 @@ static int stage_of(const struct scenario *sc, int k)
 
 struct topo {
 	int nd, size[TS_LAYOUT_MAX_DIMS], stride[TS_LAYOUT_MAX_DIMS];
+	bool p2p[TS_LAYOUT_MAX_DIMS]; /* pipeline neighbours send and receive */
 	bool slow[TS_LAYOUT_MAX_DIMS][MAX_WORLD]; /* [dim][group key] under the fault */
 	double done[TS_LAYOUT_MAX_DIMS][MAX_WORLD];
 };
@@ -159,6 +161,7 @@ static void topo_init(struct topo *t, const struct scenario *sc)
 	if (sc->layout && !ts_layout_parse(&l, sc->layout, err, sizeof(err))) {
 		for (int d = 0, stride = 1; d < l.ndims; stride *= l.size[d], d++)
 			if (l.size[d] > 1)
+				t->p2p[t->nd] = !strcmp(l.name[d], "pp"),
 				t->size[t->nd] = l.size[d], t->stride[t->nd++] = stride;
 	} else {
 		t->nd = 1, t->size[0] = sc->world, t->stride[0] = 1;
@@ -222,7 +225,7 @@ static void feed(struct ts_job *j, const struct scenario *sc, const struct topo 
 			double end = done.done[d][group_key(t, d, k)];
 			r->comm[r->ncomm++] = (struct ts_comm_time){
 				.id = comm_id(d, group_key(t, d, k)), .nranks = (uint32_t)t->size[d],
-				.count = 1, .ms = end - at[k], .mb = 64 };
+				.count = 1, .p2p = t->p2p[d], .ms = end - at[k], .mb = 64 };
 			r->m[TS_M_COLLECTIVE] += end - at[k];
 			at[k] = end;
 		}
@@ -251,7 +254,7 @@ static void groups(struct ts_job *j, const struct scenario *sc, const struct top
 				 (k - key) / t->stride[d]);
 			g[n++] = comm[d];
 		}
-		if (sc->layout)
+		if (sc->layout && !sc->silent)
 			g[n++] = lay;
 		ts_job_rank_groups(j, k, g, (size_t)n);
 		snprintf(ts_job_rank(j, k)->node, sizeof(ts_job_rank(j, k)->node), "node-%d",
@@ -410,6 +413,11 @@ static void report(const struct scenario *sc, const struct outcome *o, int n, do
 	{ nm, w, lay, stg, ext, f, sz, shp, on, dur, 300, runs, 0.02, 0, 0, 0, 0 }
 #define NOISY(nm, w, f, sz, jit, rate, spike, runs) \
 	{ nm, w, NULL, 1, 0, f, sz, PERSISTENT, 100, 0, 400, runs, jit, 0, 0, rate, spike }
+/* the layout run but not announced: peers learned from the communicators */
+#define HEALTHY_C(nm, w, lay, stg, ext, runs) \
+	{ nm, w, lay, stg, ext, F_NONE, 0, PERSISTENT, 200, 0, 400, runs, 0.02, 0, 0, 0, 0, 0, 0, true }
+#define FAULT_C(nm, w, lay, stg, ext, f, sz, runs) \
+	{ nm, w, lay, stg, ext, f, sz, PERSISTENT, 100, 0, 300, runs, 0.02, 0, 0, 0, 0, 0, 0, true }
 /* node, peer: 0 job-wide; else node n - 1's network, or the link between two nodes */
 #define NET(nm, w, lay, sz, node, peer, runs) \
 	{ nm, w, lay, 1, 0, F_NETWORK, sz, PERSISTENT, 100, 0, 300, runs, 0.02, 0, 0, 0, 0, node, peer }
@@ -425,7 +433,8 @@ static const struct scenario matrix[] = {
 	NOISY("healthy, 5% of steps +100% (pauses)", 64, F_NONE, 0, 0.02, 0.05, 1.0, 10),
 	HEALTHY("pp4-dp4, last stage +25%", 16, "pp4-dp4", 4, 0.25, 0, 0, 20),
 	HEALTHY("tp2-pp4-dp8, last stage +25%", 64, "tp2-pp4-dp8", 4, 0.25, 0, 0, 10),
-	HEALTHY("pp4-dp4, +25%, no layout given", 16, NULL, 4, 0.25, 0, 0, 10),
+	HEALTHY_C("pp4-dp4, +25%, communicators only", 16, "pp4-dp4", 4, 0.25, 10),
+	HEALTHY_C("tp2-pp4-dp8, +25%, communicators only", 64, "tp2-pp4-dp8", 4, 0.25, 10),
 	FAULT("compute 3%", 16, NULL, 1, 0, F_COMPUTE, 0.03, PERSISTENT, 100, 0, 20),
 	FAULT("compute 5%", 16, NULL, 1, 0, F_COMPUTE, 0.05, PERSISTENT, 100, 0, 20),
 	FAULT("compute 5%", 64, NULL, 1, 0, F_COMPUTE, 0.05, PERSISTENT, 100, 0, 20),
@@ -445,6 +454,10 @@ static const struct scenario matrix[] = {
 	FAULT("host 30%", 64, NULL, 1, 0, F_HOST, 0.30, PERSISTENT, 100, 0, 10),
 	FAULT("pp4-dp4: compute 10% in a stage", 16, "pp4-dp4", 4, 0.25, F_COMPUTE, 0.10, PERSISTENT, 100, 0, 20),
 	FAULT("tp2-pp4-dp8: compute 5% in a stage", 64, "tp2-pp4-dp8", 4, 0.25, F_COMPUTE, 0.05, PERSISTENT, 100, 0, 10),
+	FAULT_C("pp4-dp4: compute 10% in a stage, communicators only", 16, "pp4-dp4", 4, 0.25,
+		F_COMPUTE, 0.10, 20),
+	FAULT_C("tp2-pp4-dp8: compute 5% in a stage, communicators only", 64, "tp2-pp4-dp8", 4,
+		0.25, F_COMPUTE, 0.05, 10),
 	FAULT("pp4-dp1: compute 10% (no peer)", 4, "pp4-dp1", 4, 0.25, F_COMPUTE, 0.10, PERSISTENT, 100, 0, 20),
 	HEALTHY("tp8-pp2-dp4 on 8 nodes", 64, "tp8-pp2-dp4", 1, 0, 0, 0, 10),
 	FAULT("tp8-pp2-dp4: compute 10%", 64, "tp8-pp2-dp4", 1, 0, F_COMPUTE, 0.10, PERSISTENT, 100, 0, 10),

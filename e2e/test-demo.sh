@@ -26,8 +26,11 @@ scenario compute-16 16 150 compute 5 Compute
 scenario storage-16 16 150 storage 5 Storage
 scenario healthy-8 8 300 none healthy
 # rank 5's link delays each of its ring sends: every rank waits the same, nobody computes
-# more; one communicator over all ranks, so the place is the job's network
-EXTRA="--fault-factor 2" scenario network-8 8 150 network network Job
+# more; one communicator over all ranks, so the place is the job's network. The ranks
+# leave the ring at different times then, so the CPU is kept mostly idle (as with a GPU
+# doing the compute): else the ranks that come out first compute while rank 5 still
+# sleeps in its data loading, and its wake-up waits for a core on a 2-core machine.
+EXTRA="--fault-factor 2 $HOST_FAULT_OPTS" scenario network-8 8 150 network network Job
 
 # a pipeline of 2 stages x 4 replicas (TRAINSCOPE_GROUPS=pp2-dp4, stage fastest) whose
 # last stage computes 1.3x by design: nobody named; rank 5 (stage 1) slowed 1.3x from

@@ -497,20 +497,38 @@ static void test_layout(void **state)
 	assert_int_equal(ts_layout_parse(&l, "", err, sizeof(err)), -EINVAL);
 }
 
-/* 4 stages x 4 replicas, stage 3 heavier by design: healthy under its layout; then one
- * rank of stage 1 slows by 10 % and is named against its stage's peers alone. */
-static void test_pipeline_peers(void **state)
+/* The communicators of rank k in a pp4-dp4 job (stage k % 4, replica k / 4): its
+ * pipeline's (sends and receives), its stage's data-parallel one, and the world's. */
+static uint64_t pp_comm(int d, int k)
+{
+	return d == 0 ? 0xa00u + (unsigned)k / 4 : d == 1 ? 0xb00u + (unsigned)k % 4 : 0xab;
+}
+
+static void pp_groups(struct ts_job *j, bool layout)
+{
+	char g[3][64];
+	const char *gp[3] = { "layout:pp4-dp4", g[1], g[2] };
+
+	for (int k = 0; k < 16; k++) {
+		snprintf(g[1], sizeof(g[1]), "nccl:%llx:16:%d", (unsigned long long)pp_comm(2, k), k);
+		snprintf(g[2], sizeof(g[2]), "nccl:%llx:4:%d", (unsigned long long)pp_comm(1, k),
+			 k / 4);
+		ts_job_rank_groups(j, k, layout ? gp : gp + 1, layout ? 3 : 2);
+	}
+}
+
+/* 4 stages x 4 replicas, stage 3 heavier by design: healthy under its layout, or with
+ * no layout by the peers its communicators give; then one rank of stage 1 slows by
+ * 10 % and is named against its stage's peers alone. */
+static void pipeline_peers(bool layout)
 {
 	struct ts_params p;
 	struct ts_job *j;
 	unsigned seed = 5;
-	const char *g[] = { "layout:pp4-dp4", "nccl:00ab:16:0" };
 
-	(void)state;
 	ts_params_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "pp", 16, &p), 0);
-	for (int k = 0; k < 16; k++)
-		ts_job_rank_groups(j, k, g, 2);
+	pp_groups(j, layout);
 	for (int st = 0; st < 200; st++) {
 		uint64_t t0 = 1000000 * MS + (uint64_t)st * 100 * MS;
 		for (int k = 0; k < 16; k++) {
@@ -524,6 +542,10 @@ static void test_pipeline_peers(void **state)
 			rs.m[TS_M_LAUNCH] = jitter(&seed, 2, 0.02);
 			rs.m[TS_M_COLLECTIVE] = 90 - rs.m[TS_M_COMPUTE];
 			rs.m[TS_M_RUNQ] = rs.m[TS_M_OFFCPU] = NAN;
+			for (int d = 0; d < 3; d++)
+				rs.comm[rs.ncomm++] = (struct ts_comm_time){
+					.id = pp_comm(d, k), .nranks = d == 2 ? 16 : 4, .count = 2,
+					.p2p = d == 0 ? 2 : 0, .ms = 3, .mb = 8 };
 			assert_int_equal(ts_job_add_step(j, k, 16, &rs), 0);
 		}
 		ts_job_tick(j, t0 + 90 * MS);
@@ -538,12 +560,25 @@ static void test_pipeline_peers(void **state)
 	assert_string_equal(r->slow[0].cause, "Compute");
 	assert_true(r->slow[0].onset_step >= 118 && r->slow[0].onset_step <= 123);
 	assert_true(r->slow[0].confirmed_step <= 130);
-	assert_non_null(strstr(r->slow[0].evidence, "3 peers under layout pp4-dp4"));
+	assert_non_null(strstr(r->slow[0].evidence, layout ? "3 peers under layout pp4-dp4"
+							   : "3 peers by their communicators"));
 	/* a layout that does not cover the job is refused, and said */
 	char err[160];
 	assert_int_equal(ts_job_set_layout(j, "pp2-dp4", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "covers 8 ranks"));
 	ts_job_free(j);
+}
+
+static void test_pipeline_peers(void **state)
+{
+	(void)state;
+	pipeline_peers(true);
+}
+
+static void test_pipeline_peers_from_comms(void **state)
+{
+	(void)state;
+	pipeline_peers(false);
 }
 
 /* Seven ranks wait in AllReduce seq 31 on their communicator; rank 3 never entered it.
@@ -638,6 +673,7 @@ int main(void)
 		cmocka_unit_test(test_job_bytes),
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_pipeline_peers),
+		cmocka_unit_test(test_pipeline_peers_from_comms),
 		cmocka_unit_test(test_hang_culprit),
 		cmocka_unit_test(test_hang_no_guess),
 	};
