@@ -15,7 +15,8 @@
 
 enum drv_fn {
 	F_GETPROC, F_GETPROC2, F_LAUNCH, F_LAUNCHEX, F_MALLOC, F_FREE, F_MALLOCA, F_FREEA,
-	F_MEMCREATE, F_MEMRELEASE, F_WAITEVENT, F_STREAMSYNC, F_CTXSYNC, F_EVENTSYNC, F_N
+	F_MEMCREATE, F_MEMRELEASE, F_WAITEVENT, F_STREAMSYNC, F_CTXSYNC, F_EVENTSYNC,
+	F_COOP, F_HOSTFUNC, F_GRAPHINST, F_GRAPHLAUNCH, F_BEGINCAP, F_ENDCAP, F_N
 };
 #define NSLOT 4
 #define EACH_SLOT(M) M(0) M(1) M(2) M(3)
@@ -42,6 +43,17 @@ typedef CUresult (*waitevent_fn)(CUstream, CUevent, unsigned);
 typedef CUresult (*streamsync_fn)(CUstream);
 typedef CUresult (*ctxsync_fn)(void);
 typedef CUresult (*eventsync_fn)(CUevent);
+typedef CUresult (*coop_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+			    unsigned, unsigned, CUstream, void **);
+typedef CUresult (*hostfunc_fn)(CUstream, void (*)(void *), void *);
+/* Every ABI version of cuGraphInstantiate* takes the executable graph's address and the
+ * graph first; the rest (flags, parameters, or an error node and log buffer) are passed
+ * through as they came, in integer registers. */
+typedef CUresult (*graphinst_fn)(uint64_t *, uint64_t, uint64_t, uint64_t, uint64_t);
+typedef CUresult (*graphlaunch_fn)(uint64_t, CUstream);
+/* cuStreamBeginCapture (stream), _v2 (stream, mode) and ...ToGraph (six arguments). */
+typedef CUresult (*begincap_fn)(CUstream, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+typedef CUresult (*endcap_fn)(CUstream, void *);
 
 static void *wrap_fn(enum drv_fn fn, void *real, bool ptsz);
 
@@ -230,6 +242,81 @@ static CUresult do_eventsync(struct drv_slot *s, CUevent e)
 	return sync_done(((eventsync_fn)slot_real(s))(e), t0);
 }
 
+static CUresult do_coop(struct drv_slot *s, CUfunction f, unsigned gx, unsigned gy,
+			unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shm,
+			CUstream st, void **params)
+{
+	coop_fn real = (coop_fn)slot_real(s);
+	uint64_t t0;
+
+	if (ts_tls.depth)
+		return real(f, gx, gy, gz, bx, by, bz, shm, st, params);
+	int smp = ts_launch_enter(st, s->ptsz, &t0);
+	CUresult r = real(f, gx, gy, gz, bx, by, bz, shm, st, params);
+	ts_launch_leave(smp, st, s->ptsz, t0);
+	return r;
+}
+
+static CUresult do_hostfunc(struct drv_slot *s, CUstream st, void (*fn)(void *), void *data)
+{
+	hostfunc_fn real = (hostfunc_fn)slot_real(s);
+	uint64_t t0;
+
+	if (ts_tls.depth)
+		return real(st, fn, data);
+	int smp = ts_launch_enter_n(st, s->ptsz, &t0, 0);
+	ts_gpu_graph_note(TS_GRAPH_HOST_FUNC);
+	CUresult r = real(st, fn, data);
+	ts_launch_leave(smp, st, s->ptsz, t0);
+	return r;
+}
+
+static CUresult do_graphinst(struct drv_slot *s, uint64_t *exec, uint64_t graph, uint64_t a,
+			     uint64_t b, uint64_t c)
+{
+	graphinst_fn real = (graphinst_fn)slot_real(s);
+
+	if (ts_tls.depth)
+		return real(exec, graph, a, b, c);
+	ts_tls.depth++;
+	CUresult r = real(exec, graph, a, b, c);
+	if (r == TS_CUDA_SUCCESS && exec)
+		ts_graph_instantiated(*exec, graph);
+	ts_tls.depth--;
+	return r;
+}
+
+static CUresult do_graphlaunch(struct drv_slot *s, uint64_t exec, CUstream st)
+{
+	graphlaunch_fn real = (graphlaunch_fn)slot_real(s);
+	uint64_t t0;
+
+	if (ts_tls.depth)
+		return real(exec, st);
+	ts_gpu_graph_note(TS_GRAPH_LAUNCH);
+	int smp = ts_launch_enter_n(st, s->ptsz, &t0, ts_graph_kernels(exec));
+	CUresult r = real(exec, st);
+	ts_launch_leave(smp, st, s->ptsz, t0);
+	return r;
+}
+
+static CUresult do_begincap(struct drv_slot *s, CUstream st, uint64_t a, uint64_t b,
+			    uint64_t c, uint64_t d, uint64_t e)
+{
+	CUresult r = ((begincap_fn)slot_real(s))(st, a, b, c, d, e);
+
+	if (r == TS_CUDA_SUCCESS && !ts_tls.depth)
+		ts_graph_capture(true);
+	return r;
+}
+
+static CUresult do_endcap(struct drv_slot *s, CUstream st, void *graph)
+{
+	if (!ts_tls.depth)
+		ts_graph_capture(false);
+	return ((endcap_fn)slot_real(s))(st, graph);
+}
+
 static void *wrap_proc(const char *symbol, void *p, int ver, uint64_t flags);
 
 static CUresult do_getproc(struct drv_slot *s, const char *sym, void **pfn, int ver,
@@ -299,6 +386,29 @@ static CUresult do_getproc2(struct drv_slot *s, const char *sym, void **pfn, int
 	static CUresult w_eventsync_##i(CUevent e)                                           \
 	{ return do_eventsync(&slots[F_EVENTSYNC][i], e); }
 
+#define W_COOP(i)                                                                           \
+	static CUresult w_coop_##i(CUfunction f, unsigned a, unsigned b, unsigned c,         \
+				   unsigned d, unsigned e, unsigned g, unsigned h,           \
+				   CUstream st, void **p)                                    \
+	{ return do_coop(&slots[F_COOP][i], f, a, b, c, d, e, g, h, st, p); }
+#define W_HOSTFUNC(i)                                                                       \
+	static CUresult w_hostfunc_##i(CUstream s, void (*f)(void *), void *d)               \
+	{ return do_hostfunc(&slots[F_HOSTFUNC][i], s, f, d); }
+#define W_GRAPHINST(i)                                                                      \
+	static CUresult w_graphinst_##i(uint64_t *x, uint64_t g, uint64_t a, uint64_t b,     \
+					uint64_t c)                                          \
+	{ return do_graphinst(&slots[F_GRAPHINST][i], x, g, a, b, c); }
+#define W_GRAPHLAUNCH(i)                                                                    \
+	static CUresult w_graphlaunch_##i(uint64_t x, CUstream s)                            \
+	{ return do_graphlaunch(&slots[F_GRAPHLAUNCH][i], x, s); }
+#define W_BEGINCAP(i)                                                                       \
+	static CUresult w_begincap_##i(CUstream s, uint64_t a, uint64_t b, uint64_t c,       \
+				       uint64_t d, uint64_t e)                               \
+	{ return do_begincap(&slots[F_BEGINCAP][i], s, a, b, c, d, e); }
+#define W_ENDCAP(i)                                                                         \
+	static CUresult w_endcap_##i(CUstream s, void *g)                                    \
+	{ return do_endcap(&slots[F_ENDCAP][i], s, g); }
+
 EACH_SLOT(W_GETPROC)
 EACH_SLOT(W_GETPROC2)
 EACH_SLOT(W_LAUNCH)
@@ -313,6 +423,12 @@ EACH_SLOT(W_WAITEVENT)
 EACH_SLOT(W_STREAMSYNC)
 EACH_SLOT(W_CTXSYNC)
 EACH_SLOT(W_EVENTSYNC)
+EACH_SLOT(W_COOP)
+EACH_SLOT(W_HOSTFUNC)
+EACH_SLOT(W_GRAPHINST)
+EACH_SLOT(W_GRAPHLAUNCH)
+EACH_SLOT(W_BEGINCAP)
+EACH_SLOT(W_ENDCAP)
 
 #define ROW(name) { (void *)w_##name##_0, (void *)w_##name##_1, (void *)w_##name##_2, \
 		    (void *)w_##name##_3 }
@@ -324,6 +440,9 @@ static void *const wrappers[F_N][NSLOT] = {
 	[F_MEMCREATE] = ROW(memcreate),   [F_MEMRELEASE] = ROW(memrelease),
 	[F_WAITEVENT] = ROW(waitevent),   [F_STREAMSYNC] = ROW(streamsync),
 	[F_CTXSYNC] = ROW(ctxsync),       [F_EVENTSYNC] = ROW(eventsync),
+	[F_COOP] = ROW(coop),             [F_HOSTFUNC] = ROW(hostfunc),
+	[F_GRAPHINST] = ROW(graphinst),   [F_GRAPHLAUNCH] = ROW(graphlaunch),
+	[F_BEGINCAP] = ROW(begincap),     [F_ENDCAP] = ROW(endcap),
 };
 
 static void *wrap_fn(enum drv_fn fn, void *real, bool ptsz)
@@ -374,6 +493,25 @@ static const struct name_map dlsym_names[] = {
 	{ "cuStreamSynchronize_ptsz", F_STREAMSYNC, 1, 0 },
 	{ "cuCtxSynchronize", F_CTXSYNC, 0, 0 },
 	{ "cuEventSynchronize", F_EVENTSYNC, 0, 0 },
+	{ "cuLaunchCooperativeKernel", F_COOP, 0, 0 },
+	{ "cuLaunchCooperativeKernel_ptsz", F_COOP, 1, 0 },
+	{ "cuLaunchHostFunc", F_HOSTFUNC, 0, 0 },
+	{ "cuLaunchHostFunc_ptsz", F_HOSTFUNC, 1, 0 },
+	{ "cuGraphInstantiate", F_GRAPHINST, 0, 0 },
+	{ "cuGraphInstantiate_v2", F_GRAPHINST, 0, 0 },
+	{ "cuGraphInstantiateWithFlags", F_GRAPHINST, 0, 0 },
+	{ "cuGraphInstantiateWithParams", F_GRAPHINST, 0, 0 },
+	{ "cuGraphInstantiateWithParams_ptsz", F_GRAPHINST, 1, 0 },
+	{ "cuGraphLaunch", F_GRAPHLAUNCH, 0, 0 },
+	{ "cuGraphLaunch_ptsz", F_GRAPHLAUNCH, 1, 0 },
+	{ "cuStreamBeginCapture", F_BEGINCAP, 0, 0 },
+	{ "cuStreamBeginCapture_v2", F_BEGINCAP, 0, 0 },
+	{ "cuStreamBeginCapture_ptsz", F_BEGINCAP, 1, 0 },
+	{ "cuStreamBeginCapture_v2_ptsz", F_BEGINCAP, 1, 0 },
+	{ "cuStreamBeginCaptureToGraph", F_BEGINCAP, 0, 0 },
+	{ "cuStreamBeginCaptureToGraph_ptsz", F_BEGINCAP, 1, 0 },
+	{ "cuStreamEndCapture", F_ENDCAP, 0, 0 },
+	{ "cuStreamEndCapture_ptsz", F_ENDCAP, 1, 0 },
 };
 
 /* cuGetProcAddress sees base names; the flags choose the default-stream variant. */
@@ -390,6 +528,15 @@ static const struct name_map proc_names[] = {
 	{ "cuStreamSynchronize", F_STREAMSYNC, 0, 0 },
 	{ "cuCtxSynchronize", F_CTXSYNC, 0, 0 },
 	{ "cuEventSynchronize", F_EVENTSYNC, 0, 0 },
+	{ "cuLaunchCooperativeKernel", F_COOP, 0, 0 },
+	{ "cuLaunchHostFunc", F_HOSTFUNC, 0, 0 },
+	{ "cuGraphInstantiate", F_GRAPHINST, 0, 0 },
+	{ "cuGraphInstantiateWithFlags", F_GRAPHINST, 0, 0 },
+	{ "cuGraphInstantiateWithParams", F_GRAPHINST, 0, 0 },
+	{ "cuGraphLaunch", F_GRAPHLAUNCH, 0, 0 },
+	{ "cuStreamBeginCapture", F_BEGINCAP, 0, 0 },
+	{ "cuStreamBeginCaptureToGraph", F_BEGINCAP, 0, 0 },
+	{ "cuStreamEndCapture", F_ENDCAP, 0, 0 },
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))

@@ -71,6 +71,7 @@ static struct {
 	struct {
 		_Atomic uint64_t segments, samples, timed_skipped, capture_skips, pool_empty,
 			ctx_mismatch, completed, hangs, late;
+		_Atomic uint64_t graph[TS_GRAPH_HOST_FUNC + 1]; /* enum ts_graph_note */
 	} st;
 } g = { .strm = { [0 ... NSTREAMS - 1] = { .seg = -1 } } };
 
@@ -326,7 +327,23 @@ static void close_segment(struct strm *e)
 	timed_end(i, (CUstream)atomic_load(&e->key), &seg, atomic_load(&e->comm));
 }
 
-int ts_gpu_launch(CUstream s, bool ptsz)
+void ts_gpu_graph_note(enum ts_graph_note what)
+{
+	atomic_fetch_add_explicit(&g.st.graph[what], 1, memory_order_relaxed);
+}
+
+bool ts_gpu_captured(CUstream s, bool ptsz)
+{
+	int status = 0;
+
+	if (!gpu_ready() || g.d.is_capturing(norm(s, ptsz), &status) != TS_CUDA_SUCCESS ||
+	    !status)
+		return false;
+	ts_gpu_graph_note(TS_GRAPH_CAPTURED);
+	return true;
+}
+
+int ts_gpu_launch(CUstream s, bool ptsz, bool may_sample)
 {
 	if (!gpu_ready())
 		return -1;
@@ -338,7 +355,7 @@ int ts_gpu_launch(CUstream s, bool ptsz)
 		if (unlikely(atomic_load_explicit(&e->seg, memory_order_relaxed) < 0))
 			open_segment(e, n);
 	}
-	if (ts_tls.lib_depth ||
+	if (ts_tls.lib_depth || !may_sample ||
 	    ++ts_tls.kernel_tick < atomic_load_explicit(&g.sample_n, memory_order_relaxed))
 		return -1;
 	ts_tls.kernel_tick = 0;
@@ -559,4 +576,10 @@ void ts_gpu_get_stats(struct trainscope_device_counters *o)
 	o->capture_skips = atomic_load(&g.st.capture_skips);
 	o->hangs = atomic_load(&g.st.hangs);
 	o->sample_n = atomic_load(&g.sample_n);
+	o->graphs = atomic_load(&g.st.graph[TS_GRAPH_INSTANTIATED]);
+	o->graphs_uncounted = atomic_load(&g.st.graph[TS_GRAPH_UNCOUNTED]) +
+			      atomic_load(&g.st.graph[TS_GRAPH_UNKNOWN_LAUNCH]);
+	o->graph_launches = atomic_load(&g.st.graph[TS_GRAPH_LAUNCH]);
+	o->captured = atomic_load(&g.st.graph[TS_GRAPH_CAPTURED]);
+	o->host_funcs = atomic_load(&g.st.graph[TS_GRAPH_HOST_FUNC]);
 }

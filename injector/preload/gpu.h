@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include "cudefs.h"
+#include "graph.h"
 #include "lib.h"
 
 enum ts_timed_kind { TS_T_SEGMENT = 1, TS_T_KERNEL, TS_T_GEMM, TS_T_COLL };
@@ -29,9 +30,10 @@ struct ts_tls {
 extern __thread struct ts_tls ts_tls TS_HIDDEN __attribute__((tls_model("initial-exec")));
 
 /* A launch on stream s (ptsz: the caller's NULL means its per-thread stream). Opens the
- * stream's segment for the step. Returns a slot >= 0 when the launch is sampled: the
- * caller then calls ts_gpu_timed_end after the real launch. */
-TS_HIDDEN int ts_gpu_launch(CUstream s, bool ptsz);
+ * stream's segment for the step. Returns a slot >= 0 when the launch (one kernel, when
+ * it may be sampled) is sampled: the caller then calls ts_gpu_timed_end after the real
+ * launch. */
+TS_HIDDEN int ts_gpu_launch(CUstream s, bool ptsz, bool may_sample);
 /* 1-in-N sampling for GEMMs, with the same adaptive N. */
 TS_HIDDEN bool ts_gpu_sample_gemm(void);
 /* An explicitly timed operation: start event now, end event at ts_gpu_timed_end.
@@ -39,14 +41,37 @@ TS_HIDDEN bool ts_gpu_sample_gemm(void);
 TS_HIDDEN int ts_gpu_timed_begin(CUstream s, bool ptsz);
 TS_HIDDEN void ts_gpu_timed_end(int slot, CUstream s, bool ptsz, const struct ts_op_meta *m);
 
-/* Around one outermost launch, runtime or driver: count it, open the stream's
- * segment, maybe sample it (returns the slot or -1), and charge its host time. */
-static inline int ts_launch_enter(CUstream stream, bool ptsz, uint64_t *t0)
+enum ts_graph_note {
+	TS_GRAPH_INSTANTIATED,   /* an executable graph whose kernels were counted */
+	TS_GRAPH_UNCOUNTED,      /* one whose nodes the driver would not list */
+	TS_GRAPH_LAUNCH,         /* a replay */
+	TS_GRAPH_UNKNOWN_LAUNCH, /* a replay of a graph instantiated unseen */
+	TS_GRAPH_CAPTURED,       /* work launched into a stream being captured */
+	TS_GRAPH_HOST_FUNC,      /* a host function enqueued on a stream */
+};
+TS_HIDDEN void ts_gpu_graph_note(enum ts_graph_note what);
+/* The stream is being captured (asked only while a capture is under way). */
+TS_HIDDEN bool ts_gpu_captured(CUstream s, bool ptsz);
+
+/* Around one outermost launch, runtime or driver, of `kernels` kernels (a graph replay
+ * runs many, a host function none): count them, open the stream's segment, maybe
+ * sample a single kernel (returns the slot or -1), and charge its host time. Work
+ * launched into a stream being captured does not run now: it counts when its graph
+ * is launched. */
+static inline int ts_launch_enter_n(CUstream stream, bool ptsz, uint64_t *t0, uint32_t kernels)
 {
 	ts_tls.depth++;
 	*t0 = ts_ticks();
-	ts_ctr_add(&ts_lib.ctr.launches, 1);
-	return ts_gpu_launch(stream, ptsz);
+	if (unlikely(atomic_load_explicit(&ts_captures, memory_order_relaxed) > 0) &&
+	    ts_gpu_captured(stream, ptsz))
+		return -1;
+	ts_ctr_add(&ts_lib.ctr.launches, kernels);
+	return ts_gpu_launch(stream, ptsz, kernels == 1);
+}
+
+static inline int ts_launch_enter(CUstream stream, bool ptsz, uint64_t *t0)
+{
+	return ts_launch_enter_n(stream, ptsz, t0, 1);
 }
 
 static inline void ts_launch_leave(int sampled, CUstream stream, bool ptsz, uint64_t t0)

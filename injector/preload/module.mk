@@ -1,5 +1,5 @@
 # libtrainscope.so: the preload library (position-independent, never sanitized).
-PRELOAD_SRCS := $(addprefix injector/preload/,api.c real.c dlsym.c driver.c gpu.c cuda.c \
+PRELOAD_SRCS := $(addprefix injector/preload/,api.c real.c dlsym.c driver.c gpu.c graph.c cuda.c \
 		cublas.c comms.c nccl.c ncclprof.c ncclprof_compat.c ring.c) common/ident.c
 PRELOAD_LIB  := $(BUILD)/lib/libtrainscope.so
 RING_OBJS    := $(BUILD)/obj/injector/preload/ring.o $(BUILD)/obj/common/ident.o

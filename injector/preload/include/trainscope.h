@@ -78,6 +78,11 @@ struct trainscope_device_counters {
 	uint64_t alloc_failures;
 	uint64_t gemms;          /* cuBLAS GEMM calls (outermost) */
 	uint64_t colls;          /* NCCL collective and p2p calls (outermost) */
+	uint64_t graphs;         /* CUDA graphs instantiated, their kernels counted */
+	uint64_t graphs_uncounted; /* instantiated or launched without a kernel count */
+	uint64_t graph_launches; /* graph replays (their kernels are in launches) */
+	uint64_t captured;       /* launches into a stream being captured (not in launches) */
+	uint64_t host_funcs;     /* host functions enqueued on streams */
 };
 TRAINSCOPE_API void trainscope_get_device_counters(struct trainscope_device_counters *out);
 

@@ -176,6 +176,31 @@ static void test_capture_gets_no_event(void **state)
 		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 5 * MS);
 }
 
+/* A graph replay counts its kernels (child graphs included, copies not) and its time
+ * shows in the step's compute; what was launched while capturing is not a launch; the
+ * other launch paths count once; host functions are no kernels. */
+static void test_graphs_and_launch_paths(void **state)
+{
+	(void)state;
+	run("graphs", NULL, &o);
+	assert_int_equal(val(&o, "ts.graphs"), 2);
+	assert_int_equal(val(&o, "ts.graphs_uncounted"), 0);
+	assert_int_equal(val(&o, "ts.graph_launches"), 20);
+	assert_int_equal(val(&o, "ts.captured"), 5);
+	assert_int_equal(val(&o, "dbl.launches"), 150);
+	assert_int_equal(val(&o, "ts.launches"), 150);
+	assert_int_equal(val(&o, "ring.step_ctr_launches"), 150);
+	assert_int_equal(val(&o, "ts.host_funcs"), 20);
+	assert_int_equal(val(&o, "dbl.host_funcs"), 20);
+	assert_int_equal(val(&o, "host_calls"), 20);
+	assert_int_equal(val(&o, "dbl.records_while_capturing"), 0);
+	assert_int_equal(val(&o, "ring.gpu_steps"), 10);
+	/* C 5 ms, A 7 ms, B 3 ms a step */
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 15 * MS);
+	assert_int_equal(val(&o, "ts.segments"), 30);
+}
+
 static void test_sampling(void **state)
 {
 	char *fixed[] = { "TRAINSCOPE_SAMPLE_N=4", "TRAINSCOPE_SAMPLE_BUDGET=1", NULL };
@@ -306,6 +331,7 @@ int main(void)
 		cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_event_pool),
 		cmocka_unit_test(test_capture_gets_no_event),
+		cmocka_unit_test(test_graphs_and_launch_paths),
 		cmocka_unit_test(test_sampling),
 		cmocka_unit_test(test_hang),
 		cmocka_unit_test(test_nccl),

@@ -13,7 +13,19 @@ struct stream {
 	uintptr_t key;
 	uint64_t clock_ns, done_ns, launches, records;
 	int capturing, stalled;
+	uint32_t captured; /* kernels launched into the capture under way */
 };
+
+/* A graph: `kernels` kernel nodes, `copies` memcpy nodes, and a child graph node when
+ * child >= 0. An executable graph's handle is its graph's plus EXEC. */
+#define NGRAPH 64
+#define EXEC 0x10000u
+#define NODE_SHIFT 16
+static struct graph {
+	uint32_t kernels, copies;
+	int child;
+} graphs[NGRAPH];
+static int ngraphs;
 
 struct event {
 	uintptr_t stream;
@@ -88,16 +100,172 @@ int tsd_probe(void)
 	return 2;
 }
 
+/* n kernels on the stream: run, or recorded into the capture under way. */
+static void run_kernels(struct stream *x, uint32_t n)
+{
+	x->launches += n;
+	if (x->capturing) {
+		x->captured += n;
+		return;
+	}
+	x->clock_ns += n * kernel_ns;
+	if (!x->stalled)
+		x->done_ns = x->clock_ns;
+	st.launches += n;
+}
+
 static CUresult launch(CUstream s, int ptsz)
 {
 	pthread_mutex_lock(&mu);
-	struct stream *x = stream_of(s, ptsz);
-	x->clock_ns += kernel_ns;
-	if (!x->stalled)
-		x->done_ns = x->clock_ns;
-	x->launches++;
-	st.launches++;
+	run_kernels(stream_of(s, ptsz), 1);
 	pthread_mutex_unlock(&mu);
+	return TS_CUDA_SUCCESS;
+}
+
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+				   unsigned bx, unsigned by, unsigned bz, unsigned shm,
+				   CUstream s, void **p)
+{
+	(void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shm, (void)p;
+	return launch(s, 0);
+}
+
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+					unsigned bx, unsigned by, unsigned bz, unsigned shm,
+					CUstream s, void **p)
+{
+	(void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shm, (void)p;
+	return launch(s, 1);
+}
+
+static CUresult host_func(CUstream s, int ptsz, void (*fn)(void *), void *data)
+{
+	pthread_mutex_lock(&mu);
+	stream_of(s, ptsz);
+	st.host_funcs++;
+	pthread_mutex_unlock(&mu);
+	fn(data);
+	return TS_CUDA_SUCCESS;
+}
+
+CUresult cuLaunchHostFunc(CUstream s, void (*fn)(void *), void *data)
+{
+	return host_func(s, 0, fn, data);
+}
+
+CUresult cuLaunchHostFunc_ptsz(CUstream s, void (*fn)(void *), void *data)
+{
+	return host_func(s, 1, fn, data);
+}
+
+/* ---- graphs ---------------------------------------------------------------------- */
+
+void *tsd_graph_new(uint32_t kernels, uint32_t copies, void *child)
+{
+	pthread_mutex_lock(&mu);
+	if (ngraphs == NGRAPH)
+		abort();
+	int g = ngraphs++;
+	graphs[g] = (struct graph){ kernels, copies, child ? (int)(uintptr_t)child - 1 : -1 };
+	pthread_mutex_unlock(&mu);
+	return (void *)(uintptr_t)(g + 1);
+}
+
+static struct graph *graph_of(uint64_t h)
+{
+	return h >= 1 && h <= (uint64_t)ngraphs ? &graphs[h - 1] : NULL;
+}
+
+static uint32_t graph_kernels(const struct graph *g)
+{
+	return g->kernels + (g->child >= 0 ? graph_kernels(&graphs[g->child]) : 0);
+}
+
+CUresult cuGraphGetNodes(uint64_t graph, uint64_t *nodes, size_t *n)
+{
+	struct graph *g = graph_of(graph);
+
+	if (!g || !n)
+		return 1;
+	size_t total = g->kernels + g->copies + (g->child >= 0);
+	for (size_t i = 0; nodes && i < total && i < *n; i++)
+		nodes[i] = graph << NODE_SHIFT | i;
+	*n = total;
+	return TS_CUDA_SUCCESS;
+}
+
+CUresult cuGraphNodeGetType(uint64_t node, int *type)
+{
+	struct graph *g = graph_of(node >> NODE_SHIFT);
+	uint64_t i = node & ((1u << NODE_SHIFT) - 1);
+
+	if (!g)
+		return 400;
+	*type = i < g->kernels ? 0 : i < g->kernels + g->copies ? 1 : 4;
+	return TS_CUDA_SUCCESS;
+}
+
+CUresult cuGraphChildGraphNodeGetGraph(uint64_t node, uint64_t *child)
+{
+	struct graph *g = graph_of(node >> NODE_SHIFT);
+
+	if (!g || g->child < 0)
+		return 400;
+	*child = (uint64_t)g->child + 1;
+	return TS_CUDA_SUCCESS;
+}
+
+CUresult cuGraphInstantiateWithFlags(uint64_t *exec, uint64_t graph, unsigned long long flags)
+{
+	(void)flags;
+	if (!graph_of(graph) || !exec)
+		return 400;
+	*exec = graph + EXEC;
+	return TS_CUDA_SUCCESS;
+}
+
+static CUresult graph_launch(uint64_t exec, CUstream s, int ptsz)
+{
+	struct graph *g = exec > EXEC ? graph_of(exec - EXEC) : NULL;
+
+	if (!g)
+		return 400;
+	pthread_mutex_lock(&mu);
+	run_kernels(stream_of(s, ptsz), graph_kernels(g));
+	pthread_mutex_unlock(&mu);
+	return TS_CUDA_SUCCESS;
+}
+
+CUresult cuGraphLaunch(uint64_t exec, CUstream s)
+{
+	return graph_launch(exec, s, 0);
+}
+
+CUresult cuGraphLaunch_ptsz(uint64_t exec, CUstream s)
+{
+	return graph_launch(exec, s, 1);
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream s, int mode)
+{
+	(void)mode;
+	pthread_mutex_lock(&mu);
+	struct stream *x = stream_of(s, 0);
+	x->capturing = 1;
+	x->captured = 0;
+	pthread_mutex_unlock(&mu);
+	return TS_CUDA_SUCCESS;
+}
+
+/* The graph holds the kernels launched into the stream while it captured. */
+CUresult cuStreamEndCapture(CUstream s, uint64_t *graph)
+{
+	pthread_mutex_lock(&mu);
+	struct stream *x = stream_of(s, 0);
+	uint32_t n = x->captured;
+	x->capturing = 0;
+	pthread_mutex_unlock(&mu);
+	*graph = (uint64_t)(uintptr_t)tsd_graph_new(n, 0, NULL);
 	return TS_CUDA_SUCCESS;
 }
 
@@ -314,6 +482,13 @@ static const struct {
 	{ "cuMemCreate", (void *)cuMemCreate, NULL, NULL, 0 },
 	{ "cuMemRelease", (void *)cuMemRelease, NULL, NULL, 0 },
 	{ "cuEventQuery", (void *)cuEventQuery, NULL, NULL, 0 },
+	{ "cuLaunchCooperativeKernel", (void *)cuLaunchCooperativeKernel,
+	  (void *)cuLaunchCooperativeKernel_ptsz, NULL, 0 },
+	{ "cuLaunchHostFunc", (void *)cuLaunchHostFunc, (void *)cuLaunchHostFunc_ptsz, NULL, 0 },
+	{ "cuGraphInstantiate", (void *)cuGraphInstantiateWithFlags, NULL, NULL, 0 },
+	{ "cuGraphLaunch", (void *)cuGraphLaunch, (void *)cuGraphLaunch_ptsz, NULL, 0 },
+	{ "cuStreamBeginCapture", (void *)cuStreamBeginCapture_v2, NULL, NULL, 0 },
+	{ "cuStreamEndCapture", (void *)cuStreamEndCapture, NULL, NULL, 0 },
 	{ "cuGetProcAddress", (void *)cuGetProcAddress_v2, NULL, (void *)cuGetProcAddress, 12000 },
 };
 

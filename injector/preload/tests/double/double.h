@@ -6,7 +6,7 @@
  *
  * The device is a virtual clock per stream: each launch adds 1 ms, an event
  * records its stream's clock, and elapsed time is the difference, so device times in
- * the tests are exact. A stalled stream stops completing work (a hang); a capturing
+ * the tests are exact; a graph replay runs its kernels (1 ms each) on its stream. A stalled stream stops completing work (a hang); a capturing
  * stream says so to cuStreamIsCapturing. These tsd_ functions steer and observe it. */
 #ifndef TSD_DOUBLE_H
 #define TSD_DOUBLE_H
@@ -19,6 +19,7 @@ struct tsd_stats {
 	uint64_t event_records;
 	uint64_t records_while_capturing; /* must stay 0: it would break a graph capture */
 	uint64_t allocs, frees;
+	uint64_t host_funcs;
 };
 
 /* libcuda.so.1 */
@@ -28,6 +29,9 @@ uint64_t tsd_stream_launches(void *stream);
 uint64_t tsd_stream_records(void *stream);
 void tsd_get_stats(struct tsd_stats *out);
 int tsd_probe(void); /* 2 here; 1 in libcudart: tells which object a lookup found */
+/* A graph of that many kernel and memcpy nodes, and a child graph node when child is
+ * not NULL. Captures make graphs too: of the kernels launched into the stream. */
+void *tsd_graph_new(uint32_t kernels, uint32_t copies, void *child);
 
 /* libcudart.so.13: what dlsym(RTLD_NEXT, "tsd_probe") finds from inside libcudart. */
 int tsd_next_probe(void);

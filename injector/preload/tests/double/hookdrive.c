@@ -27,6 +27,28 @@ typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned
 			      unsigned, unsigned, CUstream, void **, void **);
 typedef CUresult (*launchex_fn)(const ts_launch_config *, CUfunction, void **, void **);
 typedef CUresult (*getproc_fn)(const char *, void **, int, uint64_t);
+typedef CUresult (*coop_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+			    unsigned, unsigned, CUstream, void **);
+typedef CUresult (*hostfunc_fn)(CUstream, void (*)(void *), void *);
+typedef CUresult (*graphinst_fn)(uint64_t *, uint64_t, unsigned long long);
+typedef CUresult (*graphlaunch_fn)(uint64_t, CUstream);
+
+/* cudaLaunchConfig_t */
+struct rt_config {
+	ts_dim3 grid, block;
+	size_t shm;
+	CUstream stream;
+	void *attrs;
+	unsigned num_attrs;
+};
+cudaError_t cudaLaunchCooperativeKernel(const void *, ts_dim3, ts_dim3, void **, size_t,
+					CUstream);
+cudaError_t cudaLaunchKernelExC(const struct rt_config *, const void *, void **);
+cudaError_t cudaLaunchHostFunc(CUstream, void (*)(void *), void *);
+cudaError_t cudaStreamBeginCapture(CUstream, int);
+cudaError_t cudaStreamEndCapture(CUstream, uint64_t *);
+cudaError_t cudaGraphInstantiate(uint64_t *, uint64_t, unsigned long long);
+cudaError_t cudaGraphLaunch(uint64_t, CUstream);
 typedef CUresult (*getproc2_fn)(const char *, void **, int, uint64_t, int *);
 
 #define A ((CUstream)0x1000)
@@ -318,6 +340,53 @@ static void sc_capture(void)
 	printf("captured_records %llu\n", (unsigned long long)tsd_stream_records(C));
 }
 
+static void count_call(void *n)
+{
+	++*(int *)n;
+}
+
+/* CUDA graphs and the other launch paths. A graph captured through the runtime (5
+ * kernels, on C) and one made by hand (4 kernels, 2 copies, a child of 3 kernels: 7
+ * kernels, on A) replay each step; B gets a kernel each through cudaLaunchKernelExC and
+ * the cooperative launches of the runtime and the driver; A gets two host functions. */
+static void sc_graphs(void)
+{
+	getproc2_fn gp = (getproc2_fn)dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2");
+	graphinst_fn inst = (graphinst_fn)dlsym(RTLD_DEFAULT, "cuGraphInstantiateWithFlags");
+	coop_fn coop = (coop_fn)dlsym(RTLD_DEFAULT, "cuLaunchCooperativeKernel");
+	graphlaunch_fn glaunch = NULL;
+	hostfunc_fn hf = NULL;
+	ts_dim3 one = { 1, 1, 1 };
+	struct rt_config cfg = { one, one, 0, B, NULL, 0 };
+	uint64_t graph = 0, exec = 0, hand, hexec = 0;
+	int calls = 0, st;
+
+	if (!gp || !inst || !coop || gp("cuGraphLaunch", (void **)&glaunch, 12000, 0, &st) ||
+	    gp("cuLaunchHostFunc", (void **)&hf, 12000, 0, &st))
+		die("driver entry points");
+	if (cudaStreamBeginCapture(C, 0))
+		die("begin capture");
+	for (int i = 0; i < 5; i++)
+		rt_launch(0, C);
+	if (cudaStreamEndCapture(C, &graph) || cudaGraphInstantiate(&exec, graph, 0))
+		die("capture");
+	hand = (uint64_t)(uintptr_t)tsd_graph_new(4, 2, tsd_graph_new(3, 0, NULL));
+	if (inst(&hexec, hand, 0))
+		die("instantiate");
+	for (uint64_t s = 0; s < 10; s++) {
+		trainscope_step_begin(s);
+		if (cudaGraphLaunch(exec, C) || glaunch(hexec, A) ||
+		    cudaLaunchKernelExC(&cfg, NULL, NULL) ||
+		    cudaLaunchCooperativeKernel(NULL, one, one, NULL, 0, B) ||
+		    coop(NULL, 1, 1, 1, 1, 1, 1, 0, B, NULL) ||
+		    cudaLaunchHostFunc(A, count_call, &calls) || hf(A, count_call, &calls))
+			die("launch");
+		trainscope_step_end(s);
+	}
+	wait_gpu_steps(10);
+	printf("host_calls %d\n", calls);
+}
+
 /* 1 in N kernels timed; with a tiny host budget N grows. */
 static void sc_sampling(void)
 {
@@ -537,6 +606,12 @@ static void print_all(void)
 	kv("ts.alloc_failures", -1, 0, c.alloc_failures);
 	kv("ts.gemms", -1, 0, c.gemms);
 	kv("ts.colls", -1, 0, c.colls);
+	kv("ts.graphs", -1, 0, c.graphs);
+	kv("ts.graphs_uncounted", -1, 0, c.graphs_uncounted);
+	kv("ts.graph_launches", -1, 0, c.graph_launches);
+	kv("ts.captured", -1, 0, c.captured);
+	kv("ts.host_funcs", -1, 0, c.host_funcs);
+	kv("dbl.host_funcs", -1, 0, t.host_funcs);
 	kv("dbl.launches", -1, 0, t.launches);
 	kv("dbl.events_created", -1, 0, t.events_created);
 	kv("dbl.records_while_capturing", -1, 0, t.records_while_capturing);
@@ -581,7 +656,7 @@ static const struct {
 	{ "dispatch", sc_dispatch }, { "rtld", sc_rtld },         { "memory", sc_memory },
 	{ "pool", sc_pool },         { "capture", sc_capture },   { "sampling", sc_sampling },
 	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "comms", sc_comms },         { "cublas", sc_cublas },
-	{ "plugin", sc_plugin },
+	{ "plugin", sc_plugin },     { "graphs", sc_graphs },
 };
 
 static void open_ring(void)
