@@ -67,9 +67,11 @@ TRAINSCOPE_API void trainscope_step_begin(uint64_t step)
 	ts_emit(&rec);
 }
 
+/* A plain load first: a locked exchange costs more than the rest of an idle step_end. */
 static uint64_t take(_Atomic uint64_t *c)
 {
-	return atomic_exchange_explicit(c, 0, memory_order_relaxed);
+	return atomic_load_explicit(c, memory_order_relaxed)
+		       ? atomic_exchange_explicit(c, 0, memory_order_relaxed) : 0;
 }
 
 void ts_emit_step_counters(void)
@@ -78,10 +80,10 @@ void ts_emit_step_counters(void)
 	uint64_t launches = take(&c->launches), calls = take(&c->api_calls);
 	uint64_t fails = atomic_load_explicit(&ts_lib.alloc_failures, memory_order_relaxed);
 
-	ts_ctr_add(&ts_lib.total_launches, launches);
-	ts_ctr_add(&ts_lib.total_api_calls, calls);
 	if (!launches && !calls)
 		return; /* nothing device-side happened: a CPU-only program */
+	ts_ctr_add(&ts_lib.total_launches, launches);
+	ts_ctr_add(&ts_lib.total_api_calls, calls);
 	struct ts_rec rec = {
 		.type = TS_REC_STEP_CTR, .t_ns = ts_mono_ns(), .a = launches,
 		.b = (uint64_t)((double)take(&c->host_ticks) * ts_ns_per_tick()),
@@ -209,8 +211,8 @@ static void lib_after_fork_child(void)
 
 static double calibrate_ticks(void);
 
-/* The TSC's rate, measured once, lazily: at a step end or by the poller, never at load
- * (every process under the preload would pay the 2 ms). */
+/* ts_ticks()'s rate, found once, lazily: at a step end or by the poller, never at load
+ * (every process under the preload would pay the 2 ms of measuring the TSC). */
 double ts_ns_per_tick(void)
 {
 	static _Atomic double npt;
@@ -223,8 +225,20 @@ double ts_ns_per_tick(void)
 	return v;
 }
 
+/* The TSC's rate is measured. aarch64's counter states its frequency (cntfrq_el0, set
+ * by firmware; 1 GHz from Armv8.6), which is measured too only if it reads 0; elsewhere
+ * ts_ticks() is ts_mono_ns(). */
 static double calibrate_ticks(void)
 {
+#if defined(__aarch64__)
+	uint64_t hz;
+
+	__asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(hz));
+	if (hz)
+		return 1e9 / (double)hz;
+#elif !defined(__x86_64__)
+	return 1.0;
+#endif
 	uint64_t t0 = ts_mono_ns(), k0 = ts_ticks(), t1, k1;
 
 	do

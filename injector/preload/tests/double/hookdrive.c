@@ -387,6 +387,123 @@ static void sc_graphs(void)
 	printf("host_calls %d\n", calls);
 }
 
+/* ---- cost: ns per call of each hooked path, run with the preload and without ---- */
+
+#define COST_REPS 7
+
+static double ns_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+struct cost_ctx {
+	launch_fn drv, proc;
+	graphlaunch_fn glaunch;
+	uint64_t exec;
+	int (*allreduce)(void *, void *, uint64_t);
+	int (*sgemm)(void *, int, int, int, int, int, const void *, const void *, int,
+		     const void *, int, const void *, void *, int);
+	void *comm, *blas;
+};
+
+static void c_runtime(struct cost_ctx *c)
+{
+	(void)c;
+	rt_launch(0, A);
+}
+
+static void c_dlsym(struct cost_ctx *c)
+{
+	c->drv(NULL, 1, 1, 1, 1, 1, 1, 0, A, NULL, NULL);
+}
+
+static void c_getproc(struct cost_ctx *c)
+{
+	c->proc(NULL, 1, 1, 1, 1, 1, 1, 0, A, NULL, NULL);
+}
+
+static void c_graph(struct cost_ctx *c)
+{
+	c->glaunch(c->exec, A);
+}
+
+static void c_nccl(struct cost_ctx *c)
+{
+	c->allreduce(c->comm, B, 256);
+}
+
+static void c_gemm(struct cost_ctx *c)
+{
+	c->sgemm(c->blas, 0, 0, 64, 32, 16, NULL, NULL, 64, NULL, 32, NULL, NULL, 64);
+}
+
+/* The preload's cublasSgemm_v2 where it is preloaded, else the library's own. */
+static void *blas_fn(const char *name)
+{
+	void *f = dlsym(RTLD_DEFAULT, name);
+
+	return f ? f : user_fn(name);
+}
+
+/* The median over COST_REPS rounds of n calls; between rounds the library's poller reads
+ * every event back and the ring is drained, so each round starts from the same state. */
+static void cost_of(const char *name, void (*call)(struct cost_ctx *), struct cost_ctx *c, int n)
+{
+	double v[COST_REPS];
+
+	for (int r = 0; r < COST_REPS; r++) {
+		double t0 = ns_now();
+		for (int i = 0; i < n; i++)
+			call(c);
+		v[r] = (ns_now() - t0) / n;
+		if (trainscope_step_end) {
+			trainscope_step_end((uint64_t)r);
+			wait_until(all_read_back, NULL, "events not read back");
+		}
+	}
+	qsort(v, COST_REPS, sizeof(v[0]), cmp_double);
+	printf("cost.%s %.1f\n", name, v[COST_REPS / 2]);
+}
+
+static void sc_cost(void)
+{
+	getproc2_fn gp = (getproc2_fn)dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2");
+	graphinst_fn inst = (graphinst_fn)dlsym(RTLD_DEFAULT, "cuGraphInstantiateWithFlags");
+	struct cost_ctx c = { .drv = (launch_fn)dlsym(RTLD_DEFAULT, "cuLaunchKernel") };
+	void *(*comm_of)(int) = (void *(*)(int))user_fn("tsd_user_comm");
+	int st;
+
+	c.allreduce = (int (*)(void *, void *, uint64_t))user_fn("tsd_user_allreduce");
+	int (*create)(void **) = (int (*)(void **))user_fn("cublasCreate_v2");
+	int (*set_stream)(void *, void *) = (int (*)(void *, void *))user_fn("cublasSetStream_v2");
+	*(void **)&c.sgemm = blas_fn("cublasSgemm_v2");
+	c.comm = comm_of(4);
+	if (create(&c.blas) || set_stream(c.blas, A))
+		die("cublas handle");
+	if (!c.drv || !gp || !inst || gp("cuLaunchKernel", (void **)&c.proc, 12000, 0, &st) ||
+	    gp("cuGraphLaunch", (void **)&c.glaunch, 12000, 0, &st) ||
+	    inst(&c.exec, (uint64_t)(uintptr_t)tsd_graph_new(7, 0, NULL), 0))
+		die("driver entry points");
+	if (trainscope_step_begin)
+		trainscope_step_begin(0);
+	cost_of("runtime_launch", c_runtime, &c, 200000);
+	cost_of("dlsym_launch", c_dlsym, &c, 200000);
+	cost_of("getproc_launch", c_getproc, &c, 200000);
+	cost_of("graph_launch", c_graph, &c, 200000);
+	cost_of("nccl_allreduce", c_nccl, &c, 500);
+	cost_of("cublas_gemm", c_gemm, &c, 20000);
+}
+
 /* 1 in N kernels timed; with a tiny host budget N grows. */
 static void sc_sampling(void)
 {
@@ -656,7 +773,7 @@ static const struct {
 	{ "dispatch", sc_dispatch }, { "rtld", sc_rtld },         { "memory", sc_memory },
 	{ "pool", sc_pool },         { "capture", sc_capture },   { "sampling", sc_sampling },
 	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "comms", sc_comms },         { "cublas", sc_cublas },
-	{ "plugin", sc_plugin },     { "graphs", sc_graphs },
+	{ "plugin", sc_plugin },     { "graphs", sc_graphs },     { "cost", sc_cost },
 };
 
 static void open_ring(void)
@@ -682,9 +799,17 @@ static void open_user(const char *self)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2 || !trainscope_step_begin)
+	bool cost = argc == 2 && !strcmp(argv[1], "cost"); /* also runs without the preload */
+
+	if (argc != 2 || (!trainscope_step_begin && !cost))
 		die("usage: LD_PRELOAD=libtrainscope.so hookdrive SCENARIO");
 	open_user(argv[0]);
+	if (cost) {
+		if (trainscope_step_begin)
+			open_ring();
+		sc_cost();
+		return 0;
+	}
 	open_ring();
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
 		if (!strcmp(argv[1], scenarios[i].name)) {
