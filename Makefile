@@ -1,5 +1,17 @@
 # trainscope: one non-recursive GNU Makefile; each folder adds its parts in module.mk.
-# make [all|test|demo|e2e|bench|deps|lint|clean]   SAN=1 builds with ASan+UBSan into build/san.
+# make [all|test|demo|e2e|bench|deps|lint|clean|arm64-test]   SAN=1 builds with ASan+UBSan into
+# build/san.
+
+# make ARCH=aarch64 cross-builds into build/aarch64 with Debian's aarch64-linux-gnu-gcc:
+# the preload library and its tests only (make arm64-test runs them under qemu-user).
+# Honoured from the command line only: an ARCH in the environment (some CI images set
+# one) does not switch compilers.
+ifeq ($(origin ARCH)/$(ARCH),command line/aarch64)
+CROSS := aarch64-linux-gnu-
+override SAN := 0
+BUILD ?= build/aarch64
+CC := $(CROSS)gcc
+endif
 
 SAN   ?= 0
 ifeq ($(SAN),1)
@@ -12,18 +24,21 @@ endif
 
 CC      ?= cc
 PKGS    := libnats libprotobuf-c yaml-0.1 jansson libmicrohttpd libcurl
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# The host's flags (-I/usr/include/x86_64-linux-gnu) must not reach a cross build, which
+# needs none of these libraries.
+PKG_CFLAGS := $(if $(CROSS),,$(shell pkg-config --cflags $(PKGS) 2>/dev/null))
+PKG_LIBS   := $(if $(CROSS),,$(shell pkg-config --libs $(PKGS) 2>/dev/null))
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 WARN    := -Wall -Wextra -Werror -Wno-missing-field-initializers
 INCS    := -I$(BUILD)/gen -I. -Icommon -Iinjector/preload/include -Iinjector/preload
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) $(INCS) $(PKG_CFLAGS) $(CFLAGS)
-LDLIBS_ALL := $(PKG_LIBS) -lz -lpthread -lm $(LDLIBS)
+LDLIBS_ALL := $(PKG_LIBS) $(if $(CROSS),,-lz) -lpthread -lm $(LDLIBS)
+GEN_HDRS   := $(if $(CROSS),,$(BUILD)/gen/proto/trainscope.pb-c.h $(BUILD)/gen/proto/otlp_trace.pb-c.h)
 
 # Objects for executables/tests (sanitizers apply) and for the preload library (never
 # sanitized: it is injected into programs that do not carry the ASan runtime).
-$(BUILD)/obj/%.o: %.c | $(BUILD)/gen/proto/trainscope.pb-c.h $(BUILD)/gen/proto/otlp_trace.pb-c.h
+$(BUILD)/obj/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(CFLAGS_ALL) $(SANFLAGS) -MMD -MP -c $< -o $@
@@ -74,10 +89,15 @@ include agent/module.mk
 include e2e/module.mk
 include bench/module.mk
 
-.PHONY: all test unit integration demo e2e e2e-node bench detect-bench deps lint clean image-root fuzz fuzz-deps
+.PHONY: all test unit integration demo e2e e2e-node bench detect-bench deps lint clean image-root fuzz fuzz-deps \
+	arm64-test arm64-run
 .DEFAULT_GOAL := all
 
+ifdef CROSS
+all: $(LIBS) $(PRELOAD_CROSS_TESTS)
+else
 all: $(LIBS) $(BINS)
+endif
 
 deps:
 	@e2e/deps.sh
@@ -105,6 +125,7 @@ integration: all $(ITESTS)
 test: deps
 	@$(MAKE) --no-print-directory all $(TESTS) $(ITESTS)
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory arm64-test
 	@$(MAKE) --no-print-directory integration
 	@BUILD=$(BUILD) e2e/test-demo.sh
 	@BUILD=$(BUILD) e2e/test-faults.sh
@@ -113,6 +134,33 @@ test: deps
 	@BUILD=$(BUILD) e2e/k8s/test-k8s.sh
 	@BUILD=$(BUILD) e2e/k8s/test-auth.sh
 	@$(MAKE) --no-print-directory e2e-node
+
+# The preload library for aarch64 (Grace Hopper nodes): cross-built into $(BUILD)/aarch64,
+# its tests that need no Python and no network run under qemu-user. No -L sysroot: the
+# cross libc (libc6-arm64-cross) and the arm64 libc that libcmocka0:arm64 pulls in are
+# different builds, and qemu -L would pair one's loader with the other's libc.so.6.
+# Children the tests spawn run under qemu too ($TS_TEST_QEMU, tests/util.c): registering
+# a binfmt_misc handler is privileged and machine-wide, which a CI container may refuse.
+# The compiler and flags are reset for the cross build: a host CC or CFLAGS given on the
+# command line would reach it through MAKEFLAGS.
+ARM64_DEPS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libcmocka-dev:arm64
+arm64-test:
+	@if [ "$$(uname -m)" = aarch64 ]; then \
+		echo "SKIP arm64-test: the host is aarch64, make unit tests the native build"; \
+		exit 0; fi; \
+	if ! e2e/deps.sh $(ARM64_DEPS); then \
+		echo "SKIP arm64-test: cannot install $(ARM64_DEPS)"; exit 0; fi; \
+	$(MAKE) --no-print-directory ARCH=aarch64 CC=aarch64-linux-gnu-gcc CFLAGS= LDLIBS= \
+		BUILD=$(BUILD)/aarch64 arm64-run
+
+ifdef CROSS
+arm64-run: $(PRELOAD_LIB) $(PRELOAD_LINKS) $(PRELOAD_CROSS_TESTS)
+	@TRAINSCOPE_LIB=$(PRELOAD_LIB) TS_TEST_QEMU=qemu-aarch64 e2e/run-tests.sh \
+		$(PRELOAD_CROSS_TESTS)
+else
+arm64-run:
+	@echo "arm64-run runs in the cross build: make arm64-test"; exit 1
+endif
 
 # A one-node cluster from real parts (kubelet, containerd): the chart and injected pods run.
 e2e-node: deps
@@ -136,8 +184,9 @@ e2e: deps
 	@BUILD=$(BUILD) e2e/node/test-node.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory all $(BENCHES) $(PINGPONG) $(BENCH_WEBHOOK)
+	@$(MAKE) --no-print-directory all $(BENCHES) $(PINGPONG) $(BENCH_WEBHOOK) $(HOOKDRIVE)
 	@for b in $(BENCHES); do $$b $(PRELOAD_LIB) || exit 1; done
+	@BUILD=$(BUILD) bench/bench_launch.sh
 	@BUILD=$(BUILD) bench/bench_agent.sh
 	@d=$$(mktemp -d) && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
 		-nodes -keyout $$d/key.pem \

@@ -16,5 +16,13 @@ echo "deps: installing$missing"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
+# A package named NAME:ARCH of a foreign architecture (libcmocka-dev:arm64 for the aarch64
+# tests) needs dpkg to know ARCH before apt-get update reads its package lists.
+for p in $missing; do
+	a=${p#*:}
+	[ "$a" = "$p" ] || [ "$a" = "$(dpkg --print-architecture)" ] ||
+		dpkg --print-foreign-architectures | grep -qx "$a" ||
+		$SUDO dpkg --add-architecture "$a"
+done
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends $missing

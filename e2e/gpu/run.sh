@@ -3,6 +3,8 @@
 #   e2e/gpu/run.sh smoke     versions, launch microbenchmark, kernel coverage, FSDP run
 #   e2e/gpu/run.sh overhead  DDP transformer with and without the preload, interleaved A/B
 #   e2e/gpu/run.sh detect    noisy neighbour and hang, through relay, NATS and analyzer
+#   e2e/gpu/run.sh coverage  kernels counted against torch.profiler: eager, torch.compile
+#                            default and reduce-overhead (CUDA graphs), FSDP
 # Expects build/ (libtrainscope.so, and for detect the daemons) carried from the build
 # machine; writes results under $OUT. NVLink multicast stays off.
 set -uo pipefail
@@ -65,6 +67,35 @@ smoke() {
 	ls -la /tmp/ts-ring | head
 }
 
+coverage() {
+	versions
+	for m in eager default reduce-overhead fsdp; do
+		case $m in
+		eager) args=() ;;
+		fsdp) args=(--mode fsdp) ;;
+		*) args=(--compile "$m") ;;
+		esac
+		train with "cov-$m" --steps 3 --warmup 8 --profile-steps 3 --layers 4 "${args[@]}" \
+			>"$OUT/cov-$m.log" 2>&1 || tail -20 "$OUT/cov-$m.log"
+		python3 e2e/gpu/coverage.py "$OUT/cov-$m" "$m"
+	done | tee "$OUT/coverage.txt"
+}
+
+# Two ranks on one GPU: whether this NCCL allows it (the kinds of one GPU then still run
+# the multi-rank parts).
+share_probe() {
+	cat >/tmp/share_probe.py <<'PY'
+import torch, torch.distributed as dist
+dist.init_process_group("nccl")
+torch.cuda.set_device(0)
+t = torch.ones(4, device="cuda")
+dist.all_reduce(t)
+print("shared GPU ok, sum", t[0].item(), flush=True)
+PY
+	timeout 120 torchrun --standalone --nproc_per_node=2 /tmp/share_probe.py 2>&1 | tail -4 |
+		tee "$OUT/share-probe.txt"
+}
+
 overhead() {
 	local n=${ALTERNATIONS:-5} steps=${STEPS:-200}
 	for i in $(seq 1 "$n"); do
@@ -79,5 +110,6 @@ case "${1:-smoke}" in
 smoke) smoke ;;
 overhead) overhead ;;
 detect) source e2e/gpu/detect.sh; detect ;;
-*) echo "usage: $0 smoke|overhead|detect" >&2; exit 2 ;;
+coverage) coverage; share_probe ;;
+*) echo "usage: $0 smoke|overhead|detect|coverage" >&2; exit 2 ;;
 esac

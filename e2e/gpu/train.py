@@ -53,9 +53,11 @@ def device_counters():
         fn = ctypes.CDLL(None).trainscope_get_device_counters
     except AttributeError:
         return None
+    # struct trainscope_device_counters, in order: all of it, or the call writes past
     names = ("launches", "api_calls", "segments", "samples", "completed", "timed_skipped",
              "capture_skips", "hangs", "sample_n", "mem_live", "alloc_failures", "gemms",
-             "colls")
+             "colls", "graphs", "graphs_uncounted", "graph_launches", "captured",
+             "host_funcs")
     buf = (ctypes.c_uint64 * len(names))()
     fn(buf)
     return dict(zip(names, buf))
@@ -72,6 +74,9 @@ def start_noisy(gpu):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--mode", choices=("ddp", "fsdp"), default="ddp")
+    ap.add_argument("--compile", choices=("none", "default", "reduce-overhead"), default="none",
+                    help="torch.compile the model (reduce-overhead replays CUDA graphs); "
+                         "gradients are then all-reduced by hand, DDP's hooks left out")
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--layers", type=int, default=12)
@@ -95,7 +100,12 @@ def main():
     torch.cuda.set_device(local)
     torch.manual_seed(0)
     model = GPT(a.vocab, a.dim, a.layers, a.heads, a.seq).cuda()
-    if a.mode == "ddp":
+    compiled = a.compile != "none"
+    if compiled:
+        for p in model.parameters():  # the replicas start equal, as DDP makes them
+            dist.broadcast(p.data, 0)
+        model = torch.compile(model, mode=a.compile)
+    elif a.mode == "ddp":
         model = nn.parallel.DistributedDataParallel(model, device_ids=[local])
     else:
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -124,10 +134,19 @@ def main():
             it = iter(loader)
             (batch,) = next(it)
         batch = batch.cuda(non_blocking=True)
+        if a.compile == "reduce-overhead":
+            torch.compiler.cudagraph_mark_step_begin()
         with torch.autocast("cuda", dtype=torch.bfloat16):
             logits = model(batch[:, :-1])
             loss = F.cross_entropy(logits.float().view(-1, a.vocab), batch[:, 1:].reshape(-1))
         loss.backward()
+        if compiled:
+            grads = [p.grad for p in model.parameters() if p.grad is not None]
+            flat = torch.cat([g.reshape(-1) for g in grads])
+            dist.all_reduce(flat)
+            flat /= world
+            for g, f in zip(grads, torch._utils._unflatten_dense_tensors(flat, grads)):
+                g.copy_(f)
         opt.step()
         opt.zero_grad(set_to_none=True)
         loss.item()
@@ -151,7 +170,7 @@ def main():
     if noisy:
         noisy.kill()
     steady = sorted(times[a.warmup:])
-    res = {"rank": rank, "world": world, "mode": a.mode,
+    res = {"rank": rank, "world": world, "mode": a.mode, "compile": a.compile,
            "median_step_s": steady[len(steady) // 2] if steady else None,
            "mean_step_s": sum(steady) / len(steady) if steady else None,
            "steps": len(steady), "preloaded": device_counters() is not None,

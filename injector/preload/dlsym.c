@@ -51,4 +51,33 @@ __asm__(".text\n"
 	"	jnz ts_dlsym_wrapped\n"
 	"	jmp *ts_real_dlsym_ptr(%rip)\n"
 	".size dlsym, .-dlsym\n");
+#elif defined(__aarch64__)
+/* x0 = handle, x1 = name. Keeps both and the link register across the route call (a
+ * 32-byte frame: sp stays 16-aligned), then branches without linking so the callee
+ * returns straight to the caller with the caller's lr. The pointer is hidden, so
+ * adrp + :lo12: reach it PC-relative: no text relocation, no GOT entry. x16 (IP0) is
+ * free to clobber between calls. "bti c" (a hint, a nop before Armv8.5) lets the PLT's
+ * indirect branch land here where branch protection is enforced. */
+__asm__(".text\n"
+	".globl dlsym\n"
+	".type dlsym, %function\n"
+	".p2align 2\n"
+	"dlsym:\n"
+	"	hint #34\n"
+	"	stp x0, x1, [sp, #-32]!\n"
+	"	str x30, [sp, #16]\n"
+	"	mov x0, x1\n"
+	"	bl ts_dlsym_route\n"
+	"	mov w16, w0\n"
+	"	ldr x30, [sp, #16]\n"
+	"	ldp x0, x1, [sp], #32\n"
+	"	cbnz w16, 1f\n"
+	"	adrp x16, ts_real_dlsym_ptr\n"
+	"	ldr x16, [x16, #:lo12:ts_real_dlsym_ptr]\n"
+	"	br x16\n"
+	"1:	b ts_dlsym_wrapped\n"
+	".size dlsym, .-dlsym\n");
+#else
+/* Other architectures have no trampoline: dlsym is not hooked there, so driver
+ * functions looked up by name go unseen. */
 #endif

@@ -22,7 +22,7 @@
 struct ts_step_ctr {
 	_Atomic uint64_t launches;   /* kernels launched (every path, outermost only) */
 	_Atomic uint64_t api_calls;  /* hooked CUDA/cuBLAS/NCCL calls */
-	_Atomic uint64_t host_ticks; /* TSC ticks spent inside hooked launch/API calls */
+	_Atomic uint64_t host_ticks; /* ts_ticks() spent inside hooked launch/API calls */
 	_Atomic uint64_t sync_ns;    /* waiting in stream/context/event synchronize */
 	_Atomic uint64_t gemms;      /* these two are never reset: process totals */
 	_Atomic uint64_t colls;
@@ -51,10 +51,17 @@ static inline uint64_t ts_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A cheap cycle-ish counter for the time spent inside hooks; ts_ns_per_tick() converts.
+ * aarch64: the virtual counter, readable from user space (as the vDSO reads it). */
 static inline uint64_t ts_ticks(void)
 {
 #if defined(__x86_64__)
 	return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+	uint64_t v;
+
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
 #else
 	return ts_mono_ns();
 #endif

@@ -35,7 +35,7 @@ TESTS += $(BUILD)/test/test_ring
 
 # A user's program under the $PLATFORM preload: glibc, and musl where musl-gcc is
 # (Debian package musl-tools; without it the musl test says it is skipped).
-MUSL_CC := $(shell command -v musl-gcc 2>/dev/null)
+MUSL_CC := $(if $(CROSS),,$(shell command -v musl-gcc 2>/dev/null))
 PLAT_HELLO := $(BUILD)/test/plat/hello-glibc $(if $(MUSL_CC),$(BUILD)/test/plat/hello-musl)
 $(BUILD)/test/plat/hello-glibc: injector/preload/tests/plat_hello.c
 	@mkdir -p $(dir $@)
@@ -107,3 +107,6 @@ $(BUILD)/test/test_shim: $(BUILD)/obj/injector/preload/tests/test_shim.o \
 		$(BUILD)/obj/injector/preload/tests/util.o $(RING_OBJS) | $(PRELOAD_LIB)
 	$(call link,$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/test_shim
+
+# What make arm64-test runs under qemu-user: the tests that need no Python.
+PRELOAD_CROSS_TESTS := $(addprefix $(BUILD)/test/,test_ring test_abi test_preload test_hooks)

@@ -7,6 +7,11 @@
 
 typedef void *(*dlsym_fn)(void *, const char *);
 
+/* dlsym's version before 2.34: glibc's first on the architecture (glibc_compat.h). */
+#ifndef TS_GLIBC_BASE
+#define TS_GLIBC_BASE "GLIBC_2.2.5"
+#endif
+
 /* Read by the dlsym trampoline (dlsym.c): hidden, so it is a PC-relative load there. */
 TS_HIDDEN _Atomic(dlsym_fn) ts_real_dlsym_ptr;
 
@@ -16,10 +21,10 @@ static dlsym_fn real_dlsym_fn(void)
 
 	if (likely(f != NULL))
 		return f;
-	/* dlvsym is not hooked; 2.34 moved dlsym into libc, older glibc has 2.2.5 */
+	/* dlvsym is not hooked; 2.34 moved dlsym into libc, older glibc has 2.2.5 (2.17) */
 	f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
 	if (!f)
-		f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+		f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", TS_GLIBC_BASE);
 	atomic_store_explicit(&ts_real_dlsym_ptr, f, memory_order_release);
 	return f;
 }

@@ -90,6 +90,27 @@ static void test_old_homes_needed(void **state)
 	assert_true(pthread);
 }
 
+/* Text relocations would make the loader write to the code pages of every process
+ * (and fail where W^X is enforced): the trampolines in dlsym.c must stay PC-relative. */
+static void test_no_text_relocations(void **state)
+{
+	char line[1024];
+	int n = 0, textrel = 0;
+	FILE *f = readelf("--dynamic");
+
+	(void)state;
+	while (fgets(line, sizeof(line), f)) {
+		n += strstr(line, "(NEEDED)") != NULL;
+		if (strstr(line, "TEXTREL")) {
+			fprintf(stderr, "libtrainscope.so has text relocations: %s", line);
+			textrel++;
+		}
+	}
+	assert_int_equal(pclose(f), 0);
+	assert_true(n > 0); /* the parse saw the dynamic section */
+	assert_int_equal(textrel, 0);
+}
+
 static void test_version_parse(void **state)
 {
 	int major, minor;
@@ -110,6 +131,7 @@ int main(void)
 		cmocka_unit_test(test_version_parse),
 		cmocka_unit_test(test_glibc_versions_at_most_base),
 		cmocka_unit_test(test_old_homes_needed),
+		cmocka_unit_test(test_no_text_relocations),
 	};
 	return cmocka_run_group_tests_name("preload ABI", tests, NULL, NULL);
 }

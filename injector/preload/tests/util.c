@@ -2,11 +2,38 @@
 
 #include <dirent.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* The aarch64 tests run under qemu-user (make arm64-test) and spawn aarch64 programs.
+ * Where binfmt_misc runs those (a privileged, machine-wide setting that containers may
+ * not allow), execv does; elsewhere the kernel refuses them (ENOEXEC) and they run under
+ * $TS_TEST_QEMU (qemu-aarch64). LD_PRELOAD reaches the guest through -E only: the host's
+ * loader would otherwise try to preload the aarch64 library into qemu itself. */
+static void exec_emulated(char *const argv[])
+{
+	const char *qemu = getenv("TS_TEST_QEMU"), *preload = getenv("LD_PRELOAD");
+	char *args[64], set[4200];
+	int n = 0;
+
+	if (!qemu || !*qemu)
+		return;
+	args[n++] = (char *)qemu;
+	if (preload) {
+		snprintf(set, sizeof(set), "LD_PRELOAD=%s", preload);
+		args[n++] = "-E";
+		args[n++] = set;
+		unsetenv("LD_PRELOAD");
+	}
+	for (; *argv && n < 63; argv++)
+		args[n++] = *argv;
+	args[n] = NULL;
+	execvp(qemu, args);
+}
 
 static void child(char *const argv[], char *const env[], int fd)
 {
@@ -21,6 +48,12 @@ static void child(char *const argv[], char *const env[], int fd)
 		} else {
 			putenv(*env);
 		}
+	}
+	/* execv first: execvp would hand a foreign binary to sh as a script */
+	if (strchr(argv[0], '/')) {
+		execv(argv[0], argv);
+		if (errno == ENOEXEC)
+			exec_emulated(argv);
 	}
 	execvp(argv[0], argv);
 	_exit(127);

@@ -7,7 +7,7 @@
 /* Runs argv (PATH is searched) with each "NAME=value" of env (NULL-terminated, may be
  * NULL) added; "NAME=" removes NAME. stdout goes into out (NUL-terminated, cut at n - 1
  * bytes). Returns the exit status (128 + signal when killed), or -1 when it could not
- * run. */
+ * run. A program the kernel cannot run (aarch64 on x86-64) runs under $TS_TEST_QEMU. */
 int ts_test_spawn(char *const argv[], char *const env[], char *out, size_t n);
 
 /* How many files of dir end in suffix (temporary ".tmp" names left out); the path of
