@@ -20,8 +20,8 @@ cleanup() {
 	local rc=$?
 	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
 	for p in $PIDS; do wait "$p" 2>/dev/null || true; done
-	for m in $MOUNTS; do umount -l "$m" 2>/dev/null || true; done
-	[ -n "$KEEP_WORK" ] || rm -rf "$WORK"
+	for m in ${MOUNTS:-}; do umount -l "$m" 2>/dev/null || true; done
+	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 	exit $rc
 }
 trap cleanup EXIT INT TERM

@@ -13,6 +13,43 @@ detect() {
 
 	[ "${NOISY:-1}" = 1 ] && noisy
 	[ "${HANG:-1}" = 1 ] && hang
+	[ "${GRAPH:-0}" = 1 ] && graph_noisy
+	return 0
+}
+
+# A CUDA-graph job (torch.compile reduce-overhead) on every GPU there is; from step 60
+# a GEMM neighbour shares GPU NOISY_GPU (default the last): that rank's device compute
+# time per step (the timeline's step args, from the replays' timed segments) must rise,
+# the others' not. The neighbour needs some seconds to start (Python, a CUDA context), so
+# "after" is the last 60 steps.
+graph_noisy() {
+	local gpu=${NOISY_GPU:-$((NGPU - 1))}
+	echo "== CUDA graphs (reduce-overhead), $NGPU rank(s): GEMM neighbour on GPU $gpu from step 60"
+	$tsrun --job gnoisy -- torchrun --standalone --nproc_per_node="$NGPU" \
+		e2e/gpu/train.py --compile reduce-overhead --layers 8 --warmup 20 --steps 240 \
+		--noisy-rank "$gpu" --noisy-from 60 --out "$OUT/gnoisy" >"$WORK/gnoisy.log" 2>&1 ||
+		tail -20 "$WORK/gnoisy.log"
+	"$BIN/trainscope" report --dir "$REPORTS" --job gnoisy --wait-step 255 --timeout 60 |
+		head -12
+	"$BIN/trainscope" timeline --nats "$NATS_URL" --job gnoisy --out "$WORK/gnoisy.trace.json"
+	python3 - "$WORK/gnoisy.trace.json" "$gpu" <<'PY' | tee "$OUT/gnoisy-compute.txt"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+per = {}
+for e in ev:
+    if e.get("ph") == "X" and e.get("tid") == 1 and e["name"].startswith("step "):
+        per.setdefault(e["pid"], []).append((int(e["name"][5:]), e["args"]["compute_ms"]))
+def med(v):
+    v = sorted(v)
+    return v[len(v) // 2] if v else float("nan")
+for rank, steps in sorted(per.items()):
+    before = med([c for s, c in steps if 30 <= s < 58])
+    last = max(s for s, _ in steps)
+    after = med([c for s, c in steps if s > last - 60])
+    print("rank %d%s: device compute %.2f ms/step in steps 30-57, %.2f ms in the last 60 "
+          "(%+.0f%%), %d steps" % (rank, " (neighbour)" if rank == int(sys.argv[2]) else "",
+                                   before, after, 100 * (after / before - 1), len(steps)))
+PY
 }
 
 noisy() {

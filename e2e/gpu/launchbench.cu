@@ -23,7 +23,7 @@ int main(int argc, char **argv)
 	auto t1 = std::chrono::steady_clock::now();
 	cudaStreamSynchronize(s);
 	double us = std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
-	uint64_t c[11] = {0};
+	uint64_t c[64] = {0}; // struct trainscope_device_counters, with room to grow
 	void (*get)(uint64_t *) = (void (*)(uint64_t *))dlsym(RTLD_DEFAULT, "trainscope_get_device_counters");
 	if (get)
 		get(c);

@@ -96,6 +96,19 @@ PY
 		tee "$OUT/share-probe.txt"
 }
 
+# A launch-bound step (a small model: many short kernels), for the derived overhead:
+# launches per step x the hook's ns per launch (make bench) / step time.
+launchbound() {
+	train with lb --layers 2 --dim 256 --heads 4 --seq 128 --batch 4 --steps 100 --warmup 10 \
+		>"$OUT/lb.log" 2>&1 || tail -20 "$OUT/lb.log"
+	python3 - "$OUT/lb.rank0.json" <<'PY' | tee "$OUT/launchbound.txt"
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = r["counters"]["launches"] / (r["steps"] + 10)
+print("launch-bound step: %.0f launches/step, median step %.3f ms" % (n, 1e3 * r["median_step_s"]))
+PY
+}
+
 overhead() {
 	local n=${ALTERNATIONS:-5} steps=${STEPS:-200}
 	for i in $(seq 1 "$n"); do
@@ -111,5 +124,6 @@ smoke) smoke ;;
 overhead) overhead ;;
 detect) source e2e/gpu/detect.sh; detect ;;
 coverage) coverage; share_probe ;;
-*) echo "usage: $0 smoke|overhead|detect|coverage" >&2; exit 2 ;;
+launchbound) launchbound ;;
+*) echo "usage: $0 smoke|overhead|detect|coverage|launchbound" >&2; exit 2 ;;
 esac
