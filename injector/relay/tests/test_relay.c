@@ -302,8 +302,8 @@ static void add_msg(struct stream *s, const char *subject, const void *data, siz
 		const Trainscope__V1__Hello *h = b->records[i]->hello;
 		for (size_t g = 0; b->records[i]->kind_case == TRAINSCOPE__V1__RECORD__KIND_HELLO &&
 				   g < h->n_groups; g++) {
-			size_t len = strlen(m->groups);
-			snprintf(m->groups + len, sizeof(m->groups) - len, "%s ", h->groups[g]);
+			size_t used = strlen(m->groups);
+			snprintf(m->groups + used, sizeof(m->groups) - used, "%s ", h->groups[g]);
 		}
 		if (b->records[i]->kind_case != TRAINSCOPE__V1__RECORD__KIND_STEP)
 			continue;

@@ -11,8 +11,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct ts_inject_opts o[2] = { { "img", "nats://n:4222", false },
-						    { "img", "nats://n:4222", true } };
+	static const struct ts_inject_opts o[2] = {
+		{ .image = "img", .nats_url = "nats://n:4222" },
+		{ .image = "img", .nats_url = "nats://n:4222", .nats_audience = "nats",
+		  .namespace_opt_in = true },
+	};
 	json_error_t err;
 	char *out = NULL;
 
