@@ -61,6 +61,7 @@ struct ts_job {
 	int nclass;
 	bool has_layout, layout_warned, fs_open, hang_open;
 	bool classes_dirty;                 /* communicators changed: classes to relearn */
+	uint64_t classes_at;                /* the step they were last learned at */
 	bool classes_from_comms;
 	struct ts_layout layout;
 	char layout_text[64];

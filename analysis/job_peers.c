@@ -353,8 +353,14 @@ void ts_job_change_row(struct ts_job *j, const struct row *r)
 {
 	size_t slot = (size_t)((j->hist_next + j->p.space_window - 1) % j->p.space_window);
 
-	if (j->classes_dirty && ts_job_group_ranks(j))
-		regrouped(j, r);
+	/* communicators come with the first steps; later ones (a rank's oldest giving way
+	 * to a new one) regroup at most once a window: it costs a sort over all ranks */
+	if (j->classes_dirty && (j->hist_n < j->p.space_window ||
+				 r->step >= j->classes_at + (uint64_t)j->p.space_window)) {
+		j->classes_at = r->step;
+		if (ts_job_group_ranks(j))
+			regrouped(j, r);
+	}
 	if (!(j->step_ms > 0))
 		return;
 	for (int m = 0; m < TS_M_COUNT; m++) {
