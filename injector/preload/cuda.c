@@ -40,16 +40,6 @@ RT_LAUNCH(cudaLaunchKernel_ptsz, true)
 RT_LAUNCH(cudaLaunchCooperativeKernel, false)
 RT_LAUNCH(cudaLaunchCooperativeKernel_ptsz, true)
 
-/* cudaLaunchConfig_t, the first argument of cudaLaunchKernelExC (CUDA 12+ launch
- * attributes: Triton, CUTLASS, FlashAttention 3). */
-typedef struct {
-	ts_dim3 grid, block;
-	size_t shared_mem;
-	CUstream stream;
-	void *attrs;
-	unsigned num_attrs;
-} ts_rt_launch_config;
-
 typedef cudaError_t (*rt_launchex_fn)(const ts_rt_launch_config *, const void *, void **);
 
 static cudaError_t launchex(_Atomic(void *) *cache, const char *name, bool ptsz,

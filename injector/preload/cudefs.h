@@ -50,4 +50,14 @@ typedef struct {
 	unsigned num_attrs;
 } ts_launch_config;
 
+/* cudaLaunchConfig_t, the first argument of cudaLaunchKernelExC (CUDA 12+ launch
+ * attributes: Triton, CUTLASS, FlashAttention 3). */
+typedef struct {
+	ts_dim3 grid, block;
+	size_t shared_mem;
+	CUstream stream;
+	void *attrs;
+	unsigned num_attrs;
+} ts_rt_launch_config;
+
 #endif

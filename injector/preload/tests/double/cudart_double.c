@@ -84,19 +84,10 @@ cudaError_t cudaLaunchCooperativeKernel(const void *fn, ts_dim3 g, ts_dim3 b, vo
 	return drv.coop((CUfunction)fn, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)shm, s, args);
 }
 
-/* cudaLaunchConfig_t */
-struct rt_config {
-	ts_dim3 grid, block;
-	size_t shm;
-	CUstream stream;
-	void *attrs;
-	unsigned num_attrs;
-};
-
-cudaError_t cudaLaunchKernelExC(const struct rt_config *c, const void *fn, void **args)
+cudaError_t cudaLaunchKernelExC(const ts_rt_launch_config *c, const void *fn, void **args)
 {
 	ts_launch_config d = { c->grid.x, c->grid.y, c->grid.z, c->block.x, c->block.y,
-			       c->block.z, (unsigned)c->shm, c->stream, NULL, 0 };
+			       c->block.z, (unsigned)c->shared_mem, c->stream, NULL, 0 };
 
 	pthread_once(&once, init);
 	return drv.launchex(&d, (CUfunction)fn, args, NULL);

@@ -33,17 +33,9 @@ typedef CUresult (*hostfunc_fn)(CUstream, void (*)(void *), void *);
 typedef CUresult (*graphinst_fn)(uint64_t *, uint64_t, unsigned long long);
 typedef CUresult (*graphlaunch_fn)(uint64_t, CUstream);
 
-/* cudaLaunchConfig_t */
-struct rt_config {
-	ts_dim3 grid, block;
-	size_t shm;
-	CUstream stream;
-	void *attrs;
-	unsigned num_attrs;
-};
 cudaError_t cudaLaunchCooperativeKernel(const void *, ts_dim3, ts_dim3, void **, size_t,
 					CUstream);
-cudaError_t cudaLaunchKernelExC(const struct rt_config *, const void *, void **);
+cudaError_t cudaLaunchKernelExC(const ts_rt_launch_config *, const void *, void **);
 cudaError_t cudaLaunchHostFunc(CUstream, void (*)(void *), void *);
 cudaError_t cudaStreamBeginCapture(CUstream, int);
 cudaError_t cudaStreamEndCapture(CUstream, uint64_t *);
@@ -357,7 +349,7 @@ static void sc_graphs(void)
 	graphlaunch_fn glaunch = NULL;
 	hostfunc_fn hf = NULL;
 	ts_dim3 one = { 1, 1, 1 };
-	struct rt_config cfg = { one, one, 0, B, NULL, 0 };
+	ts_rt_launch_config cfg = { one, one, 0, B, NULL, 0 };
 	uint64_t graph = 0, exec = 0, hand, hexec = 0;
 	int calls = 0, st;
 
