@@ -15,6 +15,7 @@
 #include "stats.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +67,7 @@ struct ts_net {
 
 static int max_comms(int world)
 {
-	return world + 64;
+	return world > INT_MAX - 64 ? INT_MAX : world + 64; /* ts_job_bytes asks of any world */
 }
 
 size_t ts_job_net_bytes(const struct ts_params *p, int world)
