@@ -279,6 +279,14 @@ typedef struct {
 	ncclResult_t r = f call;             \
 	ts_tls.nccl_depth--;
 
+/* A communicator came out of an init: done, or (non-blocking, config.blocking = 0) still
+ * being made in the background, its size and rank already known. */
+#define TS_NCCL_IN_PROGRESS 7
+static bool init_made(ncclResult_t r, const ncclComm_t *comm)
+{
+	return (r == 0 || r == TS_NCCL_IN_PROGRESS) && comm && *comm;
+}
+
 TS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ts_nccl_uid id, int rank)
 {
 	NCCL_REAL("ncclCommInitRank", ncclComm_t *, int, ts_nccl_uid, int)
@@ -294,9 +302,22 @@ TS_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ts_n
 {
 	NCCL_REAL("ncclCommInitRankConfig", ncclComm_t *, int, ts_nccl_uid, int, void *)
 	NCCL_NESTED((comm, nranks, id, rank, config))
-	if (outer && r == 0 && comm && *comm)
+	if (outer && init_made(r, comm))
 		ts_comm_made(*comm, ts_comm_uid_hash(&id, sizeof(id)), (uint32_t)nranks,
 			     (uint32_t)rank);
+	return r;
+}
+
+/* NCCL 2.23+: every member passes the same nids unique ids (one per root); with one id
+ * the communicator's id is the one ncclCommInitRank gives. */
+TS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nids,
+						ts_nccl_uid *ids, void *config)
+{
+	NCCL_REAL("ncclCommInitRankScalable", ncclComm_t *, int, int, int, ts_nccl_uid *, void *)
+	NCCL_NESTED((comm, nranks, rank, nids, ids, config))
+	if (outer && init_made(r, comm) && ids && nids > 0)
+		ts_comm_made(*comm, ts_comm_uid_hash(ids, (size_t)nids * sizeof(*ids)),
+			     (uint32_t)nranks, (uint32_t)rank);
 	return r;
 }
 

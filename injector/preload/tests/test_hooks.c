@@ -265,7 +265,7 @@ static void test_comms(void **state)
 {
 	(void)state;
 	run("comms", NULL, &o);
-	assert_int_equal(val(&o, "ring.comms"), 3);
+	assert_int_equal(val(&o, "ring.comms"), 5); /* 3, then 2 made by InitRankScalable */
 	assert_int_equal(vali(&o, "comm", 0, "nranks"), 4);
 	assert_int_equal(vali(&o, "comm", 0, "rank"), 2);
 	assert_int_equal(vali(&o, "comm", 1, "rank"), 3);
@@ -273,6 +273,11 @@ static void test_comms(void **state)
 	assert_int_equal(vali(&o, "comm", 2, "rank"), 1);
 	assert_int_equal(val(&o, "comm_ids_agree"), 1);
 	assert_int_equal(val(&o, "split_id_differs"), 1);
+	/* made by ncclCommInitRankScalable, non-blocking (ncclInProgress): still announced */
+	assert_int_equal(val(&o, "scalable_comms"), 2);
+	assert_int_equal(vali(&o, "scalable", 0, "nranks"), 8);
+	assert_int_equal(vali(&o, "scalable", 0, "rank"), 5);
+	assert_int_equal(val(&o, "scalable_ids_agree"), 1);
 	assert_int_equal(val(&o, "ring.colls"), 4);
 	assert_int_equal(vali(&o, "coll", 0, "seq"), 1);
 	assert_int_equal(vali(&o, "coll", 1, "seq"), 2);

@@ -594,6 +594,23 @@ static void sc_comms(void)
 	}
 	printf("comm_ids_agree %d\n", d.seen.ncomm >= 2 && d.seen.comm[0].a == d.seen.comm[1].a);
 	printf("split_id_differs %d\n", d.seen.ncomm >= 3 && d.seen.comm[2].a != d.seen.comm[0].a);
+	/* two members of one communicator made by ncclCommInitRankScalable, non-blocking */
+	void *(*scalable)(int, int, char) =
+		(void *(*)(int, int, char))user_fn("tsd_user_comm_init_scalable");
+	int before = d.seen.ncomm;
+	if (!scalable(8, 5, 'y') || !scalable(8, 6, 'y'))
+		die("scalable init");
+	trainscope_step_begin(1);
+	trainscope_step_end(1);
+	wait_gpu_steps(2);
+	drain();
+	printf("scalable_comms %d\n", d.seen.ncomm - before);
+	if (d.seen.ncomm == before + 2) {
+		kv("scalable", 0, "nranks", d.seen.comm[before].b);
+		kv("scalable", 0, "rank", d.seen.comm[before].c);
+		printf("scalable_ids_agree %d\n", d.seen.comm[before].a == d.seen.comm[before + 1].a &&
+						     d.seen.comm[before].a != d.seen.comm[0].a);
+	}
 	for (int i = 0; i < d.seen.ncoll; i++)
 		printf("coll.%d.comm_is %d\n", i, d.seen.coll[i].c == d.seen.comm[0].a ? 0 :
 					     d.seen.coll[i].c == d.seen.comm[2].a ? 2 : -1);

@@ -68,6 +68,16 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, uid_t_ id, int rank)
 	return 0;
 }
 
+/* Non-blocking, as with config.blocking = 0: the communicator is handed out while it is
+ * still being made. */
+ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nids,
+				      uid_t_ *ids, void *config)
+{
+	(void)nids, (void)ids, (void)config;
+	return ncclCommInitRank(comm, nranks, (uid_t_){ { 0 } }, rank) ? TS_NCCL_INTERNAL_ERROR
+								       : 7 /* ncclInProgress */;
+}
+
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
 			   void *config)
 {

@@ -11,6 +11,7 @@ typedef struct {
 	char internal[128];
 } uid_t_;
 ncclResult_t ncclCommInitRank(ncclComm_t *, int, uid_t_, int);
+ncclResult_t ncclCommInitRankScalable(ncclComm_t *, int, int, int, uid_t_ *, void *);
 ncclResult_t ncclCommSplit(ncclComm_t, int, int, ncclComm_t *, void *);
 ncclResult_t ncclCommDestroy(ncclComm_t);
 ncclResult_t ncclAllReduce(const void *, void *, size_t, int, int, ncclComm_t, CUstream);
@@ -40,6 +41,16 @@ void *tsd_user_comm_init(int nranks, int rank, char id_byte)
 
 	id.internal[0] = id_byte;
 	return ncclCommInitRank(&c, nranks, id, rank) ? NULL : c;
+}
+
+/* The same by ncclCommInitRankScalable, from two ids, non-blocking. */
+void *tsd_user_comm_init_scalable(int nranks, int rank, char id_byte)
+{
+	uid_t_ ids[2] = { { { 0 } }, { { 0 } } };
+	ncclComm_t c = NULL;
+
+	ids[0].internal[0] = id_byte, ids[1].internal[0] = (char)(id_byte + 1);
+	return ncclCommInitRankScalable(&c, nranks, rank, 2, ids, NULL) == 7 ? c : NULL;
 }
 
 void *tsd_user_comm_split(void *comm, int color, int key)
