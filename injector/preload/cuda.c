@@ -5,18 +5,29 @@
 #include "gpu.h"
 #include "real.h"
 
+/* What a hook returns when the runtime it stands for cannot be found. */
+#define RT_MISSING 98 /* cudaErrorInvalidDeviceFunction */
+
+/* The runtime's own function, cached; NULL (said once) when there is none. */
+static void *rt_real(_Atomic(void *) *cache, const char *name)
+{
+	void *f = ts_real(cache, "libcudart", name);
+
+	if (unlikely(!f))
+		ts_missing(name);
+	return f;
+}
+
 typedef cudaError_t (*rt_launch_fn)(const void *, ts_dim3, ts_dim3, void **, size_t, CUstream);
 
 static cudaError_t launch(_Atomic(void *) *cache, const char *name, bool ptsz, const void *fn,
 			  ts_dim3 grid, ts_dim3 block, void **args, size_t shm, CUstream st)
 {
-	rt_launch_fn real = (rt_launch_fn)ts_real(cache, "libcudart", name);
+	rt_launch_fn real = (rt_launch_fn)rt_real(cache, name);
 	uint64_t t0;
 
-	if (unlikely(!real)) {
-		ts_missing(name);
-		return 98; /* cudaErrorInvalidDeviceFunction */
-	}
+	if (unlikely(!real))
+		return RT_MISSING;
 	if (ts_tls.depth)
 		return real(fn, grid, block, args, shm, st);
 	int smp = ts_launch_enter(st, ptsz, &t0);
@@ -45,14 +56,12 @@ typedef cudaError_t (*rt_launchex_fn)(const ts_rt_launch_config *, const void *,
 static cudaError_t launchex(_Atomic(void *) *cache, const char *name, bool ptsz,
 			    const ts_rt_launch_config *cfg, const void *fn, void **args)
 {
-	rt_launchex_fn real = (rt_launchex_fn)ts_real(cache, "libcudart", name);
+	rt_launchex_fn real = (rt_launchex_fn)rt_real(cache, name);
 	CUstream st = cfg ? cfg->stream : NULL;
 	uint64_t t0;
 
-	if (unlikely(!real)) {
-		ts_missing(name);
-		return 98;
-	}
+	if (unlikely(!real))
+		return RT_MISSING;
 	if (ts_tls.depth || !cfg)
 		return real(cfg, fn, args);
 	int smp = ts_launch_enter(st, ptsz, &t0);
@@ -76,17 +85,14 @@ typedef cudaError_t (*rt_hostfunc_fn)(CUstream, void (*)(void *), void *);
 static cudaError_t hostfunc(_Atomic(void *) *cache, const char *name, bool ptsz, CUstream st,
 			    void (*fn)(void *), void *data)
 {
-	rt_hostfunc_fn real = (rt_hostfunc_fn)ts_real(cache, "libcudart", name);
+	rt_hostfunc_fn real = (rt_hostfunc_fn)rt_real(cache, name);
 	uint64_t t0;
 
-	if (unlikely(!real)) {
-		ts_missing(name);
-		return 98;
-	}
+	if (unlikely(!real))
+		return RT_MISSING;
 	if (ts_tls.depth)
 		return real(st, fn, data);
-	int smp = ts_launch_enter_n(st, ptsz, &t0, 0);
-	ts_gpu_graph_note(TS_GRAPH_HOST_FUNC);
+	int smp = ts_host_func_enter(st, ptsz, &t0);
 	cudaError_t r = real(st, fn, data);
 	ts_launch_leave(smp, st, ptsz, t0);
 	return r;
@@ -112,12 +118,10 @@ typedef cudaError_t (*rt_graphlaunch_fn)(uint64_t, CUstream);
 static cudaError_t graphinst(_Atomic(void *) *cache, const char *name, uint64_t *exec,
 			     uint64_t graph, uint64_t a, uint64_t b, uint64_t c)
 {
-	rt_graphinst_fn real = (rt_graphinst_fn)ts_real(cache, "libcudart", name);
+	rt_graphinst_fn real = (rt_graphinst_fn)rt_real(cache, name);
 
-	if (unlikely(!real)) {
-		ts_missing(name);
-		return 98;
-	}
+	if (unlikely(!real))
+		return RT_MISSING;
 	if (ts_tls.depth)
 		return real(exec, graph, a, b, c);
 	ts_tls.depth++;
@@ -143,17 +147,14 @@ RT_GRAPHINST(cudaGraphInstantiateWithParams)
 static cudaError_t graphlaunch(_Atomic(void *) *cache, const char *name, bool ptsz,
 			       uint64_t exec, CUstream st)
 {
-	rt_graphlaunch_fn real = (rt_graphlaunch_fn)ts_real(cache, "libcudart", name);
+	rt_graphlaunch_fn real = (rt_graphlaunch_fn)rt_real(cache, name);
 	uint64_t t0;
 
-	if (unlikely(!real)) {
-		ts_missing(name);
-		return 98;
-	}
+	if (unlikely(!real))
+		return RT_MISSING;
 	if (ts_tls.depth)
 		return real(exec, st);
-	ts_gpu_graph_note(TS_GRAPH_LAUNCH);
-	int smp = ts_launch_enter_n(st, ptsz, &t0, ts_graph_kernels(exec));
+	int smp = ts_graph_launch_enter(exec, st, ptsz, &t0);
 	cudaError_t r = real(exec, st);
 	ts_launch_leave(smp, st, ptsz, t0);
 	return r;

@@ -264,8 +264,7 @@ static CUresult do_hostfunc(struct drv_slot *s, CUstream st, void (*fn)(void *),
 
 	if (ts_tls.depth)
 		return real(st, fn, data);
-	int smp = ts_launch_enter_n(st, s->ptsz, &t0, 0);
-	ts_gpu_graph_note(TS_GRAPH_HOST_FUNC);
+	int smp = ts_host_func_enter(st, s->ptsz, &t0);
 	CUresult r = real(st, fn, data);
 	ts_launch_leave(smp, st, s->ptsz, t0);
 	return r;
@@ -293,8 +292,7 @@ static CUresult do_graphlaunch(struct drv_slot *s, uint64_t exec, CUstream st)
 
 	if (ts_tls.depth)
 		return real(exec, st);
-	ts_gpu_graph_note(TS_GRAPH_LAUNCH);
-	int smp = ts_launch_enter_n(st, s->ptsz, &t0, ts_graph_kernels(exec));
+	int smp = ts_graph_launch_enter(exec, st, s->ptsz, &t0);
 	CUresult r = real(exec, st);
 	ts_launch_leave(smp, st, s->ptsz, t0);
 	return r;

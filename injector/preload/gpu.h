@@ -74,6 +74,20 @@ static inline int ts_launch_enter(CUstream stream, bool ptsz, uint64_t *t0)
 	return ts_launch_enter_n(stream, ptsz, t0, 1);
 }
 
+/* A replay of the executable graph exec: its kernels, counted at instantiation. */
+static inline int ts_graph_launch_enter(uint64_t exec, CUstream stream, bool ptsz, uint64_t *t0)
+{
+	ts_gpu_graph_note(TS_GRAPH_LAUNCH);
+	return ts_launch_enter_n(stream, ptsz, t0, ts_graph_kernels(exec));
+}
+
+/* A host function enqueued on the stream: work on it, no kernel. */
+static inline int ts_host_func_enter(CUstream stream, bool ptsz, uint64_t *t0)
+{
+	ts_gpu_graph_note(TS_GRAPH_HOST_FUNC);
+	return ts_launch_enter_n(stream, ptsz, t0, 0);
+}
+
 static inline void ts_launch_leave(int sampled, CUstream stream, bool ptsz, uint64_t t0)
 {
 	static const struct ts_op_meta kernel = { .kind = TS_T_KERNEL };
