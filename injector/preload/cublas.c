@@ -39,7 +39,7 @@ static void gemm_enter(struct gemm_call *c, CUstream stream, bool sampled)
 	ts_ctr_add(&ts_lib.ctr.gemms, 1);
 	if (sampled) {
 		c->stream = stream;
-		c->slot = ts_gpu_timed_begin(stream, false);
+		c->slot = ts_gpu_timed_begin(stream, TS_SK_CUDA);
 	}
 }
 
@@ -50,7 +50,7 @@ static void gemm_leave(struct gemm_call *c, double flops)
 		return;
 	if (c->slot >= 0) {
 		struct ts_op_meta m = { .kind = TS_T_GEMM, .amount = (uint64_t)flops };
-		ts_gpu_timed_end(c->slot, c->stream, false, &m);
+		ts_gpu_timed_end(c->slot, c->stream, TS_SK_CUDA, &m);
 	}
 	ts_ctr_add(&ts_lib.ctr.host_ticks, ts_ticks() - c->t0);
 }

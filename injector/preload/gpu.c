@@ -17,7 +17,10 @@
 __thread struct ts_tls ts_tls __attribute__((tls_model("initial-exec")));
 
 enum { SLOT_FREE, SLOT_ARMED, SLOT_PENDING };
-enum { GPU_UNINIT, GPU_INITIALIZING, GPU_READY, GPU_FAILED };
+/* Ready states name the runtime being timed: a hook of the other one finds its ready
+ * state missing and stays untimed, with one compare as before. */
+enum { GPU_UNINIT, GPU_INITIALIZING, GPU_READY_CUDA, GPU_READY_ACL };
+#define GPU_READY(st) ((st) >= GPU_READY_CUDA)
 #define NSLOTS 1024
 #define NSTREAMS 64
 #define NACC 32
@@ -41,19 +44,10 @@ struct step_acc { /* the poller's own */
 	bool used;
 };
 
-struct drv {
-	CUresult (*ctx_get)(CUcontext *);
-	CUresult (*ctx_set)(CUcontext);
-	CUresult (*ev_create)(CUevent *, unsigned);
-	CUresult (*ev_record)(CUevent, CUstream);
-	CUresult (*ev_query)(CUevent);
-	CUresult (*ev_elapsed)(float *, CUevent, CUevent);
-	CUresult (*is_capturing)(CUstream, int *);
-};
-
 static struct {
 	_Atomic int init;
-	struct drv d;
+	_Atomic unsigned missing; /* bit per runtime (1 << backend) whose functions are absent */
+	struct ts_dev_fns d;
 	CUcontext ctx;
 	struct ev_slot slot[NSLOTS];
 	_Atomic uint32_t hint;
@@ -99,8 +93,20 @@ uint64_t ts_hang_timeout_ns(void)
 		       env_u64("TRAINSCOPE_HANG_TIMEOUT_S", 300) * 1000) * 1000000ull;
 }
 
-static bool resolve(struct drv *d)
+static unsigned backend(unsigned sk) /* 0 CUDA, 1 ACL */
 {
+	return sk == TS_SK_ACL;
+}
+
+static inline int ready_state(unsigned sk)
+{
+	return sk == TS_SK_ACL ? GPU_READY_ACL : GPU_READY_CUDA;
+}
+
+static bool resolve(struct ts_dev_fns *d, unsigned sk)
+{
+	if (backend(sk))
+		return ts_acl_dev_fns(d);
 #define R(field, name) *(void **)&d->field = ts_find_real("libcuda", name)
 	R(ctx_get, "cuCtxGetCurrent");
 	R(ctx_set, "cuCtxSetCurrent");
@@ -135,17 +141,24 @@ static void start_poller(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Cold, once: the driver functions, the launching thread's context, the poller. */
-static __attribute__((noinline, cold)) bool gpu_init(void)
+/* Cold, once: the runtime's functions, the launching thread's context, the poller. */
+static __attribute__((noinline, cold)) bool gpu_init(unsigned sk)
 {
 	int expect = GPU_UNINIT;
+	unsigned bit = 1u << backend(sk);
 
-	if (!atomic_compare_exchange_strong(&g.init, &expect, GPU_INITIALIZING))
+	if ((atomic_load(&g.missing) & bit) ||
+	    !atomic_compare_exchange_strong(&g.init, &expect, GPU_INITIALIZING))
 		return false;
-	if (!resolve(&g.d) || g.d.ctx_get(&g.ctx) != TS_CUDA_SUCCESS || !g.ctx) {
+	bool found = resolve(&g.d, sk);
+	if (!found || g.d.ctx_get(&g.ctx) != TS_CUDA_SUCCESS || !g.ctx) {
+		/* no context yet (a launch before any context fails anyway): try again
+		 * later; a runtime whose functions are missing is not asked again */
+		if (!found)
+			atomic_fetch_or(&g.missing, bit);
 		g.ctx = NULL;
-		/* no context yet (a launch before any context fails anyway): try again later */
-		atomic_store(&g.init, g.d.ctx_get ? GPU_UNINIT : GPU_FAILED);
+		g.d = (struct ts_dev_fns){ 0 };
+		atomic_store(&g.init, GPU_UNINIT);
 		return false;
 	}
 	g.sample_n = env_u64("TRAINSCOPE_SAMPLE_N", 64);
@@ -157,23 +170,25 @@ static __attribute__((noinline, cold)) bool gpu_init(void)
 	g.poll_ns = env_u64("TRAINSCOPE_POLL_MS", 5) * 1000000ull;
 	g.closed_upto = g.emitted_upto = atomic_load(&ts_lib.step);
 	g.last_step_end_ns = ts_mono_ns();
-	atomic_store_explicit(&g.init, GPU_READY, memory_order_release);
+	atomic_store_explicit(&g.init, ready_state(sk), memory_order_release);
 	start_poller();
 	return true;
 }
 
-static inline bool gpu_ready(void)
+static inline bool gpu_ready(unsigned sk)
 {
 	int st = atomic_load_explicit(&g.init, memory_order_acquire);
 
-	if (likely(st == GPU_READY))
+	if (likely(st == ready_state(sk)))
 		return true;
-	return st == GPU_UNINIT && gpu_init();
+	return st == GPU_UNINIT && gpu_init(sk);
 }
 
-static inline CUstream norm(CUstream s, bool ptsz)
+/* An ACL stream's NULL (its default stream) keeps the legacy handle's key in the
+ * stream table; the ACL adapters give it back as NULL. */
+static inline CUstream norm(CUstream s, unsigned sk)
 {
-	return s ? s : (ptsz ? TS_STREAM_PER_THREAD : TS_STREAM_LEGACY);
+	return s ? s : (sk == TS_SK_PTSZ ? TS_STREAM_PER_THREAD : TS_STREAM_LEGACY);
 }
 
 static struct strm *strm_find(CUstream s, bool claim)
@@ -278,23 +293,23 @@ static void timed_end(int i, CUstream s, const struct ts_op_meta *m, bool comm)
 	atomic_store_explicit(&e->state, SLOT_PENDING, memory_order_release);
 }
 
-int ts_gpu_timed_begin(CUstream s, bool ptsz)
+int ts_gpu_timed_begin(CUstream s, unsigned sk)
 {
-	if (!gpu_ready())
+	if (!gpu_ready(sk))
 		return -1;
 	uint64_t t0 = ts_ticks();
-	int i = timed_begin(norm(s, ptsz));
+	int i = timed_begin(norm(s, sk));
 	atomic_fetch_add_explicit(&g.step_sample_ticks, ts_ticks() - t0, memory_order_relaxed);
 	return i;
 }
 
-void ts_gpu_timed_end(int i, CUstream s, bool ptsz, const struct ts_op_meta *m)
+void ts_gpu_timed_end(int i, CUstream s, unsigned sk, const struct ts_op_meta *m)
 {
 	uint64_t t0 = ts_ticks();
 
 	if (i < 0)
 		return;
-	timed_end(i, norm(s, ptsz), m, false);
+	timed_end(i, norm(s, sk), m, false);
 	atomic_fetch_add_explicit(&g.st.samples, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&g.step_samples, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&g.step_sample_ticks, ts_ticks() - t0, memory_order_relaxed);
@@ -332,25 +347,25 @@ void ts_gpu_graph_note(enum ts_graph_note what)
 	atomic_fetch_add_explicit(&g.st.graph[what], 1, memory_order_relaxed);
 }
 
-bool ts_gpu_captured(CUstream s, bool ptsz)
+bool ts_gpu_captured(CUstream s, unsigned sk)
 {
 	int status = 0;
 
-	if (!gpu_ready() || g.d.is_capturing(norm(s, ptsz), &status) != TS_CUDA_SUCCESS ||
+	if (!gpu_ready(sk) || g.d.is_capturing(norm(s, sk), &status) != TS_CUDA_SUCCESS ||
 	    !status)
 		return false;
 	ts_gpu_graph_note(TS_GRAPH_CAPTURED);
 	return true;
 }
 
-int ts_gpu_launch(CUstream s, bool ptsz, bool may_sample)
+int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample)
 {
-	if (!gpu_ready())
+	if (!gpu_ready(sk))
 		return -1;
-	CUstream n = norm(s, ptsz);
+	CUstream n = norm(s, sk);
 	struct strm *e = strm_find(n, true);
 	if (likely(e != NULL)) {
-		if (unlikely(ts_tls.nccl_depth) && !atomic_load_explicit(&e->comm, memory_order_relaxed))
+		if (unlikely(ts_tls.coll_depth) && !atomic_load_explicit(&e->comm, memory_order_relaxed))
 			atomic_store(&e->comm, true);
 		if (unlikely(atomic_load_explicit(&e->seg, memory_order_relaxed) < 0))
 			open_segment(e, n);
@@ -359,7 +374,7 @@ int ts_gpu_launch(CUstream s, bool ptsz, bool may_sample)
 	    ++ts_tls.kernel_tick < atomic_load_explicit(&g.sample_n, memory_order_relaxed))
 		return -1;
 	ts_tls.kernel_tick = 0;
-	return ts_gpu_timed_begin(s, ptsz);
+	return ts_gpu_timed_begin(s, sk);
 }
 
 bool ts_gpu_sample_gemm(void)
@@ -370,13 +385,13 @@ bool ts_gpu_sample_gemm(void)
 	return true;
 }
 
-void ts_gpu_stream_wait(CUstream s, bool ptsz)
+void ts_gpu_stream_wait(CUstream s, unsigned sk)
 {
 	struct strm *e;
 
-	if (atomic_load_explicit(&g.init, memory_order_acquire) != GPU_READY)
+	if (atomic_load_explicit(&g.init, memory_order_acquire) != ready_state(sk))
 		return;
-	if ((e = strm_find(norm(s, ptsz), false)))
+	if ((e = strm_find(norm(s, sk), false)))
 		close_segment(e);
 }
 
@@ -398,7 +413,7 @@ static void adapt_sampling(uint64_t now)
 
 void ts_gpu_step_end(uint64_t step)
 {
-	if (atomic_load_explicit(&g.init, memory_order_acquire) != GPU_READY)
+	if (!GPU_READY(atomic_load_explicit(&g.init, memory_order_acquire)))
 		return;
 	for (int i = 0; i < NSTREAMS; i++)
 		if (atomic_load(&g.strm[i].key))

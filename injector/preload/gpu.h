@@ -1,6 +1,8 @@
-/* Device timing shared by the CUDA, cuBLAS and NCCL hooks: one event pair per stream
- * per step (split where the stream waits on another), sampled kernels and GEMMs,
- * timed collectives, a poller thread that reads the events back, and the hang watch. */
+/* Device timing shared by the CUDA, cuBLAS, NCCL, ACL and HCCL hooks: one event pair
+ * per stream per step (split where the stream waits on another), sampled kernels and
+ * GEMMs, timed collectives, a poller thread that reads the events back, and the hang
+ * watch. A process times the devices of one runtime: the first whose hooks run (a
+ * process uses the runtime it loads); the other's work is counted, never timed. */
 #ifndef TS_GPU_H
 #define TS_GPU_H
 
@@ -8,6 +10,25 @@
 #include "cudefs.h"
 #include "graph.h"
 #include "lib.h"
+
+/* Whose stream a hook hands over. A CUDA hook passes its per-thread-default-stream flag
+ * as is (false = TS_SK_CUDA, true = TS_SK_PTSZ: what its NULL stream means). */
+enum ts_skind { TS_SK_CUDA = 0, TS_SK_PTSZ = 1, TS_SK_ACL = 2 };
+
+/* The device functions the timing needs, with the CUDA driver's shapes and results
+ * (TS_CUDA_SUCCESS, TS_CUDA_ERROR_NOT_READY): the driver's own, or the ACL runtime's
+ * behind adapters (acl.c). */
+struct ts_dev_fns {
+	CUresult (*ctx_get)(CUcontext *);
+	CUresult (*ctx_set)(CUcontext);
+	CUresult (*ev_create)(CUevent *, unsigned);
+	CUresult (*ev_record)(CUevent, CUstream);
+	CUresult (*ev_query)(CUevent);
+	CUresult (*ev_elapsed)(float *, CUevent, CUevent);
+	CUresult (*is_capturing)(CUstream, int *);
+};
+/* The ACL runtime's, when libascendcl is loaded (acl.c). */
+TS_HIDDEN bool ts_acl_dev_fns(struct ts_dev_fns *d);
 
 enum ts_timed_kind { TS_T_SEGMENT = 1, TS_T_KERNEL, TS_T_GEMM, TS_T_COLL };
 
@@ -22,24 +43,24 @@ struct ts_op_meta {
 /* Per-thread hook nesting: only the outermost call counts or times anything. */
 struct ts_tls {
 	int depth;       /* inside a hooked launch (the runtime's launch calls the driver's) */
-	int lib_depth;   /* inside a cuBLAS or NCCL call: its launches count, untimed */
-	int nccl_depth;  /* inside an NCCL call: its launches go to a communication stream */
+	int lib_depth;   /* inside a cuBLAS, NCCL or HCCL call: its launches count, untimed */
+	int coll_depth;  /* inside an NCCL or HCCL call: its launches go to a communication stream */
 	int group_depth; /* inside ncclGroupStart/End */
 	uint32_t kernel_tick, gemm_tick;
 };
 extern __thread struct ts_tls ts_tls TS_HIDDEN __attribute__((tls_model("initial-exec")));
 
-/* A launch on stream s (ptsz: the caller's NULL means its per-thread stream). Opens the
+/* A launch on stream s of kind sk (enum ts_skind). Opens the
  * stream's segment for the step. Returns a slot >= 0 when the launch (one kernel, when
  * it may be sampled) is sampled: the caller then calls ts_gpu_timed_end after the real
  * launch. */
-TS_HIDDEN int ts_gpu_launch(CUstream s, bool ptsz, bool may_sample);
+TS_HIDDEN int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample);
 /* 1-in-N sampling for GEMMs, with the same adaptive N. */
 TS_HIDDEN bool ts_gpu_sample_gemm(void);
 /* An explicitly timed operation: start event now, end event at ts_gpu_timed_end.
  * Returns a slot, or -1 (capturing, no context, pool empty: counted, never waits). */
-TS_HIDDEN int ts_gpu_timed_begin(CUstream s, bool ptsz);
-TS_HIDDEN void ts_gpu_timed_end(int slot, CUstream s, bool ptsz, const struct ts_op_meta *m);
+TS_HIDDEN int ts_gpu_timed_begin(CUstream s, unsigned sk);
+TS_HIDDEN void ts_gpu_timed_end(int slot, CUstream s, unsigned sk, const struct ts_op_meta *m);
 
 enum ts_graph_note {
 	TS_GRAPH_INSTANTIATED,   /* an executable graph whose kernels were counted */
@@ -51,27 +72,27 @@ enum ts_graph_note {
 };
 TS_HIDDEN void ts_gpu_graph_note(enum ts_graph_note what);
 /* The stream is being captured (asked only while a capture is under way). */
-TS_HIDDEN bool ts_gpu_captured(CUstream s, bool ptsz);
+TS_HIDDEN bool ts_gpu_captured(CUstream s, unsigned sk);
 
 /* Around one outermost launch, runtime or driver, of `kernels` kernels (a graph replay
  * runs many, a host function none): count them, open the stream's segment, maybe
  * sample a single kernel (returns the slot or -1), and charge its host time. Work
  * launched into a stream being captured does not run now: it counts when its graph
  * is launched. */
-static inline int ts_launch_enter_n(CUstream stream, bool ptsz, uint64_t *t0, uint32_t kernels)
+static inline int ts_launch_enter_n(CUstream stream, unsigned sk, uint64_t *t0, uint32_t kernels)
 {
 	ts_tls.depth++;
 	*t0 = ts_ticks();
 	if (unlikely(atomic_load_explicit(&ts_captures, memory_order_relaxed) > 0) &&
-	    ts_gpu_captured(stream, ptsz))
+	    ts_gpu_captured(stream, sk))
 		return -1;
 	ts_ctr_add(&ts_lib.ctr.launches, kernels);
-	return ts_gpu_launch(stream, ptsz, kernels == 1);
+	return ts_gpu_launch(stream, sk, kernels == 1);
 }
 
-static inline int ts_launch_enter(CUstream stream, bool ptsz, uint64_t *t0)
+static inline int ts_launch_enter(CUstream stream, unsigned sk, uint64_t *t0)
 {
-	return ts_launch_enter_n(stream, ptsz, t0, 1);
+	return ts_launch_enter_n(stream, sk, t0, 1);
 }
 
 /* A replay of the executable graph exec: its kernels, counted at instantiation. */
@@ -88,19 +109,19 @@ static inline int ts_host_func_enter(CUstream stream, bool ptsz, uint64_t *t0)
 	return ts_launch_enter_n(stream, ptsz, t0, 0);
 }
 
-static inline void ts_launch_leave(int sampled, CUstream stream, bool ptsz, uint64_t t0)
+static inline void ts_launch_leave(int sampled, CUstream stream, unsigned sk, uint64_t t0)
 {
 	static const struct ts_op_meta kernel = { .kind = TS_T_KERNEL };
 
 	if (sampled >= 0)
-		ts_gpu_timed_end(sampled, stream, ptsz, &kernel);
+		ts_gpu_timed_end(sampled, stream, sk, &kernel);
 	if (!ts_tls.lib_depth)
 		ts_ctr_add(&ts_lib.ctr.host_ticks, ts_ticks() - t0);
 	ts_tls.depth--;
 }
 
 /* The stream is about to wait on another's work: its busy segment ends here. */
-TS_HIDDEN void ts_gpu_stream_wait(CUstream s, bool ptsz);
+TS_HIDDEN void ts_gpu_stream_wait(CUstream s, unsigned sk);
 /* True while NCCL's profiler plugin times collectives (the API hooks then do not). */
 TS_HIDDEN bool ts_gpu_plugin_active(void);
 TS_HIDDEN void ts_gpu_set_plugin_active(void);

@@ -1,6 +1,7 @@
 # libtrainscope.so: the preload library (position-independent, never sanitized).
 PRELOAD_SRCS := $(addprefix injector/preload/,api.c real.c dlsym.c driver.c gpu.c graph.c cuda.c \
-		cublas.c comms.c nccl.c ncclprof.c ncclprof_compat.c ring.c) common/ident.c
+		cublas.c comms.c coll.c nccl.c ncclprof.c ncclprof_compat.c acl.c hccl.c ring.c) \
+		common/ident.c
 PRELOAD_LIB  := $(BUILD)/lib/libtrainscope.so
 RING_OBJS    := $(BUILD)/obj/injector/preload/ring.o $(BUILD)/obj/common/ident.o
 
@@ -110,3 +111,24 @@ TESTS += $(BUILD)/test/test_shim
 
 # What make arm64-test runs under qemu-user: the tests that need no Python.
 PRELOAD_CROSS_TESTS := $(addprefix $(BUILD)/test/,test_ring test_abi test_preload test_hooks)
+
+# The Ascend headers the NPU hooks are built against, fetched once from the torch-npu
+# wheel on PyPI into the tool cache (e2e/npu-headers.sh). acl.c includes the real ACL
+# headers; HCCL's header is C++ only, so the hooks' own declarations (hccl_defs.h) are
+# compiled beside it as C++ and must match it (tests/hccl_abi_check.cc).
+TS_CACHE  ?= $(or $(TRAINSCOPE_TOOLS),$(HOME)/.cache/trainscope)
+NPU_INC   := $(TS_CACHE)/npu/torch_npu-2.14.0/include
+NPU_STAMP := $(NPU_INC)/.done
+$(NPU_STAMP):
+	@e2e/npu-headers.sh $(NPU_INC)
+$(BUILD)/pic/injector/preload/acl.o: CFLAGS_ALL += -I$(NPU_INC)
+$(BUILD)/pic/injector/preload/acl.o: | $(NPU_STAMP)
+
+HCCL_ABI_OK := $(BUILD)/test/hccl_abi.ok
+$(HCCL_ABI_OK): injector/preload/tests/hccl_abi_check.cc injector/preload/hccl_defs.h | $(NPU_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  CHECK   hccl_defs.h against hccl.h"
+	@$(CXX) -std=c++17 -fsyntax-only -Wall -Wextra -Werror -Iinjector/preload -I$(NPU_INC) \
+		-I$(NPU_INC)/third_party/hccl/inc $<
+	@touch $@
+LIBS += $(HCCL_ABI_OK)

@@ -1,9 +1,10 @@
 /* NCCL API hooks. libnccl is often loaded in a local scope, so the real functions come
  * from dlopen(RTLD_NOLOAD). Only the outermost call counts (ncclBcast calls
  * ncclBroadcast); inside ncclGroupStart/End the work launches at the outermost GroupEnd,
- * which is what the fallback times. With NCCL's profiler plugin active (ncclprof.c) the
+ * which is what the fallback times (coll.c, shared with HCCL). With NCCL's profiler plugin active (ncclprof.c) the
  * hooks only count: the plugin gives per-channel device time without events. */
 #include "nccl.h"
+#include "coll.h"
 #include "comms.h"
 #include "cudefs.h"
 #include "gpu.h"
@@ -83,19 +84,10 @@ unsigned ts_nccl_algo(const char *a)
 	return 0;
 }
 
-/* Per-thread state of an open ncclGroupStart/End. */
-static __thread __attribute__((tls_model("initial-exec"))) struct {
-	CUstream stream;
-	struct ts_op_meta meta;
-	uint32_t ops;
-} group;
-
-static _Atomic uint64_t coll_seq;
-
 typedef ncclResult_t (*count_fn)(ncclComm_t, int *);
 static _Atomic(void *) real_count;
 
-static uint32_t comm_ranks(ncclComm_t comm)
+static uint32_t comm_ranks(void *comm)
 {
 	count_fn f = (count_fn)ts_real(&real_count, "libnccl", "ncclCommCount");
 	int n = 0;
@@ -103,72 +95,7 @@ static uint32_t comm_ranks(ncclComm_t comm)
 	return f && f(comm, &n) == 0 && n > 0 ? (uint32_t)n : 1;
 }
 
-static uint64_t comm_hash(ncclComm_t comm)
-{
-	uint64_t x = (uint64_t)(uintptr_t)comm;
-
-	x ^= x >> 31;
-	x *= 0x9e3779b97f4a7c15ull;
-	return x ^ (x >> 29);
-}
-
-struct coll_call {
-	uint64_t t0;
-	int slot;
-	bool outer;
-	CUstream stream;
-	struct ts_op_meta meta;
-};
-
-static void coll_enter(struct coll_call *c, unsigned op, size_t count, int dtype,
-		       ncclComm_t comm, CUstream stream)
-{
-	c->outer = ts_tls.nccl_depth == 0;
-	c->slot = -1;
-	ts_tls.nccl_depth++;
-	ts_tls.lib_depth++;
-	if (!c->outer)
-		return;
-	c->t0 = ts_ticks();
-	ts_ctr_add(&ts_lib.ctr.api_calls, 1);
-	ts_ctr_add(&ts_lib.ctr.colls, 1);
-	if (ts_gpu_plugin_active())
-		return;
-	c->stream = stream;
-	struct ts_comm *cm = ts_comm_find(comm, comm_hash(comm), 0);
-	uint64_t id = cm ? atomic_load_explicit(&cm->id, memory_order_acquire) : 0;
-	uint32_t n = cm ? atomic_load_explicit(&cm->nranks, memory_order_relaxed) : 0;
-	/* numbered per communicator, as every member numbers it */
-	if (!n && (n = comm_ranks(comm)) && cm) /* a communicator found on first use */
-		atomic_store_explicit(&cm->nranks, n, memory_order_relaxed);
-	c->meta = (struct ts_op_meta){ .kind = TS_T_COLL, .op = (uint16_t)op,
-				       .nranks = n,
-				       .comm = id ? id : comm_hash(comm),
-				       .seq = id ? atomic_fetch_add(&cm->seq, 1) + 1
-						 : atomic_fetch_add(&coll_seq, 1) + 1 };
-	c->meta.amount = ts_nccl_bytes(op, count, ts_nccl_type_size(dtype), c->meta.nranks);
-	if (ts_tls.group_depth) {
-		if (!group.ops++) {
-			group.stream = stream;
-			group.meta = c->meta;
-		} else {
-			group.meta.amount += c->meta.amount;
-		}
-		return;
-	}
-	c->slot = ts_gpu_timed_begin(stream, false);
-}
-
-static void coll_leave(struct coll_call *c)
-{
-	ts_tls.nccl_depth--;
-	ts_tls.lib_depth--;
-	if (!c->outer)
-		return;
-	if (c->slot >= 0)
-		ts_gpu_timed_end(c->slot, c->stream, false, &c->meta);
-	ts_ctr_add(&ts_lib.ctr.host_ticks, ts_ticks() - c->t0);
-}
+static const struct ts_coll_lib nccl = { .sk = TS_SK_CUDA, .ranks = comm_ranks };
 
 #define NCCL_REAL(name, ...)                                                                \
 	static _Atomic(void *) real;                                                         \
@@ -179,10 +106,10 @@ static void coll_leave(struct coll_call *c)
 	}
 
 #define NCCL_CALL(op, count, dtype, comm, stream, call)                                    \
-	struct coll_call c;                                                                  \
-	coll_enter(&c, op, count, dtype, comm, stream);                                      \
+	struct ts_coll_call c;                                                               \
+	ts_coll_enter(&c, &nccl, op, count, ts_nccl_type_size(dtype), comm, stream);         \
 	ncclResult_t r = f call;                                                             \
-	coll_leave(&c);                                                                      \
+	ts_coll_leave(&c);                                                                   \
 	return r;
 
 TS_EXPORT ncclResult_t ncclAllReduce(const void *s, void *r_, size_t n, int t, int op,
@@ -274,10 +201,10 @@ typedef struct {
 
 /* Calls made inside another NCCL call (a split made of an init) are NCCL's own. */
 #define NCCL_NESTED(call)                 \
-	bool outer = ts_tls.nccl_depth == 0; \
-	ts_tls.nccl_depth++;                 \
+	bool outer = ts_tls.coll_depth == 0; \
+	ts_tls.coll_depth++;                 \
 	ncclResult_t r = f call;             \
-	ts_tls.nccl_depth--;
+	ts_tls.coll_depth--;
 
 /* A communicator came out of an init: done, or (non-blocking, config.blocking = 0) still
  * being made in the background, its size and rank already known. */
@@ -330,13 +257,13 @@ TS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
 	NCCL_REAL("ncclCommSplit", ncclComm_t, int, int, ncclComm_t *, void *)
 	NCCL_NESTED((comm, color, key, newcomm, config))
 	if (outer && r == 0 && newcomm && *newcomm) {
-		struct ts_comm *parent = ts_comm_find(comm, comm_hash(comm), 0);
+		struct ts_comm *parent = ts_comm_find(comm, ts_coll_comm_hash(comm), 0);
 		user_rank_fn ur = (user_rank_fn)ts_real(&real_user_rank, "libnccl", "ncclCommUserRank");
 		int rank = key;
-		uint64_t pid = parent ? atomic_load(&parent->id) : comm_hash(comm);
+		uint64_t pid = parent ? atomic_load(&parent->id) : ts_coll_comm_hash(comm);
 		if (ur)
 			ur(*newcomm, &rank);
-		ts_comm_made(*newcomm, ts_comm_split_id(pid ? pid : comm_hash(comm), color),
+		ts_comm_made(*newcomm, ts_comm_split_id(pid ? pid : ts_coll_comm_hash(comm), color),
 			     comm_ranks(*newcomm), (uint32_t)rank);
 	}
 	return r;
@@ -359,25 +286,16 @@ TS_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 TS_EXPORT ncclResult_t ncclGroupStart(void)
 {
 	NCCL_REAL("ncclGroupStart", void)
-	if (ts_tls.nccl_depth == 0 && ts_tls.group_depth++ == 0)
-		group.ops = 0;
+	ts_coll_group_start();
 	return f();
 }
 
 TS_EXPORT ncclResult_t ncclGroupEnd(void)
 {
 	NCCL_REAL("ncclGroupEnd", void)
-	int slot = -1;
-	bool outer = ts_tls.nccl_depth == 0 && ts_tls.group_depth > 0 && --ts_tls.group_depth == 0;
-
-	if (outer && group.ops && !ts_gpu_plugin_active())
-		slot = ts_gpu_timed_begin(group.stream, false);
-	ts_tls.nccl_depth++; /* the group's kernels launch here */
+	bool outer;
+	int slot = ts_coll_group_end_enter(&outer);
 	ncclResult_t r = f();
-	ts_tls.nccl_depth--;
-	if (slot >= 0)
-		ts_gpu_timed_end(slot, group.stream, false, &group.meta);
-	if (outer)
-		group.ops = 0;
+	ts_coll_group_end_leave(slot, outer);
 	return r;
 }

@@ -1,0 +1,41 @@
+/* A collective call as the NCCL and HCCL hooks share it: counted, numbered per
+ * communicator (comms.h), sized, and timed with an event pair on its stream, or folded
+ * into the open group (ncclGroupStart/End, HcclGroupStart/End) and timed there. */
+#ifndef TS_COLL_H
+#define TS_COLL_H
+
+#include <stdbool.h>
+#include "gpu.h"
+
+/* What differs between the libraries: whose streams they take, how a communicator
+ * found on first use tells its size. */
+struct ts_coll_lib {
+	unsigned sk; /* enum ts_skind */
+	uint32_t (*ranks)(void *comm);
+};
+
+struct ts_coll_call {
+	uint64_t t0;
+	int slot;
+	bool outer;
+	CUstream stream;
+	const struct ts_coll_lib *lib;
+	struct ts_op_meta meta;
+};
+
+/* Before the real call. The op is sized as nccl-tests sizes it from count elements of
+ * elem bytes; elem 0: count is the op's bytes already. */
+TS_HIDDEN void ts_coll_enter(struct ts_coll_call *c, const struct ts_coll_lib *lib, unsigned op,
+			     uint64_t count, unsigned elem, void *comm, CUstream stream);
+TS_HIDDEN void ts_coll_leave(struct ts_coll_call *c);
+
+/* A stand-in name for a communicator seen only by its pointer (no init was hooked). */
+TS_HIDDEN uint64_t ts_coll_comm_hash(void *comm);
+
+/* Around the library's group calls: start, and end before and after the real call
+ * (the group's work launches inside the outermost end). */
+TS_HIDDEN void ts_coll_group_start(void);
+TS_HIDDEN int ts_coll_group_end_enter(bool *outer);
+TS_HIDDEN void ts_coll_group_end_leave(int slot, bool outer);
+
+#endif
