@@ -12,6 +12,10 @@
 struct ts_coll_lib {
 	unsigned sk; /* enum ts_skind */
 	uint32_t (*ranks)(void *comm);
+	/* its device work starts through no hooked launch (HCCL's tasks go to the device
+	 * by the runtime's private paths): the call itself marks its stream as one that
+	 * communicates, as NCCL's kernel launches do */
+	bool unseen_launches;
 };
 
 struct ts_coll_call {

@@ -51,7 +51,8 @@ static uint32_t comm_rank(void *comm, uint32_t dflt)
 	return f && f(comm, &r) == TS_HCCL_SUCCESS ? r : dflt;
 }
 
-static const struct ts_coll_lib hccl = { .sk = TS_SK_ACL, .ranks = comm_ranks };
+static const struct ts_coll_lib hccl = { .sk = TS_SK_ACL, .ranks = comm_ranks,
+					 .unseen_launches = true };
 
 #define HCCL_CALL(op, count, elem, comm, stream, call)                                  \
 	struct ts_coll_call c;                                                           \

@@ -99,8 +99,23 @@ $(HOOKDRIVE): $(BUILD)/plain/injector/preload/tests/double/hookdrive.o \
 	@$(CC) -o $@ $(filter %.o,$^) $(DOUBLE_DIR)/libcudart.so.13 $(DOUBLE_DIR)/libcuda.so.1 \
 		$(DOUBLE_RPATH) -ldl -lpthread
 
+# The ACL runtime and HCCL doubles (tests/double/npu_double.h) and their driver: unit
+# scenarios for test_hooks and the multi-rank NPU job of e2e/test-npu.sh.
+NPUDRIVE := $(DOUBLE_DIR)/npudrive
+$(DOUBLE_DIR)/libascendcl.so: $(BUILD)/dpic/injector/preload/tests/double/acl_double.o
+	$(call double_lib,$<,libascendcl.so)
+$(DOUBLE_DIR)/libhccl.so: $(BUILD)/dpic/injector/preload/tests/double/hccl_double.o \
+		$(DOUBLE_DIR)/libascendcl.so
+	$(call double_lib,$^,libhccl.so,$(DOUBLE_RPATH))
+$(NPUDRIVE): $(BUILD)/plain/injector/preload/tests/double/npudrive.o \
+		$(BUILD)/plain/injector/preload/ring.o $(BUILD)/plain/common/ident.o \
+		$(DOUBLE_DIR)/libhccl.so $(DOUBLE_DIR)/libascendcl.so
+	@echo "  LD      $@"
+	@$(CC) -o $@ $(filter %.o,$^) $(DOUBLE_DIR)/libhccl.so $(DOUBLE_DIR)/libascendcl.so \
+		$(DOUBLE_RPATH) -ldl -lpthread
+
 $(BUILD)/test/test_hooks: $(BUILD)/obj/injector/preload/tests/test_hooks.o \
-		$(BUILD)/obj/injector/preload/tests/util.o | $(PRELOAD_LIB) $(HOOKDRIVE)
+		$(BUILD)/obj/injector/preload/tests/util.o | $(PRELOAD_LIB) $(HOOKDRIVE) $(NPUDRIVE)
 	$(call link,$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/test_hooks
 

@@ -30,8 +30,8 @@ static const char *lib_path(void)
 	return p;
 }
 
-/* build/test/test_hooks -> build/test/double/hookdrive */
-static void driver_path(char *buf, size_t n)
+/* build/test/test_hooks -> build/test/double/PROG */
+static void driver_path(const char *prog, char *buf, size_t n)
 {
 	ssize_t len = readlink("/proc/self/exe", buf, n - 1);
 	char *slash;
@@ -40,18 +40,18 @@ static void driver_path(char *buf, size_t n)
 	buf[len] = 0;
 	slash = strrchr(buf, '/');
 	assert_non_null(slash);
-	snprintf(slash, n - (size_t)(slash - buf), "/double/hookdrive");
+	snprintf(slash, n - (size_t)(slash - buf), "/double/%s", prog);
 }
 
-/* Runs hookdrive SCENARIO under the preload with extra "NAME=value" settings; fails the
- * test unless it exits 0. */
-static void run(const char *scenario, char *const *extra, struct out *o)
+/* Runs PROG SCENARIO (hookdrive: CUDA, npudrive: the NPU) under the preload with extra
+ * "NAME=value" settings; fails the test unless it exits 0. */
+static void run_prog(const char *prog, const char *scenario, char *const *extra, struct out *o)
 {
 	char drv[4096], dir[] = "/tmp/ts-hooks-XXXXXX", preload[4200], ring[64];
 	char *env[16] = { preload, ring, "TRAINSCOPE_RING_SLOTS=65536", "TRAINSCOPE_POLL_MS=1" };
 	int n = 4, status;
 
-	driver_path(drv, sizeof(drv));
+	driver_path(prog, drv, sizeof(drv));
 	assert_non_null(mkdtemp(dir));
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", lib_path());
 	snprintf(ring, sizeof(ring), "TRAINSCOPE_RING_DIR=%s", dir);
@@ -61,8 +61,13 @@ static void run(const char *scenario, char *const *extra, struct out *o)
 			       sizeof(o->text));
 	assert_int_equal(ts_test_rmdir(dir), 0);
 	if (status != 0)
-		fail_msg("hookdrive %s failed (status %d); it printed:\n%s", scenario, status,
+		fail_msg("%s %s failed (status %d); it printed:\n%s", prog, scenario, status,
 			 o->text);
+}
+
+static void run(const char *scenario, char *const *extra, struct out *o)
+{
+	run_prog("hookdrive", scenario, extra, o);
 }
 
 static uint64_t val(const struct out *o, const char *key)
@@ -72,7 +77,7 @@ static uint64_t val(const struct out *o, const char *key)
 	for (const char *p = o->text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
 		if (!strncmp(p, key, k) && p[k] == ' ')
 			return strtoull(p + k + 1, NULL, 10);
-	fail_msg("hookdrive printed no %s:\n%s", key, o->text);
+	fail_msg("the driver printed no %s:\n%s", key, o->text);
 	return 0;
 }
 
@@ -328,6 +333,73 @@ static void test_profiler_plugin(void **state)
 	assert_int_equal(vali(&o, "coll", 1, "comm"), 0xdef);
 }
 
+/* The NPU: ACL launches through each of the four launch paths counted once; device
+ * time per step from ACL event pairs (4 ms of kernels on the compute stream, the
+ * collectives on the communication stream); HCCL collectives numbered per communicator
+ * with nccl-tests' sizes from HCCL's types; a group timed as one; a sub-communicator
+ * named alike on every member; memory live and failures; a capture's launch counted as
+ * captured, with no event recorded into it. */
+static void test_npu(void **state)
+{
+	uint64_t world, sub;
+
+	(void)state;
+	run_prog("npudrive", "unit", NULL, &o);
+	assert_int_equal(val(&o, "ts.launches"), 16);
+	assert_int_equal(val(&o, "ring.step_ctr_launches"), 16);
+	assert_int_equal(val(&o, "dbl.launches"), 17);
+	assert_int_equal(val(&o, "ts.captured"), 1);
+	assert_int_equal(val(&o, "dbl.records_while_capturing"), 0);
+	assert_int_equal(val(&o, "ts.colls"), 20);
+	assert_int_equal(val(&o, "ring.gpu_steps"), 4);
+	for (int i = 0; i < 4; i++) {
+		/* real time on the double: the kernels' 4 ms and the host's gaps */
+		assert_in_range(vali(&o, "gpu_step", i, "compute_ns"), 4 * MS, 60 * MS);
+		assert_in_range(vali(&o, "gpu_step", i, "comm_ns"), 400000, 60 * MS);
+	}
+	assert_int_equal(val(&o, "ring.comms"), 2);
+	world = vali(&o, "comm", 0, "id");
+	sub = vali(&o, "comm", 1, "id");
+	assert_int_equal(vali(&o, "comm", 0, "ranks"), 4);
+	assert_int_equal(vali(&o, "comm", 1, "ranks"), 2);
+	assert_true(world != sub && world && sub);
+	/* per step: all-reduce, all-gather, the group as one, the batch on the sub-comm */
+	assert_int_equal(val(&o, "ring.colls"), 16);
+	assert_int_equal(vali(&o, "coll", 0, "op"), 1);
+	assert_int_equal(vali(&o, "coll", 0, "bytes"), 256 * 4);
+	assert_int_equal(vali(&o, "coll", 0, "ranks"), 4);
+	assert_int_equal(vali(&o, "coll", 0, "comm"), world);
+	assert_in_range(vali(&o, "coll", 0, "dur_us"), 100, 50000);
+	assert_int_equal(vali(&o, "coll", 1, "op"), 2); /* all-gather of 10 BF16 a rank */
+	assert_int_equal(vali(&o, "coll", 1, "bytes"), 10 * 2 * 4);
+	assert_int_equal(vali(&o, "coll", 2, "op"), 3); /* two reduce-scatters, one group */
+	assert_int_equal(vali(&o, "coll", 2, "bytes"), 2 * 8 * 2 * 4);
+	assert_in_range(vali(&o, "coll", 2, "dur_us"), 100, 50000);
+	assert_int_equal(vali(&o, "coll", 3, "op"), 7); /* 10 FP32 sent, 30 FP16 received */
+	assert_int_equal(vali(&o, "coll", 3, "bytes"), 40 + 60);
+	assert_int_equal(vali(&o, "coll", 3, "comm"), sub);
+	assert_int_equal(vali(&o, "coll", 3, "seq"), 1);
+	assert_int_equal(vali(&o, "coll", 4, "seq"), 5); /* the group took 3 and 4 */
+	assert_int_equal(vali(&o, "coll", 7, "seq"), 2);
+	assert_int_equal(val(&o, "ts.mem_live"), 6u << 20);
+	assert_int_equal(val(&o, "ts.alloc_failures"), 1);
+}
+
+/* An HCCL all-reduce that never finishes: the hang names the op, its communicator and
+ * its number. */
+static void test_npu_hang(void **state)
+{
+	char *env[] = { "TRAINSCOPE_HANG_TIMEOUT_MS=300", NULL };
+
+	(void)state;
+	run_prog("npudrive", "hang", env, &o);
+	assert_int_equal(val(&o, "ring.hangs"), 1);
+	assert_int_equal(vali(&o, "hang", 0, "op"), 1);
+	assert_true(vali(&o, "hang", 0, "comm") != 0);
+	assert_int_equal(vali(&o, "hang", 0, "seq"), 1);
+	assert_true(vali(&o, "hang", 0, "pending_ms") >= 300);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -343,6 +415,8 @@ int main(void)
 		cmocka_unit_test(test_comms),
 		cmocka_unit_test(test_cublas),
 		cmocka_unit_test(test_profiler_plugin),
+		cmocka_unit_test(test_npu),
+		cmocka_unit_test(test_npu_hang),
 	};
 	return cmocka_run_group_tests_name("device hooks (test doubles)", tests, NULL, NULL);
 }

@@ -1,0 +1,400 @@
+/* TEST DRIVER for the preload library's NPU hooks against the ACL and HCCL test doubles
+ * (npu_double.h), in two parts:
+ *
+ *   npudrive unit | hang       one process under the preload: plays the scenario, drains
+ *                              its own ring and prints "key value" lines (test_hooks.c)
+ *   npudrive job --ranks N --steps S [--slow-rank R --slow-step K --slow-factor F]
+ *                [--hang-rank R --hang-step K] [--kernels N --kernel-us U]
+ *                              a torch_npu-like data-parallel job: N rank processes, each
+ *                              step N kernels and one HcclAllReduce of the gradients on
+ *                              its stream, then a stream synchronize; a slow rank's
+ *                              kernels take F times as long from step K; a hanging rank
+ *                              never enters step K's all-reduce (e2e/test-npu.sh)
+ *
+ * Linked with the ACL and HCCL doubles. */
+#define TRAINSCOPE_WEAK
+#include "npu_double.h"
+#include "hccl_defs.h"
+#include "ring.h"
+#include "trainscope.h"
+
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef int aclError;
+aclError aclrtSetDevice(int32_t);
+aclError aclrtCreateStream(void **);
+aclError aclrtLaunchKernel(void *, uint32_t, const void *, size_t, void *);
+aclError aclrtLaunchKernelV2(void *, uint32_t, const void *, size_t, void *, void *);
+aclError aclrtLaunchKernelWithConfig(void *, uint32_t, void *, void *, void *, void *);
+aclError aclrtLaunchKernelWithHostArgs(void *, uint32_t, void *, void *, void *, size_t, void *,
+				       size_t);
+aclError aclrtSynchronizeStream(void *);
+aclError aclrtCreateEventWithFlag(void **, uint32_t);
+aclError aclrtRecordEvent(void *, void *);
+aclError aclrtStreamWaitEvent(void *, void *);
+aclError aclrtMalloc(void **, size_t, int);
+aclError aclrtFree(void *);
+aclError aclmdlRICaptureBegin(void *, int);
+aclError aclmdlRICaptureEnd(void *, void **);
+ts_hccl_result HcclGetRootInfo(ts_hccl_root_info *);
+#define X(name, params) ts_hccl_result name params;
+TS_HCCL_FNS(X)
+#undef X
+
+#define MS 1000000ull
+#define MAXREC 64
+
+static struct {
+	struct ts_ring *ring;
+	int gpu_steps, ncoll, nhang, ncomm;
+	struct ts_rec gpu_step[MAXREC], coll[MAXREC], hang[4], comm[8];
+	uint64_t ctr_launches;
+} seen;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "npudrive: %s\n", what);
+	exit(2);
+}
+
+static void check(int r, const char *what)
+{
+	if (r != 0) {
+		fprintf(stderr, "npudrive: %s failed: %d\n", what, r);
+		exit(3);
+	}
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static void keep(struct ts_rec *arr, int *n, int cap, const struct ts_rec *r)
+{
+	if (*n < cap)
+		arr[(*n)++] = *r;
+}
+
+static void drain(void)
+{
+	struct ts_rec r;
+
+	while (ts_ring_pop(seen.ring, &r)) {
+		switch (r.type) {
+		case TS_REC_GPU_STEP: keep(seen.gpu_step, &seen.gpu_steps, MAXREC, &r); break;
+		case TS_REC_COLL: keep(seen.coll, &seen.ncoll, MAXREC, &r); break;
+		case TS_REC_HANG: keep(seen.hang, &seen.nhang, 4, &r); break;
+		case TS_REC_COMM: keep(seen.comm, &seen.ncomm, 8, &r); break;
+		case TS_REC_STEP_CTR: seen.ctr_launches += r.a; break;
+		}
+	}
+}
+
+/* Polls the ring (the library's poller works asynchronously) until done or 10 s. */
+static void wait_for(bool (*done)(void), const char *what)
+{
+	uint64_t end = now_ms() + 10000;
+
+	while (drain(), !done()) {
+		if (now_ms() > end)
+			die(what);
+		struct timespec t = { 0, 1000000 };
+		nanosleep(&t, NULL);
+	}
+}
+
+static struct trainscope_device_counters counters(void)
+{
+	struct trainscope_device_counters c;
+
+	trainscope_get_device_counters(&c);
+	return c;
+}
+
+static bool all_read_back(void)
+{
+	struct trainscope_device_counters c = counters();
+
+	return c.completed >= c.segments + c.samples;
+}
+
+static int want_steps;
+static bool have_steps(void)
+{
+	return seen.gpu_steps >= want_steps;
+}
+
+static bool have_hang(void)
+{
+	return seen.nhang > 0;
+}
+
+/* The communication stream waits for the compute stream's work so far, as torch_npu's
+ * HCCL stream does before a collective on the gradients. */
+static void comm_after(void *cs, void *s, void *ev)
+{
+	check(aclrtRecordEvent(ev, s), "aclrtRecordEvent");
+	check(aclrtStreamWaitEvent(cs, ev), "aclrtStreamWaitEvent");
+}
+
+static void comm_world(void **comm, uint32_t n, uint32_t rank)
+{
+	ts_hccl_root_info root;
+
+	check(HcclGetRootInfo(&root), "HcclGetRootInfo");
+	check(HcclCommInitRootInfo(n, &root, rank, comm), "HcclCommInitRootInfo");
+}
+
+/* ---- unit scenarios --------------------------------------------------------------- */
+
+/* 4 steps: each launches one kernel through each of the four launch paths (1 ms each on
+ * the double), then on a communication stream an all-reduce, an all-gather, a group of
+ * two reduce-scatters, a batched send and receive; memory comes and goes; a capture's
+ * work counts as captured. */
+static void sc_unit(void)
+{
+	void *s, *cs, *ev, *c, *sub, *p[4];
+	uint32_t ids[2] = { 0, 1 };
+	ts_hccl_sr_item items[2] = { { TS_HCCL_SEND, NULL, 10, 4, 1 },
+				     { TS_HCCL_RECV, NULL, 30, 3, 1 } };
+
+	check(aclrtSetDevice(0), "aclrtSetDevice");
+	check(aclrtCreateStream(&s), "aclrtCreateStream");
+	check(aclrtCreateStream(&cs), "aclrtCreateStream");
+	check(aclrtCreateEventWithFlag(&ev, 0x8), "aclrtCreateEventWithFlag");
+	comm_world(&c, 4, 0);
+	check(HcclCreateSubCommConfig(&c, 2, ids, 5, 0, NULL, &sub), "HcclCreateSubCommConfig");
+	for (uint64_t step = 0; step < 4; step++) {
+		trainscope_step_begin(step);
+		check(aclrtLaunchKernel(NULL, 1, NULL, 0, s), "aclrtLaunchKernel");
+		check(aclrtLaunchKernelV2(NULL, 1, NULL, 0, NULL, s), "aclrtLaunchKernelV2");
+		check(aclrtLaunchKernelWithConfig(NULL, 1, s, NULL, NULL, NULL), "WithConfig");
+		check(aclrtLaunchKernelWithHostArgs(NULL, 1, s, NULL, NULL, 0, NULL, 0), "HostArgs");
+		comm_after(cs, s, ev);
+		check(HcclAllReduce(NULL, NULL, 256, 4 /* FP32 */, 0, c, cs), "HcclAllReduce");
+		check(HcclAllGather(NULL, NULL, 10, 11 /* BF16 */, c, cs), "HcclAllGather");
+		check(HcclGroupStart(), "HcclGroupStart");
+		check(HcclReduceScatter(NULL, NULL, 8, 3 /* FP16 */, 0, c, cs), "HcclReduceScatter");
+		check(HcclReduceScatter(NULL, NULL, 8, 3, 0, c, cs), "HcclReduceScatter");
+		check(HcclGroupEnd(), "HcclGroupEnd");
+		check(HcclBatchSendRecv(items, 2, sub, cs), "HcclBatchSendRecv");
+		check(aclrtSynchronizeStream(cs), "aclrtSynchronizeStream");
+		trainscope_step_end(step);
+	}
+	for (int i = 0; i < 4; i++)
+		check(aclrtMalloc(&p[i], (size_t)(i + 1) << 20, 0), "aclrtMalloc");
+	check(aclrtFree(p[3]), "aclrtFree");
+	setenv("TSD_NPU_MEM_LIMIT", "1048576", 1);
+	if (aclrtMalloc(&p[3], 2u << 20, 0) == 0)
+		die("the double's memory limit did not fail the allocation");
+	check(aclmdlRICaptureBegin(s, 0), "aclmdlRICaptureBegin");
+	check(aclrtLaunchKernel(NULL, 1, NULL, 0, s), "captured launch");
+	check(aclmdlRICaptureEnd(s, NULL), "aclmdlRICaptureEnd");
+	check(HcclCommDestroy(sub), "HcclCommDestroy");
+	want_steps = 4;
+	wait_for(have_steps, "no GPU_STEP records");
+	wait_for(all_read_back, "events were not read back");
+}
+
+/* A stream that stops: its all-reduce never finishes, so the hang watch names it. */
+static void sc_hang(void)
+{
+	void *s, *c;
+
+	check(aclrtSetDevice(0), "aclrtSetDevice");
+	check(aclrtCreateStream(&s), "aclrtCreateStream");
+	comm_world(&c, 2, 0);
+	tsd_npu_set_stalled(s, 1);
+	trainscope_step_begin(0);
+	check(aclrtLaunchKernel(NULL, 1, NULL, 0, s), "aclrtLaunchKernel");
+	check(HcclAllReduce(NULL, NULL, 16, 4, 0, c, s), "HcclAllReduce");
+	wait_for(have_hang, "no hang record");
+}
+
+static void kv(const char *key, int i, const char *field, uint64_t v)
+{
+	if (i < 0)
+		printf("%s %llu\n", key, (unsigned long long)v);
+	else
+		printf("%s.%d.%s %llu\n", key, i, field, (unsigned long long)v);
+}
+
+static void print_all(void)
+{
+	struct trainscope_device_counters c = counters();
+	struct tsd_npu_stats t;
+
+	drain();
+	tsd_npu_get_stats(&t);
+	kv("ts.launches", -1, 0, c.launches);
+	kv("ts.colls", -1, 0, c.colls);
+	kv("ts.segments", -1, 0, c.segments);
+	kv("ts.mem_live", -1, 0, c.mem_live);
+	kv("ts.alloc_failures", -1, 0, c.alloc_failures);
+	kv("ts.captured", -1, 0, c.captured);
+	kv("ts.capture_skips", -1, 0, c.capture_skips);
+	kv("dbl.launches", -1, 0, t.launches);
+	kv("dbl.records_while_capturing", -1, 0, t.records_while_capturing);
+	kv("ring.step_ctr_launches", -1, 0, seen.ctr_launches);
+	kv("ring.gpu_steps", -1, 0, (uint64_t)seen.gpu_steps);
+	for (int i = 0; i < seen.gpu_steps; i++) {
+		kv("gpu_step", i, "compute_ns", seen.gpu_step[i].b);
+		kv("gpu_step", i, "comm_ns", seen.gpu_step[i].c);
+	}
+	kv("ring.comms", -1, 0, (uint64_t)seen.ncomm);
+	for (int i = 0; i < seen.ncomm; i++) {
+		kv("comm", i, "id", seen.comm[i].a);
+		kv("comm", i, "ranks", seen.comm[i].b);
+		kv("comm", i, "rank", seen.comm[i].c);
+	}
+	kv("ring.colls", -1, 0, (uint64_t)seen.ncoll);
+	for (int i = 0; i < seen.ncoll; i++) {
+		kv("coll", i, "op", seen.coll[i].kind & 0xff);
+		kv("coll", i, "bytes", seen.coll[i].a);
+		kv("coll", i, "ranks", seen.coll[i].reserved);
+		kv("coll", i, "seq", seen.coll[i].d);
+		kv("coll", i, "comm", seen.coll[i].c);
+		kv("coll", i, "dur_us", seen.coll[i].dur_ns / 1000);
+	}
+	kv("ring.hangs", -1, 0, (uint64_t)seen.nhang);
+	for (int i = 0; i < seen.nhang; i++) {
+		kv("hang", i, "op", seen.hang[i].kind);
+		kv("hang", i, "comm", seen.hang[i].a);
+		kv("hang", i, "seq", seen.hang[i].b);
+		kv("hang", i, "pending_ms", seen.hang[i].dur_ns / MS);
+	}
+}
+
+static int unit(const char *name)
+{
+	char path[4096];
+
+	if (!trainscope_step_begin)
+		die("usage: LD_PRELOAD=libtrainscope.so npudrive unit|hang");
+	if (trainscope_side_path(TS_RING_SUFFIX, path, sizeof(path)) ||
+	    ts_ring_open(path, &seen.ring))
+		die("no ring: is TRAINSCOPE_RING_DIR set?");
+	if (!strcmp(name, "unit"))
+		sc_unit();
+	else if (!strcmp(name, "hang"))
+		sc_hang();
+	else
+		die("unknown scenario");
+	print_all();
+	return 0;
+}
+
+/* ---- the job ---------------------------------------------------------------------- */
+
+struct job {
+	int ranks, steps, kernels, kernel_us;
+	int slow_rank, slow_step, hang_rank, hang_step;
+	double slow_factor;
+};
+
+static void rank_main(const struct job *j, int rank)
+{
+	void *s, *cs, *ev, *c;
+	uint64_t kernel_ns = (uint64_t)j->kernel_us * 1000;
+
+	check(aclrtSetDevice(rank), "aclrtSetDevice");
+	check(aclrtCreateStream(&s), "aclrtCreateStream");
+	check(aclrtCreateStream(&cs), "aclrtCreateStream");
+	check(aclrtCreateEventWithFlag(&ev, 0x8), "aclrtCreateEventWithFlag");
+	comm_world(&c, (uint32_t)j->ranks, (uint32_t)rank);
+	tsd_npu_set_kernel_ns(kernel_ns);
+	for (int step = 0; step < j->steps; step++) {
+		if (rank == j->slow_rank && step == j->slow_step)
+			tsd_npu_set_kernel_ns((uint64_t)((double)kernel_ns * j->slow_factor));
+		if (trainscope_step_begin)
+			trainscope_step_begin((uint64_t)step);
+		for (int k = 0; k < j->kernels; k++)
+			check(aclrtLaunchKernel(NULL, 1, NULL, 0, s), "aclrtLaunchKernel");
+		if (rank == j->hang_rank && step == j->hang_step) {
+			fprintf(stderr, "npudrive: rank %d skips the all-reduce of step %d\n", rank,
+				step);
+			return; /* leaves the others waiting in it */
+		}
+		comm_after(cs, s, ev);
+		check(HcclAllReduce(NULL, NULL, 1 << 20, 4, 0, c, cs), "HcclAllReduce");
+		check(aclrtSynchronizeStream(cs), "aclrtSynchronizeStream");
+		if (trainscope_step_end)
+			trainscope_step_end((uint64_t)step);
+	}
+}
+
+static int job(int argc, char **argv)
+{
+	struct job j = { .ranks = 4, .steps = 100, .kernels = 10, .kernel_us = 1000,
+			 .slow_rank = -1, .hang_rank = -1, .slow_factor = 1 };
+	static const struct option opts[] = {
+		{ "ranks", 1, 0, 'n' },	     { "steps", 1, 0, 's' },	  { "kernels", 1, 0, 'k' },
+		{ "kernel-us", 1, 0, 'u' },  { "slow-rank", 1, 0, 'r' },  { "slow-step", 1, 0, 't' },
+		{ "slow-factor", 1, 0, 'f' }, { "hang-rank", 1, 0, 'h' }, { "hang-step", 1, 0, 'g' },
+		{ 0, 0, 0, 0 } };
+	char shm[] = "/tmp/tsd-npu-XXXXXX", num[16];
+	int o, fd, status, bad = 0;
+
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (o) {
+		case 'n': j.ranks = atoi(optarg); break;
+		case 's': j.steps = atoi(optarg); break;
+		case 'k': j.kernels = atoi(optarg); break;
+		case 'u': j.kernel_us = atoi(optarg); break;
+		case 'r': j.slow_rank = atoi(optarg); break;
+		case 't': j.slow_step = atoi(optarg); break;
+		case 'f': j.slow_factor = atof(optarg); break;
+		case 'h': j.hang_rank = atoi(optarg); break;
+		case 'g': j.hang_step = atoi(optarg); break;
+		default: die("usage: npudrive job --ranks N --steps S [...]");
+		}
+	}
+	if (j.ranks < 1 || j.ranks > 256 || j.steps < 1)
+		die("--ranks 1..256 and --steps >= 1");
+	if (getenv("RANK")) {
+		rank_main(&j, atoi(getenv("RANK")));
+		return 0;
+	}
+	/* the launcher: the shared arrival table, then one process per rank */
+	if ((fd = mkstemp(shm)) < 0 || ftruncate(fd, (off_t)tsd_npu_shm_size()) != 0)
+		die("cannot make the shared arrival table");
+	close(fd);
+	setenv("TSD_NPU_SHM", shm, 1);
+	snprintf(num, sizeof(num), "%d", j.ranks);
+	setenv("WORLD_SIZE", num, 1);
+	for (int r = 0; r < j.ranks; r++) {
+		if (fork() == 0) {
+			snprintf(num, sizeof(num), "%d", r);
+			setenv("RANK", num, 1);
+			setenv("LOCAL_RANK", num, 1);
+			execv("/proc/self/exe", argv - 1);
+			_exit(127);
+		}
+	}
+	while (wait(&status) > 0)
+		bad += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	unlink(shm);
+	fprintf(stderr, "npudrive: %d of %d ranks failed\n", bad, j.ranks);
+	return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "job"))
+		return job(argc - 1, argv + 1);
+	if (argc != 2)
+		die("usage: npudrive unit|hang|job ...");
+	return unit(argv[1]);
+}
