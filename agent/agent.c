@@ -1,4 +1,5 @@
 #include "agent.h"
+#include "dcmi.h"
 #include "httpd.h"
 #include "log.h"
 #include "nvml.h"
@@ -41,6 +42,7 @@ struct agent {
 	struct tsn_core_sub *ctl;
 	struct ts_probe *probe;
 	struct ts_nvml *nvml;
+	struct ts_dcmi *dcmi; /* Ascend NPUs, where there is no NVML */
 	pthread_mutex_t lock; /* the rank table: ctl messages arrive on a nats.c thread */
 	struct ts_ranks ranks;
 	struct rank_rates rates[TS_MAX_SLOTS];
@@ -278,6 +280,14 @@ static void host_sample(struct agent *a, struct ts_rank_entry *e, struct host_re
 	a->samples++;
 }
 
+/* The rank's GPU or NPU in the same terms: a node has one or the other. */
+static int read_device(struct agent *a, int index, struct ts_gpu_sample *g)
+{
+	if (a->nvml)
+		return ts_nvml_sample(a->nvml, index, g);
+	return a->dcmi ? ts_dcmi_sample_gpu(a->dcmi, index, g) : -ENODEV;
+}
+
 static void device_sample(struct agent *a, struct ts_rank_entry *e)
 {
 	Trainscope__V1__Record rec = TRAINSCOPE__V1__RECORD__INIT, *recp = &rec;
@@ -285,7 +295,7 @@ static void device_sample(struct agent *a, struct ts_rank_entry *e)
 	Trainscope__V1__Device dev = TRAINSCOPE__V1__DEVICE__INIT;
 	struct ts_gpu_sample g;
 
-	if (!a->nvml || ts_nvml_sample(a->nvml, e->id.dev_index, &g))
+	if (read_device(a, e->id.dev_index, &g))
 		return;
 	dev.index = g.index;
 	dev.uuid = g.uuid;
@@ -360,10 +370,13 @@ int agent_new(struct agent **out, const struct agent_opts *opts, char *err, size
 	}
 	if ((rc = ts_probe_open(&a->probe, err, errlen)))
 		goto fail;
-	if (ts_nvml_open(&a->nvml))
-		ts_info("agent: no NVML on this node: no GPU health samples");
-	else
+	/* a node has GPUs or NPUs: NVML first, DCMI where there is none */
+	if (!ts_nvml_open(&a->nvml))
 		ts_info("agent: NVML sees %d GPUs", ts_nvml_count(a->nvml));
+	else if (!ts_dcmi_open(&a->dcmi))
+		ts_info("agent: DCMI sees %d NPUs", ts_dcmi_count(a->dcmi));
+	else
+		ts_info("agent: no NVML or DCMI on this node: no device health samples");
 	if ((rc = tsn_open(&a->nats, &a->opts.nats))) {
 		snprintf(err, errlen, "cannot use NATS at %s", a->opts.nats.url);
 		goto fail;
@@ -392,6 +405,7 @@ void agent_free(struct agent *a)
 	tsn_close(a->nats);
 	ts_probe_close(a->probe);
 	ts_nvml_close(a->nvml);
+	ts_dcmi_close(a->dcmi);
 	free(a->recs);
 	free(a->recp);
 	pthread_mutex_destroy(&a->lock);
@@ -406,7 +420,12 @@ void agent_describe(struct agent *a, struct ts_buf *b)
 	for (int i = 0; i < n; i++)
 		ts_buf_printf(b, "%s: %s%s%s\n", f[i].name, f[i].ok ? "on" : "off", f[i].ok ? "" : ": ",
 			      f[i].ok ? "" : f[i].why);
-	ts_buf_printf(b, "gpu_health: %s\n", a->nvml ? "on" : "off: no NVML on this node");
+	if (a->nvml)
+		ts_buf_printf(b, "gpu_health: on (NVML, %d GPUs)\n", ts_nvml_count(a->nvml));
+	else if (a->dcmi)
+		ts_buf_printf(b, "gpu_health: on (DCMI, %d NPUs)\n", ts_dcmi_count(a->dcmi));
+	else
+		ts_buf_printf(b, "gpu_health: off: no usable NVML or DCMI on this node\n");
 }
 
 /* Bounded cardinality: at most TS_MAX_SLOTS ranks, three series each. */
@@ -436,8 +455,8 @@ void agent_render_metrics(void *agent, struct ts_buf *b)
 		"Announcements refused as malformed.", a->bad_ctl);
 	ts_prom(b, "trainscope_agent_host_samples_total", "counter", "Host samples published.",
 		a->samples);
-	ts_prom(b, "trainscope_agent_device_samples_total", "counter", "GPU samples published.",
-		a->device_samples);
+	ts_prom(b, "trainscope_agent_device_samples_total", "counter",
+		"Device (GPU or NPU) samples published.", a->device_samples);
 	ts_prom(b, "trainscope_agent_publish_errors_total", "counter", "Batches refused by the outbox.",
 		a->publish_errors);
 	ts_prom(b, "trainscope_agent_unresolved_ranks", "gauge",

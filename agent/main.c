@@ -17,10 +17,14 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: trainscope-agent [options]\n"
 		"Traces the training ranks of this node with eBPF (scheduling, block I/O, TCP\n"
-		"retransmits) and NVML (GPU health), and publishes per-rank host samples to\n"
-		"ts.v1.<namespace>.<job>.host.<node> every interval. It learns the ranks from the\n"
-		"relays' announcements on ts.v1.*.*.ctl.<node>. Needs BTF and root, or CAP_BPF,\n"
-		"CAP_PERFMON and CAP_SYS_PTRACE (and CAP_SYS_RESOURCE on kernels before 5.11).\n\n"
+		"retransmits), reads GPU health through NVML or Ascend NPU health through DCMI,\n"
+		"and publishes per-rank host samples to ts.v1.<namespace>.<job>.host.<node>\n"
+		"every interval. It learns the ranks from the relays' announcements on\n"
+		"ts.v1.*.*.ctl.<node>. Needs BTF and root, or CAP_BPF, CAP_PERFMON and\n"
+		"CAP_SYS_PTRACE (and CAP_SYS_RESOURCE on kernels before 5.11).\n"
+		"Env TRAINSCOPE_NVML_LIB and TRAINSCOPE_DCMI_LIB name the vendor libraries\n"
+		"(default libnvidia-ml.so.1; libdcmi.so, then the Ascend driver's);\n"
+		"TRAINSCOPE_NPU_HOT_C (default 90) is the NPU temperature taken as throttling.\n\n"
 		TSN_HELP
 		"  -n, --node NAME        this node as ranks name it (env TRAINSCOPE_NODE,\n"
 		"                         default the host name)\n"

@@ -1,5 +1,5 @@
 AGENT_BIN := $(BUILD)/bin/trainscope-agent
-AGENT_SRCS := agent/agent.c agent/probe.c agent/ranks.c agent/nvml.c
+AGENT_SRCS := agent/agent.c agent/probe.c agent/ranks.c agent/nvml.c agent/dcmi.c
 AGENT_OBJS := $(AGENT_SRCS:%.c=$(BUILD)/obj/%.o)
 AGENT_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -ldl
 
@@ -13,3 +13,16 @@ $(BUILD)/test/test_ranks: $(BUILD)/obj/agent/tests/test_ranks.o $(BUILD)/obj/age
 		$(COMMON_OBJS)
 	$(call link,$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/test_ranks
+
+# TEST DOUBLE of Huawei's libdcmi.so (agent/tests/dcmi_double.h), under the vendor's name
+# in a folder of its own; the test loads it through TRAINSCOPE_DCMI_LIB. Never sanitized,
+# like the preload doubles ($(BUILD)/dpic): it is dlopened, and an ASan test binary loads
+# a plain library fine.
+DCMI_DOUBLE := $(BUILD)/test/dcmi/libdcmi.so
+$(DCMI_DOUBLE): $(BUILD)/dpic/agent/tests/dcmi_double.o
+	$(call double_lib,$<,libdcmi.so)
+
+$(BUILD)/test/test_dcmi: $(BUILD)/obj/agent/tests/test_dcmi.o $(BUILD)/obj/agent/dcmi.o \
+		$(COMMON_OBJS) | $(DCMI_DOUBLE)
+	$(call link,$^,$(CMOCKA_LIBS) -ldl)
+TESTS += $(BUILD)/test/test_dcmi
