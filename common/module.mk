@@ -17,3 +17,7 @@ CRYPTO_LIBS := $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
 $(BUILD)/test/test_nkeys: $(BUILD)/obj/common/tests/test_nkeys.o $(NKEYS_OBJS)
 	$(call link,$^,$(CMOCKA_LIBS) $(CRYPTO_LIBS))
 TESTS += $(BUILD)/test/test_nkeys
+
+$(BUILD)/test/test_ident: $(BUILD)/obj/common/tests/test_ident.o $(BUILD)/obj/common/ident.o
+	$(call link,$^,$(CMOCKA_LIBS))
+TESTS += $(BUILD)/test/test_ident

@@ -544,6 +544,114 @@ static void test_job_name_rules(void **state)
 	json_decref(p);
 }
 
+/* The JSONPatch the webhook answers for pod (NULL when none). */
+static json_t *raw_patch(json_t *pod, const struct ts_inject_opts *o)
+{
+	json_t *rev = review(json_deep_copy(pod)), *root, *patch = NULL;
+	char *in = json_dumps(rev, 0), *out = NULL, *text;
+	const char *enc;
+	json_error_t err;
+
+	assert_int_equal(ts_mutate(in, strlen(in), o, &out), 200);
+	root = json_loads(out, 0, &err);
+	enc = json_string_value(json_object_get(json_object_get(root, "response"), "patch"));
+	if (enc) {
+		text = unb64(enc);
+		patch = json_loads(text, 0, &err);
+		free(text);
+	}
+	json_decref(root);
+	json_decref(rev);
+	free(in);
+	free(out);
+	return patch;
+}
+
+/* A training pod whose trainer asks for 8 of resource (an extended resource: requests
+ * equal limits), as a Kubeflow PyTorchJob makes it. */
+static json_t *accelerator_pod(const char *resource)
+{
+	char text[1024];
+	json_error_t err;
+
+	snprintf(text, sizeof(text),
+		 "{\"metadata\":{\"name\":\"llm-worker-0\",\"annotations\":{\"%s\":\"true\"},"
+		 "\"labels\":{\"training.kubeflow.org/job-name\":\"llm\"}},\"spec\":{\"containers\":"
+		 "[{\"name\":\"trainer\",\"image\":\"pytorch\",\"resources\":{"
+		 "\"requests\":{\"cpu\":\"16\",\"memory\":\"64Gi\",\"%s\":\"8\"},"
+		 "\"limits\":{\"cpu\":\"16\",\"memory\":\"64Gi\",\"%s\":\"8\"}}}]}}",
+		 TS_ANNOT_INJECT, resource, resource);
+	return json_loads(text, 0, &err);
+}
+
+/* The webhook does not look at accelerator resources: a pod on Huawei Ascend NPUs
+ * (huawei.com/Ascend910, 910B, 310P: the Ascend device plugin's resources) gets exactly
+ * the patch a pod on NVIDIA GPUs gets, and a pod asking for none gets it too. */
+static void test_ascend_pod_like_gpu_pod(void **state)
+{
+	static const char *const ascend[] = { "huawei.com/Ascend910", "huawei.com/Ascend910B",
+					      "huawei.com/Ascend310P" };
+	json_t *gpu_pod = accelerator_pod("nvidia.com/gpu"), *gpu = raw_patch(gpu_pod, &opts);
+	json_t *cpu_pod = accelerator_pod("example.com/none"), *cpu = raw_patch(cpu_pod, &opts);
+
+	(void)state;
+	assert_non_null(gpu);
+	assert_true(json_equal(gpu, cpu));
+	for (size_t i = 0; i < sizeof(ascend) / sizeof(ascend[0]); i++) {
+		json_t *pod = accelerator_pod(ascend[i]), *patch = raw_patch(pod, &opts);
+		json_t *done = mutate(pod, &opts), *trainer = named(done, "containers", "trainer");
+		json_t *relay = named(done, "initContainers", "trainscope-relay");
+		json_t *limits = json_object_get(json_object_get(trainer, "resources"), "limits");
+
+		assert_true(json_equal(patch, gpu));
+		assert_string_equal(env_of(trainer, "LD_PRELOAD"), PRELOAD);
+		assert_string_equal(env_of(trainer, "PYTHONPATH"), "/trainscope/python");
+		assert_string_equal(env_of(trainer, "TRAINSCOPE_JOB"), "llm");
+		assert_string_equal(env_of(trainer, "TRAINSCOPE_CONTAINER"), "trainer");
+		assert_string_equal(env_of(trainer, "TRAINSCOPE_NATS_URL"), "nats://nats:4222");
+		assert_true(mounts(trainer, "trainscope-lib", "/trainscope"));
+		assert_string_equal(json_string_value(json_object_get(relay, "restartPolicy")), "Always");
+		assert_string_equal(json_string_value(json_object_get(limits, ascend[i])), "8");
+		/* the pod declares resources: ours get requests = limits (QoS unchanged) */
+		assert_resources(relay, "100m", "128Mi");
+		json_decref(patch);
+		json_decref(done);
+		json_decref(pod);
+	}
+	json_decref(gpu);
+	json_decref(cpu);
+	json_decref(gpu_pod);
+	json_decref(cpu_pod);
+}
+
+/* Volcano's Ascend jobs name the chips through the downward API
+ * (ASCEND_VISIBLE_DEVICES from the pod's huawei.com/Ascend910 annotation): that env is
+ * the device plugin's and the runtime's, and stays as it was. */
+static void test_ascend_visible_devices_kept(void **state)
+{
+	json_t *pod = accelerator_pod("huawei.com/Ascend910"), *done, *trainer, *e;
+	json_t *want = json_pack("{s:s, s:{s:{s:s}}}", "name", "ASCEND_VISIBLE_DEVICES",
+				 "valueFrom", "fieldRef", "fieldPath",
+				 "metadata.annotations['huawei.com/Ascend910']");
+	int seen = 0;
+	size_t i;
+
+	(void)state;
+	json_object_set_new(named(pod, "containers", "trainer"), "env",
+			    json_pack("[O]", want));
+	done = mutate(pod, &opts);
+	trainer = named(done, "containers", "trainer");
+	json_array_foreach(json_object_get(trainer, "env"), i, e)
+		seen += !strcmp(json_string_value(json_object_get(e, "name")),
+				"ASCEND_VISIBLE_DEVICES");
+	assert_int_equal(seen, 1);
+	assert_true(json_equal(json_array_get(json_object_get(trainer, "env"), 0), want));
+	assert_string_equal(env_of(trainer, "LD_PRELOAD"), PRELOAD);
+	json_decref(want);
+	json_decref(done);
+	json_decref(pod);
+}
+
 static void test_malformed(void **state)
 {
 	const char *bad[] = { "", "{", "[]", "{\"request\":{}}", "{\"request\":{\"uid\":5}}",
@@ -879,6 +987,8 @@ int main(void)
 		cmocka_unit_test(test_ring_folder),
 		cmocka_unit_test(test_qos_kept),
 		cmocka_unit_test(test_keeps_user_nccl_plugin),
+		cmocka_unit_test(test_ascend_pod_like_gpu_pod),
+		cmocka_unit_test(test_ascend_visible_devices_kept),
 		cmocka_unit_test(test_opt_in_and_out),
 		cmocka_unit_test(test_job_name_rules),
 		cmocka_unit_test(test_malformed),
