@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -141,12 +142,12 @@ static bool have_hang(void)
 	return seen.nhang > 0;
 }
 
-/* The communication stream waits for the compute stream's work so far, as torch_npu's
- * HCCL stream does before a collective on the gradients. */
-static void comm_after(void *cs, void *s, void *ev)
+/* Later work on waiter starts after other's work so far: torch_npu's HCCL stream waits
+ * for the gradients, the compute stream for the reduced ones. */
+static void stream_after(void *waiter, void *other, void *ev)
 {
-	check(aclrtRecordEvent(ev, s), "aclrtRecordEvent");
-	check(aclrtStreamWaitEvent(cs, ev), "aclrtStreamWaitEvent");
+	check(aclrtRecordEvent(ev, other), "aclrtRecordEvent");
+	check(aclrtStreamWaitEvent(waiter, ev), "aclrtStreamWaitEvent");
 }
 
 static void comm_world(void **comm, uint32_t n, uint32_t rank)
@@ -182,7 +183,7 @@ static void sc_unit(void)
 		check(aclrtLaunchKernelV2(NULL, 1, NULL, 0, NULL, s), "aclrtLaunchKernelV2");
 		check(aclrtLaunchKernelWithConfig(NULL, 1, s, NULL, NULL, NULL), "WithConfig");
 		check(aclrtLaunchKernelWithHostArgs(NULL, 1, s, NULL, NULL, 0, NULL, 0), "HostArgs");
-		comm_after(cs, s, ev);
+		stream_after(cs, s, ev);
 		check(HcclAllReduce(NULL, NULL, 256, 4 /* FP32 */, 0, c, cs), "HcclAllReduce");
 		check(HcclAllGather(NULL, NULL, 10, 11 /* BF16 */, c, cs), "HcclAllGather");
 		check(HcclGroupStart(), "HcclGroupStart");
@@ -306,13 +307,14 @@ struct job {
 
 static void rank_main(const struct job *j, int rank)
 {
-	void *s, *cs, *ev, *c;
+	void *s, *cs, *ev, *done, *c;
 	uint64_t kernel_ns = (uint64_t)j->kernel_us * 1000;
 
 	check(aclrtSetDevice(rank), "aclrtSetDevice");
 	check(aclrtCreateStream(&s), "aclrtCreateStream");
 	check(aclrtCreateStream(&cs), "aclrtCreateStream");
 	check(aclrtCreateEventWithFlag(&ev, 0x8), "aclrtCreateEventWithFlag");
+	check(aclrtCreateEventWithFlag(&done, 0x8), "aclrtCreateEventWithFlag");
 	comm_world(&c, (uint32_t)j->ranks, (uint32_t)rank);
 	tsd_npu_set_kernel_ns(kernel_ns);
 	for (int step = 0; step < j->steps; step++) {
@@ -323,13 +325,17 @@ static void rank_main(const struct job *j, int rank)
 		for (int k = 0; k < j->kernels; k++)
 			check(aclrtLaunchKernel(NULL, 1, NULL, 0, s), "aclrtLaunchKernel");
 		if (rank == j->hang_rank && step == j->hang_step) {
-			fprintf(stderr, "npudrive: rank %d skips the all-reduce of step %d\n", rank,
-				step);
-			return; /* leaves the others waiting in it */
+			fprintf(stderr, "npudrive: rank %d is stuck before the all-reduce of step %d\n",
+				rank, step);
+			for (;;) /* the others wait in the all-reduce until the launcher ends it */
+				pause();
 		}
-		comm_after(cs, s, ev);
+		stream_after(cs, s, ev);
 		check(HcclAllReduce(NULL, NULL, 1 << 20, 4, 0, c, cs), "HcclAllReduce");
-		check(aclrtSynchronizeStream(cs), "aclrtSynchronizeStream");
+		/* the optimizer waits for the reduced gradients on the compute stream */
+		stream_after(s, cs, done);
+		check(aclrtLaunchKernel(NULL, 1, NULL, 0, s), "aclrtLaunchKernel");
+		check(aclrtSynchronizeStream(s), "aclrtSynchronizeStream");
 		if (trainscope_step_end)
 			trainscope_step_end((uint64_t)step);
 	}
@@ -346,6 +352,7 @@ static int job(int argc, char **argv)
 		{ 0, 0, 0, 0 } };
 	char shm[] = "/tmp/tsd-npu-XXXXXX", num[16];
 	int o, fd, status, bad = 0;
+	pid_t pids[256];
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
@@ -375,7 +382,7 @@ static int job(int argc, char **argv)
 	snprintf(num, sizeof(num), "%d", j.ranks);
 	setenv("WORLD_SIZE", num, 1);
 	for (int r = 0; r < j.ranks; r++) {
-		if (fork() == 0) {
+		if ((pids[r] = fork()) == 0) {
 			snprintf(num, sizeof(num), "%d", r);
 			setenv("RANK", num, 1);
 			setenv("LOCAL_RANK", num, 1);
@@ -383,8 +390,13 @@ static int job(int argc, char **argv)
 			_exit(127);
 		}
 	}
+	/* as torchrun does: the first rank that fails ends the others */
 	while (wait(&status) > 0)
-		bad += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			if (!bad++)
+				for (int r = 0; r < j.ranks; r++)
+					kill(pids[r], SIGTERM);
+		}
 	unlink(shm);
 	fprintf(stderr, "npudrive: %d of %d ranks failed\n", bad, j.ranks);
 	return bad ? 1 : 0;
