@@ -1,6 +1,7 @@
 /* The Python shim (injector/preload/python) in real python3 processes under the preload:
  * a program that never imports torch runs exactly as without it and leaves no ring; a
- * loop over the test double of torch (tests/shim/torch) gives steps, data loading, GC,
+ * loop over the test double of torch (tests/shim/torch), and of torch_npu beside it,
+ * gives steps, data loading, GC,
  * process groups, a stack dump and the uncaught exception; TRAINSCOPE_STEP_FUNC gives
  * steps without torch. Run from the repository root (make unit does). */
 #include <stdarg.h>
@@ -125,15 +126,16 @@ static void test_plain_program_unchanged(void **state)
 	assert_int_equal(ts_test_rmdir(dir), 0);
 }
 
-static void test_fake_torch_loop(void **state)
+/* A loop over the fake torch (script): steps, data loading, GC, process groups (group,
+ * the second one's members), a stack dump and the uncaught exception (exc). */
+static void fake_loop(const char *script, const char *group, const char *exc)
 {
 	char dir[] = "/tmp/ts-shim-XXXXXX", path[4200];
 	struct ring_seen s;
 
-	(void)state;
 	assert_non_null(mkdtemp(dir));
 	/* the uncaught exception still ends the program as Python would: status 1 */
-	assert_int_equal(python(FAKES "/train_fake.py", dir, NULL), 1);
+	assert_int_equal(python(script, dir, NULL), 1);
 	assert_non_null(strstr(out, "trained"));
 	s = read_ring(dir, path, sizeof(path));
 	assert_int_equal(s.step_end, 5);
@@ -142,15 +144,29 @@ static void test_fake_torch_loop(void **state)
 	assert_true(s.groups >= 1);
 	assert_int_equal(s.exceptions, 1);
 	assert_non_null(strstr(side(path, TS_SIDE_GROUPS), "world:0,1,2,3"));
-	assert_non_null(strstr(side(path, TS_SIDE_GROUPS), "group1:0,1"));
-	assert_non_null(strstr(side(path, TS_SIDE_EXC), "the fake model diverged"));
-	assert_non_null(strstr(side(path, TS_SIDE_STACKS), "train_fake.py"));
+	assert_non_null(strstr(side(path, TS_SIDE_GROUPS), group));
+	assert_non_null(strstr(side(path, TS_SIDE_EXC), exc));
+	assert_non_null(strstr(side(path, TS_SIDE_STACKS), strrchr(script, '/') + 1));
 	/* a plain folder: the ring and its side files are the process's uid's alone */
 	assert_int_equal(side_mode(path, TS_RING_SUFFIX), 0600);
 	assert_int_equal(side_mode(path, TS_SIDE_STACKS), 0600);
 	assert_int_equal(side_mode(path, TS_SIDE_EXC), 0600);
 	assert_int_equal(side_mode(path, TS_SIDE_GROUPS), 0600);
 	assert_int_equal(ts_test_rmdir(dir), 0);
+}
+
+static void test_fake_torch_loop(void **state)
+{
+	(void)state;
+	fake_loop(FAKES "/train_fake.py", "group1:0,1", "the fake model diverged");
+}
+
+/* torch_npu (its stand-in patches torch as the real one does; groups on HCCL): the same
+ * steps, data loading, GC, groups, stacks and exception as a CUDA program. */
+static void test_fake_torch_npu_loop(void **state)
+{
+	(void)state;
+	fake_loop(FAKES "/train_npu.py", "group1:0,2", "the fake NPU model diverged");
 }
 
 /* The Kubernetes ring folder (setgid, sticky, world-writable, the relay's group): the
@@ -216,6 +232,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plain_program_unchanged),
 		cmocka_unit_test(test_fake_torch_loop),
+		cmocka_unit_test(test_fake_torch_npu_loop),
 		cmocka_unit_test(test_side_files_group_rw),
 		cmocka_unit_test(test_step_func),
 		cmocka_unit_test(test_no_library_silent),
