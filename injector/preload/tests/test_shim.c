@@ -1,9 +1,8 @@
 /* The Python shim (injector/preload/python) in real python3 processes under the preload:
  * a program that never imports torch runs exactly as without it and leaves no ring; a
  * loop over the test double of torch (tests/shim/torch), and of torch_npu beside it,
- * gives steps, data loading, GC,
- * process groups, a stack dump and the uncaught exception; TRAINSCOPE_STEP_FUNC gives
- * steps without torch. Run from the repository root (make unit does). */
+ * gives steps, data loading, GC, process groups, a stack dump and the uncaught
+ * exception; TRAINSCOPE_STEP_FUNC gives steps without torch. Run from the repository root (make unit does). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
