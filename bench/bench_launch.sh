@@ -6,6 +6,9 @@
 # prints its median over 7 rounds of many calls; the table shows the medians over
 # processes side by side. Launches run untimed (TRAINSCOPE_SAMPLE_N=1000000): sampled
 # kernels add an event pair, as a timed NCCL call does.
+#
+# BASELINE_LIB=path/to/an/older/libtrainscope.so adds its processes to the same rounds
+# and a column "before" (a change's cost, side by side in one run).
 set -e
 BUILD=${BUILD:-build}
 ROUNDS=${ROUNDS:-7}
@@ -19,14 +22,21 @@ for r in $(seq "$ROUNDS"); do
 	mkdir -p "$work/ring$r"
 	LD_PRELOAD=$lib TRAINSCOPE_RING_DIR=$work/ring$r TRAINSCOPE_SAMPLE_N=1000000 \
 		"$drive" cost >>"$work/with" || exit 1
+	[ -z "${BASELINE_LIB:-}" ] || LD_PRELOAD=$BASELINE_LIB TRAINSCOPE_RING_DIR=$work/ring$r \
+		TRAINSCOPE_SAMPLE_N=1000000 "$drive" cost >>"$work/before" || exit 1
 done
 median() { # FILE KEY
 	awk -v k="cost.$2" '$1 == k { print $2 }' "$1" | sort -g |
 		awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
-printf '\n| %-44s | %9s | %9s | %9s | %-30s |\n' "hooked call (test doubles, CPU)" "without" \
+before_hdr() { [ -z "${BASELINE_LIB:-}" ] || printf "$1" "$2"; }
+printf '\n| %-44s | %9s | %9s | %9s | %-30s |' "hooked call (test doubles, CPU)" "without" \
 	"with" "added" "budget (DESIGN.md 10)"
-echo "|----------------------------------------------|-----------|-----------|-----------|--------------------------------|"
+before_hdr ' %9s |' "before"
+echo
+echo -n "|----------------------------------------------|-----------|-----------|-----------|--------------------------------|"
+before_hdr '%s' "-----------|"
+echo
 over=0
 row() { # KEY WHAT BUDGET_NS
 	local a b d verdict
@@ -36,7 +46,9 @@ row() { # KEY WHAT BUDGET_NS
 	if [ "$(echo "$d > $3" | bc)" = 1 ]; then
 		verdict="<= $3 ns: OVER by $(echo "$d - $3" | bc) ns"; over=1
 	fi
-	printf '| %-44s | %6.1f ns | %6.1f ns | %6.1f ns | %-30s |\n' "$2" "$a" "$b" "$d" "$verdict"
+	printf '| %-44s | %6.1f ns | %6.1f ns | %6.1f ns | %-30s |' "$2" "$a" "$b" "$d" "$verdict"
+	before_hdr ' %6.1f ns |' "$(median "$work/before" "$1")"
+	echo
 }
 row runtime_launch "kernel launch, runtime (__cudaLaunchKernel)" 50
 row dlsym_launch "kernel launch, driver (dlsym'd)" 50
@@ -44,5 +56,5 @@ row getproc_launch "kernel launch, driver (cuGetProcAddress)" 50
 row graph_launch "CUDA graph launch (7 kernels)" 50
 row cublas_gemm "cuBLAS GEMM + its launch (2 calls)" 100
 row nccl_allreduce "NCCL all-reduce (timed: event pair)" 1000
-echo "(medians of $ROUNDS processes each way, alternating)"
+echo "(medians of $ROUNDS processes each way, alternating${BASELINE_LIB:+; before: $BASELINE_LIB})"
 exit 0
