@@ -1,12 +1,14 @@
 /* The dlsym hook. Libraries that reach the CUDA driver look its functions up by name
  * (triton's launchers dlsym cuLaunchKernel; the CUDA runtimes inside cuBLAS and NCCL
  * dlsym cuGetProcAddress), so this is where their launches and allocations become
- * visible: the pointers handed out for those names are the driver.c wrappers.
+ * visible: the pointers handed out for those names are the driver.c wrappers. torch_npu
+ * finds its aclnn operators the same way (aclnn.c).
  *
  * glibc resolves RTLD_NEXT and RTLD_DEFAULT relative to the object that called dlsym,
  * found from the return address. A C wrapper would make every lookup look like it came
  * from here, so the entry point is a tail-jumping trampoline: names the hook does not
  * want reach the real dlsym with the caller's own return address. */
+#include "aclnn.h"
 #include "driver.h"
 #include "real.h"
 
@@ -20,13 +22,18 @@ int ts_dlsym_route(const char *name)
 	ts_real_dlsym_init();
 	if (name && name[0] == 'c' && name[1] == 'u')
 		ts_drv_debug_name("dlsym", name, 0, 0);
-	return name && ts_drv_wants(name);
+	return name && (ts_drv_wants(name) || ts_aclnn_wants(name));
 }
 
 void *ts_dlsym_wrapped(void *handle, const char *name)
 {
 	void *real = ts_real_dlsym(handle, name);
 
+	if (name[0] == 'a') {
+		if (!real && (handle == RTLD_NEXT || handle == RTLD_DEFAULT))
+			real = ts_find_real("libopapi", name);
+		return real ? ts_aclnn_wrap(real) : NULL;
+	}
 	if (!real && (handle == RTLD_NEXT || handle == RTLD_DEFAULT))
 		real = ts_find_real("libcuda", name);
 	return real ? ts_drv_wrap_dlsym(name, real) : NULL;

@@ -1,6 +1,7 @@
 # libtrainscope.so: the preload library (position-independent, never sanitized).
 PRELOAD_SRCS := $(addprefix injector/preload/,api.c real.c dlsym.c driver.c gpu.c graph.c cuda.c \
-		cublas.c comms.c coll.c nccl.c ncclprof.c ncclprof_compat.c acl.c hccl.c ring.c) \
+		cublas.c comms.c coll.c nccl.c ncclprof.c ncclprof_compat.c acl.c aclnn.c hccl.c \
+		ring.c) \
 		common/ident.c
 PRELOAD_LIB  := $(BUILD)/lib/libtrainscope.so
 RING_OBJS    := $(BUILD)/obj/injector/preload/ring.o $(BUILD)/obj/common/ident.o
@@ -99,7 +100,7 @@ $(HOOKDRIVE): $(BUILD)/plain/injector/preload/tests/double/hookdrive.o \
 	@$(CC) -o $@ $(filter %.o,$^) $(DOUBLE_DIR)/libcudart.so.13 $(DOUBLE_DIR)/libcuda.so.1 \
 		$(DOUBLE_RPATH) -ldl -lpthread
 
-# The ACL runtime and HCCL doubles (tests/double/npu_double.h) and their driver: unit
+# The ACL runtime, aclnn and HCCL doubles (tests/double/npu_double.h) and their driver: unit
 # scenarios for test_hooks and the multi-rank NPU job of e2e/test-npu.sh.
 NPUDRIVE := $(DOUBLE_DIR)/npudrive
 $(DOUBLE_DIR)/libascendcl.so: $(BUILD)/dpic/injector/preload/tests/double/acl_double.o
@@ -107,9 +108,12 @@ $(DOUBLE_DIR)/libascendcl.so: $(BUILD)/dpic/injector/preload/tests/double/acl_do
 $(DOUBLE_DIR)/libhccl.so: $(BUILD)/dpic/injector/preload/tests/double/hccl_double.o \
 		$(DOUBLE_DIR)/libascendcl.so
 	$(call double_lib,$^,libhccl.so,$(DOUBLE_RPATH))
+$(DOUBLE_DIR)/libopapi.so: $(BUILD)/dpic/injector/preload/tests/double/opapi_double.o \
+		$(DOUBLE_DIR)/libascendcl.so
+	$(call double_lib,$^,libopapi.so,$(DOUBLE_RPATH))
 $(NPUDRIVE): $(BUILD)/plain/injector/preload/tests/double/npudrive.o \
 		$(BUILD)/plain/injector/preload/ring.o $(BUILD)/plain/common/ident.o \
-		$(DOUBLE_DIR)/libhccl.so $(DOUBLE_DIR)/libascendcl.so
+		$(DOUBLE_DIR)/libhccl.so $(DOUBLE_DIR)/libascendcl.so | $(DOUBLE_DIR)/libopapi.so
 	@echo "  LD      $@"
 	@$(CC) -o $@ $(filter %.o,$^) $(DOUBLE_DIR)/libhccl.so $(DOUBLE_DIR)/libascendcl.so \
 		$(DOUBLE_RPATH) -ldl -lpthread

@@ -6,7 +6,7 @@
  *   npudrive job --ranks N --steps S [--slow-rank R --slow-step K --slow-factor F]
  *                [--hang-rank R --hang-step K] [--kernels N --kernel-us U]
  *                              a torch_npu-like data-parallel job: N rank processes, each
- *                              step N kernels and one HcclAllReduce of the gradients on
+ *                              step N aclnn operators and one HcclAllReduce of the gradients on
  *                              its stream, then a stream synchronize; a slow rank's
  *                              kernels take F times as long from step K; a hanging rank
  *                              never enters step K's all-reduce (e2e/test-npu.sh)
@@ -18,6 +18,7 @@
 #include "ring.h"
 #include "trainscope.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -49,6 +50,16 @@ ts_hccl_result HcclGetRootInfo(ts_hccl_root_info *);
 #define X(name, params) ts_hccl_result name params;
 TS_HCCL_FNS(X)
 #undef X
+
+/* aclnnMatmul from libopapi, found by name as torch_npu finds its operators. */
+typedef int (*aclnn_ws_fn)(const void *, const void *, void *, int8_t, uint64_t *, void **);
+typedef int (*aclnn_run_fn)(void *, uint64_t, void *, void *);
+static struct {
+	void *lib;
+	aclnn_ws_fn ws;
+	aclnn_run_fn run;
+	bool ws_wrapped, run_wrapped;
+} opapi;
 
 #define MS 1000000ull
 #define MAXREC 64
@@ -150,6 +161,36 @@ static void stream_after(void *waiter, void *other, void *ev)
 	check(aclrtStreamWaitEvent(waiter, ev), "aclrtStreamWaitEvent");
 }
 
+static void open_opapi(const char *self)
+{
+	char path[4096];
+	const char *slash = strrchr(self, '/');
+	void *(*addr)(void);
+
+	snprintf(path, sizeof(path), "%.*s/libopapi.so", slash ? (int)(slash - self) : 1,
+		 slash ? self : ".");
+	if (!(opapi.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+		die(dlerror());
+	*(void **)&opapi.ws = dlsym(opapi.lib, "aclnnMatmulGetWorkspaceSize");
+	*(void **)&opapi.run = dlsym(opapi.lib, "aclnnMatmul");
+	if (!opapi.ws || !opapi.run)
+		die("libopapi has no aclnnMatmul");
+	*(void **)&addr = dlsym(opapi.lib, "tsd_opapi_ws_addr");
+	opapi.ws_wrapped = addr() != (void *)opapi.ws;
+	*(void **)&addr = dlsym(opapi.lib, "tsd_opapi_run_addr");
+	opapi.run_wrapped = addr() != (void *)opapi.run;
+}
+
+/* One operator on the stream, in aclnn's two phases. */
+static void matmul(void *stream)
+{
+	uint64_t size;
+	void *executor;
+
+	check(opapi.ws(NULL, NULL, NULL, 0, &size, &executor), "aclnnMatmulGetWorkspaceSize");
+	check(opapi.run(NULL, size, executor, stream), "aclnnMatmul");
+}
+
 static void comm_world(void **comm, uint32_t n, uint32_t rank)
 {
 	ts_hccl_root_info root;
@@ -160,8 +201,8 @@ static void comm_world(void **comm, uint32_t n, uint32_t rank)
 
 /* ---- unit scenarios --------------------------------------------------------------- */
 
-/* 4 steps: each launches one kernel through each of the four launch paths (1 ms each on
- * the double), then on a communication stream an all-reduce, an all-gather, a group of
+/* 4 steps: each launches one kernel through each of the four launch paths and one aclnn
+ * operator (1 ms each on the double), then on a communication stream an all-reduce, an all-gather, a group of
  * two reduce-scatters, a batched send and receive; memory comes and goes; a capture's
  * work counts as captured. */
 static void sc_unit(void)
@@ -183,6 +224,7 @@ static void sc_unit(void)
 		check(aclrtLaunchKernelV2(NULL, 1, NULL, 0, NULL, s), "aclrtLaunchKernelV2");
 		check(aclrtLaunchKernelWithConfig(NULL, 1, s, NULL, NULL, NULL), "WithConfig");
 		check(aclrtLaunchKernelWithHostArgs(NULL, 1, s, NULL, NULL, 0, NULL, 0), "HostArgs");
+		matmul(s);
 		stream_after(cs, s, ev);
 		check(HcclAllReduce(NULL, NULL, 256, 4 /* FP32 */, 0, c, cs), "HcclAllReduce");
 		check(HcclAllGather(NULL, NULL, 10, 11 /* BF16 */, c, cs), "HcclAllGather");
@@ -240,6 +282,8 @@ static void print_all(void)
 	drain();
 	tsd_npu_get_stats(&t);
 	kv("ts.launches", -1, 0, c.launches);
+	kv("aclnn.run_wrapped", -1, 0, opapi.run_wrapped);
+	kv("aclnn.ws_wrapped", -1, 0, opapi.ws_wrapped);
 	kv("ts.colls", -1, 0, c.colls);
 	kv("ts.segments", -1, 0, c.segments);
 	kv("ts.mem_live", -1, 0, c.mem_live);
@@ -323,7 +367,7 @@ static void rank_main(const struct job *j, int rank)
 		if (trainscope_step_begin)
 			trainscope_step_begin((uint64_t)step);
 		for (int k = 0; k < j->kernels; k++)
-			check(aclrtLaunchKernel(NULL, 1, NULL, 0, s), "aclrtLaunchKernel");
+			matmul(s); /* torch_npu's operators: aclnn */
 		if (rank == j->hang_rank && step == j->hang_step) {
 			fprintf(stderr, "npudrive: rank %d is stuck before the all-reduce of step %d\n",
 				rank, step);
@@ -404,6 +448,7 @@ static int job(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	open_opapi(argv[0]);
 	if (argc >= 2 && !strcmp(argv[1], "job"))
 		return job(argc - 1, argv + 1);
 	if (argc != 2)
