@@ -199,8 +199,8 @@ detect-bench: deps
 	@$(MAKE) --no-print-directory $(DETECT_BENCH)
 	@$(DETECT_BENCH) $(DETECT_ARGS)
 
-lint:
-	@e2e/lint.sh
+lint: | $(NPU_STAMP)
+	@NPU_INC=$(NPU_INC) e2e/lint.sh
 
 # Every fuzzer, one after the other, $(FUZZ_RUNS) runs each; one line each, and a failure
 # once all have run if any failed (e2e/fuzz.sh: corpus, log and failing input in

@@ -140,7 +140,7 @@ NPU_INC   := $(TS_CACHE)/npu/torch_npu-2.14.0/include
 NPU_STAMP := $(NPU_INC)/.done
 $(NPU_STAMP):
 	@e2e/npu-headers.sh $(NPU_INC)
-$(BUILD)/pic/injector/preload/acl.o: CFLAGS_ALL += -I$(NPU_INC)
+$(BUILD)/pic/injector/preload/acl.o: CFLAGS_ALL += -isystem $(NPU_INC)
 $(BUILD)/pic/injector/preload/acl.o: | $(NPU_STAMP)
 
 HCCL_ABI_OK := $(BUILD)/test/hccl_abi.ok
