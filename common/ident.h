@@ -24,14 +24,6 @@ struct ts_ident {
  * TRAINSCOPE_DEVICE_UUID when set, else ts_visible_device, else LOCAL_RANK. */
 void ts_ident_from_env(struct ts_ident *id);
 
-/* The device of a process with this local rank, numbered as on its node (what the agent's
- * NVML and DCMI see), from the lists of what it sees: ASCEND_RT_VISIBLE_DEVICES (indices)
- * over ASCEND_VISIBLE_DEVICES (the container's davinci numbers: "0,1", "0-3",
- * "Ascend910-2"), else CUDA_VISIBLE_DEVICES over NVIDIA_VISIBLE_DEVICES. Entry local_rank
- * of the process's list (entry 0 when it has one) is the device. Returns 1 with *index
- * set, 2 with the device's UUID ("GPU-...", "MIG-...") in uuid, 0 when the lists are
- * unset, bad, or do not reach that entry. */
-int ts_visible_device(int32_t local_rank, int32_t *index, char *uuid, size_t n);
 
 /* The inode of the process's own cgroup v2 directory: bpf_get_current_cgroup_id(). */
 uint64_t ts_cgroup_id(void);

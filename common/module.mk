@@ -1,5 +1,5 @@
 COMMON_SRCS := common/log.c common/config.c common/natsw.c common/natskv.c common/names.c common/httpd.c common/buf.c \
-	common/ident.c common/kube.c common/signals.c common/b64.c
+	common/ident.c common/visible.c common/kube.c common/signals.c common/b64.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
 
 $(BUILD)/test/test_config: $(BUILD)/obj/common/tests/test_config.o $(COMMON_OBJS)
@@ -18,6 +18,7 @@ $(BUILD)/test/test_nkeys: $(BUILD)/obj/common/tests/test_nkeys.o $(NKEYS_OBJS)
 	$(call link,$^,$(CMOCKA_LIBS) $(CRYPTO_LIBS))
 TESTS += $(BUILD)/test/test_nkeys
 
-$(BUILD)/test/test_ident: $(BUILD)/obj/common/tests/test_ident.o $(BUILD)/obj/common/ident.o
+$(BUILD)/test/test_ident: $(BUILD)/obj/common/tests/test_ident.o $(BUILD)/obj/common/ident.o \
+		$(BUILD)/obj/common/visible.o
 	$(call link,$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/test_ident

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ident.h"
+#include "visible.h"
 
 static const char *const vars[] = {
 	"ASCEND_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "ASCEND_RUNTIME_OPTIONS",

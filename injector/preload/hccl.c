@@ -9,6 +9,8 @@
 #include "real.h"
 #include "trainscope.h"
 
+#include <string.h>
+
 #define X(name, params)                                \
 	typedef ts_hccl_result(*name##_fn) params;     \
 	TS_EXPORT ts_hccl_result name params;
@@ -245,8 +247,8 @@ static uint64_t name_id(ts_hccl_comm comm, const char *path)
 	char name[TS_HCCL_COMM_NAME_MAX + 1] = { 0 };
 
 	if (f && f(comm, name) == TS_HCCL_SUCCESS && name[0])
-		return ts_comm_uid_hash(name, __builtin_strlen(name));
-	return ts_comm_uid_hash(path ? path : "", path ? __builtin_strlen(path) : 0);
+		return ts_comm_uid_hash(name, strlen(name));
+	return ts_comm_uid_hash(path ? path : "", path ? strlen(path) : 0);
 }
 
 TS_EXPORT ts_hccl_result HcclCommInitRootInfo(uint32_t n, const ts_hccl_root_info *root,
