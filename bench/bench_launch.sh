@@ -47,7 +47,7 @@ row() { # KEY WHAT BUDGET_NS
 		verdict="<= $3 ns: OVER by $(echo "$d - $3" | bc) ns"; over=1
 	fi
 	printf '| %-44s | %6.1f ns | %6.1f ns | %6.1f ns | %-30s |' "$2" "$a" "$b" "$d" "$verdict"
-	before_hdr ' %6.1f ns |' "$(median "$work/before" "$1")"
+	[ -z "${BASELINE_LIB:-}" ] || printf ' %6.1f ns |' "$(median "$work/before" "$1")"
 	echo
 }
 row runtime_launch "kernel launch, runtime (__cudaLaunchKernel)" 50
