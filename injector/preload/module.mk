@@ -95,6 +95,7 @@ $(DOUBLE_DIR)/libtsd_user.so: $(BUILD)/dpic/injector/preload/tests/double/user_d
 
 # The runtime before the driver: the search order RTLD_NEXT is tested against.
 $(HOOKDRIVE): $(BUILD)/plain/injector/preload/tests/double/hookdrive.o \
+		$(BUILD)/plain/injector/preload/tests/double/drive.o \
 		$(BUILD)/plain/injector/preload/ring.o $(BUILD)/plain/common/ident.o \
 		$(BUILD)/plain/common/visible.o \
 		$(DOUBLE_DIR)/libcudart.so.13 $(DOUBLE_DIR)/libcuda.so.1 | $(DOUBLE_DIR)/libtsd_user.so
@@ -114,6 +115,7 @@ $(DOUBLE_DIR)/libopapi.so: $(BUILD)/dpic/injector/preload/tests/double/opapi_dou
 		$(DOUBLE_DIR)/libascendcl.so
 	$(call double_lib,$^,libopapi.so,$(DOUBLE_RPATH))
 $(NPUDRIVE): $(BUILD)/plain/injector/preload/tests/double/npudrive.o \
+		$(BUILD)/plain/injector/preload/tests/double/drive.o \
 		$(BUILD)/plain/injector/preload/ring.o $(BUILD)/plain/common/ident.o \
 		$(BUILD)/plain/common/visible.o \
 		$(DOUBLE_DIR)/libhccl.so $(DOUBLE_DIR)/libascendcl.so | $(DOUBLE_DIR)/libopapi.so

@@ -5,6 +5,7 @@
  * (with NCCL and cuBLAS behind it) is opened RTLD_LOCAL. */
 #define TRAINSCOPE_WEAK
 #include "double.h"
+#include "drive.h"
 #include "cudefs.h"
 #include "ncclprof.h"
 #include "ring.h"
@@ -46,19 +47,9 @@ typedef CUresult (*getproc2_fn)(const char *, void **, int, uint64_t, int *);
 #define A ((CUstream)0x1000)
 #define B ((CUstream)0x2000)
 #define C ((CUstream)0x3000)
-#define MAXREC 64
-
-/* What the ring said. */
-struct seen {
-	struct ts_ring *ring;
-	int gpu_steps, ncoll, ngemm, nhang, ncomm;
-	struct ts_rec gpu_step[MAXREC], coll[MAXREC], gemm[MAXREC], hang[4], comm[8];
-	uint64_t ctr_launches, ctr_api;
-};
-
 static struct {
 	void *user; /* the framework double, RTLD_LOCAL */
-	struct seen seen;
+	struct tsd_seen seen; /* what the ring said */
 	volatile sig_atomic_t dumps;
 } d;
 
@@ -66,14 +57,6 @@ static void die(const char *what)
 {
 	fprintf(stderr, "hookdrive: %s\n", what);
 	exit(2);
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
 static void *user_fn(const char *name)
@@ -95,30 +78,9 @@ static void rt_launch(int how, CUstream s)
 		die("runtime launch failed");
 }
 
-static void keep(struct ts_rec *arr, int *n, int cap, const struct ts_rec *r)
-{
-	if (*n < cap)
-		arr[(*n)++] = *r;
-}
-
 static void drain(void)
 {
-	struct seen *s = &d.seen;
-	struct ts_rec r;
-
-	while (ts_ring_pop(s->ring, &r)) {
-		switch (r.type) {
-		case TS_REC_GPU_STEP: keep(s->gpu_step, &s->gpu_steps, MAXREC, &r); break;
-		case TS_REC_COLL: keep(s->coll, &s->ncoll, MAXREC, &r); break;
-		case TS_REC_GEMM: keep(s->gemm, &s->ngemm, MAXREC, &r); break;
-		case TS_REC_HANG: keep(s->hang, &s->nhang, 4, &r); break;
-		case TS_REC_COMM: keep(s->comm, &s->ncomm, 8, &r); break;
-		case TS_REC_STEP_CTR:
-			s->ctr_launches += r.a;
-			s->ctr_api += r.reserved;
-			break;
-		}
-	}
+	tsd_drain(&d.seen);
 }
 
 static struct trainscope_device_counters counters(void)
@@ -132,13 +94,13 @@ static struct trainscope_device_counters counters(void)
 /* Polls (the library's poller works asynchronously) until done() or 10 s. */
 static void wait_until(bool (*done)(void *), void *arg, const char *what)
 {
-	uint64_t end = now_ms() + 10000;
+	uint64_t end = tsd_now_ms() + 10000;
 
 	for (;;) {
 		drain();
 		if (done(arg))
 			return;
-		if (now_ms() > end)
+		if (tsd_now_ms() > end)
 			die(what);
 		struct timespec t = { 0, 1000000 };
 		nanosleep(&t, NULL);
@@ -538,11 +500,11 @@ static void sc_hang(void)
 	trainscope_step_begin(0);
 	rt_launch(0, A);
 	tsd_set_stalled(B, 1);
-	uint64_t t0 = now_ms();
+	uint64_t t0 = tsd_now_ms();
 	if (allreduce(comm, B, 1024))
 		die("allreduce");
 	wait_until(hang_seen, NULL, "no hang reported");
-	printf("hang_after_ms %llu\n", (unsigned long long)(now_ms() - t0));
+	printf("hang_after_ms %llu\n", (unsigned long long)(tsd_now_ms() - t0));
 	printf("dumps %d\n", (int)d.dumps);
 }
 
@@ -565,7 +527,6 @@ static void sc_nccl(void)
 	wait_gpu_steps(1);
 }
 
-static void kv(const char *key, int i, const char *field, uint64_t v);
 
 /* Communicators made through ncclCommInitRank and ncclCommSplit are announced with the
  * name every member gives them, and each numbers its own collectives from 1. */
@@ -589,8 +550,8 @@ static void sc_comms(void)
 	destroy(half);
 	drain();
 	for (int i = 0; i < d.seen.ncomm; i++) {
-		kv("comm", i, "nranks", d.seen.comm[i].b);
-		kv("comm", i, "rank", d.seen.comm[i].c);
+		tsd_kv("comm", i, "nranks", d.seen.comm[i].b);
+		tsd_kv("comm", i, "rank", d.seen.comm[i].c);
 	}
 	printf("comm_ids_agree %d\n", d.seen.ncomm >= 2 && d.seen.comm[0].a == d.seen.comm[1].a);
 	printf("split_id_differs %d\n", d.seen.ncomm >= 3 && d.seen.comm[2].a != d.seen.comm[0].a);
@@ -606,8 +567,8 @@ static void sc_comms(void)
 	drain();
 	printf("scalable_comms %d\n", d.seen.ncomm - before);
 	if (d.seen.ncomm == before + 2) {
-		kv("scalable", 0, "nranks", d.seen.comm[before].b);
-		kv("scalable", 0, "rank", d.seen.comm[before].c);
+		tsd_kv("scalable", 0, "nranks", d.seen.comm[before].b);
+		tsd_kv("scalable", 0, "rank", d.seen.comm[before].c);
 		printf("scalable_ids_agree %d\n", d.seen.comm[before].a == d.seen.comm[before + 1].a &&
 						     d.seen.comm[before].a != d.seen.comm[0].a);
 	}
@@ -703,75 +664,67 @@ static void sc_plugin(void)
 
 /* ---- output ---------------------------------------------------------------------- */
 
-static void kv(const char *key, int i, const char *field, uint64_t v)
-{
-	if (i < 0)
-		printf("%s %llu\n", key, (unsigned long long)v);
-	else
-		printf("%s.%d.%s %llu\n", key, i, field, (unsigned long long)v);
-}
-
 static void print_all(void)
 {
 	struct trainscope_device_counters c = counters();
 	struct tsd_stats t;
-	struct seen *s = &d.seen;
+	struct tsd_seen *s = &d.seen;
 
 	drain();
 	tsd_get_stats(&t);
-	kv("ts.launches", -1, 0, c.launches);
-	kv("ts.api_calls", -1, 0, c.api_calls);
-	kv("ts.segments", -1, 0, c.segments);
-	kv("ts.samples", -1, 0, c.samples);
-	kv("ts.completed", -1, 0, c.completed);
-	kv("ts.timed_skipped", -1, 0, c.timed_skipped);
-	kv("ts.capture_skips", -1, 0, c.capture_skips);
-	kv("ts.hangs", -1, 0, c.hangs);
-	kv("ts.sample_n", -1, 0, c.sample_n);
-	kv("ts.mem_live", -1, 0, c.mem_live);
-	kv("ts.alloc_failures", -1, 0, c.alloc_failures);
-	kv("ts.gemms", -1, 0, c.gemms);
-	kv("ts.colls", -1, 0, c.colls);
-	kv("ts.graphs", -1, 0, c.graphs);
-	kv("ts.graphs_uncounted", -1, 0, c.graphs_uncounted);
-	kv("ts.graph_launches", -1, 0, c.graph_launches);
-	kv("ts.captured", -1, 0, c.captured);
-	kv("ts.host_funcs", -1, 0, c.host_funcs);
-	kv("dbl.host_funcs", -1, 0, t.host_funcs);
-	kv("dbl.launches", -1, 0, t.launches);
-	kv("dbl.events_created", -1, 0, t.events_created);
-	kv("dbl.records_while_capturing", -1, 0, t.records_while_capturing);
-	kv("ring.step_ctr_launches", -1, 0, s->ctr_launches);
-	kv("ring.gpu_steps", -1, 0, (uint64_t)s->gpu_steps);
+	tsd_kv("ts.launches", -1, 0, c.launches);
+	tsd_kv("ts.api_calls", -1, 0, c.api_calls);
+	tsd_kv("ts.segments", -1, 0, c.segments);
+	tsd_kv("ts.samples", -1, 0, c.samples);
+	tsd_kv("ts.completed", -1, 0, c.completed);
+	tsd_kv("ts.timed_skipped", -1, 0, c.timed_skipped);
+	tsd_kv("ts.capture_skips", -1, 0, c.capture_skips);
+	tsd_kv("ts.hangs", -1, 0, c.hangs);
+	tsd_kv("ts.sample_n", -1, 0, c.sample_n);
+	tsd_kv("ts.mem_live", -1, 0, c.mem_live);
+	tsd_kv("ts.alloc_failures", -1, 0, c.alloc_failures);
+	tsd_kv("ts.gemms", -1, 0, c.gemms);
+	tsd_kv("ts.colls", -1, 0, c.colls);
+	tsd_kv("ts.graphs", -1, 0, c.graphs);
+	tsd_kv("ts.graphs_uncounted", -1, 0, c.graphs_uncounted);
+	tsd_kv("ts.graph_launches", -1, 0, c.graph_launches);
+	tsd_kv("ts.captured", -1, 0, c.captured);
+	tsd_kv("ts.host_funcs", -1, 0, c.host_funcs);
+	tsd_kv("dbl.host_funcs", -1, 0, t.host_funcs);
+	tsd_kv("dbl.launches", -1, 0, t.launches);
+	tsd_kv("dbl.events_created", -1, 0, t.events_created);
+	tsd_kv("dbl.records_while_capturing", -1, 0, t.records_while_capturing);
+	tsd_kv("ring.step_ctr_launches", -1, 0, s->ctr_launches);
+	tsd_kv("ring.gpu_steps", -1, 0, (uint64_t)s->gpu_steps);
 	for (int i = 0; i < s->gpu_steps; i++) {
-		kv("gpu_step", i, "compute_ns", s->gpu_step[i].b);
-		kv("gpu_step", i, "comm_ns", s->gpu_step[i].c);
-		kv("gpu_step", i, "ksamples", s->gpu_step[i].d);
-		kv("gpu_step", i, "ksample_ns", s->gpu_step[i].dur_ns);
+		tsd_kv("gpu_step", i, "compute_ns", s->gpu_step[i].b);
+		tsd_kv("gpu_step", i, "comm_ns", s->gpu_step[i].c);
+		tsd_kv("gpu_step", i, "ksamples", s->gpu_step[i].d);
+		tsd_kv("gpu_step", i, "ksample_ns", s->gpu_step[i].dur_ns);
 	}
-	kv("ring.colls", -1, 0, (uint64_t)s->ncoll);
-	kv("ring.comms", -1, 0, (uint64_t)s->ncomm);
+	tsd_kv("ring.colls", -1, 0, (uint64_t)s->ncoll);
+	tsd_kv("ring.comms", -1, 0, (uint64_t)s->ncomm);
 	for (int i = 0; i < s->ncoll; i++) {
-		kv("coll", i, "op", s->coll[i].kind & 0xff);
-		kv("coll", i, "bytes", s->coll[i].a);
-		kv("coll", i, "ranks", s->coll[i].reserved);
-		kv("coll", i, "seq", s->coll[i].d);
-		kv("coll", i, "has_comm", s->coll[i].c != 0);
-		kv("coll", i, "dur_ns", s->coll[i].dur_ns);
-		kv("coll", i, "algo", s->coll[i].kind >> 8);
-		kv("coll", i, "comm", s->coll[i].c);
+		tsd_kv("coll", i, "op", s->coll[i].kind & 0xff);
+		tsd_kv("coll", i, "bytes", s->coll[i].a);
+		tsd_kv("coll", i, "ranks", s->coll[i].reserved);
+		tsd_kv("coll", i, "seq", s->coll[i].d);
+		tsd_kv("coll", i, "has_comm", s->coll[i].c != 0);
+		tsd_kv("coll", i, "dur_ns", s->coll[i].dur_ns);
+		tsd_kv("coll", i, "algo", s->coll[i].kind >> 8);
+		tsd_kv("coll", i, "comm", s->coll[i].c);
 	}
-	kv("ring.gemms", -1, 0, (uint64_t)s->ngemm);
+	tsd_kv("ring.gemms", -1, 0, (uint64_t)s->ngemm);
 	for (int i = 0; i < s->ngemm; i++) {
-		kv("gemm", i, "flops", s->gemm[i].b);
-		kv("gemm", i, "dur_ns", s->gemm[i].dur_ns);
+		tsd_kv("gemm", i, "flops", s->gemm[i].b);
+		tsd_kv("gemm", i, "dur_ns", s->gemm[i].dur_ns);
 	}
-	kv("ring.hangs", -1, 0, (uint64_t)s->nhang);
+	tsd_kv("ring.hangs", -1, 0, (uint64_t)s->nhang);
 	for (int i = 0; i < s->nhang; i++) {
-		kv("hang", i, "op", s->hang[i].kind);
-		kv("hang", i, "has_comm", s->hang[i].a != 0);
-		kv("hang", i, "seq", s->hang[i].b);
-		kv("hang", i, "pending_ms", s->hang[i].dur_ns / 1000000);
+		tsd_kv("hang", i, "op", s->hang[i].kind);
+		tsd_kv("hang", i, "has_comm", s->hang[i].a != 0);
+		tsd_kv("hang", i, "seq", s->hang[i].b);
+		tsd_kv("hang", i, "pending_ms", s->hang[i].dur_ns / 1000000);
 	}
 }
 
@@ -787,10 +740,7 @@ static const struct {
 
 static void open_ring(void)
 {
-	char path[4096];
-
-	if (trainscope_side_path(TS_RING_SUFFIX, path, sizeof(path)) ||
-	    ts_ring_open(path, &d.seen.ring))
+	if (tsd_open_ring(&d.seen))
 		die("no ring: is TRAINSCOPE_RING_DIR set?");
 }
 

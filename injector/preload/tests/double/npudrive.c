@@ -14,6 +14,7 @@
  * Linked with the ACL and HCCL doubles. */
 #define TRAINSCOPE_WEAK
 #include "npu_double.h"
+#include "drive.h"
 #include "hccl_defs.h"
 #include "ring.h"
 #include "trainscope.h"
@@ -62,14 +63,7 @@ static struct {
 } opapi;
 
 #define MS 1000000ull
-#define MAXREC 64
-
-static struct {
-	struct ts_ring *ring;
-	int gpu_steps, ncoll, nhang, ncomm;
-	struct ts_rec gpu_step[MAXREC], coll[MAXREC], hang[4], comm[8];
-	uint64_t ctr_launches;
-} seen;
+static struct tsd_seen seen; /* what the ring said */
 
 static void die(const char *what)
 {
@@ -85,42 +79,18 @@ static void check(int r, const char *what)
 	}
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
-static void keep(struct ts_rec *arr, int *n, int cap, const struct ts_rec *r)
-{
-	if (*n < cap)
-		arr[(*n)++] = *r;
-}
-
 static void drain(void)
 {
-	struct ts_rec r;
-
-	while (ts_ring_pop(seen.ring, &r)) {
-		switch (r.type) {
-		case TS_REC_GPU_STEP: keep(seen.gpu_step, &seen.gpu_steps, MAXREC, &r); break;
-		case TS_REC_COLL: keep(seen.coll, &seen.ncoll, MAXREC, &r); break;
-		case TS_REC_HANG: keep(seen.hang, &seen.nhang, 4, &r); break;
-		case TS_REC_COMM: keep(seen.comm, &seen.ncomm, 8, &r); break;
-		case TS_REC_STEP_CTR: seen.ctr_launches += r.a; break;
-		}
-	}
+	tsd_drain(&seen);
 }
 
 /* Polls the ring (the library's poller works asynchronously) until done or 10 s. */
 static void wait_for(bool (*done)(void), const char *what)
 {
-	uint64_t end = now_ms() + 10000;
+	uint64_t end = tsd_now_ms() + 10000;
 
 	while (drain(), !done()) {
-		if (now_ms() > end)
+		if (tsd_now_ms() > end)
 			die(what);
 		struct timespec t = { 0, 1000000 };
 		nanosleep(&t, NULL);
@@ -266,14 +236,6 @@ static void sc_hang(void)
 	wait_for(have_hang, "no hang record");
 }
 
-static void kv(const char *key, int i, const char *field, uint64_t v)
-{
-	if (i < 0)
-		printf("%s %llu\n", key, (unsigned long long)v);
-	else
-		printf("%s.%d.%s %llu\n", key, i, field, (unsigned long long)v);
-}
-
 static void print_all(void)
 {
 	struct trainscope_device_counters c = counters();
@@ -281,55 +243,52 @@ static void print_all(void)
 
 	drain();
 	tsd_npu_get_stats(&t);
-	kv("ts.launches", -1, 0, c.launches);
-	kv("aclnn.run_wrapped", -1, 0, opapi.run_wrapped);
-	kv("aclnn.ws_wrapped", -1, 0, opapi.ws_wrapped);
-	kv("ts.colls", -1, 0, c.colls);
-	kv("ts.segments", -1, 0, c.segments);
-	kv("ts.mem_live", -1, 0, c.mem_live);
-	kv("ts.alloc_failures", -1, 0, c.alloc_failures);
-	kv("ts.captured", -1, 0, c.captured);
-	kv("ts.capture_skips", -1, 0, c.capture_skips);
-	kv("dbl.launches", -1, 0, t.launches);
-	kv("dbl.records_while_capturing", -1, 0, t.records_while_capturing);
-	kv("ring.step_ctr_launches", -1, 0, seen.ctr_launches);
-	kv("ring.gpu_steps", -1, 0, (uint64_t)seen.gpu_steps);
+	tsd_kv("ts.launches", -1, 0, c.launches);
+	tsd_kv("aclnn.run_wrapped", -1, 0, opapi.run_wrapped);
+	tsd_kv("aclnn.ws_wrapped", -1, 0, opapi.ws_wrapped);
+	tsd_kv("ts.colls", -1, 0, c.colls);
+	tsd_kv("ts.segments", -1, 0, c.segments);
+	tsd_kv("ts.mem_live", -1, 0, c.mem_live);
+	tsd_kv("ts.alloc_failures", -1, 0, c.alloc_failures);
+	tsd_kv("ts.captured", -1, 0, c.captured);
+	tsd_kv("ts.capture_skips", -1, 0, c.capture_skips);
+	tsd_kv("dbl.launches", -1, 0, t.launches);
+	tsd_kv("dbl.records_while_capturing", -1, 0, t.records_while_capturing);
+	tsd_kv("ring.step_ctr_launches", -1, 0, seen.ctr_launches);
+	tsd_kv("ring.gpu_steps", -1, 0, (uint64_t)seen.gpu_steps);
 	for (int i = 0; i < seen.gpu_steps; i++) {
-		kv("gpu_step", i, "compute_ns", seen.gpu_step[i].b);
-		kv("gpu_step", i, "comm_ns", seen.gpu_step[i].c);
+		tsd_kv("gpu_step", i, "compute_ns", seen.gpu_step[i].b);
+		tsd_kv("gpu_step", i, "comm_ns", seen.gpu_step[i].c);
 	}
-	kv("ring.comms", -1, 0, (uint64_t)seen.ncomm);
+	tsd_kv("ring.comms", -1, 0, (uint64_t)seen.ncomm);
 	for (int i = 0; i < seen.ncomm; i++) {
-		kv("comm", i, "id", seen.comm[i].a);
-		kv("comm", i, "ranks", seen.comm[i].b);
-		kv("comm", i, "rank", seen.comm[i].c);
+		tsd_kv("comm", i, "id", seen.comm[i].a);
+		tsd_kv("comm", i, "ranks", seen.comm[i].b);
+		tsd_kv("comm", i, "rank", seen.comm[i].c);
 	}
-	kv("ring.colls", -1, 0, (uint64_t)seen.ncoll);
+	tsd_kv("ring.colls", -1, 0, (uint64_t)seen.ncoll);
 	for (int i = 0; i < seen.ncoll; i++) {
-		kv("coll", i, "op", seen.coll[i].kind & 0xff);
-		kv("coll", i, "bytes", seen.coll[i].a);
-		kv("coll", i, "ranks", seen.coll[i].reserved);
-		kv("coll", i, "seq", seen.coll[i].d);
-		kv("coll", i, "comm", seen.coll[i].c);
-		kv("coll", i, "dur_us", seen.coll[i].dur_ns / 1000);
+		tsd_kv("coll", i, "op", seen.coll[i].kind & 0xff);
+		tsd_kv("coll", i, "bytes", seen.coll[i].a);
+		tsd_kv("coll", i, "ranks", seen.coll[i].reserved);
+		tsd_kv("coll", i, "seq", seen.coll[i].d);
+		tsd_kv("coll", i, "comm", seen.coll[i].c);
+		tsd_kv("coll", i, "dur_us", seen.coll[i].dur_ns / 1000);
 	}
-	kv("ring.hangs", -1, 0, (uint64_t)seen.nhang);
+	tsd_kv("ring.hangs", -1, 0, (uint64_t)seen.nhang);
 	for (int i = 0; i < seen.nhang; i++) {
-		kv("hang", i, "op", seen.hang[i].kind);
-		kv("hang", i, "comm", seen.hang[i].a);
-		kv("hang", i, "seq", seen.hang[i].b);
-		kv("hang", i, "pending_ms", seen.hang[i].dur_ns / MS);
+		tsd_kv("hang", i, "op", seen.hang[i].kind);
+		tsd_kv("hang", i, "comm", seen.hang[i].a);
+		tsd_kv("hang", i, "seq", seen.hang[i].b);
+		tsd_kv("hang", i, "pending_ms", seen.hang[i].dur_ns / MS);
 	}
 }
 
 static int unit(const char *name)
 {
-	char path[4096];
-
 	if (!trainscope_step_begin)
 		die("usage: LD_PRELOAD=libtrainscope.so npudrive unit|hang");
-	if (trainscope_side_path(TS_RING_SUFFIX, path, sizeof(path)) ||
-	    ts_ring_open(path, &seen.ring))
+	if (tsd_open_ring(&seen))
 		die("no ring: is TRAINSCOPE_RING_DIR set?");
 	if (!strcmp(name, "unit"))
 		sc_unit();
