@@ -1,6 +1,7 @@
 #include "aclnn.h"
 #include "gpu.h"
 
+#include <stdio.h>
 #include <string.h>
 
 typedef int (*aclnn_run_fn)(void *workspace, uint64_t size, void *executor, void *stream);
@@ -10,7 +11,7 @@ typedef int (*aclnn_run_fn)(void *workspace, uint64_t size, void *executor, void
 #define SLOTS 500
 static _Atomic(aclnn_run_fn) slot[SLOTS];
 static _Atomic unsigned used;
-static _Atomic uint64_t overflow; /* operators left unwrapped: all slots taken */
+static _Atomic int said_full;
 
 static int run(unsigned i, void *ws, uint64_t n, void *ex, void *st)
 {
@@ -59,7 +60,9 @@ void *ts_aclnn_wrap(void *real)
 			return (void *)wrapper[i];
 	unsigned i = atomic_fetch_add(&used, 1);
 	if (i >= SLOTS) {
-		atomic_fetch_add(&overflow, 1);
+		if (!atomic_exchange(&said_full, 1))
+			fprintf(stderr, "trainscope: more than %d aclnn operators looked up; "
+					"the others run untimed\n", SLOTS);
 		return real;
 	}
 	atomic_store(&slot[i], (aclnn_run_fn)real);

@@ -33,6 +33,15 @@ TS_HIDDEN void ts_coll_enter(struct ts_coll_call *c, const struct ts_coll_lib *l
 			     uint64_t count, unsigned elem, void *comm, CUstream stream);
 TS_HIDDEN void ts_coll_leave(struct ts_coll_call *c);
 
+/* A communicator call (init, split) made inside another call of the same library is
+ * the library's own: `outer` says whether this one is the caller's. Declares r, the
+ * real function f's result. */
+#define TS_COLL_NESTED(result_type, call)    \
+	bool outer = ts_tls.coll_depth == 0; \
+	ts_tls.coll_depth++;                 \
+	result_type r = f call;              \
+	ts_tls.coll_depth--;
+
 /* A stand-in name for a communicator seen only by its pointer (no init was hooked). */
 TS_HIDDEN uint64_t ts_coll_comm_hash(void *comm);
 

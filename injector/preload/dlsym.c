@@ -29,7 +29,7 @@ void *ts_dlsym_wrapped(void *handle, const char *name)
 {
 	void *real = ts_real_dlsym(handle, name);
 
-	if (name[0] == 'a') {
+	if (ts_aclnn_wants(name)) {
 		if (!real && (handle == RTLD_NEXT || handle == RTLD_DEFAULT))
 			real = ts_find_real("libopapi", name);
 		return real ? ts_aclnn_wrap(real) : NULL;

@@ -93,14 +93,14 @@ uint64_t ts_hang_timeout_ns(void)
 		       env_u64("TRAINSCOPE_HANG_TIMEOUT_S", 300) * 1000) * 1000000ull;
 }
 
-static unsigned backend(unsigned sk) /* 0 CUDA, 1 ACL */
+static inline unsigned backend(unsigned sk) /* 0 CUDA, 1 ACL: in ready-state order */
 {
 	return sk == TS_SK_ACL;
 }
 
 static inline int ready_state(unsigned sk)
 {
-	return sk == TS_SK_ACL ? GPU_READY_ACL : GPU_READY_CUDA;
+	return GPU_READY_CUDA + (int)backend(sk);
 }
 
 static bool resolve(struct ts_dev_fns *d, unsigned sk)

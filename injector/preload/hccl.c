@@ -227,13 +227,6 @@ TS_EXPORT ts_hccl_result HcclGroupEnd(void)
 
 /* ---- communicators: their shared names (comms.h) -------------------------------- */
 
-/* Calls made inside another HCCL call are HCCL's own. */
-#define HCCL_NESTED(call)                    \
-	bool outer = ts_tls.coll_depth == 0; \
-	ts_tls.coll_depth++;                 \
-	ts_hccl_result r = f call;           \
-	ts_tls.coll_depth--;
-
 static void made(ts_hccl_comm comm, uint64_t id, uint32_t nranks, uint32_t rank)
 {
 	ts_comm_made(comm, id, nranks ? nranks : comm_ranks(comm), rank);
@@ -255,7 +248,7 @@ TS_EXPORT ts_hccl_result HcclCommInitRootInfo(uint32_t n, const ts_hccl_root_inf
 					      uint32_t rank, ts_hccl_comm *comm)
 {
 	HCCL_REAL(HcclCommInitRootInfo)
-	HCCL_NESTED((n, root, rank, comm))
+	TS_COLL_NESTED(ts_hccl_result, (n, root, rank, comm))
 	if (outer && r == TS_HCCL_SUCCESS && comm && *comm && root)
 		made(*comm, ts_comm_uid_hash(root, sizeof(*root)), n, rank);
 	return r;
@@ -266,7 +259,7 @@ TS_EXPORT ts_hccl_result HcclCommInitRootInfoConfig(uint32_t n, const ts_hccl_ro
 						    ts_hccl_comm *comm)
 {
 	HCCL_REAL(HcclCommInitRootInfoConfig)
-	HCCL_NESTED((n, root, rank, cfg, comm))
+	TS_COLL_NESTED(ts_hccl_result, (n, root, rank, cfg, comm))
 	if (outer && r == TS_HCCL_SUCCESS && comm && *comm && root)
 		made(*comm, ts_comm_uid_hash(root, sizeof(*root)), n, rank);
 	return r;
@@ -279,7 +272,7 @@ TS_EXPORT ts_hccl_result HcclCommInitRootInfoScalable(uint32_t n, uint32_t nroot
 						      const ts_hccl_config *cfg, ts_hccl_comm *comm)
 {
 	HCCL_REAL(HcclCommInitRootInfoScalable)
-	HCCL_NESTED((n, nroot, roots, rank, next, cfg, comm))
+	TS_COLL_NESTED(ts_hccl_result, (n, nroot, roots, rank, next, cfg, comm))
 	if (outer && r == TS_HCCL_SUCCESS && comm && *comm && roots && nroot)
 		made(*comm, ts_comm_uid_hash(roots, (size_t)nroot * sizeof(*roots)), n, rank);
 	return r;
@@ -289,7 +282,7 @@ TS_EXPORT ts_hccl_result HcclCommInitClusterInfo(const char *path, uint32_t rank
 						 ts_hccl_comm *comm)
 {
 	HCCL_REAL(HcclCommInitClusterInfo)
-	HCCL_NESTED((path, rank, comm))
+	TS_COLL_NESTED(ts_hccl_result, (path, rank, comm))
 	if (outer && r == TS_HCCL_SUCCESS && comm && *comm)
 		made(*comm, name_id(*comm, path), 0, comm_rank(*comm, rank));
 	return r;
@@ -299,7 +292,7 @@ TS_EXPORT ts_hccl_result HcclCommInitClusterInfoConfig(const char *path, uint32_
 						       ts_hccl_config *cfg, ts_hccl_comm *comm)
 {
 	HCCL_REAL(HcclCommInitClusterInfoConfig)
-	HCCL_NESTED((path, rank, cfg, comm))
+	TS_COLL_NESTED(ts_hccl_result, (path, rank, cfg, comm))
 	if (outer && r == TS_HCCL_SUCCESS && comm && *comm)
 		made(*comm, name_id(*comm, path), 0, comm_rank(*comm, rank));
 	return r;
@@ -311,7 +304,7 @@ TS_EXPORT ts_hccl_result HcclCreateSubCommConfig(ts_hccl_comm *comm, uint32_t n,
 						 ts_hccl_config *cfg, ts_hccl_comm *sub)
 {
 	HCCL_REAL(HcclCreateSubCommConfig)
-	HCCL_NESTED((comm, n, ids, sub_id, sub_rank, cfg, sub))
+	TS_COLL_NESTED(ts_hccl_result, (comm, n, ids, sub_id, sub_rank, cfg, sub))
 	if (outer && r == TS_HCCL_SUCCESS && comm && sub && *sub) {
 		struct ts_comm *p = ts_comm_find(*comm, ts_coll_comm_hash(*comm), 0);
 		uint64_t pid = p ? atomic_load(&p->id) : 0;
@@ -326,7 +319,7 @@ TS_EXPORT ts_hccl_result HcclCreateSubCommConfig(ts_hccl_comm *comm, uint32_t n,
 TS_EXPORT ts_hccl_result HcclCommInitAll(uint32_t ndev, int32_t *devices, ts_hccl_comm *comms)
 {
 	HCCL_REAL(HcclCommInitAll)
-	HCCL_NESTED((ndev, devices, comms))
+	TS_COLL_NESTED(ts_hccl_result, (ndev, devices, comms))
 	if (outer && r == TS_HCCL_SUCCESS && comms && devices) {
 		uint64_t id = ts_comm_uid_hash(devices, ndev * sizeof(*devices)) ^
 			      ts_comm_uid_hash(&comms, sizeof(comms));

@@ -199,13 +199,6 @@ typedef struct {
 	char internal[128];
 } ts_nccl_uid;
 
-/* Calls made inside another NCCL call (a split made of an init) are NCCL's own. */
-#define NCCL_NESTED(call)                 \
-	bool outer = ts_tls.coll_depth == 0; \
-	ts_tls.coll_depth++;                 \
-	ncclResult_t r = f call;             \
-	ts_tls.coll_depth--;
-
 /* A communicator came out of an init: done, or (non-blocking, config.blocking = 0) still
  * being made in the background, its size and rank already known. */
 #define TS_NCCL_IN_PROGRESS 7
@@ -217,7 +210,7 @@ static bool init_made(ncclResult_t r, const ncclComm_t *comm)
 TS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ts_nccl_uid id, int rank)
 {
 	NCCL_REAL("ncclCommInitRank", ncclComm_t *, int, ts_nccl_uid, int)
-	NCCL_NESTED((comm, nranks, id, rank))
+	TS_COLL_NESTED(ncclResult_t, (comm, nranks, id, rank))
 	if (outer && r == 0 && comm && *comm)
 		ts_comm_made(*comm, ts_comm_uid_hash(&id, sizeof(id)), (uint32_t)nranks,
 			     (uint32_t)rank);
@@ -228,7 +221,7 @@ TS_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ts_n
 					      int rank, void *config)
 {
 	NCCL_REAL("ncclCommInitRankConfig", ncclComm_t *, int, ts_nccl_uid, int, void *)
-	NCCL_NESTED((comm, nranks, id, rank, config))
+	TS_COLL_NESTED(ncclResult_t, (comm, nranks, id, rank, config))
 	if (outer && init_made(r, comm))
 		ts_comm_made(*comm, ts_comm_uid_hash(&id, sizeof(id)), (uint32_t)nranks,
 			     (uint32_t)rank);
@@ -241,7 +234,7 @@ TS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, in
 						ts_nccl_uid *ids, void *config)
 {
 	NCCL_REAL("ncclCommInitRankScalable", ncclComm_t *, int, int, int, ts_nccl_uid *, void *)
-	NCCL_NESTED((comm, nranks, rank, nids, ids, config))
+	TS_COLL_NESTED(ncclResult_t, (comm, nranks, rank, nids, ids, config))
 	if (outer && init_made(r, comm) && ids && nids > 0)
 		ts_comm_made(*comm, ts_comm_uid_hash(ids, (size_t)nids * sizeof(*ids)),
 			     (uint32_t)nranks, (uint32_t)rank);
@@ -255,7 +248,7 @@ TS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
 				     void *config)
 {
 	NCCL_REAL("ncclCommSplit", ncclComm_t, int, int, ncclComm_t *, void *)
-	NCCL_NESTED((comm, color, key, newcomm, config))
+	TS_COLL_NESTED(ncclResult_t, (comm, color, key, newcomm, config))
 	if (outer && r == 0 && newcomm && *newcomm) {
 		struct ts_comm *parent = ts_comm_find(comm, ts_coll_comm_hash(comm), 0);
 		user_rank_fn ur = (user_rank_fn)ts_real(&real_user_rank, "libnccl", "ncclCommUserRank");
