@@ -5,6 +5,8 @@
 #   e2e/gpu/run.sh detect    noisy neighbour and hang, through relay, NATS and analyzer
 #   e2e/gpu/run.sh coverage  kernels counted against torch.profiler: eager, torch.compile
 #                            default and reduce-overhead (CUDA graphs), FSDP
+#   e2e/gpu/run.sh graphcoll collectives captured into a CUDA graph, counted per replay
+#                            (with NCCL's profiler plugin and without)
 # Expects build/ (libtrainscope.so, and for detect the daemons) carried from the build
 # machine; writes results under $OUT. NVLink multicast stays off.
 set -uo pipefail
@@ -109,6 +111,15 @@ print("launch-bound step: %.0f launches/step, median step %.3f ms" % (n, 1e3 * r
 PY
 }
 
+graphcoll() {
+	for plugin in with without; do
+		if [ $plugin = with ]; then e=$(preload_env); else e=$(preload_env | sed 's/NCCL_PROFILER_PLUGIN=[^ ]*//'); fi
+		echo "== NCCL profiler plugin: $plugin"
+		env $e torchrun --standalone --nproc_per_node="$NGPU" e2e/gpu/graphcoll.py \
+			--out "$OUT/graphcoll-$plugin" 2>&1 | grep -E '^\{|Error|error' | tail -8
+	done | tee "$OUT/graphcoll.txt"
+}
+
 overhead() {
 	local n=${ALTERNATIONS:-5} steps=${STEPS:-200}
 	for i in $(seq 1 "$n"); do
@@ -125,5 +136,6 @@ overhead) overhead ;;
 detect) source e2e/gpu/detect.sh; detect ;;
 coverage) coverage; share_probe ;;
 launchbound) launchbound ;;
-*) echo "usage: $0 smoke|overhead|detect|coverage|launchbound" >&2; exit 2 ;;
+graphcoll) graphcoll ;;
+*) echo "usage: $0 smoke|overhead|detect|coverage|launchbound|graphcoll" >&2; exit 2 ;;
 esac

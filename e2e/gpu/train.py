@@ -57,7 +57,7 @@ def device_counters():
     names = ("launches", "api_calls", "segments", "samples", "completed", "timed_skipped",
              "capture_skips", "hangs", "sample_n", "mem_live", "alloc_failures", "gemms",
              "colls", "graphs", "graphs_uncounted", "graph_launches", "captured",
-             "host_funcs")
+             "host_funcs", "graph_colls", "graph_colls_uncounted")
     buf = (ctypes.c_uint64 * len(names))()
     fn(buf)
     return dict(zip(names, buf))

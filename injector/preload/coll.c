@@ -50,6 +50,12 @@ void ts_coll_enter(struct ts_coll_call *c, const struct ts_coll_lib *lib, unsign
 		return;
 	c->t0 = ts_ticks();
 	ts_ctr_add(&ts_lib.ctr.api_calls, 1);
+	if (unlikely(atomic_load_explicit(&ts_captures, memory_order_relaxed) > 0) &&
+	    ts_gpu_captured(stream, lib->sk)) { /* it runs, and counts, with its graph */
+		coll_meta(c, op, count, elem, comm);
+		(void)ts_graph_capture_coll(stream, lib->sk, &c->meta);
+		return;
+	}
 	ts_ctr_add(&ts_lib.ctr.colls, 1);
 	if (ts_gpu_plugin_active())
 		return;

@@ -347,12 +347,17 @@ void ts_gpu_graph_note(enum ts_graph_note what)
 	atomic_fetch_add_explicit(&g.st.graph[what], 1, memory_order_relaxed);
 }
 
-bool ts_gpu_captured(CUstream s, unsigned sk)
+bool ts_gpu_capturing(CUstream s, unsigned sk)
 {
 	int status = 0;
 
-	if (!gpu_ready(sk) || g.d.is_capturing(norm(s, sk), &status) != TS_CUDA_SUCCESS ||
-	    !status)
+	return gpu_ready(sk) && g.d.is_capturing(norm(s, sk), &status) == TS_CUDA_SUCCESS &&
+	       status;
+}
+
+bool ts_gpu_captured(CUstream s, unsigned sk)
+{
+	if (!ts_gpu_capturing(s, sk))
 		return false;
 	ts_gpu_graph_note(TS_GRAPH_CAPTURED);
 	return true;
@@ -597,4 +602,5 @@ void ts_gpu_get_stats(struct trainscope_device_counters *o)
 	o->graph_launches = atomic_load(&g.st.graph[TS_GRAPH_LAUNCH]);
 	o->captured = atomic_load(&g.st.graph[TS_GRAPH_CAPTURED]);
 	o->host_funcs = atomic_load(&g.st.graph[TS_GRAPH_HOST_FUNC]);
+	ts_graph_coll_counts(&o->graph_colls, &o->graph_colls_uncounted);
 }

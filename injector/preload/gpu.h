@@ -71,8 +71,10 @@ enum ts_graph_note {
 	TS_GRAPH_HOST_FUNC,      /* a host function enqueued on a stream */
 };
 TS_HIDDEN void ts_gpu_graph_note(enum ts_graph_note what);
-/* The stream is being captured (asked only while a capture is under way). */
+/* The stream is being captured (asked only while a capture is under way): captured
+ * counts the launch as captured, capturing does not. */
 TS_HIDDEN bool ts_gpu_captured(CUstream s, unsigned sk);
+TS_HIDDEN bool ts_gpu_capturing(CUstream s, unsigned sk);
 
 /* Around one outermost launch, runtime or driver, of `kernels` kernels (a graph replay
  * runs many, a host function none): count them, open the stream's segment, maybe
@@ -95,11 +97,18 @@ static inline int ts_launch_enter(CUstream stream, unsigned sk, uint64_t *t0)
 	return ts_launch_enter_n(stream, sk, t0, 1);
 }
 
-/* A replay of the executable graph exec: its kernels, counted at instantiation. */
+/* A replay of the executable graph exec: its kernels and collectives, counted at
+ * instantiation. A graph launched into a capture runs later, as part of another. */
 static inline int ts_graph_launch_enter(uint64_t exec, CUstream stream, bool ptsz, uint64_t *t0)
 {
+	int slot;
+	uint32_t kernels = ts_graph_kernels(exec, &slot);
+
 	ts_gpu_graph_note(TS_GRAPH_LAUNCH);
-	return ts_launch_enter_n(stream, ptsz, t0, ts_graph_kernels(exec));
+	if (slot >= 0 && !(unlikely(atomic_load_explicit(&ts_captures, memory_order_relaxed) > 0) &&
+			   ts_gpu_capturing(stream, ptsz)))
+		ts_graph_colls_replayed(slot);
+	return ts_launch_enter_n(stream, ptsz, t0, kernels);
 }
 
 /* A host function enqueued on the stream: work on it, no kernel. */

@@ -35,6 +35,9 @@ enum ts_rec_type {
 	TS_REC_GROUPS = 11,    /* the ring's .groups file changed */
 	TS_REC_COMM = 12,      /* an NCCL communicator made: a = its hash (the same on every
 				* member), b = members, c = this rank in it */
+	TS_REC_GRAPH_COLL = 13, /* collectives a CUDA graph's replay ran, untimed (the replay
+				 * is): kind = op, a = their bytes, b = step + 1, c = comm
+				 * hash, d = how many, reserved = ranks in the communicator */
 };
 
 /* Files beside a ring that carry text the fixed-size records cannot. */

@@ -33,9 +33,11 @@ static void add_region(struct ts_step_sum *s, unsigned kind, uint64_t dur)
 	}
 }
 
-static void add_coll(struct ts_step_sum *s, unsigned op, uint64_t bytes, uint64_t dur)
+/* count calls of size bytes each (the bucket), total bytes in all */
+static void add_coll(struct ts_step_sum *s, unsigned op, uint64_t size, uint64_t total,
+		     uint64_t dur, uint32_t count)
 {
-	uint8_t b = log2_bucket(bytes);
+	uint8_t b = log2_bucket(size);
 	int i;
 
 	s->collective_ns += dur;
@@ -48,8 +50,8 @@ static void add_coll(struct ts_step_sum *s, unsigned op, uint64_t bytes, uint64_
 		else
 			s->coll[s->ncoll++] = (struct ts_coll_acc){ .op = (uint8_t)op, .bucket = b };
 	}
-	s->coll[i].count++;
-	s->coll[i].bytes += bytes;
+	s->coll[i].count += count;
+	s->coll[i].bytes += total;
 	s->coll[i].time_ns += dur;
 }
 
@@ -137,8 +139,13 @@ bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *ou
 			return false;
 		if (!r->b)
 			mark_start(s, t);
-		add_coll(s, r->kind & 0xff, r->a, r->dur_ns);
+		add_coll(s, r->kind & 0xff, r->a, r->a, r->dur_ns, 1);
 		add_comm(s, r);
+		a->cur_open |= s == &a->cur;
+		return false;
+	case TS_REC_GRAPH_COLL: /* sized by one call, untimed: no transfer time to judge */
+		if (r->b && (s = tagged(a, r->b - 1)) && r->d)
+			add_coll(s, r->kind & 0xff, r->a / r->d, r->a, 0, (uint32_t)r->d);
 		a->cur_open |= s == &a->cur;
 		return false;
 	case TS_REC_GEMM:

@@ -83,6 +83,8 @@ struct trainscope_device_counters {
 	uint64_t graph_launches; /* graph replays (their kernels are in launches) */
 	uint64_t captured;       /* launches into a stream being captured (not in launches) */
 	uint64_t host_funcs;     /* host functions enqueued on streams */
+	uint64_t graph_colls;    /* collectives run by graph replays (they are in colls) */
+	uint64_t graph_colls_uncounted; /* collectives captured into a graph and not kept */
 };
 TRAINSCOPE_API void trainscope_get_device_counters(struct trainscope_device_counters *out);
 

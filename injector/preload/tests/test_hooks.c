@@ -264,6 +264,30 @@ static void test_nccl(void **state)
 	assert_int_equal(vali(&o, "gpu_step", 0, "compute_ns"), 0);
 }
 
+/* Collectives called into a capture run with each replay of the graph: counted then,
+ * one record per kind and replay, sized per call, tagged with the replay's step; the
+ * capture itself counts none. The graph's kernels (2 + 3 + 1 from NCCL, 1 more) count
+ * per replay too. */
+static void test_graph_colls(void **state)
+{
+	(void)state;
+	run("graph_colls", NULL, &o);
+	assert_int_equal(val(&o, "ts.graph_colls"), 4 * 6);
+	assert_int_equal(val(&o, "ts.graph_colls_uncounted"), 0);
+	assert_int_equal(val(&o, "ts.colls"), 4 * 6 + 1);
+	assert_int_equal(val(&o, "ts.launches"), 4 * 7 + 1);
+	assert_int_equal(val(&o, "ring.colls"), 1); /* the eager one, timed */
+	assert_int_equal(val(&o, "ring.graph_colls"), 4 * 2);
+	for (int i = 0; i < 8; i++) {
+		int ar = vali(&o, "gcoll", i, "op") == 1;
+		assert_int_equal(vali(&o, "gcoll", i, "step"), i / 2);
+		assert_int_equal(vali(&o, "gcoll", i, "ranks"), 4);
+		assert_int_equal(vali(&o, "gcoll", i, "count"), ar ? 5 : 1);
+		assert_int_equal(vali(&o, "gcoll", i, "bytes"), ar ? 5 * 256 * 4 : 10 * 4 * 4);
+		assert_true(ar || vali(&o, "gcoll", i, "op") == 2);
+	}
+}
+
 /* Two processes' view in one: the same unique id names the same communicator; a split
  * gets a name of its own; each communicator numbers its collectives from 1. */
 static void test_comms(void **state)
@@ -418,6 +442,7 @@ int main(void)
 		cmocka_unit_test(test_hang),
 		cmocka_unit_test(test_nccl),
 		cmocka_unit_test(test_comms),
+		cmocka_unit_test(test_graph_colls),
 		cmocka_unit_test(test_cublas),
 		cmocka_unit_test(test_profiler_plugin),
 		cmocka_unit_test(test_npu),

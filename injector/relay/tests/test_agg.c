@@ -59,6 +59,31 @@ static void test_fold_steps(void **state)
 	assert_int_equal(s.start_ns, 300 + off);
 }
 
+/* Collectives a graph replay ran: counted and sized per call, untimed, and kept out of
+ * the communicators' transfer times (nothing timed them). */
+static void test_graph_colls(void **state)
+{
+	struct ts_agg a;
+	struct ts_step_sum s;
+	struct ts_rec r = { .type = TS_REC_GRAPH_COLL, .kind = TRAINSCOPE_COLL_ALL_REDUCE,
+			    .a = 5 * 4096, .b = 1, .c = 0xc1, .d = 5, .reserved = 8 };
+
+	(void)state;
+	ts_agg_init(&a, 0);
+	assert_false(R(&a, &s, TS_REC_STEP_BEGIN, 0, 10, 0, 0));
+	assert_false(ts_agg_add(&a, &r, &s));
+	assert_false(R(&a, &s, TS_REC_COLL, TRAINSCOPE_COLL_ALL_REDUCE, 20, 10, 4096));
+	assert_true(R(&a, &s, TS_REC_STEP_END, 0, 100, 0, 0));
+	assert_int_equal(s.ncoll, 1);
+	assert_int_equal(s.coll[0].bucket, 12);
+	assert_int_equal(s.coll[0].count, 6);
+	assert_int_equal(s.coll[0].bytes, 6 * 4096);
+	assert_int_equal(s.coll[0].time_ns, 10);
+	assert_int_equal(s.collective_ns, 10);
+	assert_int_equal(s.ncomm, 1); /* the eager one's (no communicator: 0) */
+	assert_int_equal(s.comm[0].id, 0);
+}
+
 /* Per communicator: API-timed collectives have none (0); NCCL's carry its hash; past
  * TS_AGG_MAX_COMM communicators a step counts the ops it could not place. */
 static void test_per_comm(void **state)
@@ -181,6 +206,7 @@ int main(void)
 		cmocka_unit_test(test_fold_steps),
 		cmocka_unit_test(test_per_comm),
 		cmocka_unit_test(test_busbw_factors),
+		cmocka_unit_test(test_graph_colls),
 		cmocka_unit_test(test_batch_roundtrip),
 		cmocka_unit_test(test_idle),
 	};

@@ -14,6 +14,7 @@ struct stream {
 	uint64_t clock_ns, done_ns, launches, records;
 	int capturing, stalled;
 	uint32_t captured; /* kernels launched into the capture under way */
+	uint64_t graph, capture_id; /* the capture's graph (made at its begin), and its id */
 };
 
 /* A graph: `kernels` kernel nodes, `copies` memcpy nodes, and a child graph node when
@@ -248,11 +249,16 @@ CUresult cuGraphLaunch_ptsz(uint64_t exec, CUstream s)
 
 CUresult cuStreamBeginCapture_v2(CUstream s, int mode)
 {
+	static uint64_t ids;
+	uint64_t graph = (uint64_t)(uintptr_t)tsd_graph_new(0, 0, NULL);
+
 	(void)mode;
 	pthread_mutex_lock(&mu);
 	struct stream *x = stream_of(s, 0);
 	x->capturing = 1;
 	x->captured = 0;
+	x->graph = graph;
+	x->capture_id = ++ids;
 	pthread_mutex_unlock(&mu);
 	return TS_CUDA_SUCCESS;
 }
@@ -262,10 +268,33 @@ CUresult cuStreamEndCapture(CUstream s, uint64_t *graph)
 {
 	pthread_mutex_lock(&mu);
 	struct stream *x = stream_of(s, 0);
-	uint32_t n = x->captured;
+	struct graph *g = graph_of(x->graph);
+	if (g)
+		g->kernels = x->captured;
+	*graph = x->graph;
 	x->capturing = 0;
+	x->graph = 0;
 	pthread_mutex_unlock(&mu);
-	*graph = (uint64_t)(uintptr_t)tsd_graph_new(n, 0, NULL);
+	return *graph ? TS_CUDA_SUCCESS : 900; /* CUDA_ERROR_STREAM_CAPTURE_UNMATCHED */
+}
+
+/* Status, capture id and graph; no dependencies are listed. */
+CUresult cuStreamGetCaptureInfo_v2(CUstream s, int *status, uint64_t *id, uint64_t *graph,
+				   const void **deps, size_t *ndeps)
+{
+	pthread_mutex_lock(&mu);
+	struct stream *x = stream_of(s, 0);
+	if (status)
+		*status = x->capturing;
+	if (id)
+		*id = x->capturing ? x->capture_id : 0;
+	if (graph)
+		*graph = x->capturing ? x->graph : 0;
+	pthread_mutex_unlock(&mu);
+	if (deps)
+		*deps = NULL;
+	if (ndeps)
+		*ndeps = 0;
 	return TS_CUDA_SUCCESS;
 }
 

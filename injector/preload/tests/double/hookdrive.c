@@ -341,6 +341,51 @@ static void sc_graphs(void)
 	printf("host_calls %d\n", calls);
 }
 
+/* Collectives captured into a graph (two all-reduces, a group of three, an
+ * all-gather, and a kernel, on C) run with each of 4 replays; one eager all-reduce on B
+ * follows. */
+static void sc_graph_colls(void)
+{
+	void *(*comm_of)(int) = (void *(*)(int))user_fn("tsd_user_comm");
+	int (*allreduce)(void *, void *, uint64_t) =
+		(int (*)(void *, void *, uint64_t))user_fn("tsd_user_allreduce");
+	int (*group)(void *, void *, int, uint64_t) =
+		(int (*)(void *, void *, int, uint64_t))user_fn("tsd_user_group_allreduce");
+	int (*allgather)(void *, void *, uint64_t) =
+		(int (*)(void *, void *, uint64_t))user_fn("tsd_user_allgather");
+	void *comm = comm_of(4);
+	uint64_t graph = 0, exec = 0;
+
+	if (cudaStreamBeginCapture(C, 0))
+		die("begin capture");
+	if (allreduce(comm, C, 256) || allreduce(comm, C, 256) || group(comm, C, 3, 256) ||
+	    allgather(comm, C, 10))
+		die("capture nccl");
+	rt_launch(0, C);
+	if (cudaStreamEndCapture(C, &graph) || cudaGraphInstantiate(&exec, graph, 0))
+		die("capture");
+	for (uint64_t s = 0; s < 4; s++) {
+		trainscope_step_begin(s);
+		if (cudaGraphLaunch(exec, C))
+			die("graph launch");
+		trainscope_step_end(s);
+	}
+	trainscope_step_begin(4);
+	if (allreduce(comm, B, 8))
+		die("allreduce");
+	trainscope_step_end(4);
+	wait_gpu_steps(5);
+	drain();
+	tsd_kv("ring.graph_colls", -1, 0, (uint64_t)d.seen.ngcoll);
+	for (int i = 0; i < d.seen.ngcoll; i++) {
+		tsd_kv("gcoll", i, "op", d.seen.gcoll[i].kind);
+		tsd_kv("gcoll", i, "bytes", d.seen.gcoll[i].a);
+		tsd_kv("gcoll", i, "step", d.seen.gcoll[i].b - 1);
+		tsd_kv("gcoll", i, "count", d.seen.gcoll[i].d);
+		tsd_kv("gcoll", i, "ranks", d.seen.gcoll[i].reserved);
+	}
+}
+
 /* ---- cost: ns per call of each hooked path, run with the preload and without ---- */
 
 #define COST_REPS 7
@@ -688,6 +733,8 @@ static void print_all(void)
 	tsd_kv("ts.graphs", -1, 0, c.graphs);
 	tsd_kv("ts.graphs_uncounted", -1, 0, c.graphs_uncounted);
 	tsd_kv("ts.graph_launches", -1, 0, c.graph_launches);
+	tsd_kv("ts.graph_colls", -1, 0, c.graph_colls);
+	tsd_kv("ts.graph_colls_uncounted", -1, 0, c.graph_colls_uncounted);
 	tsd_kv("ts.captured", -1, 0, c.captured);
 	tsd_kv("ts.host_funcs", -1, 0, c.host_funcs);
 	tsd_kv("dbl.host_funcs", -1, 0, t.host_funcs);
@@ -735,7 +782,7 @@ static const struct {
 	{ "dispatch", sc_dispatch }, { "rtld", sc_rtld },         { "memory", sc_memory },
 	{ "pool", sc_pool },         { "capture", sc_capture },   { "sampling", sc_sampling },
 	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "comms", sc_comms },         { "cublas", sc_cublas },
-	{ "plugin", sc_plugin },     { "graphs", sc_graphs },     { "cost", sc_cost },
+	{ "plugin", sc_plugin },     { "graphs", sc_graphs },     { "graph_colls", sc_graph_colls },     { "cost", sc_cost },
 };
 
 static void open_ring(void)
