@@ -32,8 +32,9 @@ def main():
     gathered = torch.empty(world * part.numel(), device="cuda")
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):  # warm up NCCL outside the capture, as torch asks
+    with torch.cuda.stream(s):  # warm up cuBLAS and NCCL outside the capture, as torch asks
         for _ in range(3):
+            y = x @ x
             dist.all_reduce(big)
             dist.all_gather_into_tensor(gathered, part)
     torch.cuda.current_stream().wait_stream(s)
