@@ -56,14 +56,16 @@ def main():
             g.replay()
         torch.cuda.synchronize()
     c1 = device_counters()
-    kernels = sum(1 for e in prof.events()
-                  if e.device_type == torch.autograd.DeviceType.CUDA and
-                  not e.name.startswith(("Memcpy", "Memset")))
+    names = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            names[e.name] = names.get(e.name, 0) + 1
+    kernels = sum(c for n, c in names.items() if not n.startswith(("Memcpy", "Memset")))
     d = {k: c1[k] - c0[k] for k in ("launches", "colls", "graph_colls", "graph_launches")}
     res = {"rank": rank, "world": world, "replays": a.replays, "delta": d,
            "captured_into_graph_colls": c0["colls"] - c_cap0["colls"],
            "graph_colls_uncounted": c1["graph_colls_uncounted"],
-           "profiler_kernels": kernels}
+           "profiler_kernels": kernels, "profiler_names": names}
     ok = (d["graph_colls"] == 4 * a.replays and d["colls"] == 4 * a.replays and
           c1["graph_colls_uncounted"] == 0 and d["launches"] == kernels)
     res["ok"] = ok
