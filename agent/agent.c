@@ -2,6 +2,7 @@
 #include "dcmi.h"
 #include "httpd.h"
 #include "log.h"
+#include "nic.h"
 #include "nvml.h"
 #include "probe.h"
 #include "proto/trainscope.pb-c.h"
@@ -43,6 +44,8 @@ struct agent {
 	struct ts_probe *probe;
 	struct ts_nvml *nvml;
 	struct ts_dcmi *dcmi; /* Ascend NPUs, where there is no NVML */
+	struct ts_nic_counts nic_prev, nic; /* the node's ports: last reading, this period's */
+	bool nic_ok;
 	pthread_mutex_t lock; /* the rank table: ctl messages arrive on a nats.c thread */
 	struct ts_ranks ranks;
 	struct rank_rates rates[TS_MAX_SLOTS];
@@ -272,6 +275,10 @@ static void host_sample(struct agent *a, struct ts_rank_entry *e, struct host_re
 	h->hs.io_latency_ns = d.io_ns;
 	h->hs.io_count = d.io_count;
 	h->hs.tcp_retransmits = d.tcp_retx;
+	h->hs.nic_errors = a->nic.errors;
+	h->hs.nic_drops = a->nic.drops;
+	h->hs.nic_link_downs = (uint32_t)a->nic.link_downs;
+	h->hs.nic_xmit_wait = a->nic.xmit_wait;
 	top_preemptors(h, pre, npre, e->slot);
 	h->rec.kind_case = TRAINSCOPE__V1__RECORD__KIND_HOST_SAMPLE;
 	h->rec.host_sample = &h->hs;
@@ -314,6 +321,20 @@ static void device_sample(struct agent *a, struct ts_rank_entry *e)
 	a->device_samples++;
 }
 
+/* This period's port counters (zero when the ports cannot be read). */
+static void read_nic(struct agent *a)
+{
+	struct ts_nic_counts cur;
+
+	memset(&a->nic, 0, sizeof(a->nic));
+	if (ts_nic_read(a->opts.sysfs, &cur))
+		return;
+	if (a->nic_ok)
+		ts_nic_delta(&cur, &a->nic_prev, &a->nic);
+	a->nic_prev = cur;
+	a->nic_ok = true;
+}
+
 void agent_tick(struct agent *a)
 {
 	uint64_t now = ts_real_ns(), interval = a->last_tick_ns ? now - a->last_tick_ns : 0;
@@ -321,6 +342,7 @@ void agent_tick(struct agent *a)
 
 	pthread_mutex_lock(&a->lock);
 	follow(a);
+	read_nic(a);
 	int npre = ts_probe_take_preemptors(a->probe, a->pre, (int)(sizeof(a->pre) / sizeof(a->pre[0])));
 	/* one batch per job: its ranks on this node */
 	for (int i = 0; interval && i < TS_MAX_SLOTS; i++) {
@@ -359,6 +381,8 @@ int agent_new(struct agent **out, const struct agent_opts *opts, char *err, size
 		a->opts.interval_ms = 1000;
 	if (a->opts.forget_after_ms <= 0)
 		a->opts.forget_after_ms = 30000;
+	if (!a->opts.sysfs)
+		a->opts.sysfs = "/sys";
 	a->nonce = ts_real_ns() ^ ((uint64_t)getpid() << 40);
 	pthread_mutex_init(&a->lock, NULL);
 	ts_ranks_init(&a->ranks, a->opts.host_cgroup);
@@ -420,6 +444,12 @@ void agent_describe(struct agent *a, struct ts_buf *b)
 	for (int i = 0; i < n; i++)
 		ts_buf_printf(b, "%s: %s%s%s\n", f[i].name, f[i].ok ? "on" : "off", f[i].ok ? "" : ": ",
 			      f[i].ok ? "" : f[i].why);
+	struct ts_nic_counts nc;
+	if (!ts_nic_read(a->opts.sysfs, &nc))
+		ts_buf_printf(b, "nic: on (%d ports under %s)\n", nc.ports, a->opts.sysfs);
+	else
+		ts_buf_printf(b, "nic: off: no network port with a device under %s/class\n",
+			      a->opts.sysfs);
 	if (a->nvml)
 		ts_buf_printf(b, "gpu_health: on (NVML, %d GPUs)\n", ts_nvml_count(a->nvml));
 	else if (a->dcmi)
@@ -461,6 +491,20 @@ void agent_render_metrics(void *agent, struct ts_buf *b)
 		a->publish_errors);
 	ts_prom(b, "trainscope_agent_unresolved_ranks", "gauge",
 		"Announced ranks whose process was not found yet.", a->unresolved);
+	if (a->nic_ok) { /* sums over the node's ports, as sysfs counts them */
+		ts_prom(b, "trainscope_node_nic_ports", "gauge",
+			"Network ports read (Ethernet with a device, InfiniBand/RoCE).",
+			(uint64_t)a->nic_prev.ports);
+		ts_prom(b, "trainscope_node_nic_errors_total", "counter",
+			"Port errors: rx/tx errors, IB symbol, link-recovery, receive and integrity "
+			"errors.", a->nic_prev.errors);
+		ts_prom(b, "trainscope_node_nic_drops_total", "counter",
+			"Transmit drops and IB transmit discards.", a->nic_prev.drops);
+		ts_prom(b, "trainscope_node_nic_link_downs_total", "counter",
+			"Carrier losses and IB link-downed events.", a->nic_prev.link_downs);
+		ts_prom(b, "trainscope_node_nic_xmit_wait_total", "counter",
+			"IB port_xmit_wait ticks (data to send, no credit).", a->nic_prev.xmit_wait);
+	}
 	ts_buf_printf(b, "# HELP trainscope_agent_feature 1 when the feature runs.\n"
 			 "# TYPE trainscope_agent_feature gauge\n");
 	for (int i = 0; i < n; i++)

@@ -11,6 +11,7 @@ struct agent_opts {
 	int forget_after_ms;  /* a rank silent this long is dropped (30000) */
 	const char *host_cgroup; /* the host's /sys/fs/cgroup mounted here, or NULL */
 	bool pods_only;          /* trace only inside the announcing pod (ts_ranks_verify) */
+	const char *sysfs;       /* the host's /sys (network port counters), "/sys" */
 	struct tsn_opts nats;
 };
 

@@ -42,6 +42,9 @@ static void usage(FILE *f)
 		"      --trust-host-processes  also trace processes outside pods (trainscope run\n"
 		"                         on a host; the default outside Kubernetes). Never pid 1\n"
 		"                         or the agent itself.\n"
+		"      --sysfs DIR        the host's /sys as mounted here (default /sys): the\n"
+		"                         error, drop and link-down counters of the node's\n"
+		"                         Ethernet and InfiniBand ports are read there\n"
 		"  -h, --help\n");
 }
 
@@ -63,6 +66,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "host-cgroup", required_argument, NULL, 'g' },
 		{ "pods-only", no_argument, NULL, 'P' },
 		{ "trust-host-processes", no_argument, NULL, 'H' },
+		{ "sysfs", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -84,6 +88,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'g': c->ao.host_cgroup = optarg; break;
 		case 'P': c->ao.pods_only = true; break;
 		case 'H': c->ao.pods_only = false; break;
+		case 'S': c->ao.sysfs = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			if (tsn_parse_option(&c->ao.nats, ch, optarg))

@@ -1,5 +1,5 @@
 AGENT_BIN := $(BUILD)/bin/trainscope-agent
-AGENT_SRCS := agent/agent.c agent/probe.c agent/ranks.c agent/nvml.c agent/dcmi.c
+AGENT_SRCS := agent/agent.c agent/probe.c agent/ranks.c agent/nvml.c agent/dcmi.c agent/nic.c
 AGENT_OBJS := $(AGENT_SRCS:%.c=$(BUILD)/obj/%.o)
 AGENT_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) -ldl
 
@@ -26,3 +26,7 @@ $(BUILD)/test/test_dcmi: $(BUILD)/obj/agent/tests/test_dcmi.o $(BUILD)/obj/agent
 		$(COMMON_OBJS) | $(DCMI_DOUBLE)
 	$(call link,$^,$(CMOCKA_LIBS) -ldl)
 TESTS += $(BUILD)/test/test_dcmi
+
+$(BUILD)/test/test_nic: $(BUILD)/obj/agent/tests/test_nic.o $(BUILD)/obj/agent/nic.o
+	$(call link,$^,$(CMOCKA_LIBS))
+TESTS += $(BUILD)/test/test_nic

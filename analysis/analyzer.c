@@ -281,6 +281,9 @@ static void host_sample(struct ts_job *j, const Trainscope__V1__HostSample *h)
 		.oncpu_ms_per_s = (double)h->oncpu_ns / 1e6 * per_s,
 		.involuntary_per_s = h->involuntary_switches * per_s,
 		.tcp_retrans_per_s = h->tcp_retransmits * per_s,
+		.nic_err_per_s = (double)h->nic_errors * per_s,
+		.nic_drop_per_s = (double)h->nic_drops * per_s,
+		.link_down_per_s = h->nic_link_downs * per_s,
 	};
 
 	if (h->n_preemptors && h->preemptors[0]->comm) {

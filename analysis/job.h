@@ -55,6 +55,9 @@ struct ts_host_view {
 	int top_pid;
 	double top_ms_per_s;
 	double tcp_retrans_per_s;
+	/* the node's network ports (the agent's sysfs counters): errors, transmit drops and
+	 * link losses per second */
+	double nic_err_per_s, nic_drop_per_s, link_down_per_s;
 };
 
 /* The rank's GPU as NVML saw it last. */

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +27,13 @@ const char *const ts_net_scope_names[4] = { "", "Node", "Link", "Job" };
 #define RING 32          /* steps a communicator's times wait for evaluation */
 #define WMAX 64          /* space.window_size at most */
 #define MIN_SIGMA_SAMPLES 8
-/* a node's TCP retransmits stand out at this rate and this many times the median's */
+/* a node's TCP retransmits stand out at this rate and this many times the median's;
+ * its ports' errors, drops and link losses at these rates (and as many times) */
 #define RETRANS_MIN_PER_S 5.0
 #define RETRANS_FACTOR 4.0
+#define NIC_ERR_MIN_PER_S 1.0
+#define NIC_DROP_MIN_PER_S 5.0
+#define LINK_DOWN_MIN_PER_S 0.01
 
 struct slot {
 	uint32_t step; /* low bits: the ring is far shorter than 2^32 steps */
@@ -372,8 +377,22 @@ static int comm_nodes(struct ts_job *j)
 	return u;
 }
 
-/* The node whose ranks' TCP retransmit rate stands out, or -1. */
-static int retrans_node(struct ts_job *j, int nodes, double *rate, double *median)
+/* What the agent counts on a node that says its network is in trouble: a rate that
+ * stands out at least `min` per second and RETRANS_FACTOR times the nodes' median. */
+static const struct node_sign {
+	const char *what;
+	size_t off; /* a double in struct ts_host_view */
+	double min;
+} node_signs[] = {
+	{ "TCP retransmits/s", offsetof(struct ts_host_view, tcp_retrans_per_s), RETRANS_MIN_PER_S },
+	{ "NIC errors/s", offsetof(struct ts_host_view, nic_err_per_s), NIC_ERR_MIN_PER_S },
+	{ "NIC transmit drops/s", offsetof(struct ts_host_view, nic_drop_per_s), NIC_DROP_MIN_PER_S },
+	{ "link losses/s", offsetof(struct ts_host_view, link_down_per_s), LINK_DOWN_MIN_PER_S },
+};
+
+/* The node whose ranks' rate of sign stands out, or -1. */
+static int sign_node(struct ts_job *j, int nodes, const struct node_sign *sign, double *rate,
+		     double *median)
 {
 	struct ts_net *n = j->net;
 	double *v = j->vals;
@@ -381,9 +400,12 @@ static int retrans_node(struct ts_job *j, int nodes, double *rate, double *media
 
 	for (int i = 0; i < nodes; i++)
 		v[i] = 0;
-	for (int k = 0; k < j->world; k++)
-		if (n->node_of[k] >= 0 && j->meta[k].host.valid)
-			v[n->node_of[k]] = fmax(v[n->node_of[k]], j->meta[k].host.tcp_retrans_per_s);
+	for (int k = 0; k < j->world; k++) {
+		const struct ts_host_view *h = &j->meta[k].host;
+		if (n->node_of[k] >= 0 && h->valid)
+			v[n->node_of[k]] = fmax(v[n->node_of[k]],
+						*(const double *)((const char *)h + sign->off));
+	}
 	for (int i = 0; i < nodes; i++)
 		if (best < 0 || v[i] > v[best])
 			best = i;
@@ -391,7 +413,29 @@ static int retrans_node(struct ts_job *j, int nodes, double *rate, double *media
 		return -1;
 	*rate = v[best];
 	*median = ts_median(v, (size_t)nodes, j->scratch);
-	return *rate >= RETRANS_MIN_PER_S && *rate >= RETRANS_FACTOR * fmax(*median, 0.25) ? best : -1;
+	return *rate >= sign->min && *rate >= RETRANS_FACTOR * fmax(*median, sign->min / 20) ? best
+											       : -1;
+}
+
+/* The agent's counters as evidence; a node they single out is named when the
+ * communicators could not place the slowdown. */
+static void node_evidence(struct ts_job *j, int nodes, struct ts_net_verdict *v)
+{
+	struct ts_net *n = j->net;
+
+	for (size_t s = 0; s < sizeof(node_signs) / sizeof(node_signs[0]); s++) {
+		double rate = 0, med = 0;
+		int node = sign_node(j, nodes, &node_signs[s], &rate, &med);
+		if (node < 0)
+			continue;
+		if (v->scope == TS_NET_JOB && n->touch_a[node]) {
+			v->scope = TS_NET_NODE;
+			snprintf(v->nodes[0], sizeof(v->nodes[0]), "%s", n->names[node]);
+		}
+		size_t len = strlen(v->evidence);
+		snprintf(v->evidence + len, sizeof(v->evidence) - len, "; node %s: %.*f %s vs median %.1f",
+			 n->names[node], rate < 10 ? 1 : 0, rate, node_signs[s].what, med);
+	}
 }
 
 /* Where the alarmed communicators meet. */
@@ -399,7 +443,6 @@ static void place(struct ts_job *j, struct ts_net_verdict *v)
 {
 	struct ts_net *n = j->net;
 	int nodes, np, strong = -1, nstrong = 0, cand[2], ncand = 0;
-	double rate = 0, med = 0;
 
 	if (scratch_for_world(j) || (nodes = index_nodes(j)) == 0) {
 		v->scope = TS_NET_JOB;
@@ -438,16 +481,7 @@ static void place(struct ts_job *j, struct ts_net_verdict *v)
 		snprintf(v->nodes[0], sizeof(v->nodes[0]), "%s", n->names[cand[0]]);
 		snprintf(v->nodes[1], sizeof(v->nodes[1]), "%s", n->names[cand[1]]);
 	}
-	int lossy = retrans_node(j, nodes, &rate, &med);
-	if (lossy < 0)
-		return;
-	if (v->scope == TS_NET_JOB && n->touch_a[lossy]) {
-		v->scope = TS_NET_NODE;
-		snprintf(v->nodes[0], sizeof(v->nodes[0]), "%s", n->names[lossy]);
-	}
-	size_t len = strlen(v->evidence);
-	snprintf(v->evidence + len, sizeof(v->evidence) - len,
-		 "; node %s: %.0f TCP retransmits/s vs median %.1f", n->names[lossy], rate, med);
+	node_evidence(j, nodes, v);
 }
 
 static void describe(struct ts_job *j, struct ts_net_verdict *v)

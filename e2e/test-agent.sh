@@ -9,12 +9,16 @@ here=$(dirname "$0")
 
 if [ "$(id -u)" -ne 0 ] || [ ! -r /sys/kernel/btf/vmlinux ]; then
 	echo "agent e2e: skipped: needs root and kernel BTF"
-	echo "agent e2e: 0 passed, 0 failed, 7 skipped"
+	echo "agent e2e: 0 passed, 0 failed, 8 skipped"
 	exit 0
 fi
 start_nats
 start_analyzer --quiet
-start_agent --interval-ms 500
+# the node's network ports from a sysfs tree of the test's own: an Ethernet port with a
+# device behind it, whose errors the test raises later
+mkdir -p "$WORK/sys/class/net/eth9/device" "$WORK/sys/class/net/eth9/statistics"
+for f in rx_errors tx_errors tx_dropped; do echo 0 >"$WORK/sys/class/net/eth9/statistics/$f"; done
+start_agent --interval-ms 500 --sysfs "$WORK/sys"
 fails=0
 check() { if "$@"; then :; else fails=$((fails + 1)); fi; }
 
@@ -40,6 +44,13 @@ else
 	echo "ok    a healthy run blames no preemptor"
 fi
 
+echo 7 >"$WORK/sys/class/net/eth9/statistics/rx_errors"
+nic_errors() { curl -sf "$AGENT_METRICS" | grep -q '^trainscope_node_nic_errors_total 7$'; }
+if wait_for 10 nic_errors; then
+	echo "ok    agent metrics: the node's port errors read from sysfs (7)"
+else
+	echo "FAIL  agent metrics: no port errors: $(curl -sf "$AGENT_METRICS" | grep nic_)"; fails=$((fails + 1))
+fi
 metrics=$(curl -sf "$AGENT_METRICS") || die "no agent metrics"
 samples=$(echo "$metrics" | awk '$1 == "trainscope_agent_host_samples_total" { print $2 }')
 if [ "${samples:-0}" -gt 0 ] && echo "$metrics" | grep -q 'trainscope_agent_feature{feature="scheduling"} 1'; then
@@ -87,5 +98,5 @@ if forged; then
 else
 	echo "FAIL  forged announcements"; fails=$((fails + 1))
 fi
-echo "agent e2e: $((7 - fails)) passed, $fails failed"
+echo "agent e2e: $((8 - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

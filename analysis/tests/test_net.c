@@ -28,6 +28,7 @@ struct net_sim {
 	int straggler;      /* -1: none; else its compute is 30 % longer */
 	int lossy_node;     /* -1: none; else its TCP retransmits are high */
 	unsigned seed;
+	bool nic;           /* the lossy node's port errors are high, not its retransmits */
 };
 
 static const int size[3] = { 4, 2, 2 }, stride[3] = { 1, 4, 8 };
@@ -92,9 +93,11 @@ static void step(struct ts_job *j, struct net_sim *s, uint64_t st)
 		}
 		assert_int_equal(ts_job_add_step(j, k, WORLD, &rs), 0);
 		if (s->lossy_node >= 0) {
+			bool lossy = k / PER_NODE == s->lossy_node && on;
 			struct ts_host_view v = { .valid = true, .time_ns = t0,
-						  .tcp_retrans_per_s = k / PER_NODE == s->lossy_node
-							  && on ? 80 : 0.2 };
+						  .tcp_retrans_per_s = lossy && !s->nic ? 80 : 0.2,
+						  .nic_err_per_s = lossy && s->nic ? 30 : 0,
+						  .nic_drop_per_s = 0.1 };
 			ts_job_host_view(j, k, &v);
 		}
 	}
@@ -241,6 +244,22 @@ static void test_retransmits_place_node(void **state)
 	ts_job_free(j);
 }
 
+/* The same from the node's ports: their errors name it, and the evidence says so. */
+static void test_nic_errors_place_node(void **state)
+{
+	struct net_sim s = { false, 1, -1, false, -1, 1, 17, true };
+	uint64_t first;
+	struct ts_job *j = run(&s, 100, &first);
+
+	(void)state;
+	assert_int_equal(ts_job_result(j)->net.scope, TS_NET_NODE);
+	assert_string_equal(ts_job_result(j)->net.nodes[0], "n1");
+	assert_non_null(strstr(ts_job_result(j)->net.evidence, "node n1: 30 NIC errors/s"));
+	assert_null(strstr(ts_job_result(j)->net.evidence, "retransmits"));
+	assert_null(strstr(ts_job_result(j)->net.evidence, "drops"));
+	ts_job_free(j);
+}
+
 static void test_healthy(void **state)
 {
 	for (unsigned seed = 1; seed < 6; seed++) {
@@ -262,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_job_wide),
 		cmocka_unit_test(test_straggler_is_not_network),
 		cmocka_unit_test(test_retransmits_place_node),
+		cmocka_unit_test(test_nic_errors_place_node),
 		cmocka_unit_test(test_healthy),
 	};
 
