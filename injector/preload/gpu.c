@@ -537,6 +537,7 @@ static void close_steps(uint64_t min_active)
 static void *poller(void *arg)
 {
 	bool ctx_set = false;
+	uint64_t flushed_step = 0;
 
 	(void)arg;
 	for (;;) {
@@ -544,6 +545,11 @@ static void *poller(void *arg)
 		/* collectives first: a stuck one names op, communicator and seq, which is
 		 * what a hang report should say (reports are one per timeout period) */
 		ts_prof_hang_scan(now);
+		uint64_t step = atomic_load_explicit(&ts_lib.step, memory_order_relaxed);
+		if (step != flushed_step) {
+			ts_prof_flush_peers();
+			flushed_step = step;
+		}
 		if (!ctx_set && g.ctx)
 			ctx_set = g.d.ctx_set(g.ctx) == TS_CUDA_SUCCESS;
 		for (int i = 0; ctx_set && i < NSLOTS; i++) {

@@ -136,6 +136,9 @@ TS_HIDDEN bool ts_gpu_plugin_active(void);
 TS_HIDDEN void ts_gpu_set_plugin_active(void);
 /* The plugin's ops still pending after the hang timeout (ncclprof.c, from the poller). */
 TS_HIDDEN void ts_prof_hang_scan(uint64_t now_ns);
+/* The plugin's network sends per peer since the last call (ncclprof.c, from the poller,
+ * once a step). */
+TS_HIDDEN void ts_prof_flush_peers(void);
 
 /* Hang report from any watcher: dumps Python stacks (when the shim asked) and emits. */
 TS_HIDDEN void ts_report_hang(unsigned op, uint64_t comm, uint64_t seq, uint64_t step,

@@ -5,8 +5,14 @@
  * and stop. A collective's device time is the earliest channel start to the latest
  * channel stop. No CUDA event is involved.
  *
+ * Network transfers: a ProxyOp is one channel's traffic with one peer, its ProxyStep
+ * children the transfers; a send step's time from the network send being posted
+ * (ProxyStepSendWait) to its stop is the network's, summed per communicator and peer,
+ * and said once a step by the poller (TS_REC_PEER): a slow link or NIC shows there.
+ *
  * Callbacks come from the user's thread (start/stop of the op) and NCCL's proxy thread
- * (channels), so event objects live in fixed pools claimed with compare-and-swap. */
+ * (channels, proxy ops and steps), so event objects live in fixed pools claimed with
+ * compare-and-swap. */
 #include "gpu.h"
 #include "nccl.h"
 #include "ncclprof.h"
@@ -21,6 +27,9 @@
 #define NCOMMS 256
 #define NOPS 4096
 #define NCHS 16384
+#define NPROX 4096
+#define NSTEPS 16384
+#define NPEERS 1024 /* (communicator, peer) pairs summed */
 
 enum { FREE = 0, USED = 1 };
 
@@ -49,11 +58,39 @@ struct pch { /* one channel of an op's kernel */
 	uint64_t start, stop;
 };
 
+struct pprox { /* a proxy op: one channel's transfers with one peer */
+	uint64_t type;
+	_Atomic int state;
+	struct pcomm *comm;
+	int peer;
+	bool send;
+};
+
+struct pstep { /* one transfer of a proxy op */
+	uint64_t type;
+	_Atomic int state;
+	struct pprox *op;
+	uint64_t t_posted, size;
+};
+
+struct ppeer { /* sends to one peer of one communicator */
+	_Atomic uint64_t key; /* 0: free */
+	_Atomic bool ready;   /* comm and peer written */
+	uint64_t comm;
+	uint32_t peer;
+	_Atomic uint64_t bytes, ns, n;
+	uint64_t said_bytes, said_ns, said_n; /* the poller's: what it has emitted */
+};
+
 static struct {
 	struct pcomm comm[NCOMMS];
 	struct pop op[NOPS];
 	struct pch ch[NCHS];
-	_Atomic uint32_t op_hint, ch_hint;
+	struct pprox prox[NPROX];
+	struct pstep step[NSTEPS];
+	struct ppeer peer[NPEERS];
+	_Atomic uint32_t op_hint, ch_hint, prox_hint, step_hint;
+	_Atomic uint64_t peers_full; /* transfers of pairs past NPEERS */
 	_Atomic uint64_t pool_empty;
 	_Atomic bool kernel_ch_seen;
 } P;
@@ -139,7 +176,8 @@ int ts_prof_init(void **ctx, uint64_t comm_id, int *mask, const char *name, int 
 	c->id = comm_id;
 	c->nranks = nranks > 0 ? (uint32_t)nranks : 1;
 	*ctx = c;
-	*mask = TS_PROF_COLL | TS_PROF_P2P | TS_PROF_KERNEL_CH;
+	*mask = TS_PROF_COLL | TS_PROF_P2P | TS_PROF_KERNEL_CH | TS_PROF_PROXY_OP |
+		TS_PROF_PROXY_STEP;
 	ts_gpu_set_plugin_active();
 	return 0;
 }
@@ -192,6 +230,32 @@ static void start_ch(void **handle, const ts_prof_descr_v5 *d)
 	*handle = ch;
 }
 
+static void start_prox(struct pcomm *c, void **handle, const ts_prof_descr_v5 *d)
+{
+	struct pprox *p = c && d->proxy_op.is_send == 1 ? CLAIM(P.prox, NPROX, P.prox_hint) : NULL;
+
+	if (!p)
+		return; /* receives wait for their sender too: only sends time the network */
+	p->type = TS_PROF_PROXY_OP;
+	p->comm = c;
+	p->peer = d->proxy_op.peer;
+	p->send = true;
+	*handle = p;
+}
+
+static void start_step(void **handle, const ts_prof_descr_v5 *d)
+{
+	struct pprox *p = d->parent;
+	struct pstep *s;
+
+	if (!p || p->type != TS_PROF_PROXY_OP || !(s = CLAIM(P.step, NSTEPS, P.step_hint)))
+		return;
+	s->type = TS_PROF_PROXY_STEP;
+	s->op = p;
+	s->t_posted = s->size = 0;
+	*handle = s;
+}
+
 int ts_prof_start(void *ctx, void **handle, ts_prof_descr_v5 *d)
 {
 	*handle = NULL;
@@ -201,16 +265,69 @@ int ts_prof_start(void *ctx, void **handle, ts_prof_descr_v5 *d)
 		start_op(ctx, handle, d);
 	else if (d->type == TS_PROF_KERNEL_CH)
 		start_ch(handle, d);
+	else if (d->type == TS_PROF_PROXY_OP)
+		start_prox(ctx, handle, d);
+	else if (d->type == TS_PROF_PROXY_STEP)
+		start_step(handle, d);
 	return 0;
 }
 
 int ts_prof_record(void *handle, int state, ts_prof_state_args_v5 *args)
 {
-	struct pch *ch = handle;
+	uint64_t type = handle ? *(uint64_t *)handle : 0;
 
-	if (ch && ch->type == TS_PROF_KERNEL_CH && state == TS_PROF_KERNEL_CH_STOP && args)
-		ch->stop = args->kernel_ch.ptimer;
+	if (type == TS_PROF_KERNEL_CH && state == TS_PROF_KERNEL_CH_STOP && args) {
+		((struct pch *)handle)->stop = args->kernel_ch.ptimer;
+	} else if (type == TS_PROF_PROXY_STEP && state == TS_PROF_STEP_SEND_WAIT) {
+		struct pstep *s = handle;
+		s->t_posted = ts_mono_ns();
+		s->size = args ? args->proxy_step.size : 0;
+	}
 	return 0;
+}
+
+static uint64_t peer_key(uint64_t comm, uint32_t peer)
+{
+	uint64_t x = comm ^ ((uint64_t)peer + 1) * 0x9e3779b97f4a7c15ull;
+
+	x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 29;
+	return x | 1;
+}
+
+/* The pair's sums, made on first sight. */
+static struct ppeer *peer_get(uint64_t comm, uint32_t peer)
+{
+	uint64_t key = peer_key(comm, peer);
+
+	for (uint32_t i = 0, h = (uint32_t)(key >> 20); i < NPEERS; i++) {
+		struct ppeer *p = &P.peer[(h + i) % NPEERS];
+		uint64_t cur = atomic_load_explicit(&p->key, memory_order_acquire);
+		if (cur == key)
+			return p;
+		if (!cur && atomic_compare_exchange_strong(&p->key, &cur, key)) {
+			p->comm = comm;
+			p->peer = peer;
+			atomic_store_explicit(&p->ready, true, memory_order_release);
+			return p;
+		}
+		if (cur == key)
+			return p;
+	}
+	atomic_fetch_add_explicit(&P.peers_full, 1, memory_order_relaxed);
+	return NULL;
+}
+
+static void step_stop(struct pstep *s)
+{
+	struct pprox *o = s->op;
+	struct ppeer *p;
+
+	if (s->t_posted && o->peer >= 0 && (p = peer_get(o->comm->id, (uint32_t)o->peer))) {
+		atomic_fetch_add_explicit(&p->bytes, s->size, memory_order_relaxed);
+		atomic_fetch_add_explicit(&p->ns, ts_mono_ns() - s->t_posted, memory_order_relaxed);
+		atomic_fetch_add_explicit(&p->n, 1, memory_order_relaxed);
+	}
+	atomic_store_explicit(&s->state, FREE, memory_order_release);
 }
 
 int ts_prof_stop(void *handle)
@@ -231,6 +348,10 @@ int ts_prof_stop(void *handle)
 		atomic_store(&o->host_done, true);
 		if (op_complete(o))
 			op_finish(o);
+	} else if (type == TS_PROF_PROXY_STEP) {
+		step_stop(handle);
+	} else if (type == TS_PROF_PROXY_OP) {
+		atomic_store_explicit(&((struct pprox *)handle)->state, FREE, memory_order_release);
 	}
 	return 0;
 }
@@ -268,5 +389,25 @@ void ts_prof_hang_scan(uint64_t now)
 		atomic_store(&o->hang_said, true);
 		ts_report_hang(o->op, o->comm ? o->comm->id : 0, o->seq, o->step,
 			       now - o->t_host_ns);
+	}
+}
+
+/* From the poller, once a step: each pair's sends since the last time. */
+void ts_prof_flush_peers(void)
+{
+	for (int i = 0; i < NPEERS; i++) {
+		struct ppeer *p = &P.peer[i];
+		if (!atomic_load_explicit(&p->ready, memory_order_acquire))
+			continue;
+		uint64_t n = atomic_load_explicit(&p->n, memory_order_relaxed);
+		if (n == p->said_n)
+			continue;
+		uint64_t bytes = atomic_load_explicit(&p->bytes, memory_order_relaxed);
+		uint64_t ns = atomic_load_explicit(&p->ns, memory_order_relaxed);
+		struct ts_rec r = { .type = TS_REC_PEER, .reserved = p->peer, .t_ns = ts_mono_ns(),
+				    .dur_ns = ns - p->said_ns, .a = bytes - p->said_bytes,
+				    .c = p->comm, .d = n - p->said_n };
+		ts_emit(&r);
+		p->said_n = n, p->said_bytes = bytes, p->said_ns = ns;
 	}
 }

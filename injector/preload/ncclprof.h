@@ -14,9 +14,13 @@ enum {
 	TS_PROF_GROUP = 1 << 0,
 	TS_PROF_COLL = 1 << 1,
 	TS_PROF_P2P = 1 << 2,
+	TS_PROF_PROXY_OP = 1 << 3,
+	TS_PROF_PROXY_STEP = 1 << 4,
 	TS_PROF_KERNEL_CH = 1 << 6,
 };
 #define TS_PROF_KERNEL_CH_STOP 22 /* ncclProfilerKernelChStop, v4 and v5 */
+#define TS_PROF_STEP_SEND_WAIT 9  /* ncclProfilerProxyStepSendWait: the network send is
+				   * posted; the step stops when the network completes it */
 
 typedef void (*ts_nccl_logger)(int, unsigned long, const char *, int, const char *, ...);
 
@@ -37,6 +41,8 @@ typedef struct {
 			 void *parent_group; } coll;
 		struct { const char *func; void *buf; const char *dtype; size_t count; int peer;
 			 uint8_t nchannels; void *parent_group; } p2p;
+		struct { int pid; uint8_t channel; int peer, nsteps, chunk, is_send; } proxy_op;
+		struct { int step; } proxy_step;
 		struct { uint8_t channel; uint64_t ptimer; } kernel_ch;
 		char pad[96];
 	};

@@ -31,6 +31,12 @@ static void v4_to_v5(const ts_prof_descr_v4 *a, ts_prof_descr_v5 *b)
 		b->p2p.count = a->p2p.count;
 		b->p2p.dtype = a->p2p.dtype;
 		b->p2p.nchannels = a->p2p.nchannels;
+	} else if (a->type == TS_PROF_PROXY_OP) {
+		b->proxy_op.peer = a->proxy_op.peer;
+		b->proxy_op.is_send = a->proxy_op.is_send;
+		b->proxy_op.channel = a->proxy_op.channel;
+	} else if (a->type == TS_PROF_PROXY_STEP) {
+		b->proxy_step.step = a->proxy_step.step;
 	} else if (a->type == TS_PROF_KERNEL_CH) {
 		b->kernel_ch.channel = a->kernel_ch.channel;
 		b->kernel_ch.ptimer = a->kernel_ch.ptimer;
@@ -54,6 +60,8 @@ static int v4_record(void *handle, int state, ts_prof_state_args_v4 *args)
 
 	if (args && state == TS_PROF_KERNEL_CH_STOP)
 		a5.kernel_ch.ptimer = args->kernel_ch.ptimer;
+	else if (args && state == TS_PROF_STEP_SEND_WAIT)
+		a5.proxy_step.size = args->proxy_step.size;
 	return ts_prof_record(handle, state, args ? &a5 : NULL);
 }
 

@@ -38,6 +38,9 @@ enum ts_rec_type {
 	TS_REC_GRAPH_COLL = 13, /* collectives a CUDA graph's replay ran, untimed (the replay
 				 * is): kind = op, a = their bytes, b = step + 1, c = comm
 				 * hash, d = how many, reserved = ranks in the communicator */
+	TS_REC_PEER = 14,       /* network sends to one peer since the last such record (NCCL's
+				 * profiler): c = comm hash, reserved = the peer's rank in it,
+				 * a = bytes, dur_ns = summed send time, d = sends */
 };
 
 /* Files beside a ring that carry text the fixed-size records cannot. */

@@ -338,7 +338,7 @@ static void test_profiler_plugin(void **state)
 {
 	(void)state;
 	run("plugin", NULL, &o);
-	assert_int_equal(val(&o, "mask_v5"), (1 << 1) | (1 << 2) | (1 << 6));
+	assert_int_equal(val(&o, "mask_v5"), (1 << 1) | (1 << 2) | (1 << 3) | (1 << 4) | (1 << 6));
 	assert_int_equal(val(&o, "mask_v4"), val(&o, "mask_v5"));
 	assert_int_equal(val(&o, "mask_v3"), 0);
 	assert_int_equal(val(&o, "ring.colls"), 2);
@@ -355,6 +355,15 @@ static void test_profiler_plugin(void **state)
 	assert_int_equal(vali(&o, "coll", 1, "seq"), 3);
 	assert_int_equal(vali(&o, "coll", 1, "algo"), 1); /* Tree */
 	assert_int_equal(vali(&o, "coll", 1, "comm"), 0xdef);
+	/* network sends per communicator and peer, once a step; receives not */
+	assert_int_equal(val(&o, "ring.peers"), 2);
+	assert_int_equal(vali(&o, "peer", 0, "peer"), 1);
+	assert_int_equal(vali(&o, "peer", 0, "bytes"), 2 << 20);
+	assert_int_equal(vali(&o, "peer", 0, "sends"), 2);
+	assert_true(vali(&o, "peer", 0, "ms") >= 4 && vali(&o, "peer", 0, "ms") < 1000);
+	assert_int_equal(vali(&o, "peer", 1, "peer"), 0);
+	assert_int_equal(vali(&o, "peer", 1, "bytes"), 4096);
+	assert_int_equal(vali(&o, "peer", 1, "sends"), 1);
 }
 
 /* The NPU: ACL launches through each of the four launch paths and an aclnn operator

@@ -30,6 +30,7 @@ void tsd_drain(struct tsd_seen *s)
 		case TS_REC_GPU_STEP: keep(s->gpu_step, &s->gpu_steps, TSD_MAXREC, &r); break;
 		case TS_REC_COLL: keep(s->coll, &s->ncoll, TSD_MAXREC, &r); break;
 		case TS_REC_GRAPH_COLL: keep(s->gcoll, &s->ngcoll, TSD_MAXREC, &r); break;
+		case TS_REC_PEER: keep(s->peer, &s->npeer, 8, &r); break;
 		case TS_REC_GEMM: keep(s->gemm, &s->ngemm, TSD_MAXREC, &r); break;
 		case TS_REC_HANG: keep(s->hang, &s->nhang, 4, &r); break;
 		case TS_REC_COMM: keep(s->comm, &s->ncomm, 8, &r); break;

@@ -684,6 +684,46 @@ static bool have_colls(void *n)
 	return d.seen.ncoll >= *(int *)n;
 }
 
+static bool have_peers(void *n)
+{
+	drain();
+	return d.seen.npeer >= *(int *)n;
+}
+
+/* A proxy op of `steps` network transfers of `size` bytes, each taking `ms` or more. */
+static void plugin_proxy(void *ctx, bool v5, int peer, int is_send, int steps, size_t size, int ms)
+{
+	void *op = NULL;
+
+	if (v5) {
+		ts_prof_descr_v5 d = { .type = TS_PROF_PROXY_OP };
+		d.proxy_op.peer = peer, d.proxy_op.is_send = is_send;
+		p5->start_event(ctx, &op, &d);
+	} else {
+		ts_prof_descr_v4 d = { .type = TS_PROF_PROXY_OP };
+		d.proxy_op.peer = peer, d.proxy_op.is_send = is_send;
+		p4->start_event(ctx, &op, &d);
+	}
+	for (int i = 0; i < steps; i++) {
+		void *st = NULL;
+		struct timespec t = { 0, ms * 1000000L };
+		if (v5) {
+			ts_prof_descr_v5 d = { .type = TS_PROF_PROXY_STEP, .parent = op };
+			ts_prof_state_args_v5 a = { .proxy_step.size = size };
+			p5->start_event(ctx, &st, &d);
+			p5->record_event_state(st, TS_PROF_STEP_SEND_WAIT, &a);
+		} else {
+			ts_prof_descr_v4 d = { .type = TS_PROF_PROXY_STEP, .parent = op };
+			ts_prof_state_args_v4 a = { .proxy_step.size = size };
+			p4->start_event(ctx, &st, &d);
+			p4->record_event_state(st, TS_PROF_STEP_SEND_WAIT, &a);
+		}
+		nanosleep(&t, NULL); /* the transfer's duration, not a wait for anything */
+		(v5 ? p5->stop_event : p4->stop_event)(st);
+	}
+	(v5 ? p5->stop_event : p4->stop_event)(op);
+}
+
 static void sc_plugin(void)
 {
 	ts_profiler_v1 *p3 = dlsym(RTLD_DEFAULT, "ncclProfiler_v3");
@@ -702,6 +742,23 @@ static void sc_plugin(void)
 	plugin_v5_coll(c5, 7, 1000000);
 	plugin_v4_coll(c4, 3, 2000000);
 	wait_until(have_colls, &two, "no collective from the plugin");
+	/* network sends: 2 x 1 MiB to peer 1 of c5, one 4 KiB to peer 0 of c4; a receive
+	 * (it waits for its sender too) is no transfer time */
+	plugin_proxy(c5, true, 1, 1, 2, 1 << 20, 2);
+	plugin_proxy(c5, true, 3, 0, 2, 1 << 20, 2);
+	plugin_proxy(c4, false, 0, 1, 1, 4096, 1);
+	trainscope_step_end(0);
+	trainscope_step_begin(1);
+	wait_until(have_peers, &two, "no per-peer sends from the plugin");
+	for (int i = 0; i < d.seen.npeer; i++) {
+		const struct ts_rec *r = &d.seen.peer[i];
+		int k = r->c == 0xabc ? 0 : 1;
+		tsd_kv("peer", k, "peer", r->reserved);
+		tsd_kv("peer", k, "bytes", r->a);
+		tsd_kv("peer", k, "sends", r->d);
+		tsd_kv("peer", k, "ms", r->dur_ns / 1000000);
+	}
+	tsd_kv("ring.peers", -1, 0, (uint64_t)d.seen.npeer);
 	p5->finalize(c5);
 	p4->finalize(c4);
 	p3->finalize(c3);
