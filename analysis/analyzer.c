@@ -252,6 +252,13 @@ static void to_rank_step(const Trainscope__V1__Step *s, struct ts_rank_step *out
 			.p2p = c->p2p_count, .ms = (double)c->time_ns / 1e6,
 			.mb = (double)c->bytes / 1e6 };
 	}
+	out->npeer = 0;
+	for (size_t i = 0; i < s->n_peers && out->npeer < TS_STEP_PEERS; i++) {
+		const Trainscope__V1__PeerStat *p = s->peers[i];
+		out->peer[out->npeer++] = (struct ts_peer_time){
+			.comm = p->comm_hash, .peer = p->peer, .ns = (double)p->time_ns,
+			.bytes = (double)p->bytes };
+	}
 }
 
 static void note_identity(struct ts_job *j, const Trainscope__V1__Identity *id)

@@ -187,6 +187,7 @@ void ts_job_free(struct ts_job *j)
 	rows_free(j);
 	ts_failslow_free(&j->fs);
 	ts_job_net_free(j);
+	ts_job_links_free(j);
 	free(j);
 }
 
@@ -266,8 +267,13 @@ void ts_job_rank_groups(struct ts_job *j, int rank, const char *const *groups, s
 			ts_warn("%s/%s: rank %d: %s: ranks are compared with all others", j->ns,
 				j->name, rank, err);
 		}
-		else if (sscanf(g, "nccl:%llx:", &hash) == 1 && ts_rank_add_comm(m, hash))
-			j->classes_dirty = true;
+		else if (sscanf(g, "nccl:%llx:", &hash) == 1) {
+			unsigned size, crank;
+			if (ts_rank_add_comm(m, hash))
+				j->classes_dirty = true;
+			if (sscanf(g, "nccl:%*x:%u:%u", &size, &crank) == 2 && crank < size)
+				ts_job_links_member(j, hash, crank, rank);
+		}
 	}
 }
 
@@ -465,6 +471,7 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 	host_metrics(j, rank, s, r->step_ms[rank], &r->m[(size_t)rank * TS_M_COUNT]);
 	if (ts_job_net_add(j, rank, s))
 		return -ENOMEM;
+	ts_job_links_add(j, rank, s);
 	if (s->end_ns > r->end_max)
 		r->end_max = s->end_ns;
 	if (s->step > j->max_step)

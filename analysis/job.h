@@ -28,6 +28,14 @@ extern const char *const ts_metric_names[TS_M_COUNT];
 extern const char *const ts_state_names[4];
 
 #define TS_STEP_COMMS 8
+#define TS_STEP_PEERS 16
+
+/* A rank's network sends to one peer within a step (NCCL's profiler plugin). */
+struct ts_peer_time {
+	uint64_t comm;
+	uint32_t peer;      /* the peer's rank in the communicator */
+	double ns, bytes;
+};
 
 /* A rank's time in one communicator within a step (collectives and p2p ops). */
 struct ts_comm_time {
@@ -44,6 +52,8 @@ struct ts_rank_step {
 	double m[TS_M_COUNT];
 	int ncomm;
 	struct ts_comm_time comm[TS_STEP_COMMS];
+	int npeer;
+	struct ts_peer_time peer[TS_STEP_PEERS];
 };
 
 /* The node agent's view of a rank over its last interval, as rates. */

@@ -69,6 +69,7 @@ struct ts_job {
 	uint64_t sigma_at;                  /* steps_evaluated when sigma was learned */
 	uint64_t hang_first_ns;             /* the first hang report still standing */
 	struct ts_net *net;                 /* communicators' transfer times (job_net.c) */
+	struct ts_links *links;             /* sends between ranks (job_links.c) */
 	bool net_open;                      /* a network event is open in the history */
 	double *scratch;                    /* 2 * world doubles */
 	double *vals;                       /* world doubles */
@@ -103,6 +104,13 @@ int ts_job_net_add(struct ts_job *j, int rank, const struct ts_rank_step *s);
 void ts_job_net_row(struct ts_job *j, uint64_t step, uint64_t t_ns);
 void ts_job_net_name(struct ts_job *j);
 void ts_job_net_free(struct ts_job *j);
+
+/* job_links.c: ranks' network sends to their peers, and where they are slow. */
+void ts_job_links_member(struct ts_job *j, uint64_t comm, uint32_t crank, int rank);
+void ts_job_links_add(struct ts_job *j, int rank, const struct ts_rank_step *s);
+void ts_job_links_place(struct ts_job *j, const int *node_of, const char *const *names,
+			struct ts_net_verdict *v);
+void ts_job_links_free(struct ts_job *j);
 /* The communicator carried sends and receives in a step. */
 bool ts_job_net_p2p(const struct ts_job *j, uint64_t id);
 struct ts_snap;

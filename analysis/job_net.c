@@ -482,6 +482,7 @@ static void place(struct ts_job *j, struct ts_net_verdict *v)
 		snprintf(v->nodes[1], sizeof(v->nodes[1]), "%s", n->names[cand[1]]);
 	}
 	node_evidence(j, nodes, v);
+	ts_job_links_place(j, n->node_of, n->names, v);
 }
 
 static void describe(struct ts_job *j, struct ts_net_verdict *v)

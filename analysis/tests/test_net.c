@@ -29,7 +29,11 @@ struct net_sim {
 	int lossy_node;     /* -1: none; else its TCP retransmits are high */
 	unsigned seed;
 	bool nic;           /* the lossy node's port errors are high, not its retransmits */
+	bool peers;         /* NCCL's per-peer sends around a ring communicator (RING_COMM):
+			     * inter-node ones, slow between slow_node and peer */
 };
+
+#define RING_COMM 0xfeedull
 
 static const int size[3] = { 4, 2, 2 }, stride[3] = { 1, 4, 8 };
 
@@ -91,6 +95,14 @@ static void step(struct ts_job *j, struct net_sim *s, uint64_t st)
 				.count = 2, .ms = wait + tr, .mb = 32 };
 			rs.m[TS_M_COLLECTIVE] += wait + tr;
 		}
+		int to = (k + 1) % WORLD;
+		if (s->peers && to / PER_NODE != k / PER_NODE) { /* only network sends are timed */
+			bool slow = on && ((k / PER_NODE == s->slow_node && to / PER_NODE == s->peer) ||
+					   (k / PER_NODE == s->peer && to / PER_NODE == s->slow_node));
+			rs.peer[rs.npeer++] = (struct ts_peer_time){
+				.comm = RING_COMM, .peer = (uint32_t)to, .bytes = 32e6,
+				.ns = 32e6 * 0.1 * noise(&s->seed, 0.05) * (slow ? 2.5 : 1) };
+		}
 		assert_int_equal(ts_job_add_step(j, k, WORLD, &rs), 0);
 		if (s->lossy_node >= 0) {
 			bool lossy = k / PER_NODE == s->lossy_node && on;
@@ -118,6 +130,12 @@ static struct ts_job *run(struct net_sim *s, int steps, uint64_t *first)
 			snprintf(g[d], sizeof(g[d]), "nccl:%llx:%d:%d",
 				 (unsigned long long)id_of(s, d, k), size[d], (k - key_of(d, k)) / stride[d]);
 		ts_job_rank_groups(j, k, gp, 3);
+	}
+	for (int k = 0; k < WORLD && s->peers; k++) {
+		char g[64];
+		const char *gp[1] = { g };
+		snprintf(g, sizeof(g), "nccl:%llx:%d:%d", RING_COMM, WORLD, k);
+		ts_job_rank_groups(j, k, gp, 1);
 	}
 	for (int k = 0; k < WORLD; k++) {
 		snprintf(name, sizeof(name), "n%d", k / PER_NODE);
@@ -260,6 +278,29 @@ static void test_nic_errors_place_node(void **state)
 	ts_job_free(j);
 }
 
+/* One communicator over every node cannot say where a slow link is; NCCL's sends per
+ * peer can: the link between n1 and n2, and the evidence gives its ns per byte. With
+ * every link as fast, the sends place nothing. */
+static void test_peer_sends_place_link(void **state)
+{
+	struct net_sim s = { false, 1, 2, false, -1, -1, 19, false, true };
+	struct net_sim fine = { false, -1, -1, false, -1, -1, 19, false, true };
+	uint64_t first;
+	struct ts_job *j = run(&s, 100, &first);
+	const struct ts_net_verdict *v = &ts_job_result(j)->net;
+
+	(void)state;
+	assert_int_equal(v->scope, TS_NET_LINK);
+	assert_string_equal(v->nodes[0], "n1");
+	assert_string_equal(v->nodes[1], "n2");
+	assert_non_null(strstr(v->evidence, "NCCL sends n1 - n2: 0.2"));
+	assert_non_null(strstr(v->evidence, "(1 of 4 slow)"));
+	ts_job_free(j);
+	j = run(&fine, 100, &first);
+	assert_int_equal(ts_job_result(j)->net.scope, TS_NET_NONE);
+	ts_job_free(j);
+}
+
 static void test_healthy(void **state)
 {
 	for (unsigned seed = 1; seed < 6; seed++) {
@@ -282,6 +323,7 @@ int main(void)
 		cmocka_unit_test(test_straggler_is_not_network),
 		cmocka_unit_test(test_retransmits_place_node),
 		cmocka_unit_test(test_nic_errors_place_node),
+		cmocka_unit_test(test_peer_sends_place_link),
 		cmocka_unit_test(test_healthy),
 	};
 

@@ -77,6 +77,25 @@ static void add_comm(struct ts_step_sum *s, const struct ts_rec *r)
 	s->comm[i].time_ns += r->dur_ns;
 }
 
+static void add_peer(struct ts_step_sum *s, const struct ts_rec *r)
+{
+	int i;
+
+	for (i = 0; i < s->npeer; i++)
+		if (s->peer[i].comm == r->c && s->peer[i].peer == r->reserved)
+			break;
+	if (i == s->npeer) {
+		if (s->npeer == TS_AGG_MAX_PEER) {
+			s->peer_overflow += r->d;
+			return;
+		}
+		s->peer[s->npeer++] = (struct ts_peer_acc){ .comm = r->c, .peer = r->reserved };
+	}
+	s->peer[i].count += (uint32_t)r->d;
+	s->peer[i].bytes += r->a;
+	s->peer[i].time_ns += r->dur_ns;
+}
+
 static void add_gemm(struct ts_step_sum *s, uint64_t flops, uint64_t dur)
 {
 	uint8_t b = log2_bucket(flops);
@@ -147,6 +166,10 @@ bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *ou
 		if (r->b && (s = tagged(a, r->b - 1)) && r->d)
 			add_coll(s, r->kind & 0xff, r->a / r->d, r->a, 0, (uint32_t)r->d);
 		a->cur_open |= s == &a->cur;
+		return false;
+	case TS_REC_PEER: /* said by the library's poller: the step open now */
+		add_peer(s, r);
+		a->cur_open = true;
 		return false;
 	case TS_REC_GEMM:
 		if ((s = tagged(a, r->a)))

@@ -9,6 +9,13 @@
 #define TS_AGG_MAX_COLL 16
 #define TS_AGG_MAX_GEMM 8
 #define TS_AGG_MAX_COMM 8
+#define TS_AGG_MAX_PEER 16
+
+struct ts_peer_acc { /* network sends to one peer (NCCL's profiler) */
+	uint64_t comm;
+	uint32_t peer, count;
+	uint64_t bytes, time_ns;
+};
 
 struct ts_comm_acc {
 	uint64_t id; /* 0: no communicator (API-timed collectives) */
@@ -41,6 +48,9 @@ struct ts_step_sum {
 	struct ts_coll_acc coll[TS_AGG_MAX_COLL];
 	struct ts_comm_acc comm[TS_AGG_MAX_COMM];
 	uint64_t comm_overflow; /* ops of communicators past TS_AGG_MAX_COMM */
+	int npeer;
+	struct ts_peer_acc peer[TS_AGG_MAX_PEER];
+	uint64_t peer_overflow; /* sends to peers past TS_AGG_MAX_PEER */
 	struct ts_gemm_acc gemm[TS_AGG_MAX_GEMM];
 	uint64_t launches, mem_live, mem_peak, comm_busy_ns;
 	uint32_t alloc_failures;

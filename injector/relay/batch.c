@@ -9,6 +9,7 @@ typedef Trainscope__V1__Step Step;
 typedef Trainscope__V1__CollStat CollStat;
 typedef Trainscope__V1__GemmStat GemmStat;
 typedef Trainscope__V1__CommStat CommStat;
+typedef Trainscope__V1__PeerStat PeerStat;
 
 static const char *const op_names[] = { "kernel", "AllReduce", "AllGather", "ReduceScatter",
 					"Broadcast", "Reduce", "AllToAll", "SendRecv",
@@ -99,6 +100,23 @@ static void fill_comms(Step *pb, CommStat *cm, CommStat **cmp, const struct ts_s
 	pb->comm_ops_dropped = s->comm_overflow;
 }
 
+static void fill_peers(Step *pb, PeerStat *ps, PeerStat **psp, const struct ts_step_sum *s)
+{
+	for (int i = 0; i < s->npeer; i++) {
+		const struct ts_peer_acc *p = &s->peer[i];
+		trainscope__v1__peer_stat__init(&ps[i]);
+		ps[i].comm_hash = p->comm;
+		ps[i].peer = p->peer;
+		ps[i].bytes = p->bytes;
+		ps[i].time_ns = p->time_ns;
+		ps[i].count = p->count;
+		psp[i] = &ps[i];
+	}
+	pb->n_peers = (size_t)s->npeer;
+	pb->peers = psp;
+	pb->peers_dropped = s->peer_overflow;
+}
+
 int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *steps, int n,
 		    uint8_t **out, size_t *len)
 {
@@ -117,8 +135,10 @@ int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *step
 	GemmStat **gsp = calloc((size_t)n * TS_AGG_MAX_GEMM + 1, sizeof(*gsp));
 	CommStat *cm = calloc((size_t)n * TS_AGG_MAX_COMM + 1, sizeof(*cm));
 	CommStat **cmp = calloc((size_t)n * TS_AGG_MAX_COMM + 1, sizeof(*cmp));
+	PeerStat *ps = calloc((size_t)n * TS_AGG_MAX_PEER + 1, sizeof(*ps));
+	PeerStat **psp = calloc((size_t)n * TS_AGG_MAX_PEER + 1, sizeof(*psp));
 
-	if (!recs || !recp || !st || !cs || !csp || !gs || !gsp || !cm || !cmp)
+	if (!recs || !recp || !st || !cs || !csp || !gs || !gsp || !cm || !cmp || !ps || !psp)
 		goto out;
 	fill_identity(&id, &dev, h->id);
 	id.pod_uid = (char *)(h->pod_uid ? h->pod_uid : "");
@@ -146,6 +166,7 @@ int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *step
 			  h->id->world_size);
 		fill_gemms(&st[i], &gs[i * TS_AGG_MAX_GEMM], &gsp[i * TS_AGG_MAX_GEMM], &steps[i]);
 		fill_comms(&st[i], &cm[i * TS_AGG_MAX_COMM], &cmp[i * TS_AGG_MAX_COMM], &steps[i]);
+		fill_peers(&st[i], &ps[i * TS_AGG_MAX_PEER], &psp[i * TS_AGG_MAX_PEER], &steps[i]);
 		trainscope__v1__record__init(&recs[k]);
 		recs[k].kind_case = TRAINSCOPE__V1__RECORD__KIND_STEP;
 		recs[k].step = &st[i];
@@ -182,5 +203,7 @@ out:
 	free(gsp);
 	free(cm);
 	free(cmp);
+	free(ps);
+	free(psp);
 	return err;
 }

@@ -84,6 +84,47 @@ static void test_graph_colls(void **state)
 	assert_int_equal(s.comm[0].id, 0);
 }
 
+/* Network sends per peer, said by the library's poller, land in the open step; past
+ * TS_AGG_MAX_PEER pairs a step counts the sends it could not place. */
+static void test_peers(void **state)
+{
+	struct ts_agg a;
+	struct ts_step_sum s;
+	uint8_t *buf;
+	size_t len;
+
+	(void)state;
+	ts_agg_init(&a, 0);
+	assert_false(R(&a, &s, TS_REC_STEP_BEGIN, 0, 10, 0, 0));
+	for (uint32_t p = 0; p < TS_AGG_MAX_PEER + 2; p++) {
+		struct ts_rec r = { .type = TS_REC_PEER, .reserved = p, .c = 0xc1, .a = 1 << 20,
+				    .dur_ns = 100000, .d = 2 };
+		assert_false(ts_agg_add(&a, &r, &s));
+		if (p == 0) /* a second record for the same peer adds up */
+			assert_false(ts_agg_add(&a, &r, &s));
+	}
+	assert_true(R(&a, &s, TS_REC_STEP_END, 0, 100, 0, 0));
+	assert_int_equal(s.npeer, TS_AGG_MAX_PEER);
+	assert_int_equal(s.peer[0].count, 4);
+	assert_int_equal(s.peer[0].bytes, 2 << 20);
+	assert_int_equal(s.peer[0].time_ns, 200000);
+	assert_int_equal(s.peer_overflow, 4);
+
+	struct ts_ident id = { .ns = "team", .job = "llm", .rank = 1, .world_size = 4 };
+	struct ts_batch_hdr h = { .id = &id, .seq = 1 };
+	assert_int_equal(ts_batch_encode(&h, &s, 1, &buf, &len), 0);
+	Trainscope__V1__Batch *b = trainscope__v1__batch__unpack(NULL, len, buf);
+	assert_non_null(b);
+	Trainscope__V1__Step *st = b->records[0]->step;
+	assert_int_equal(st->n_peers, TS_AGG_MAX_PEER);
+	assert_int_equal(st->peers[1]->peer, 1);
+	assert_int_equal(st->peers[1]->comm_hash, 0xc1);
+	assert_int_equal(st->peers[1]->bytes, 1 << 20);
+	assert_int_equal(st->peers_dropped, 4);
+	trainscope__v1__batch__free_unpacked(b, NULL);
+	free(buf);
+}
+
 /* Per communicator: API-timed collectives have none (0); NCCL's carry its hash; past
  * TS_AGG_MAX_COMM communicators a step counts the ops it could not place. */
 static void test_per_comm(void **state)
@@ -207,6 +248,7 @@ int main(void)
 		cmocka_unit_test(test_per_comm),
 		cmocka_unit_test(test_busbw_factors),
 		cmocka_unit_test(test_graph_colls),
+		cmocka_unit_test(test_peers),
 		cmocka_unit_test(test_batch_roundtrip),
 		cmocka_unit_test(test_idle),
 	};
