@@ -696,26 +696,26 @@ static void plugin_proxy(void *ctx, bool v5, int peer, int is_send, int steps, s
 	void *op = NULL;
 
 	if (v5) {
-		ts_prof_descr_v5 d = { .type = TS_PROF_PROXY_OP };
-		d.proxy_op.peer = peer, d.proxy_op.is_send = is_send;
-		p5->start_event(ctx, &op, &d);
+		ts_prof_descr_v5 e = { .type = TS_PROF_PROXY_OP };
+		e.proxy_op.peer = peer, e.proxy_op.is_send = is_send;
+		p5->start_event(ctx, &op, &e);
 	} else {
-		ts_prof_descr_v4 d = { .type = TS_PROF_PROXY_OP };
-		d.proxy_op.peer = peer, d.proxy_op.is_send = is_send;
-		p4->start_event(ctx, &op, &d);
+		ts_prof_descr_v4 e = { .type = TS_PROF_PROXY_OP };
+		e.proxy_op.peer = peer, e.proxy_op.is_send = is_send;
+		p4->start_event(ctx, &op, &e);
 	}
 	for (int i = 0; i < steps; i++) {
 		void *st = NULL;
 		struct timespec t = { 0, ms * 1000000L };
 		if (v5) {
-			ts_prof_descr_v5 d = { .type = TS_PROF_PROXY_STEP, .parent = op };
+			ts_prof_descr_v5 e = { .type = TS_PROF_PROXY_STEP, .parent = op };
 			ts_prof_state_args_v5 a = { .proxy_step.size = size };
-			p5->start_event(ctx, &st, &d);
+			p5->start_event(ctx, &st, &e);
 			p5->record_event_state(st, TS_PROF_STEP_SEND_WAIT, &a);
 		} else {
-			ts_prof_descr_v4 d = { .type = TS_PROF_PROXY_STEP, .parent = op };
+			ts_prof_descr_v4 e = { .type = TS_PROF_PROXY_STEP, .parent = op };
 			ts_prof_state_args_v4 a = { .proxy_step.size = size };
-			p4->start_event(ctx, &st, &d);
+			p4->start_event(ctx, &st, &e);
 			p4->record_event_state(st, TS_PROF_STEP_SEND_WAIT, &a);
 		}
 		nanosleep(&t, NULL); /* the transfer's duration, not a wait for anything */
