@@ -241,6 +241,17 @@ bool ts_rank_in_comm(const struct ts_rank_meta *m, uint64_t comm)
 	return false;
 }
 
+uint64_t ts_job_condition_since(struct ts_job *j, int c, bool status, uint64_t now_ns)
+{
+	uint8_t st = status ? 2 : 1;
+
+	if (c < 0 || c >= TS_JOB_CONDITIONS)
+		return now_ns;
+	if (j->cond[c].status != st)
+		j->cond[c].status = st, j->cond[c].since_ns = now_ns;
+	return j->cond[c].since_ns;
+}
+
 bool ts_rank_add_comm(struct ts_rank_meta *m, uint64_t comm)
 {
 	if (ts_rank_in_comm(m, comm))

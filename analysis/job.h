@@ -222,6 +222,11 @@ void ts_job_rank_died(struct ts_job *j, int rank);
  * Returns true when the result changed in a way a reader should see. */
 bool ts_job_tick(struct ts_job *j, uint64_t now_ns);
 const struct ts_job_result *ts_job_result(const struct ts_job *j);
+/* The report's conditions (SlowRanks, FailSlow, Hang, DataComplete, Stored): when
+ * condition c last changed its status, now being status at now_ns (Kubernetes API
+ * conventions: lastTransitionTime moves only with the status). */
+#define TS_JOB_CONDITIONS 5
+uint64_t ts_job_condition_since(struct ts_job *j, int c, bool status, uint64_t now_ns);
 uint64_t ts_job_late_steps(const struct ts_job *j);
 /* The job attempt's trace id (16 bytes), set by its first step; NULL before. */
 const uint8_t *ts_job_trace_id(const struct ts_job *j);

@@ -70,6 +70,10 @@ struct ts_job {
 	uint64_t hang_first_ns;             /* the first hang report still standing */
 	struct ts_net *net;                 /* communicators' transfer times (job_net.c) */
 	struct ts_links *links;             /* sends between ranks (job_links.c) */
+	struct {                            /* the report's conditions, as last written */
+		uint8_t status;             /* 0 never written, 1 False, 2 True */
+		uint64_t since_ns;
+	} cond[TS_JOB_CONDITIONS];
 	bool net_open;                      /* a network event is open in the history */
 	double *scratch;                    /* 2 * world doubles */
 	double *vals;                       /* world doubles */

@@ -61,17 +61,21 @@ static json_t *hang_json(const struct ts_job_result *r)
 	return h;
 }
 
-static json_t *condition(const char *type, bool status, const char *reason, const char *msg,
-			 uint64_t t)
+enum { C_SLOW, C_FAILSLOW, C_HANG, C_DATA, C_STORED };
+static const char *const cond_types[TS_JOB_CONDITIONS] = { "SlowRanks", "FailSlow", "Hang",
+							   "DataComplete", "Stored" };
+
+static json_t *condition(struct ts_job *j, int c, bool status, const char *reason,
+			 const char *msg, uint64_t now)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:o}", "type", type, "status",
+	return json_pack("{s:s, s:s, s:s, s:s, s:o}", "type", cond_types[c], "status",
 			 status ? "True" : "False", "reason", reason, "message", msg,
-			 "lastTransitionTime", time_str(t));
+			 "lastTransitionTime", time_str(ts_job_condition_since(j, c, status, now)));
 }
 
 /* Whether the verdict stands on all the data: the evaluated steps had every rank, none
  * came late, the rings and the transport lost nothing. */
-static json_t *completeness(const struct ts_job_result *r, uint64_t now)
+static json_t *completeness(struct ts_job *j, const struct ts_job_result *r, uint64_t now)
 {
 	bool whole = !r->rank_steps_missing && !r->rank_steps_late && !r->ring_dropped &&
 		     !r->batches_lost;
@@ -83,7 +87,7 @@ static json_t *completeness(const struct ts_job_result *r, uint64_t now)
 		 (unsigned long long)r->rank_steps_expected, (unsigned long long)r->rank_steps_late,
 		 (unsigned long long)r->ring_dropped, (unsigned long long)r->batches_lost,
 		 whole ? "" : ": the verdict stands on incomplete data");
-	return condition("DataComplete", whole, whole ? "Complete" : "Incomplete", msg, now);
+	return condition(j, C_DATA, whole, whole ? "Complete" : "Incomplete", msg, now);
 }
 
 static json_t *lost_ranks(struct ts_job *j)
@@ -167,15 +171,19 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 
 	for (int i = 0; i < r->nslow; i++)
 		json_array_append_new(slow, slow_rank_json(j, &r->slow[i]));
-	json_array_append_new(conds, condition("SlowRanks", r->nslow > 0,
+	json_array_append_new(conds, condition(j, C_SLOW, r->nslow > 0,
 					       r->nslow ? "SlowRanksFound" : "NoSlowRank",
 					       r->nslow ? r->summary : "no rank stands out", now));
-	json_array_append_new(conds, condition("FailSlow", failslow, failslow ? "Degraded" : "Normal",
-					       failslow && r->reason[0] ? r->reason : "step time at baseline", now));
-	json_array_append_new(conds, condition("Hang", hang, hang ? "NoProgress" : "Progressing",
+	json_array_append_new(conds, condition(j, C_FAILSLOW, failslow,
+					       failslow ? "Degraded" : "Normal",
+					       failslow && r->reason[0] ? r->reason
+									: "step time at baseline",
+					       now));
+	json_array_append_new(conds, condition(j, C_HANG, hang, hang ? "NoProgress" : "Progressing",
 					       hang ? r->reason : "steps complete", now));
-	json_array_append_new(conds, completeness(r, now));
-	json_array_append_new(conds, condition("Stored", !trouble, trouble ? "StoreFailing" : "Stored",
+	json_array_append_new(conds, completeness(j, r, now));
+	json_array_append_new(conds, condition(j, C_STORED, !trouble,
+					       trouble ? "StoreFailing" : "Stored",
 					       trouble ? trouble : "report files and the analyzer's "
 					       "state are stored", now));
 	json_t *st = json_pack("{s:s, s:i, s:{s:o, s:o, s:o}, s:o, s:s, s:o, s:s, s:i, s:o, s:I, s:I}",

@@ -301,6 +301,46 @@ static void test_peer_sends_place_link(void **state)
 	ts_job_free(j);
 }
 
+static const char *cond_time(json_t *rep, const char *type)
+{
+	size_t i;
+	json_t *c;
+
+	json_array_foreach(json_object_get(json_object_get(rep, "status"), "conditions"), i, c)
+		if (!strcmp(json_string_value(json_object_get(c, "type")), type))
+			return json_string_value(json_object_get(c, "lastTransitionTime"));
+	return NULL;
+}
+
+/* By the Kubernetes API conventions a condition's lastTransitionTime moves only when its
+ * status does: a later report keeps it while lastUpdateTime moves on. */
+static void test_condition_times(void **state)
+{
+	struct net_sim s = { false, -1, -1, false, -1, -1, 23 };
+	uint64_t first;
+	struct ts_job *j = run(&s, 60, &first);
+	char hang[40], stored[40];
+
+	(void)state;
+	json_t *a = ts_report_json(j, NULL);
+	snprintf(hang, sizeof(hang), "%s", cond_time(a, "Hang"));
+	snprintf(stored, sizeof(stored), "%s", cond_time(a, "Stored"));
+	for (uint64_t st = 60; st < 80; st++) {
+		step(j, &s, st);
+		ts_job_tick(j, 1000000 * MS + st * 100 * MS);
+	}
+	json_t *b = ts_report_json(j, "disk full");
+	assert_string_not_equal(json_string_value(json_object_get(json_object_get(a, "status"),
+								   "lastUpdateTime")),
+				json_string_value(json_object_get(json_object_get(b, "status"),
+								   "lastUpdateTime")));
+	assert_string_equal(cond_time(b, "Hang"), hang);    /* still False */
+	assert_string_not_equal(cond_time(b, "Stored"), stored); /* True to False */
+	json_decref(a);
+	json_decref(b);
+	ts_job_free(j);
+}
+
 static void test_healthy(void **state)
 {
 	for (unsigned seed = 1; seed < 6; seed++) {
@@ -324,6 +364,7 @@ int main(void)
 		cmocka_unit_test(test_retransmits_place_node),
 		cmocka_unit_test(test_nic_errors_place_node),
 		cmocka_unit_test(test_peer_sends_place_link),
+		cmocka_unit_test(test_condition_times),
 		cmocka_unit_test(test_healthy),
 	};
 
