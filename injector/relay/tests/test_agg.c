@@ -21,6 +21,21 @@ static bool R(struct ts_agg *g, struct ts_step_sum *s, uint16_t type, uint16_t k
 	return ts_agg_add(g, &rec, s);
 }
 
+/* One step encoded as rank 1 of 4's batch and read back by protobuf-c. */
+static Trainscope__V1__Batch *roundtrip(const struct ts_step_sum *s)
+{
+	struct ts_ident id = { .ns = "team", .job = "llm", .rank = 1, .world_size = 4 };
+	struct ts_batch_hdr h = { .id = &id, .seq = 1 };
+	uint8_t *buf;
+	size_t len;
+
+	assert_int_equal(ts_batch_encode(&h, s, 1, &buf, &len), 0);
+	Trainscope__V1__Batch *b = trainscope__v1__batch__unpack(NULL, len, buf);
+	free(buf);
+	assert_non_null(b);
+	return b;
+}
+
 static void test_fold_steps(void **state)
 {
 	struct ts_agg a;
@@ -90,8 +105,6 @@ static void test_peers(void **state)
 {
 	struct ts_agg a;
 	struct ts_step_sum s;
-	uint8_t *buf;
-	size_t len;
 
 	(void)state;
 	ts_agg_init(&a, 0);
@@ -110,11 +123,7 @@ static void test_peers(void **state)
 	assert_int_equal(s.peer[0].time_ns, 200000);
 	assert_int_equal(s.peer_overflow, 4);
 
-	struct ts_ident id = { .ns = "team", .job = "llm", .rank = 1, .world_size = 4 };
-	struct ts_batch_hdr h = { .id = &id, .seq = 1 };
-	assert_int_equal(ts_batch_encode(&h, &s, 1, &buf, &len), 0);
-	Trainscope__V1__Batch *b = trainscope__v1__batch__unpack(NULL, len, buf);
-	assert_non_null(b);
+	Trainscope__V1__Batch *b = roundtrip(&s);
 	Trainscope__V1__Step *st = b->records[0]->step;
 	assert_int_equal(st->n_peers, TS_AGG_MAX_PEER);
 	assert_int_equal(st->peers[1]->peer, 1);
@@ -122,7 +131,6 @@ static void test_peers(void **state)
 	assert_int_equal(st->peers[1]->bytes, 1 << 20);
 	assert_int_equal(st->peers_dropped, 4);
 	trainscope__v1__batch__free_unpacked(b, NULL);
-	free(buf);
 }
 
 /* Per communicator: API-timed collectives have none (0); NCCL's carry its hash; past
@@ -131,8 +139,6 @@ static void test_per_comm(void **state)
 {
 	struct ts_agg a;
 	struct ts_step_sum s;
-	uint8_t *buf;
-	size_t len;
 
 	(void)state;
 	ts_agg_init(&a, 0);
@@ -153,11 +159,7 @@ static void test_per_comm(void **state)
 	assert_int_equal(s.comm[1].nranks, 4);
 	assert_int_equal(s.comm_overflow, 3);
 
-	struct ts_ident id = { .ns = "team", .job = "llm", .rank = 1, .world_size = 4 };
-	struct ts_batch_hdr h = { .id = &id, .seq = 1 };
-	assert_int_equal(ts_batch_encode(&h, &s, 1, &buf, &len), 0);
-	Trainscope__V1__Batch *b = trainscope__v1__batch__unpack(NULL, len, buf);
-	assert_non_null(b);
+	Trainscope__V1__Batch *b = roundtrip(&s);
 	Trainscope__V1__Step *st = b->records[0]->step;
 	assert_int_equal(st->n_comms, TS_AGG_MAX_COMM);
 	assert_int_equal(st->comms[1]->comm_hash, 0xc1);
@@ -165,7 +167,6 @@ static void test_per_comm(void **state)
 	assert_int_equal(st->comms[1]->bytes, 100);
 	assert_int_equal(st->comm_ops_dropped, 3);
 	trainscope__v1__batch__free_unpacked(b, NULL);
-	free(buf);
 }
 
 static void test_busbw_factors(void **state)
@@ -211,7 +212,6 @@ static void test_batch_roundtrip(void **state)
 		    b->records[1]->step->colls[0]->bus_bw_gbps < 1.8);
 	assert_int_equal(b->records[2]->step->end_ns, 31);
 	trainscope__v1__batch__free_unpacked(b, NULL);
-	free(buf);
 }
 
 /* Idle: every record added is in a step sum returned already (the relay reserves the next
