@@ -212,6 +212,7 @@ static void test_batch_roundtrip(void **state)
 		    b->records[1]->step->colls[0]->bus_bw_gbps < 1.8);
 	assert_int_equal(b->records[2]->step->end_ns, 31);
 	trainscope__v1__batch__free_unpacked(b, NULL);
+	free(buf);
 }
 
 /* Idle: every record added is in a step sum returned already (the relay reserves the next
