@@ -7,6 +7,7 @@
  * ("nccl:<hash>:<size>:<rank>") map it to the job's rank. Each (sender, receiver) pair
  * keeps exponentially weighted sums of time and bytes; placing the network verdict
  * folds them into node pairs and compares each with the median node pair. */
+#include "hash.h"
 #include "job_impl.h"
 #include "log.h"
 
@@ -30,22 +31,16 @@ struct ts_links {
 	bool full_said;
 };
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33;
-	return x;
-}
-
 static uint64_t member_key(uint64_t comm, uint32_t crank)
 {
-	return mix(comm ^ ((uint64_t)crank + 1) * 0x9e3779b97f4a7c15ull) | 1;
+	return ts_mix64(comm ^ ((uint64_t)crank + 1) * 0x9e3779b97f4a7c15ull) | 1;
 }
 
 /* Slot of key in an open-addressed table of `cap` entries of `size` bytes, each
  * starting with its uint64_t key (0 empty). */
 static void *slot(void *tab, int cap, size_t size, uint64_t key)
 {
-	for (uint64_t h = mix(key) & (uint64_t)(cap - 1);; h = (h + 1) & (uint64_t)(cap - 1)) {
+	for (uint64_t h = ts_mix64(key) & (uint64_t)(cap - 1);; h = (h + 1) & (uint64_t)(cap - 1)) {
 		uint64_t *k = (uint64_t *)((char *)tab + h * size);
 		if (*k == key || !*k)
 			return k;

@@ -9,6 +9,7 @@
  * a whole (every communicator slower, or no node in common): FailSlow with cause
  * Communication and no rank blamed. The agent's TCP retransmits per node are evidence,
  * and name the node when the communicators cannot (one communicator over all nodes). */
+#include "hash.h"
 #include "job_impl.h"
 #include "log.h"
 #include "snap.h"
@@ -93,15 +94,9 @@ void ts_job_net_free(struct ts_job *j)
 	j->net = NULL;
 }
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33;
-	return x;
-}
-
 static int find(const struct ts_net *n, uint64_t id)
 {
-	for (int h = (int)(mix(id) & (uint64_t)(n->icap - 1)), i = 0; n->icap && i < n->icap;
+	for (int h = (int)(ts_mix64(id) & (uint64_t)(n->icap - 1)), i = 0; n->icap && i < n->icap;
 	     h = (h + 1) & (n->icap - 1), i++) {
 		if (n->index[h] < 0)
 			return -1;
@@ -113,7 +108,7 @@ static int find(const struct ts_net *n, uint64_t id)
 
 static void index_put(struct ts_net *n, int at)
 {
-	int h = (int)(mix(n->c[at].id) & (uint64_t)(n->icap - 1));
+	int h = (int)(ts_mix64(n->c[at].id) & (uint64_t)(n->icap - 1));
 
 	while (n->index[h] >= 0)
 		h = (h + 1) & (n->icap - 1);

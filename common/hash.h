@@ -1,4 +1,4 @@
-/* FNV-1a, 64 bits: a quick hash of bytes (subject keys, blob checks, name suffixes). */
+/* Hashes: FNV-1a of bytes, and a mixer of 64-bit keys. */
 #ifndef TS_HASH_H
 #define TS_HASH_H
 
@@ -13,6 +13,13 @@ static inline uint64_t ts_fnv1a(const void *data, size_t len)
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ p[i]) * 0x100000001b3ull;
 	return h;
+}
+
+/* MurmurHash3's 64-bit finalizer: spreads a key's bits for open addressing. */
+static inline uint64_t ts_mix64(uint64_t x)
+{
+	x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33;
+	return x;
 }
 
 #endif

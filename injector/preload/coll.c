@@ -53,7 +53,7 @@ void ts_coll_enter(struct ts_coll_call *c, const struct ts_coll_lib *lib, unsign
 	if (unlikely(atomic_load_explicit(&ts_captures, memory_order_relaxed) > 0) &&
 	    ts_gpu_captured(stream, lib->sk)) { /* it runs, and counts, with its graph */
 		coll_meta(c, op, count, elem, comm);
-		(void)ts_graph_capture_coll(stream, lib->sk, &c->meta);
+		ts_graph_capture_coll(stream, lib->sk, &c->meta);
 		return;
 	}
 	ts_ctr_add(&ts_lib.ctr.colls, 1);

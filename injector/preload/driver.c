@@ -7,6 +7,7 @@
 #include "driver.h"
 #include "cudefs.h"
 #include "gpu.h"
+#include "hash.h"
 #include "real.h"
 
 #include <stdio.h>
@@ -69,10 +70,7 @@ static _Atomic uint64_t mem_untracked;
 
 static uint32_t mem_hash(uint64_t k)
 {
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return (uint32_t)k & (MEM_SLOTS - 1);
+	return (uint32_t)ts_mix64(k) & (MEM_SLOTS - 1);
 }
 
 void ts_mem_alloc(uint64_t key, uint64_t size)

@@ -138,7 +138,7 @@ static bool same_coll(const struct gcoll *c, const struct ts_op_meta *m)
 	return c->op == m->op && c->comm == m->comm && c->bytes == m->amount;
 }
 
-bool ts_graph_capture_coll(CUstream s, unsigned sk, const struct ts_op_meta *m)
+void ts_graph_capture_coll(CUstream s, unsigned sk, const struct ts_op_meta *m)
 {
 	int status = 0, at = -1;
 	uint64_t id = 0, g;
@@ -148,7 +148,7 @@ bool ts_graph_capture_coll(CUstream s, unsigned sk, const struct ts_op_meta *m)
 	    drv.info(s, &status, &id, &graph, NULL, NULL) != TS_CUDA_SUCCESS || status != 1 ||
 	    !graph) {
 		atomic_fetch_add(&coll_uncounted, 1);
-		return false;
+		return;
 	}
 	g = (uint64_t)(uintptr_t)graph;
 	cap_lock();
@@ -171,7 +171,6 @@ bool ts_graph_capture_coll(CUstream s, unsigned sk, const struct ts_op_meta *m)
 	cap_unlock();
 	if (at < 0)
 		atomic_fetch_add(&coll_uncounted, 1); /* the pool is full */
-	return at >= 0;
 }
 
 /* A copy of the collectives captured into graph, for its executable graphs. */

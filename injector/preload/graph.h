@@ -23,9 +23,9 @@ TS_HIDDEN void ts_graph_instantiated(uint64_t exec, uint64_t graph);
  * -1. */
 TS_HIDDEN uint32_t ts_graph_kernels(uint64_t exec, int *slot);
 /* A collective m called on stream s while the stream is captured: kept for the graph
- * being captured. False when it cannot be (counted). */
+ * being captured, or counted as not kept. */
 struct ts_op_meta;
-TS_HIDDEN bool ts_graph_capture_coll(CUstream s, unsigned sk, const struct ts_op_meta *m);
+TS_HIDDEN void ts_graph_capture_coll(CUstream s, unsigned sk, const struct ts_op_meta *m);
 /* A replay of the executable graph in table entry slot ran its captured collectives:
  * counted, and one record per kind (untimed: the replay is timed as a whole). */
 TS_HIDDEN void ts_graph_colls_replayed(int slot);

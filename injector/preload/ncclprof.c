@@ -63,7 +63,6 @@ struct pprox { /* a proxy op: one channel's transfers with one peer */
 	_Atomic int state;
 	struct pcomm *comm;
 	int peer;
-	bool send;
 };
 
 struct pstep { /* one transfer of a proxy op */
@@ -90,7 +89,6 @@ static struct {
 	struct pstep step[NSTEPS];
 	struct ppeer peer[NPEERS];
 	_Atomic uint32_t op_hint, ch_hint, prox_hint, step_hint;
-	_Atomic uint64_t peers_full; /* transfers of pairs past NPEERS */
 	_Atomic uint64_t pool_empty;
 	_Atomic bool kernel_ch_seen;
 } P;
@@ -239,7 +237,6 @@ static void start_prox(struct pcomm *c, void **handle, const ts_prof_descr_v5 *d
 	p->type = TS_PROF_PROXY_OP;
 	p->comm = c;
 	p->peer = d->proxy_op.peer;
-	p->send = true;
 	*handle = p;
 }
 
@@ -313,7 +310,7 @@ static struct ppeer *peer_get(uint64_t comm, uint32_t peer)
 		if (cur == key)
 			return p;
 	}
-	atomic_fetch_add_explicit(&P.peers_full, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&P.pool_empty, 1, memory_order_relaxed); /* pairs past NPEERS */
 	return NULL;
 }
 
