@@ -29,7 +29,8 @@ static void timeline_usage(FILE *f)
 		"Writes a Chrome/Perfetto trace (open it in ui.perfetto.dev or chrome://tracing) of a\n"
 		"job as the stream holds it: per rank, its steps and their phases, and over the same\n"
 		"time the node agent's view of the rank's threads: run-queue delay, on/off-CPU time,\n"
-		"and the tasks that preempted it (the host-bound view).\n\n"
+		"and the tasks that preempted it (the host-bound view). Where NCCL's profiler plugin\n"
+		"timed network sends, a counter track per rank gives ns per byte to each peer.\n\n"
 		"  -j, --job NAME      the job (required)\n"
 		"  -n, --namespace NS  its namespace (default default)\n"
 		"  -o, --out FILE      output (default <job>.trace.json)\n"
@@ -78,6 +79,32 @@ static void slice(struct timeline *t, int rank, int tid, const char *name, uint6
 						   "dur", us(dur), "args", args ? args : json_object()));
 }
 
+/* NCCL's network sends to each peer in the step, as a counter track of ns per byte (a
+ * slow link or NIC rises there); returns the bytes sent. */
+static uint64_t add_peers(struct timeline *t, int rank, const Trainscope__V1__Step *s)
+{
+	json_t *args = json_object();
+	uint64_t sent = 0;
+	char key[64];
+
+	for (size_t i = 0; i < s->n_peers; i++) {
+		const Trainscope__V1__PeerStat *p = s->peers[i];
+		if (!p->bytes)
+			continue;
+		snprintf(key, sizeof(key), "to rank %u of %016" PRIx64, p->peer, p->comm_hash);
+		json_object_set_new(args, key, json_real((double)p->time_ns / (double)p->bytes));
+		sent += p->bytes;
+	}
+	if (json_object_size(args))
+		json_array_append_new(t->events,
+				      json_pack("{s:s, s:s, s:i, s:f, s:o}", "name",
+						"network sends (ns per byte)", "ph", "C", "pid", rank,
+						"ts", us(s->end_ns), "args", args));
+	else
+		json_decref(args);
+	return sent;
+}
+
 static void add_step(struct timeline *t, int rank, const Trainscope__V1__Step *s)
 {
 	const struct { const char *name; uint64_t ns; } phases[] = {
@@ -88,12 +115,17 @@ static void add_step(struct timeline *t, int rank, const Trainscope__V1__Step *s
 	char name[32];
 	uint64_t at = s->start_ns;
 
+	uint64_t coll_bytes = 0;
+
+	for (size_t i = 0; i < s->n_colls; i++)
+		coll_bytes += s->colls[i]->bytes;
 	snprintf(name, sizeof(name), "step %" PRIu64, s->step);
 	slice(t, rank, TID_STEP, name, s->start_ns, s->end_ns - s->start_ns,
-	      json_pack("{s:f, s:f, s:f, s:f, s:f}", "dataloader_ms", s->dataloader_ns / 1e6,
-			"compute_ms", s->compute_ns / 1e6, "launch_ms", s->launch_ns / 1e6,
-			"collective_ms", s->collective_ns / 1e6, "checkpoint_ms",
-			s->checkpoint_ns / 1e6));
+	      json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "dataloader_ms",
+			s->dataloader_ns / 1e6, "compute_ms", s->compute_ns / 1e6, "launch_ms",
+			s->launch_ns / 1e6, "collective_ms", s->collective_ns / 1e6,
+			"checkpoint_ms", s->checkpoint_ns / 1e6, "coll_mb", coll_bytes / 1e6,
+			"net_sent_mb", add_peers(t, rank, s) / 1e6));
 	for (size_t i = 0; i < sizeof(phases) / sizeof(phases[0]); i++) {
 		if (!phases[i].ns)
 			continue;

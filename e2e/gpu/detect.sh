@@ -14,6 +14,8 @@ detect() {
 	[ "${NOISY:-1}" = 1 ] && noisy
 	[ "${HANG:-1}" = 1 ] && hang
 	[ "${GRAPH:-0}" = 1 ] && graph_noisy
+	[ "${PEERS:-0}" = 1 ] && net_peers
+	cp "$ANALYZER_LOG" "$OUT/analyzer.log"
 	return 0
 }
 
@@ -82,4 +84,66 @@ hang() {
 	"$BIN/trainscope" report --dir "$REPORTS" --job hang | head -20
 	pkill -f e2e/gpu/train.py; kill $job 2>/dev/null; wait $job 2>/dev/null
 	grep -i 'hang' "$ANALYZER_LOG" | head -5
+}
+
+# NCCL over its socket transport (P2P and shared memory off, loopback), so its proxy
+# threads carry every transfer and the profiler plugin times each send to its peer
+# (Step.peers). From step 80 a netem delay on loopback slows the job's one link, where
+# tc can add one: the sends' ns per byte must rise, and the analyzer must call the
+# slowdown Communication with no rank named (the link is the whole job's).
+net_peers() {
+	local steps=200 delayed=no
+	echo "== NCCL over sockets, $NGPU ranks: per-peer network sends; loopback delayed from step 80"
+	NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_NET=Socket \
+		NCCL_SOCKET_IFNAME=lo $tsrun --job netpeers -- torchrun --standalone \
+		--nproc_per_node="$NGPU" e2e/gpu/train.py --layers 2 --dim 1024 --vocab 8192 \
+		--seq 512 --warmup 10 --steps $steps --out "$OUT/netpeers" >"$WORK/netpeers.log" 2>&1 &
+	local job=$!
+	if "$BIN/trainscope" report --dir "$REPORTS" --job netpeers --wait-step 80 --timeout 180 \
+		>/dev/null && command -v tc >/dev/null &&
+		tc qdisc add dev lo root netem delay 1ms rate 8gbit 2>"$WORK/tc.err"; then
+		delayed=yes
+	fi
+	echo "loopback delayed: $delayed $(cat "$WORK/tc.err" 2>/dev/null)"
+	wait $job || tail -20 "$WORK/netpeers.log"
+	[ $delayed = yes ] && tc qdisc del dev lo root
+	"$BIN/trainscope" report --dir "$REPORTS" --job netpeers --wait-step $((steps + 5)) --timeout 60 |
+		head -14
+	"$BIN/trainscope" report --dir "$REPORTS" --job netpeers --json >"$OUT/netpeers-report.json"
+	"$BIN/trainscope" timeline --nats "$NATS_URL" --job netpeers --out "$WORK/netpeers.trace.json"
+	python3 - "$WORK/netpeers.trace.json" <<'PY' | tee "$OUT/netpeers.txt"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+steps, sends = {}, {}
+for e in ev:
+    if e.get("ph") == "X" and e.get("tid") == 1 and e["name"].startswith("step "):
+        steps.setdefault(e["pid"], []).append((int(e["name"][5:]), dict(e["args"], step_ms=e["dur"] / 1e3)))
+    elif e.get("ph") == "C" and e["name"].startswith("network sends"):
+        sends.setdefault(e["pid"], []).append(e)
+def med(v):
+    v = sorted(v)
+    return v[len(v) // 2] if v else float("nan")
+for rank in sorted(steps):
+    st = dict(steps[rank])
+    last = max(st)
+    coll = sum(a["coll_mb"] for s, a in st.items() if s >= 20)
+    sent = sum(a["net_sent_mb"] for s, a in st.items() if s >= 20)
+    print("rank %d: %d steps; from step 20 collectives %.1f MB, network sends %.1f MB (%.3f of it)"
+          % (rank, len(st), coll, sent, sent / coll if coll else float("nan")))
+    before = {s: a for s, a in st.items() if 30 <= s < 75}
+    after = {s: a for s, a in st.items() if s > last - 60}
+    for name, part in (("steps 30-74", before), ("the last 60 steps", after)):
+        print("  %s: step %.2f ms, collective %.2f ms;" % (name,
+              med([a["step_ms"] for a in part.values()]),
+              med([a["collective_ms"] for a in part.values()])), end="")
+    print()
+    peers = {}
+    for e in sends.get(rank, []):
+        for k, v in e["args"].items():
+            peers.setdefault(k, []).append((e["ts"], v))
+    for k, v in sorted(peers.items()):
+        n = len(v)
+        print("  sends %s: %d steps, ns per byte %.3f in the first third, %.3f in the last"
+              % (k, n, med([x for _, x in v[: n // 3]]), med([x for _, x in v[-n // 3 :]])))
+PY
 }
