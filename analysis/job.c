@@ -886,15 +886,17 @@ static void watch_ranks(struct ts_job *j, uint64_t now_ns)
 }
 
 /* A reported hang is over once the job evaluated a step past the one the hung rank
- * was stuck after, with that rank in it. */
+ * was stuck after, with every rank in it: a job killed while hung must not clear it,
+ * though the waiting ranks' last records, written as they die, end a later step. */
 static void hang_cleared(struct ts_job *j)
 {
 	int k = j->res.hang_rank;
 
 	if (!j->hang_reason[0] || j->res.steps_evaluated == 0 || j->res.last_step <= j->hang_step)
 		return;
-	if (k >= 0 && k < j->world && j->meta[k].last_step <= j->hang_step)
-		return;
+	for (int r = 0; r < j->world; r++)
+		if (j->meta[r].seen && j->meta[r].last_step <= j->hang_step)
+			return;
 	ts_info("%s/%s: the hang of rank %d is over: step %llu evaluated", j->ns, j->name, k,
 		(unsigned long long)j->res.last_step);
 	j->hang_reason[0] = 0;
@@ -926,7 +928,9 @@ static void history_spells(struct ts_job *j, uint64_t now_ns)
 		ev->raised_ns = now_ns;
 	}
 	if (hang && (ev = ts_job_history_find(j, TS_EV_HANG, -1, 0))) {
-		snprintf(ev->text, sizeof(ev->text), "%s", j->res.reason);
+		/* the hang's own account, not the ranks lost after it */
+		snprintf(ev->text, sizeof(ev->text), "%s", j->hang_reason[0] ? j->hang_reason :
+			 j->res.reason);
 	} else if (!hang && j->hang_open) {
 		ts_job_history_close(j, TS_EV_HANG, -1, 0, j->res.last_step, now_ns);
 	}
@@ -1015,7 +1019,9 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 	j->finished_ns = j->any_step && all_final(j) ? (j->finished_ns ? j->finished_ns : now_ns) : 0;
 	if (j->res.nlost) {
 		j->res.state = TS_STATE_HANG;
-		snprintf(j->res.reason, sizeof(j->res.reason), "%s", j->lost_reason);
+		/* a hang first, then ranks lost: the report says both */
+		snprintf(j->res.reason, sizeof(j->res.reason), "%s%s%s", j->hang_reason,
+			 j->hang_reason[0] ? "; then " : "", j->lost_reason);
 	} else if (j->hang_reason[0] && !all_final(j)) {
 		j->res.state = TS_STATE_HANG;
 		snprintf(j->res.reason, sizeof(j->res.reason), "%s", j->hang_reason);

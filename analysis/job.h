@@ -160,7 +160,7 @@ struct ts_job_result {
 	uint64_t ring_dropped, batches_lost;
 	uint8_t *ever_alarmed;    /* [world]: 1 for a rank that was ever alarmed */
 	char summary[512];
-	char reason[256];
+	char reason[640]; /* the hang's and the lost ranks' accounts fit together */
 	int hang_rank;            /* the culprit, else the rank whose hang watch fired; -1 */
 	int hang_stacks_rank;     /* whose stacks hang_stacks holds */
 	char hang_stacks[16384];  /* its Python stacks at that moment */

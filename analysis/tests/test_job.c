@@ -630,6 +630,57 @@ static void test_hang_culprit(void **state)
 	ts_job_free(j);
 }
 
+/* Two ranks, as on a 2-GPU machine: rank 0 waits in AllReduce seq 407, rank 1 sleeps in
+ * Python. One of two reports is no majority, so the culprit is named after
+ * failslow.hang_culprit_wait_s. Then the job is killed: rank 0's last record, written
+ * as it dies, ends step 30, and both ranks are lost. The hang is not over for that; the
+ * report and its history keep the culprit. */
+static void test_hang_killed(void **state)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	struct sim s = { 2, -1, 0, TS_M_COMPUTE, 1, 9 };
+	uint64_t t = 1000000 * MS;
+	const char *g0[] = { "nccl:9a42:2:0" }, *g1[] = { "nccl:9a42:2:1" };
+
+	(void)state;
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", "killed", 2, &p), 0);
+	ts_job_rank_groups(j, 0, g0, 1);
+	ts_job_rank_groups(j, 1, g1, 1);
+	for (int st = 0; st < 30; st++) {
+		feed_step(j, &s, (uint64_t)st);
+		ts_job_tick(j, t + (uint64_t)st * 100 * MS);
+	}
+	t += 30 * 100 * MS + 20000 * MS;
+	ts_job_tick(j, t);
+	ts_job_rank_hang(j, 0, "AllReduce", 0x9a42, 407, 20000 * MS, "");
+	ts_job_tick(j, t);
+	const struct ts_job_result *r = ts_job_result(j);
+	assert_int_equal(r->state, TS_STATE_HANG);
+	assert_int_equal(r->nculprits, 0);
+	ts_job_tick(j, t + (uint64_t)(p.hang_culprit_wait_s * 1000 + 100) * MS);
+	assert_int_equal(r->nculprits, 1);
+	assert_int_equal(r->culprits[0], 1);
+	assert_non_null(strstr(r->reason, "rank 1 did not enter AllReduce"));
+	assert_non_null(strstr(r->reason, "rank 1 is in no collective (last step 29)"));
+	struct ts_rank_step rs = { .step = 30, .start_ns = t - 20000 * MS, .end_ns = t + 12000 * MS };
+	assert_int_equal(ts_job_add_step(j, 0, 2, &rs), 0);
+	ts_job_rank_died(j, 0);
+	ts_job_rank_died(j, 1);
+	for (int i = 0; i < 5; i++)
+		ts_job_tick(j, t + (uint64_t)(13000 + 1000 * i) * MS);
+	assert_int_equal(r->state, TS_STATE_HANG);
+	assert_int_equal(r->nculprits, 1);
+	assert_non_null(strstr(r->reason, "rank 1 did not enter AllReduce"));
+	assert_non_null(strstr(r->reason, "; then the job ended abnormally"));
+	const struct ts_event *ev = &r->history[r->nhistory - 1];
+	assert_int_equal(ev->kind, TS_EV_HANG);
+	assert_non_null(strstr(ev->text, "rank 1 did not enter AllReduce"));
+	assert_null(strstr(ev->text, "lost"));
+	ts_job_free(j);
+}
+
 /* Each process names its communicator differently and none announced one: no majority
  * agrees on an op, so nobody is named a culprit, however long the hang lasts. */
 static void test_hang_no_guess(void **state)
@@ -675,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_pipeline_peers),
 		cmocka_unit_test(test_pipeline_peers_from_comms),
 		cmocka_unit_test(test_hang_culprit),
+		cmocka_unit_test(test_hang_killed),
 		cmocka_unit_test(test_hang_no_guess),
 	};
 	return cmocka_run_group_tests_name("job", tests, NULL, NULL);

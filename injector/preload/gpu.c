@@ -35,8 +35,11 @@ struct ev_slot {
 
 struct strm {
 	_Atomic(uintptr_t) key; /* the stream, special handles made explicit */
-	_Atomic int seg;         /* the slot of the open busy segment, -1 when none */
-	_Atomic bool comm;       /* NCCL launched on it */
+	/* the open busy segment: its slot x 2, + 1 when NCCL's (launched inside a
+	 * collective); -1 when none. One word, so its kind cannot tear from its slot. A
+	 * stream that switches (a blocking collective on the compute stream, as PyTorch
+	 * runs them) closes one kind's segment and opens the other's. */
+	_Atomic int seg;
 };
 
 struct step_acc { /* the poller's own */
@@ -315,13 +318,13 @@ void ts_gpu_timed_end(int i, CUstream s, unsigned sk, const struct ts_op_meta *m
 	atomic_fetch_add_explicit(&g.step_sample_ticks, ts_ticks() - t0, memory_order_relaxed);
 }
 
-static void open_segment(struct strm *e, CUstream s)
+static void open_segment(struct strm *e, CUstream s, bool comm)
 {
 	int i = timed_begin(s), none = -1;
 
 	if (i < 0)
 		return;
-	if (!atomic_compare_exchange_strong(&e->seg, &none, i)) {
+	if (!atomic_compare_exchange_strong(&e->seg, &none, i * 2 + comm)) {
 		slot_release(i); /* another thread opened it first */
 		return;
 	}
@@ -331,15 +334,15 @@ static void open_segment(struct strm *e, CUstream s)
 static void close_segment(struct strm *e)
 {
 	static const struct ts_op_meta seg = { .kind = TS_T_SEGMENT };
-	int i = atomic_exchange(&e->seg, -1);
+	int v = atomic_exchange(&e->seg, -1);
 
-	if (i < 0)
+	if (v < 0)
 		return;
 	if (!ctx_ok()) {
-		slot_release(i);
+		slot_release(v / 2);
 		return;
 	}
-	timed_end(i, (CUstream)atomic_load(&e->key), &seg, atomic_load(&e->comm));
+	timed_end(v / 2, (CUstream)atomic_load(&e->key), &seg, v & 1);
 }
 
 void ts_gpu_graph_note(enum ts_graph_note what)
@@ -370,10 +373,14 @@ int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample)
 	CUstream n = norm(s, sk);
 	struct strm *e = strm_find(n, true);
 	if (likely(e != NULL)) {
-		if (unlikely(ts_tls.coll_depth) && !atomic_load_explicit(&e->comm, memory_order_relaxed))
-			atomic_store(&e->comm, true);
-		if (unlikely(atomic_load_explicit(&e->seg, memory_order_relaxed) < 0))
-			open_segment(e, n);
+		int seg = atomic_load_explicit(&e->seg, memory_order_relaxed);
+		bool comm = ts_tls.coll_depth != 0;
+		if (unlikely(seg >= 0 && (seg & 1) != comm)) {
+			close_segment(e);
+			seg = -1;
+		}
+		if (unlikely(seg < 0))
+			open_segment(e, n, comm);
 	}
 	if (ts_tls.lib_depth || !may_sample ||
 	    ++ts_tls.kernel_tick < atomic_load_explicit(&g.sample_n, memory_order_relaxed))

@@ -264,6 +264,20 @@ static void test_nccl(void **state)
 	assert_int_equal(vali(&o, "gpu_step", 0, "compute_ns"), 0);
 }
 
+/* A synchronous collective on the compute stream splits the stream's busy time: 5 ms
+ * of kernels are compute, the collective's 1 ms communication, every step (a stream
+ * once used by NCCL used to count as communication for good). */
+static void test_sync_coll(void **state)
+{
+	(void)state;
+	run("sync_coll", NULL, &o);
+	assert_int_equal(val(&o, "ring.gpu_steps"), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 5 * MS);
+		assert_int_equal(vali(&o, "gpu_step", i, "comm_ns"), 1 * MS);
+	}
+}
+
 /* Collectives called into a capture run with each replay of the graph: counted then,
  * one record per kind and replay, sized per call, tagged with the replay's step; the
  * capture itself counts none. The graph's kernels (2 + 3 + 1 from NCCL, 1 more) count
@@ -450,6 +464,7 @@ int main(void)
 		cmocka_unit_test(test_sampling),
 		cmocka_unit_test(test_hang),
 		cmocka_unit_test(test_nccl),
+		cmocka_unit_test(test_sync_coll),
 		cmocka_unit_test(test_comms),
 		cmocka_unit_test(test_graph_colls),
 		cmocka_unit_test(test_cublas),

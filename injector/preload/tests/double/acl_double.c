@@ -146,7 +146,7 @@ static uint64_t coll_done(struct op *o, uint64_t arrive)
 /* Works the stream's queue as far as the device has got. */
 static void resolve(struct stream *x)
 {
-	while (!x->stalled && x->head != x->tail) {
+	while (x->head != x->tail) {
 		struct op *o = &x->q[x->head % NOPS];
 		uint64_t start = o->enq_ns > x->free_ns ? o->enq_ns : x->free_ns, end = start;
 		if (o->kind == OP_WAIT) {
@@ -156,7 +156,7 @@ static void resolve(struct stream *x)
 			end = at > start ? at : start;
 		} else if (o->kind == OP_KERNEL)
 			end = start + o->dur_ns;
-		else if (o->kind == OP_COLL && (end = coll_done(o, start)) == PENDING)
+		else if (o->kind == OP_COLL && (x->stalled || (end = coll_done(o, start)) == PENDING))
 			return;
 		else if (o->kind == OP_EVENT)
 			events[o->event].at_ns = start;

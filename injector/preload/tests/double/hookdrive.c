@@ -572,6 +572,29 @@ static void sc_nccl(void)
 	wait_gpu_steps(1);
 }
 
+/* A blocking collective runs on the compute stream (PyTorch does so for synchronous
+ * collectives): the stream's busy time before and after it is compute, its own is
+ * communication, in every step. */
+static void sc_sync_coll(void)
+{
+	void *(*comm_of)(int) = (void *(*)(int))user_fn("tsd_user_comm");
+	int (*allreduce)(void *, void *, uint64_t) =
+		(int (*)(void *, void *, uint64_t))user_fn("tsd_user_allreduce");
+	void *comm = comm_of(2);
+
+	for (int st = 0; st < 3; st++) {
+		trainscope_step_begin((uint64_t)st);
+		rt_launch(0, A);
+		rt_launch(0, A);
+		if (allreduce(comm, A, 1024))
+			die("allreduce");
+		for (int k = 0; k < 3; k++)
+			rt_launch(0, A);
+		trainscope_step_end((uint64_t)st);
+	}
+	wait_gpu_steps(3);
+}
+
 
 /* Communicators made through ncclCommInitRank and ncclCommSplit are announced with the
  * name every member gives them, and each numbers its own collectives from 1. */
@@ -838,7 +861,7 @@ static const struct {
 } scenarios[] = {
 	{ "dispatch", sc_dispatch }, { "rtld", sc_rtld },         { "memory", sc_memory },
 	{ "pool", sc_pool },         { "capture", sc_capture },   { "sampling", sc_sampling },
-	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "comms", sc_comms },         { "cublas", sc_cublas },
+	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "sync_coll", sc_sync_coll },         { "comms", sc_comms },         { "cublas", sc_cublas },
 	{ "plugin", sc_plugin },     { "graphs", sc_graphs },     { "graph_colls", sc_graph_colls },     { "cost", sc_cost },
 };
 

@@ -9,7 +9,8 @@
  * synchronize waits for it. A collective finishes xfer after the last member reached
  * it: members in other processes publish when their stream reached each op in a shared
  * file ($TSD_NPU_SHM, made by the launcher); without one, every other member is taken
- * to be there already. A stalled stream never finishes (a hang). */
+ * to be there already. A stalled stream's
+ * collectives never finish: a member never arrives (a hang). */
 #ifndef TSD_NPU_DOUBLE_H
 #define TSD_NPU_DOUBLE_H
 

@@ -221,7 +221,8 @@ static void sc_unit(void)
 	wait_for(all_read_back, "events were not read back");
 }
 
-/* A stream that stops: its all-reduce never finishes, so the hang watch names it. */
+/* An all-reduce whose peer never enters: the kernel before it finishes, the all-reduce
+ * never does, so the hang watch names it (and not the kernels' busy time). */
 static void sc_hang(void)
 {
 	void *s, *c;
