@@ -33,6 +33,7 @@ graph_noisy() {
 		tail -20 "$WORK/gnoisy.log"
 	"$BIN/trainscope" report --dir "$REPORTS" --job gnoisy --wait-step 255 --timeout 60 |
 		head -12
+	"$BIN/trainscope" report --dir "$REPORTS" --job gnoisy --json >"$OUT/gnoisy-report.json"
 	"$BIN/trainscope" timeline --nats "$NATS_URL" --job gnoisy --out "$WORK/gnoisy.trace.json"
 	python3 - "$WORK/gnoisy.trace.json" "$gpu" <<'PY' | tee "$OUT/gnoisy-compute.txt"
 import json, sys
@@ -40,17 +41,19 @@ ev = json.load(open(sys.argv[1]))["traceEvents"]
 per = {}
 for e in ev:
     if e.get("ph") == "X" and e.get("tid") == 1 and e["name"].startswith("step "):
-        per.setdefault(e["pid"], []).append((int(e["name"][5:]), e["args"]["compute_ms"]))
+        per.setdefault(e["pid"], []).append((int(e["name"][5:]), e["args"]))
 def med(v):
     v = sorted(v)
     return v[len(v) // 2] if v else float("nan")
 for rank, steps in sorted(per.items()):
-    before = med([c for s, c in steps if 30 <= s < 58])
     last = max(s for s, _ in steps)
-    after = med([c for s, c in steps if s > last - 60])
-    print("rank %d%s: device compute %.2f ms/step in steps 30-57, %.2f ms in the last 60 "
-          "(%+.0f%%), %d steps" % (rank, " (neighbour)" if rank == int(sys.argv[2]) else "",
-                                   before, after, 100 * (after / before - 1), len(steps)))
+    for key in ("compute_ms", "collective_ms"):
+        before = med([a[key] for s, a in steps if 30 <= s < 58])
+        after = med([a[key] for s, a in steps if s > last - 60])
+        print("rank %d%s: device %s %.2f ms/step in steps 30-57, %.2f ms in the last 60 "
+              "(%s), %d steps" % (rank, " (neighbour)" if rank == int(sys.argv[2]) else "",
+                                  key[:-3], before, after, "%+.0f%%" % (100 * (after / before - 1))
+                                  if before else "-", len(steps)))
 PY
 }
 
@@ -80,10 +83,28 @@ hang() {
 		sleep 1
 	done
 	echo "hang reported: $hung"
-	"$BIN/trainscope" report --dir "$REPORTS" --job hang --json >"$OUT/hang-report.json"
+	# the culprit never reports (it is not in a collective): with fewer than half the
+	# ranks waiting, the analyzer names it after failslow.hang_culprit_wait_s (10 s)
+	wait_report hang 'did not enter' 40 && echo "culprit named: yes" || echo "culprit named: no"
 	"$BIN/trainscope" report --dir "$REPORTS" --job hang | head -20
 	pkill -f e2e/gpu/train.py; kill $job 2>/dev/null; wait $job 2>/dev/null
-	grep -i 'hang' "$ANALYZER_LOG" | head -5
+	# the job is gone: its final report keeps the hang and its culprit
+	wait_report hang 'lost' 60
+	echo "-- after the job was killed:"
+	"$BIN/trainscope" report --dir "$REPORTS" --job hang | head -20
+	"$BIN/trainscope" report --dir "$REPORTS" --job hang --json >"$OUT/hang-report.json"
+	grep -i 'hang' "$ANALYZER_LOG" | head -8
+}
+
+# wait_report JOB TEXT SECONDS: polls the job's report until it holds TEXT.
+wait_report() {
+	local i
+	for i in $(seq 1 "$3"); do
+		"$BIN/trainscope" report --dir "$REPORTS" --job "$1" --json 2>/dev/null |
+			grep -q "$2" && return 0
+		sleep 1
+	done
+	return 1
 }
 
 # NCCL over its socket transport (P2P and shared memory off, loopback), so its proxy
@@ -100,7 +121,7 @@ net_peers() {
 		--seq 512 --warmup 10 --steps $steps --out "$OUT/netpeers" >"$WORK/netpeers.log" 2>&1 &
 	local job=$!
 	if "$BIN/trainscope" report --dir "$REPORTS" --job netpeers --wait-step 80 --timeout 180 \
-		>/dev/null && command -v tc >/dev/null &&
+		>/dev/null && command -v tc >/dev/null 2>&1 &&
 		tc qdisc add dev lo root netem delay 1ms rate 8gbit 2>"$WORK/tc.err"; then
 		delayed=yes
 	fi
