@@ -964,11 +964,12 @@ static void net_reason(struct ts_job *j)
 
 bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 {
-	char before[sizeof(j->res.summary)];
+	char before[sizeof(j->res.summary)], why[sizeof(j->res.reason)];
 	enum ts_state old = j->res.state;
 	uint64_t evaluated = j->res.steps_evaluated;
 
 	snprintf(before, sizeof(before), "%s", j->res.summary);
+	snprintf(why, sizeof(why), "%s", j->res.reason);
 	j->now_ns = now_ns;
 	for (int i = 0; j->unstamped && i < j->cap; i++) /* rows made before the first tick */
 		if (j->rows[i].used && !j->rows[i].first_ns)
@@ -1033,6 +1034,7 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 			 (unsigned long long)j->res.last_step);
 	}
 	history_spells(j, now_ns);
+	/* a stalled job evaluates no step: its hang's culprit, named later, is news too */
 	return old != j->res.state || strcmp(before, j->res.summary) != 0 ||
-	       j->res.steps_evaluated != evaluated;
+	       strcmp(why, j->res.reason) != 0 || j->res.steps_evaluated != evaluated;
 }

@@ -85,19 +85,19 @@ hang() {
 	echo "hang reported: $hung"
 	# the culprit never reports (it is not in a collective): with fewer than half the
 	# ranks waiting, the analyzer names it after failslow.hang_culprit_wait_s (10 s)
-	wait_report hang 'did not enter' 40 && echo "culprit named: yes" || echo "culprit named: no"
+	poll_report hang 'did not enter' 40 && echo "culprit named: yes" || echo "culprit named: no"
 	"$BIN/trainscope" report --dir "$REPORTS" --job hang | head -20
 	pkill -f e2e/gpu/train.py; kill $job 2>/dev/null; wait $job 2>/dev/null
 	# the job is gone: its final report keeps the hang and its culprit
-	wait_report hang 'lost' 60
+	poll_report hang 'lost' 60
 	echo "-- after the job was killed:"
 	"$BIN/trainscope" report --dir "$REPORTS" --job hang | head -20
 	"$BIN/trainscope" report --dir "$REPORTS" --job hang --json >"$OUT/hang-report.json"
 	grep -i 'hang' "$ANALYZER_LOG" | head -8
 }
 
-# wait_report JOB TEXT SECONDS: polls the job's report until it holds TEXT.
-wait_report() {
+# poll_report JOB TEXT SECONDS: polls the job's report until it holds TEXT.
+poll_report() {
 	local i
 	for i in $(seq 1 "$3"); do
 		"$BIN/trainscope" report --dir "$REPORTS" --job "$1" --json 2>/dev/null |
@@ -120,14 +120,16 @@ net_peers() {
 		--nproc_per_node="$NGPU" e2e/gpu/train.py --layers 2 --dim 1024 --vocab 8192 \
 		--seq 512 --warmup 10 --steps $steps --out "$OUT/netpeers" >"$WORK/netpeers.log" 2>&1 &
 	local job=$!
+	# netem where the kernel has it, else a token bucket that caps the rate
 	if "$BIN/trainscope" report --dir "$REPORTS" --job netpeers --wait-step 80 --timeout 180 \
 		>/dev/null && command -v tc >/dev/null 2>&1 &&
-		tc qdisc add dev lo root netem delay 1ms rate 8gbit 2>"$WORK/tc.err"; then
-		delayed=yes
+		{ tc qdisc add dev lo root netem delay 1ms rate 8gbit 2>"$WORK/tc.err" ||
+		  tc qdisc add dev lo root tbf rate 4gbit burst 4mb latency 50ms 2>>"$WORK/tc.err"; }; then
+		delayed="yes ($(tc qdisc show dev lo | head -1))"
 	fi
 	echo "loopback delayed: $delayed $(cat "$WORK/tc.err" 2>/dev/null)"
 	wait $job || tail -20 "$WORK/netpeers.log"
-	[ $delayed = yes ] && tc qdisc del dev lo root
+	[ "$delayed" != no ] && tc qdisc del dev lo root
 	"$BIN/trainscope" report --dir "$REPORTS" --job netpeers --wait-step $((steps + 5)) --timeout 60 |
 		head -14
 	"$BIN/trainscope" report --dir "$REPORTS" --job netpeers --json >"$OUT/netpeers-report.json"
