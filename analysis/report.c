@@ -319,6 +319,12 @@ void ts_report_print(json_t *root, void *file)
 				json_string_value(json_object_get(s, "pod")) : "-",
 			json_string_value(json_object_get(s, "method")),
 			json_string_value(json_object_get(s, "evidence")));
+	json_t *net = json_object_get(st, "network");
+	if (json_string_value(json_object_get(net, "evidence")))
+		fprintf(f, "  communication (%s): %s\n",
+			json_string_value(json_object_get(net, "scope")) ?
+				json_string_value(json_object_get(net, "scope")) : "-",
+			json_string_value(json_object_get(net, "evidence")));
 	fprintf(f, "  summary: %s\n", json_string_value(json_object_get(st, "summary"))[0] ?
 					      json_string_value(json_object_get(st, "summary")) : "-");
 	json_array_foreach(json_object_get(st, "conditions"), i, s) {
