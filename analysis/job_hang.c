@@ -84,9 +84,10 @@ void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns)
 	int who = -1, waiting = most_waited(j, &who), members = 0, ncul = 0;
 	bool known = false;
 
-	res->nculprits = 0;
+	/* no rank waits any more (they exited or were lost): what was named stands */
 	if (!waiting)
 		return;
+	res->nculprits = 0;
 	const struct ts_rank_meta *w = &j->meta[who];
 	for (int k = 0; k < j->world && !known; k++)
 		known = ts_rank_in_comm(&j->meta[k], w->hang_comm);

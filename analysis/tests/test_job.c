@@ -632,9 +632,9 @@ static void test_hang_culprit(void **state)
 
 /* Two ranks, as on a 2-GPU machine: rank 0 waits in AllReduce seq 407, rank 1 sleeps in
  * Python. One of two reports is no majority, so the culprit is named after
- * failslow.hang_culprit_wait_s. Then the job is killed: rank 0's last record, written
- * as it dies, ends step 30, and both ranks are lost. The hang is not over for that; the
- * report and its history keep the culprit. */
+ * failslow.hang_culprit_wait_s. Then the job ends: rank 0 gives up (its last record
+ * ends step 30, then its exit record), rank 1 is killed. The hang is not over for that;
+ * the report and its history keep the culprit. */
 static void test_hang_killed(void **state)
 {
 	struct ts_params p;
@@ -668,7 +668,7 @@ static void test_hang_killed(void **state)
 	assert_non_null(strstr(r->reason, "rank 1 is in no collective (last step 29)"));
 	struct ts_rank_step rs = { .step = 30, .start_ns = t - 20000 * MS, .end_ns = t + 12000 * MS };
 	assert_int_equal(ts_job_add_step(j, 0, 2, &rs), 0);
-	ts_job_rank_died(j, 0);
+	ts_job_rank_final(j, 0);
 	ts_job_rank_died(j, 1);
 	for (int i = 0; i < 5; i++)
 		ts_job_tick(j, t + (uint64_t)(13000 + 1000 * i) * MS);
