@@ -1,5 +1,6 @@
 #include "k8s.h"
 #include "names.h"
+#include "report.h"
 #include "log.h"
 #include "tsclock.h"
 
@@ -15,6 +16,10 @@
 
 struct written {
 	char ns[64], name[256], job[256];
+	char pod[256];       /* a pod of the job, from the report's annotation */
+	bool owned;          /* the report's owner is settled: set, or none to be had */
+	bool made;           /* the report has existed: gone later, it was deleted */
+	int gone_said;    /* "deleted" logged */
 	char verdict[600];   /* state + summary last written */
 	uint64_t at_ns;
 	json_t *pending;     /* a status held back by the interval, written by ts_k8s_flush */
@@ -99,19 +104,27 @@ const char *ts_k8s_jstr(json_t *o, const char *key)
 	return s ? s : "";
 }
 
-/* GET the object, creating it when absent. Returns it (caller decrefs) or NULL. */
-static json_t *ensure_report(struct ts_k8s *k, const char *ns, const char *name, const char *job)
+/* GET the object, creating it when absent the first time. Returns it (caller decrefs)
+ * or NULL; *gone: it existed and was deleted since (with its owner, or by hand), and
+ * is not made again. */
+static json_t *ensure_report(struct ts_k8s *k, struct written *w, bool *gone)
 {
+	const char *ns = w->ns, *name = w->name, *job = w->job;
 	char path[512];
 	json_t *obj = NULL;
 	int code;
 
+	*gone = false;
 	snprintf(path, sizeof(path), GROUP_PATH "/namespaces/%s/slownodereports/%s", ns, name);
 	code = ts_kube_request(k->kube, "GET", path, NULL, NULL, &obj);
-	if (code == 200)
+	if (code == 200) {
+		w->made = true;
 		return obj;
+	}
 	json_decref(obj);
 	if (code != 404)
+		return NULL;
+	if ((*gone = w->made))
 		return NULL;
 	json_t *fresh = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:s}}", "apiVersion",
 				  "trainscope.dev/v1alpha1", "kind", "SlowNodeReport", "metadata",
@@ -121,6 +134,7 @@ static json_t *ensure_report(struct ts_k8s *k, const char *ns, const char *name,
 	code = ts_kube_request(k->kube, "POST", path, fresh, NULL, &obj);
 	json_decref(fresh);
 	if (code == 201 || code == 200) {
+		w->made = true;
 		k->st.created++;
 		ts_info("k8s: created SlowNodeReport %s/%s", ns, name);
 		return obj;
@@ -129,17 +143,127 @@ static json_t *ensure_report(struct ts_k8s *k, const char *ns, const char *name,
 	return NULL;
 }
 
-/* PUT the status with the object's resourceVersion; on a conflict, read it again. */
-static int write_status(struct ts_k8s *k, const char *ns, const char *name, const char *job,
-			json_t *status)
+/* The controller among obj's owner references, or NULL (borrowed). */
+static json_t *controller_ref(json_t *obj)
 {
+	json_t *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i, r)
+		if (json_is_true(json_object_get(r, "controller")))
+			return r;
+	return NULL;
+}
+
+/* An owner's API path: its group version and its kind's plural as the training
+ * operators name them (Job: jobs, JobSet: jobsets, PyTorchJob: pytorchjobs). */
+static int owner_path(char *buf, size_t n, const char *ns, json_t *ref)
+{
+	const char *av = ts_k8s_jstr(ref, "apiVersion"), *kind = ts_k8s_jstr(ref, "kind");
+	const char *name = ts_k8s_jstr(ref, "name");
+	char plural[64];
+	size_t i;
+	int len;
+
+	if (!*av || !*kind || strlen(kind) + 2 > sizeof(plural) || !ts_name_is_object(name))
+		return -EINVAL;
+	for (i = 0; kind[i]; i++)
+		plural[i] = (char)tolower((unsigned char)kind[i]);
+	plural[i] = 's', plural[i + 1] = 0;
+	len = snprintf(buf, n, "%s%s/namespaces/%s/%s/%s", strchr(av, '/') ? "/apis/" : "/api/",
+		       av, ns, plural, name);
+	return len > 0 && (size_t)len < n ? 0 : -ENAMETOOLONG;
+}
+
+static json_t *owner_ref(const char *api_version, const char *kind, json_t *md_or_ref,
+			 const char *name)
+{
+	return json_pack("{s:s, s:s, s:s, s:s}", "apiVersion", api_version, "kind", kind, "name",
+			 name, "uid", ts_k8s_jstr(md_or_ref, "uid"));
+}
+
+/* What owns the training job: from a rank's pod up its controllers as far as the
+ * analyzer may read them (a Job of a JobSet, a PyTorchJob), the pod itself when it has
+ * none. Returns an owner reference (caller decrefs) or NULL; *settled: asking again
+ * would answer the same. */
+static json_t *job_owner(struct ts_k8s *k, const char *ns, const char *pod, bool *settled)
+{
+	char path[768];
+	json_t *obj = NULL, *ref, *owner;
+	int code;
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
+	code = ts_kube_request(k->kube, "GET", path, NULL, NULL, &obj);
+	*settled = code == 403 || code == 404;
+	if (code != 200) {
+		json_decref(obj);
+		return NULL;
+	}
+	owner = owner_ref("v1", "Pod", json_object_get(obj, "metadata"), pod);
+	for (int depth = 0; depth < 4 && (ref = controller_ref(obj)); depth++) {
+		json_t *up = NULL;
+		json_decref(owner);
+		owner = owner_ref(ts_k8s_jstr(ref, "apiVersion"), ts_k8s_jstr(ref, "kind"), ref,
+				  ts_k8s_jstr(ref, "name"));
+		if (owner_path(path, sizeof(path), ns, ref) ||
+		    ts_kube_request(k->kube, "GET", path, NULL, NULL, &up) != 200) {
+			json_decref(up);
+			break; /* one the analyzer may not read owns the report */
+		}
+		json_decref(obj);
+		obj = up;
+	}
+	json_decref(obj);
+	*settled = true;
+	return owner;
+}
+
+/* Gives the report (obj, as read) an owner reference to the job's owner, so Kubernetes
+ * deletes the report with the job. Returns obj as written, or obj unchanged. */
+static json_t *own_report(struct ts_k8s *k, struct written *w, json_t *obj)
+{
+	json_t *md = json_object_get(obj, "metadata"), *owner, *answer = NULL;
+	char path[512];
+
+	if (json_array_size(json_object_get(md, "ownerReferences")) || !w->pod[0]) {
+		w->owned = json_array_size(json_object_get(md, "ownerReferences")) > 0;
+		return obj;
+	}
+	if (!(owner = job_owner(k, w->ns, w->pod, &w->owned))) {
+		if (w->owned)
+			ts_warn("k8s: SlowNodeReport %s/%s gets no owner: pod %s cannot be read "
+				"(gone, or no RBAC to get pods); it stays after the job", w->ns,
+				w->name, w->pod);
+		return obj;
+	}
+	json_object_set_new(md, "ownerReferences", json_pack("[o]", owner));
+	snprintf(path, sizeof(path), GROUP_PATH "/namespaces/%s/slownodereports/%s", w->ns, w->name);
+	if (ts_kube_request(k->kube, "PUT", path, obj, NULL, &answer) == 200) {
+		ts_info("k8s: SlowNodeReport %s/%s is owned by %s %s: deleted with it", w->ns,
+			w->name, ts_k8s_jstr(owner, "kind"), ts_k8s_jstr(owner, "name"));
+		json_decref(obj);
+		return answer;
+	}
+	w->owned = false; /* a conflict or an error: tried again at the next write */
+	json_decref(answer);
+	json_object_del(md, "ownerReferences");
+	return obj;
+}
+
+/* PUT the status with the object's resourceVersion; on a conflict, read it again. */
+static int write_status(struct ts_k8s *k, struct written *w, json_t *status)
+{
+	const char *ns = w->ns, *name = w->name;
 	char path[512];
 
 	snprintf(path, sizeof(path), GROUP_PATH "/namespaces/%s/slownodereports/%s/status", ns, name);
 	for (int attempt = 0; attempt < CONFLICT_RETRIES; attempt++) {
-		json_t *obj = ensure_report(k, ns, name, job), *answer = NULL;
+		bool gone;
+		json_t *obj = ensure_report(k, w, &gone), *answer = NULL;
 		if (!obj)
-			return -EIO;
+			return gone ? -ENOENT : -EIO;
+		if (!w->owned)
+			obj = own_report(k, w, obj);
 		json_object_set(obj, "status", status);
 		json_object_set_new(status, "observedGeneration",
 				    json_copy(json_object_get(json_object_get(obj, "metadata"),
@@ -229,8 +353,17 @@ static void verdict_of(json_t *status, char *out, size_t n)
  * ts_k8s_flush tries it again after the interval. */
 static void write_now(struct ts_k8s *k, struct written *w, json_t *st, uint64_t now_ns)
 {
+	int err;
+
 	w->at_ns = now_ns;
-	if (write_status(k, w->ns, w->name, w->job, st)) {
+	if ((err = write_status(k, w, st)) == -ENOENT) {
+		if (!w->gone_said++)
+			ts_info("k8s: SlowNodeReport %s/%s was deleted (with its owner, or by "
+				"hand): not made again", w->ns, w->name);
+		json_decref(st);
+		return;
+	}
+	if (err) {
 		k->st.errors++;
 		ts_warn("k8s: could not write the status of %s/%s (tried again in %d s)", w->ns,
 			w->name, k->min_interval_s);
@@ -266,6 +399,9 @@ void ts_k8s_publish(struct ts_k8s *k, json_t *report, uint64_t now_ns)
 		return;
 	}
 	snprintf(w->job, sizeof(w->job), "%s", job);
+	const char *pod = ts_k8s_jstr(json_object_get(md, "annotations"), TS_REPORT_POD_ANNOTATION);
+	if (!w->pod[0] && ts_name_is_object(pod))
+		snprintf(w->pod, sizeof(w->pod), "%s", pod);
 	verdict_of(status, verdict, sizeof(verdict));
 	json_decref(w->pending);
 	w->pending = NULL;

@@ -159,6 +159,30 @@ static json_t *network_json(const struct ts_net_verdict *v)
 			 "confirmedStep", (json_int_t)v->confirmed_step, "evidence", v->evidence);
 }
 
+/* What kubectl's DEGRADATION column shows: the first slow rank's excess over its peers,
+ * else the job's step-time change, in percent. */
+static json_t *percent(const struct ts_job_result *r)
+{
+	double d = r->nslow ? r->slow[0].degradation : r->degradation;
+	char buf[32] = "";
+
+	if (!isnan(d))
+		snprintf(buf, sizeof(buf), "%+.1f%%", 100 * d);
+	return json_string(buf);
+}
+
+/* A pod of the job (its lowest rank's), from which the analyzer finds the job's
+ * controller to own the report (k8s.c). */
+static const char *some_pod(struct ts_job *j, int world)
+{
+	for (int k = 0; k < world; k++) {
+		struct ts_rank_meta *m = ts_job_rank(j, k);
+		if (m && m->pod[0])
+			return m->pod;
+	}
+	return NULL;
+}
+
 static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint64_t now,
 			   const char *trouble)
 {
@@ -206,8 +230,10 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 		json_object_set_new(st, "hang", hang_json(r));
 	if (st && r->net.scope != TS_NET_NONE)
 		json_object_set_new(st, "network", network_json(&r->net));
-	if (st)
+	if (st) {
 		json_object_set_new(st, "history", history_json(r));
+		json_object_set_new(st, "degradation", percent(r));
+	}
 	return st;
 }
 
@@ -261,6 +287,10 @@ json_t *ts_report_json(struct ts_job *j, const char *trouble)
 				 "trainscope.dev/v1alpha1", "kind", "SlowNodeReport", "metadata",
 				 "name", ts_job_name(j), "namespace", ts_job_ns(j));
 
+	const char *pod = some_pod(j, r->world);
+	if (pod)
+		json_object_set_new(json_object_get(root, "metadata"), "annotations",
+				    json_pack("{s:s}", TS_REPORT_POD_ANNOTATION, pod));
 	json_object_set_new(root, "status", status_json(j, r, now, trouble));
 	add_systrace(root, j, r, now);
 	json_object_set(root, "history", json_object_get(json_object_get(root, "status"), "history"));

@@ -5,6 +5,10 @@
 #include <jansson.h>
 #include "analysis/job.h"
 
+/* The report's annotation naming a pod of the job (its lowest rank's, when the ranks
+ * name pods): the Kubernetes writer finds the job's controller from it. */
+#define TS_REPORT_POD_ANNOTATION "trainscope.dev/pod"
+
 /* {"apiVersion","kind","metadata","status":{...},"resultCode",...}; caller decrefs.
  * trouble: why the analyzer cannot store what it should (a full disk or store), shown as
  * the condition Stored=False; NULL when all is stored. */

@@ -5,7 +5,7 @@ set -e
 PKGS="$*"
 [ -n "$PKGS" ] || PKGS="build-essential pkg-config libnats-dev nats-server libprotobuf-c-dev protobuf-c-compiler
 libyaml-dev libjansson-dev libmicrohttpd-dev libcmocka-dev libcurl4-openssl-dev libssl-dev curl
-clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev python3 bc openssl musl-tools"
+clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev python3 python3-yaml bc openssl musl-tools"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

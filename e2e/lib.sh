@@ -103,6 +103,18 @@ start_agent() {
 # compute), so that the hog on one core slows only the rank pinned there.
 HOST_FAULT_OPTS="--matrix 48 --compute-iters 4"
 
+# check_crd: every report written so far against the SlowNodeReport CRD: nothing in a
+# status that the API server would prune, every field described.
+check_crd() {
+	local here
+	here=$(dirname "${BASH_SOURCE[0]}")
+	python3 "$here/check_crd.py" "$here/../crds/slownodereports.trainscope.dev.yaml" \
+		"$REPORTS"/*.json >"$WORK/check_crd.txt" 2>&1
+	local rc=$?
+	tail -6 "$WORK/check_crd.txt" | sed 's/^/      /'
+	return $rc
+}
+
 # check_report JOB EXPECT...: the report's verdict; on a miss, the analyzer's alarm trail.
 check_report() {
 	local job=$1; shift

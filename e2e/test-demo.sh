@@ -66,6 +66,11 @@ if echo "$out" | grep -q "slow rank 5  cause Compute"; then
 else
 	echo "$out"; echo "FAIL  make demo"; fails=$((fails + 1))
 fi
-total=10
+if check_crd; then
+	echo "ok    every report fits the SlowNodeReport CRD: nothing pruned, all described"
+else
+	echo "FAIL  reports against the CRD"; fails=$((fails + 1))
+fi
+total=11
 echo "e2e: $((total - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -451,5 +451,7 @@ after_flood() {
 }
 expect "the flood's silent jobs are forgotten after limits.job_ttl_s; a real job gets its report" after_flood
 
+expect "every report (hangs, lost ranks, floods) fits the CRD: nothing pruned, all described" check_crd
+
 echo "faults: $passed passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passed" -eq 19 ]
+[ "$fails" -eq 0 ] && [ "$passed" -eq 20 ]

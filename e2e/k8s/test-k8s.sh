@@ -97,6 +97,14 @@ not_injected_event() {
 odd_told() { grep -q 'left unchanged' "$WORK/odd-0.warn" && wait_for 20 not_injected_event; }
 expect "a pod left unchanged gets a Warning Event (and kubectl the review's warning)" odd_told
 
+# ---- the job's controller: a batch/v1 Job owns the trainer's pod (no controller runs
+# here, so it makes no pods of its own) --------------------------------------------------
+kubectl create job llm -n team --image=trainscope:e2e >/dev/null
+job_uid=$(kubectl get job llm -n team -o jsonpath='{.metadata.uid}')
+kubectl patch pod trainer-0 -n team --type merge -p "{\"metadata\": {\"ownerReferences\": [{
+	\"apiVersion\": \"batch/v1\", \"kind\": \"Job\", \"name\": \"llm\", \"uid\": \"$job_uid\",
+	\"controller\": true}]}}" >/dev/null
+
 # ---- the job: analyzer in Kubernetes mode, traces to Jaeger -----------------------------
 otlp_port=$(free_port); query_port=$(free_port)
 jaeger-all-in-one --collector.otlp.enabled=true \
@@ -126,6 +134,29 @@ expect "kubectl get slownodereports names rank 5, Compute" sh -c "[ $named = 1 ]
 	grep -E '^llm +FailSlow +8 +5\(Compute\) +Compute' '$WORK/snr.txt'"
 expect "the SlowNodeReport ends at the job's last step (149), not at the last rate-limited write" \
 	wait_for 30 sh -c 'kubectl get snr llm -n team -o jsonpath="{.status.lastStep}" | grep -qx 149'
+expect "the report is owned by the pod's controller, Job llm (deleted with it)" sh -c \
+	"kubectl get snr llm -n team -o jsonpath='{.metadata.ownerReferences[*].kind}/{.metadata.ownerReferences[*].name}/{.metadata.ownerReferences[*].uid}' | grep -qx 'Job/llm/$job_uid'"
+kubectl get snr llm -n team -o wide >"$WORK/snr-wide.txt"
+sed 's/^/      /' "$WORK/snr-wide.txt"
+expect "-o wide: the slow rank's pod, node, method and onset step; DEGRADATION in percent" \
+	grep -qE '^llm +FailSlow +8 +5\(Compute\) +Compute +\+[0-9]+\.[0-9]%  +trainer-0 +node-e2e +[A-Z+]+ +[0-9]+ ' \
+	"$WORK/snr-wide.txt"
+kubectl get snr llm -n team -o json >"$WORK/snr-llm.json"
+"$BIN/trainscope" report --dir "$REPORTS" --job llm --namespace team --json >"$WORK/llm-now.json"
+expect "the API server kept every status field the analyzer wrote (the CRD declares them all)" \
+	python3 - "$WORK/llm-now.json" "$WORK/snr-llm.json" <<'PY'
+import json, sys
+def keys(v, path=""):
+    if isinstance(v, dict):
+        return {path + "." + k for k in v} | set().union(*[keys(x, path + "." + k) for k, x in v.items()])
+    if isinstance(v, list):
+        return set().union(*[keys(x, path + "[]") for x in v]) if v else set()
+    return set()
+local = keys(json.load(open(sys.argv[1]))["status"])
+kept = keys(json.load(open(sys.argv[2]))["status"])
+print("      %d status fields written, %d kept; pruned: %s" % (len(local), len(kept & local), sorted(local - kept)[:5]))
+sys.exit(0 if local <= kept else 1)
+PY
 kubectl get events -n team --field-selector reason=SlowRank -o json >"$WORK/events.json"
 expect "a SlowRank Event on the rank's pod" python3 -c '
 import json, sys
@@ -158,5 +189,5 @@ bootstrap() { # prints the Secret's resourceVersion once its pair verifies and b
 first=$(bootstrap) && second=$(bootstrap) || true
 expect "--bootstrap-certs: a verified pair in a Secret, its CA in both webhooks; run again, nothing changes" \
 	sh -c "[ -n '$first' ] && [ '$first' = '$second' ] && grep -q 'kept its CA' '$WORK/bootstrap.log'"
-echo "k8s e2e: $((12 - fails)) passed, $fails failed"
+echo "k8s e2e: $((15 - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -11,7 +11,7 @@ set -e
 BUILD=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-TOTAL=27
+TOTAL=29
 
 skip() {
 	echo "node e2e: skipped: $*"
@@ -178,6 +178,16 @@ nats_roles() {
 		done
 }
 expect "the chart's NATS (TLS, auth callout) admitted the relay, agent and analyzer by their tokens" nats_roles
+# a bare pod is its own controller: it owns the report, and the garbage collector
+# (kube-controller-manager) deletes the report with it
+owned_by_pod() {
+	kubectl -n team get snr llm -o jsonpath='{.metadata.ownerReferences[*].kind}/{.metadata.ownerReferences[*].name}' \
+		2>/dev/null | grep -qx "Pod/llm-0"
+}
+expect "the report is owned by the job's pod" wait_for 30 owned_by_pod
+report_gone() { ! kubectl -n team get snr llm >/dev/null 2>&1; }
+collected() { kubectl -n team delete pod llm-0 --wait=false >/dev/null && wait_for 90 report_gone; }
+expect "deleting the pod garbage-collects its report" collected
 
 # ---- a CPU hog on the rank's core: HostCPU, the preemptor named through the agent ---------
 job_pod hog-0 hog host --steps 300 --matrix 48 --compute-iters 4 | kubectl apply -f - >/dev/null
