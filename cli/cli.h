@@ -5,4 +5,19 @@ int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 
+#include "natsw.h"
+#include "proto/trainscope.pb-c.h"
+
+/* Reads every batch the stream holds for ns/job, in order, then stops. Returns 0, or -1
+ * when the stream cannot be read. */
+typedef void (*cli_batch_fn)(void *arg, const Trainscope__V1__Batch *b);
+int cli_read_job(struct tsn *n, const char *ns, const char *job, cli_batch_fn fn, void *arg);
+
+#include <jansson.h>
+/* Draws the job of report (its per-rank heatmap of one metric, named ranks, alarm
+ * windows) into the SVG file path, from the job's steps in the stream. metric: compute,
+ * launch, dataloader, checkpoint, collective or step; NULL: the first slow rank's.
+ * Returns 0 or -1 (said on stderr). */
+int cli_plot(struct tsn *n, json_t *report, const char *path, const char *metric);
+
 #endif

@@ -25,12 +25,19 @@ static void report_usage(FILE *f)
 		"      --json             print the report JSON itself\n"
 		"      --wait-step N      wait until the report has analysed step N\n"
 		"      --timeout SEC      give up waiting after SEC seconds (default 60): exit 3\n"
+		"      --plot FILE.svg    also draw the job (needs --job and the stream): each rank's\n"
+		"                         time per step in one phase over the steps, against the\n"
+		"                         step's median rank, the named ranks marked and the\n"
+		"                         alarm windows shaded\n"
+		"      --plot-metric M    that phase: compute, launch, dataloader, checkpoint,\n"
+		"                         collective or step (default: the slow rank's, else compute)\n"
+		TSN_HELP
 		"  -h, --help\n"
-		"Exit status: 0 printed, 1 no report, 3 timed out waiting.\n");
+		"Exit status: 0 printed, 1 no report, 3 timed out waiting, 4 no picture drawn.\n");
 }
 
 struct report_q {
-	const char *dir, *job, *ns;
+	const char *dir, *job, *ns, *plot, *metric;
 	bool json;
 	long long wait_step;
 	double timeout_s;
@@ -89,6 +96,23 @@ static int show_all(const struct report_q *q)
 	return shown;
 }
 
+static int plot(const char *report, const struct report_q *q, const struct tsn_opts *o)
+{
+	json_t *root = json_load_file(report, 0, NULL);
+	struct tsn *n;
+	int rc = 4;
+
+	if (root && tsn_open(&n, o) == 0) {
+		rc = cli_plot(n, root, q->plot, q->metric) ? 4 : 0;
+		tsn_close(n);
+	} else {
+		fprintf(stderr, "trainscope report: %s\n", root ? "cannot reach NATS to draw the job"
+								  : "the report went away");
+	}
+	json_decref(root);
+	return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -98,15 +122,22 @@ int cmd_report(int argc, char **argv)
 		{ "json", no_argument, NULL, 'J' },
 		{ "wait-step", required_argument, NULL, 'w' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "plot", required_argument, NULL, 'P' },
+		{ "plot-metric", required_argument, NULL, 0x200 },
+		TSN_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct report_q q = { "trainscope-reports", NULL, "default", false, -1, 60 };
+	struct report_q q = { "trainscope-reports", NULL, "default", NULL, NULL, false, -1, 60 };
+	struct tsn_opts o = { 0 };
 	uint64_t deadline;
 	char path[4096];
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "d:j:n:h", longopts, NULL)) != -1) {
+	tsn_opts_from_env(&o, "trainscope-report");
+	while ((ch = getopt_long(argc, argv, "d:j:n:s:h", longopts, NULL)) != -1) {
+		if (tsn_parse_option(&o, ch, optarg))
+			continue;
 		switch (ch) {
 		case 'd': q.dir = optarg; break;
 		case 'j': q.job = optarg; break;
@@ -114,9 +145,16 @@ int cmd_report(int argc, char **argv)
 		case 'J': q.json = true; break;
 		case 'w': q.wait_step = atoll(optarg); break;
 		case 't': q.timeout_s = atof(optarg); break;
+		case 'P': q.plot = optarg; break;
+		case 0x200: q.metric = optarg; break;
 		case 'h': report_usage(stdout); return 0;
 		default: report_usage(stderr); return 2;
 		}
+	}
+	tsn_opts_finish(&o);
+	if (!q.job && q.plot) {
+		fprintf(stderr, "trainscope report: --plot draws one job: give --job\n");
+		return 2;
 	}
 	if (!q.job) {
 		if (show_all(&q))
@@ -133,7 +171,7 @@ int cmd_report(int argc, char **argv)
 		bool ready;
 		int rc = show(path, &q, &ready);
 		if (rc == 0 && ready)
-			return 0;
+			return q.plot ? plot(path, &q, &o) : 0;
 		if (q.wait_step < 0) {
 			fprintf(stderr, "trainscope report: no report for %s/%s in %s\n", q.ns, q.job,
 				q.dir);

@@ -18,9 +18,73 @@ enum { TID_STEP = 1, TID_PHASE = 2, TID_HOST = 3 };
 
 struct timeline {
 	json_t *events;
-	uint64_t steps, samples, ranks_named[1024 / 64];
-	int max_rank;
+	uint64_t steps, samples;
+	uint64_t *named;       /* a bit per rank named in the trace */
+	size_t named_words;
+	uint64_t step_lo, step_hi; /* --steps */
+	uint64_t *only;        /* --ranks: a bit per rank kept; NULL: all */
+	size_t only_words;
+	bool compact;
 };
+
+static bool bit(const uint64_t *bits, size_t words, int k)
+{
+	return k >= 0 && (size_t)k / 64 < words && (bits[k / 64] >> (k % 64) & 1);
+}
+
+/* Sets bit k, growing the set; -1 when memory runs out. */
+static int set_bit(uint64_t **bits, size_t *words, int k)
+{
+	if ((size_t)k / 64 >= *words) {
+		size_t n = (size_t)k / 64 + 1 > 2 * *words ? (size_t)k / 64 + 1 : 2 * *words;
+		uint64_t *b = realloc(*bits, n * sizeof(*b));
+		if (!b)
+			return -1;
+		memset(b + *words, 0, (n - *words) * sizeof(*b));
+		*bits = b, *words = n;
+	}
+	(*bits)[k / 64] |= 1ull << (k % 64);
+	return 0;
+}
+
+static int ranks_named(const struct timeline *t)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < t->named_words; i++)
+		n += __builtin_popcountll(t->named[i]);
+	return n;
+}
+
+static bool kept(const struct timeline *t, int rank, uint64_t step)
+{
+	return step >= t->step_lo && step <= t->step_hi &&
+	       (!t->only || bit(t->only, t->only_words, rank));
+}
+
+/* "0-7,12,100-103" into the set of ranks; -1 on a malformed list. */
+static int parse_ranks(struct timeline *t, const char *list)
+{
+	for (const char *p = list; *p;) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+		if (end == p || a < 0 || a > (1 << 24))
+			return -1;
+		if (*end == '-') {
+			p = end + 1;
+			b = strtol(p, &end, 10);
+			if (end == p || b < a || b > (1 << 24))
+				return -1;
+		}
+		for (long k = a; k <= b; k++)
+			if (set_bit(&t->only, &t->only_words, (int)k))
+				return -1;
+		if (*end && *end != ',')
+			return -1;
+		p = *end ? end + 1 : end;
+	}
+	return t->only ? 0 : -1;
+}
 
 static void timeline_usage(FILE *f)
 {
@@ -34,6 +98,11 @@ static void timeline_usage(FILE *f)
 		"  -j, --job NAME      the job (required)\n"
 		"  -n, --namespace NS  its namespace (default default)\n"
 		"  -o, --out FILE      output (default <job>.trace.json)\n"
+		"      --steps A:B     only steps A to B\n"
+		"      --ranks LIST    only these ranks, e.g. 0-7,12\n"
+		"      --compact       no slices: per rank, one counter sample per step (step,\n"
+		"                      compute, collective, dataloader ms), about a fifth of the\n"
+		"                      size, so a job of a thousand ranks opens in Perfetto\n"
 		TSN_HELP
 		"  -h, --help\n"
 		"Phases are laid end to end from the step's start in the order dataloader, launch,\n"
@@ -50,11 +119,9 @@ static void name_rank(struct timeline *t, const Trainscope__V1__Identity *id, in
 {
 	char name[256];
 
-	if (rank < 0 || rank >= 1024 || (t->ranks_named[rank / 64] >> (rank % 64) & 1))
+	if (rank < 0 || bit(t->named, t->named_words, rank) ||
+	    set_bit(&t->named, &t->named_words, rank))
 		return;
-	t->ranks_named[rank / 64] |= 1ull << (rank % 64);
-	if (rank > t->max_rank)
-		t->max_rank = rank;
 	snprintf(name, sizeof(name), "rank %d%s%s%s%s", rank, id && id->node && *id->node ? " · " : "",
 		 id && id->node ? id->node : "", id && id->pod && *id->pod ? " · " : "",
 		 id && id->pod ? id->pod : "");
@@ -117,6 +184,15 @@ static void add_step(struct timeline *t, int rank, const Trainscope__V1__Step *s
 
 	uint64_t coll_bytes = 0;
 
+	if (t->compact) { /* one counter sample per rank-step: a track per phase */
+		json_array_append_new(t->events, json_pack(
+			"{s:s, s:s, s:i, s:f, s:{s:f, s:f, s:f, s:f}}", "name", "ms per step", "ph",
+			"C", "pid", rank, "ts", us(s->start_ns), "args", "step",
+			(s->end_ns - s->start_ns) / 1e6, "compute", s->compute_ns / 1e6, "collective",
+			s->collective_ns / 1e6, "dataloader", s->dataloader_ns / 1e6));
+		t->steps++;
+		return;
+	}
 	for (size_t i = 0; i < s->n_colls; i++)
 		coll_bytes += s->colls[i]->bytes;
 	snprintf(name, sizeof(name), "step %" PRIu64, s->step);
@@ -167,47 +243,20 @@ static void add_batch(struct timeline *t, const Trainscope__V1__Batch *b)
 {
 	for (size_t i = 0; i < b->n_records; i++) {
 		const Trainscope__V1__Record *r = b->records[i];
-		if (r->kind_case == TRAINSCOPE__V1__RECORD__KIND_STEP && b->id && b->id->rank >= 0) {
+		if (r->kind_case == TRAINSCOPE__V1__RECORD__KIND_STEP && b->id && b->id->rank >= 0 &&
+		    kept(t, b->id->rank, r->step->step)) {
 			name_rank(t, b->id, b->id->rank);
 			add_step(t, b->id->rank, r->step);
-		} else if (r->kind_case == TRAINSCOPE__V1__RECORD__KIND_HOST_SAMPLE) {
+		} else if (r->kind_case == TRAINSCOPE__V1__RECORD__KIND_HOST_SAMPLE &&
+			   (!t->only || bit(t->only, t->only_words, r->host_sample->rank))) {
 			add_host(t, r->host_sample);
 		}
 	}
 }
 
-/* Reads everything the stream holds for the job, then stops. */
-static int read_job(struct tsn *n, const char *filter, struct timeline *t)
+static void on_batch(void *arg, const Trainscope__V1__Batch *b)
 {
-	char durable[64];
-	struct tsn_sub *sub = NULL;
-	int idle = 0;
-
-	snprintf(durable, sizeof(durable), "trainscope-timeline-%d", (int)getpid());
-	for (int tries = 0; tsn_subscribe(n, durable, filter, &sub) && tries < 20; tries++)
-		nats_Sleep(250);
-	if (!sub)
-		return -1;
-	while (idle < 2) {
-		natsMsgList l;
-		int got = tsn_fetch(sub, &l, 512, 500);
-		idle = got > 0 ? 0 : idle + 1;
-		for (int i = 0; got > 0 && i < l.Count; i++) {
-			Trainscope__V1__Batch *b = trainscope__v1__batch__unpack(
-				NULL, (size_t)natsMsg_GetDataLength(l.Msgs[i]),
-				(const uint8_t *)natsMsg_GetData(l.Msgs[i]));
-			if (b) {
-				add_batch(t, b);
-				trainscope__v1__batch__free_unpacked(b, NULL);
-			}
-			natsMsg_Ack(l.Msgs[i], NULL);
-		}
-		if (got > 0)
-			natsMsgList_Destroy(&l);
-	}
-	tsn_unsubscribe(sub);
-	tsn_delete_consumer(n, durable);
-	return 0;
+	add_batch(arg, b);
 }
 
 int cmd_timeline(int argc, char **argv)
@@ -216,16 +265,21 @@ int cmd_timeline(int argc, char **argv)
 		{ "job", required_argument, NULL, 'j' },
 		{ "namespace", required_argument, NULL, 'n' },
 		{ "out", required_argument, NULL, 'o' },
+		/* past TSN_LONGOPTS' values */
+		{ "steps", required_argument, NULL, 0x200 },
+		{ "ranks", required_argument, NULL, 0x201 },
+		{ "compact", no_argument, NULL, 0x202 },
 		TSN_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *job = NULL, *ns = "default", *out = NULL;
 	struct tsn_opts o = { 0 };
-	struct timeline t = { .events = json_array(), .max_rank = -1 };
-	char filter[256], outbuf[256];
+	struct timeline t = { .events = json_array(), .step_hi = UINT64_MAX };
+	unsigned long long a, b;
+	char outbuf[256];
 	struct tsn *n;
-	int ch, rc = 1;
+	int ch, rc = -1;
 
 	tsn_opts_from_env(&o, "trainscope-timeline");
 	while ((ch = getopt_long(argc, argv, "j:n:s:o:h", longopts, NULL)) != -1) {
@@ -235,24 +289,41 @@ int cmd_timeline(int argc, char **argv)
 		case 'j': job = optarg; break;
 		case 'n': ns = optarg; break;
 		case 'o': out = optarg; break;
-		case 'h': timeline_usage(stdout); json_decref(t.events); return 0;
-		default: timeline_usage(stderr); json_decref(t.events); return 2;
+		case 0x202: t.compact = true; break;
+		case 0x200:
+			if (sscanf(optarg, "%llu:%llu", &a, &b) != 2 || b < a) {
+				fprintf(stderr, "trainscope timeline: --steps wants A:B (A <= B), not %s\n",
+					optarg);
+				rc = 2;
+			}
+			t.step_lo = a, t.step_hi = b;
+			break;
+		case 0x201:
+			if (parse_ranks(&t, optarg)) {
+				fprintf(stderr, "trainscope timeline: --ranks wants a list like 0-7,12, "
+					"not %s\n", optarg);
+				rc = 2;
+			}
+			break;
+		case 'h': rc = 0; timeline_usage(stdout); goto done;
+		default: rc = 2; timeline_usage(stderr); goto done;
 		}
 	}
+	if (rc == 2)
+		goto done;
+	rc = 1;
 	if (!job) {
 		fprintf(stderr, "trainscope timeline: --job is required\n");
-		json_decref(t.events);
-		return 2;
+		rc = 2;
+		goto done;
 	}
 	tsn_opts_finish(&o);
 	if (!out) {
 		snprintf(outbuf, sizeof(outbuf), "%s.trace.json", job);
 		out = outbuf;
 	}
-	ts_subject(filter, sizeof(filter), ns, job, "X", "X");
-	strcpy(strstr(filter, ".X.X"), ".>");
 	if (tsn_open(&n, &o) == 0) {
-		if (read_job(n, filter, &t))
+		if (cli_read_job(n, ns, job, on_batch, &t))
 			fprintf(stderr, "trainscope timeline: cannot read the stream at %s\n", o.url);
 		else if (!t.steps)
 			fprintf(stderr, "trainscope timeline: the stream holds no step of %s/%s\n", ns, job);
@@ -262,9 +333,9 @@ int cmd_timeline(int argc, char **argv)
 						 "namespace", ns);
 			t.events = NULL;
 			if (json_dump_file(root, out, JSON_COMPACT) == 0) {
-				printf("wrote %s: %" PRIu64 " steps of %d ranks, %" PRIu64
+				printf("wrote %s: %" PRIu64 " rank-steps of %d ranks, %" PRIu64
 				       " host samples; open it in ui.perfetto.dev\n",
-				       out, t.steps, t.max_rank + 1, t.samples);
+				       out, t.steps, ranks_named(&t), t.samples);
 				rc = 0;
 			} else {
 				fprintf(stderr, "trainscope timeline: cannot write %s\n", out);
@@ -273,6 +344,9 @@ int cmd_timeline(int argc, char **argv)
 		}
 		tsn_close(n);
 	}
+done:
 	json_decref(t.events);
+	free(t.named);
+	free(t.only);
 	return rc;
 }

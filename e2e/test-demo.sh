@@ -24,6 +24,22 @@ scenario compute-8 8 150 compute 5 Compute
 scenario storage-8 8 150 storage 5 Storage
 scenario compute-16 16 150 compute 5 Compute
 scenario storage-16 16 150 storage 5 Storage
+# the pictures of compute-16: its heatmap with rank 5's row red from step 40 and marked;
+# its timeline compact, and filtered to some ranks and steps
+pictures() {
+	local j=compute-16 tl="$BIN/trainscope timeline --nats $NATS_URL --job compute-16"
+	"$BIN/trainscope" report --dir "$REPORTS" --job $j --nats "$NATS_URL" \
+		--plot "$WORK/$j.svg" >/dev/null && $tl --out "$WORK/$j.full.json" >/dev/null &&
+		$tl --compact --out "$WORK/$j.compact.json" >/dev/null &&
+		$tl --ranks 0-3,5 --steps 10:19 --out "$WORK/$j.part.json" >/dev/null &&
+		python3 "$here/check_pictures.py" "$WORK/$j.svg" 5 40 16 "$WORK/$j.full.json" \
+			"$WORK/$j.compact.json" "$WORK/$j.part.json"
+}
+if pictures; then
+	echo "ok    report --plot draws rank 5 red from step 40, marked; timeline --compact, --ranks, --steps"
+else
+	echo "FAIL  pictures of compute-16"; fails=$((fails + 1))
+fi
 scenario healthy-8 8 300 none healthy
 # rank 5's link delays each of its ring sends: every rank waits the same, nobody computes
 # more; one communicator over all ranks, so the place is the job's network. The ranks
@@ -71,6 +87,6 @@ if check_crd; then
 else
 	echo "FAIL  reports against the CRD"; fails=$((fails + 1))
 fi
-total=11
+total=12
 echo "e2e: $((total - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

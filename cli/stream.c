@@ -1,0 +1,42 @@
+/* Reading a job back from the TRAINSCOPE stream, for the commands that draw it. */
+#include "cli.h"
+#include "ident.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int cli_read_job(struct tsn *n, const char *ns, const char *job, cli_batch_fn fn, void *arg)
+{
+	char durable[64], filter[256];
+	struct tsn_sub *sub = NULL;
+	int idle = 0;
+
+	ts_subject(filter, sizeof(filter), ns, job, "X", "X");
+	strcpy(strstr(filter, ".X.X"), ".>");
+	snprintf(durable, sizeof(durable), "trainscope-cli-%d", (int)getpid());
+	for (int tries = 0; tsn_subscribe(n, durable, filter, &sub) && tries < 20; tries++)
+		nats_Sleep(250);
+	if (!sub)
+		return -1;
+	while (idle < 2) { /* everything the stream holds, then stop */
+		natsMsgList l;
+		int got = tsn_fetch(sub, &l, 512, 500);
+		idle = got > 0 ? 0 : idle + 1;
+		for (int i = 0; got > 0 && i < l.Count; i++) {
+			Trainscope__V1__Batch *b = trainscope__v1__batch__unpack(
+				NULL, (size_t)natsMsg_GetDataLength(l.Msgs[i]),
+				(const uint8_t *)natsMsg_GetData(l.Msgs[i]));
+			if (b) {
+				fn(arg, b);
+				trainscope__v1__batch__free_unpacked(b, NULL);
+			}
+			natsMsg_Ack(l.Msgs[i], NULL);
+		}
+		if (got > 0)
+			natsMsgList_Destroy(&l);
+	}
+	tsn_unsubscribe(sub);
+	tsn_delete_consumer(n, durable);
+	return 0;
+}
