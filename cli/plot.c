@@ -91,7 +91,8 @@ static float *grid(const struct plot *p, int ranks, int cols)
 		return NULL;
 	}
 	for (size_t i = 0; i < p->n; i++) {
-		size_t c = (size_t)((p->s[i].step - p->lo) * (uint64_t)cols / span);
+		size_t c = (size_t)((double)(p->s[i].step - p->lo) / (double)span * cols);
+		c = c < (size_t)cols ? c : (size_t)cols - 1; /* steps far apart: no overflow */
 		size_t k = (size_t)p->s[i].rank * (size_t)cols + c;
 		if (n[k] < UINT16_MAX)
 			sum[k] += p->s[i].ms, n[k]++;
