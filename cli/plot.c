@@ -91,8 +91,12 @@ static float *grid(const struct plot *p, int ranks, int cols)
 		return NULL;
 	}
 	for (size_t i = 0; i < p->n; i++) {
-		size_t c = (size_t)((double)(p->s[i].step - p->lo) / (double)span * cols);
-		c = c < (size_t)cols ? c : (size_t)cols - 1; /* steps far apart: no overflow */
+		/* a column a step while they fit (exact: rounding would leave columns empty),
+		 * else by floating point (steps far apart cannot overflow) */
+		uint64_t d = p->s[i].step - p->lo;
+		size_t c = span <= (uint64_t)cols ? (size_t)d
+						  : (size_t)((long double)d / span * cols);
+		c = c < (size_t)cols ? c : (size_t)cols - 1;
 		size_t k = (size_t)p->s[i].rank * (size_t)cols + c;
 		if (n[k] < UINT16_MAX)
 			sum[k] += p->s[i].ms, n[k]++;
