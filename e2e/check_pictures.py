@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks what `trainscope report --plot` and `trainscope timeline` drew of a job whose rank
 SLOW computes slower from step ONSET (a 150-step job): in the SVG, SLOW's row after ONSET is red (its cells
-above the step's median) while the other rows stay near white, and the rank is marked;
+above the step's median) while the other rows stay near white, the rank is marked, and
+no cell is empty (every rank reported every step);
 the compact timeline is at most a third of the full one; the filtered one holds only the
 ranks and steps asked for.
 
@@ -50,7 +51,10 @@ def main():
     others = sorted(row_red(k, onset + 5) for k in range(ranks) if k != slow)
     print("      plot: rank %d's row after step %d %.0f red, the others' median %.0f; marked: %s"
           % (slow, onset, slow_red, others[len(others) // 2], "rank %d:" % slow in texts))
+    empty = sum(1 for r in rects if r.get("fill") == "#dddddd")  # every rank-step came
+    print("      plot: %d cells without data" % empty)
     ok = slow_red > 60 and others[len(others) // 2] < 25 and ("rank %d:" % slow) in texts
+    ok &= empty == 0
     sizes = [len(open(p, "rb").read()) for p in (full, compact)]
     print("      timeline: full %d bytes, compact %d bytes (%.2f)" % (sizes[0], sizes[1],
                                                                    sizes[1] / sizes[0]))
