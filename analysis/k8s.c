@@ -19,7 +19,7 @@ struct written {
 	char pod[256];       /* a pod of the job, from the report's annotation */
 	bool owned;          /* the report's owner is settled: set, or none to be had */
 	bool made;           /* the report has existed: gone later, it was deleted */
-	int gone_said;    /* "deleted" logged */
+	int gone_said;       /* "deleted" logged */
 	char verdict[600];   /* state + summary last written */
 	uint64_t at_ns;
 	json_t *pending;     /* a status held back by the interval, written by ts_k8s_flush */
@@ -143,6 +143,15 @@ static json_t *ensure_report(struct ts_k8s *k, struct written *w, bool *gone)
 	return NULL;
 }
 
+/* GET a pod of the namespace (obj: it, or NULL); returns the HTTP status. */
+static int get_pod(struct ts_k8s *k, const char *ns, const char *pod, json_t **obj)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
+	return ts_kube_request(k->kube, "GET", path, NULL, NULL, obj);
+}
+
 /* The controller among obj's owner references, or NULL (borrowed). */
 static json_t *controller_ref(json_t *obj)
 {
@@ -192,8 +201,7 @@ static json_t *job_owner(struct ts_k8s *k, const char *ns, const char *pod, bool
 	json_t *obj = NULL, *ref, *owner;
 	int code;
 
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
-	code = ts_kube_request(k->kube, "GET", path, NULL, NULL, &obj);
+	code = get_pod(k, ns, pod, &obj);
 	*settled = code == 403 || code == 404;
 	if (code != 200) {
 		json_decref(obj);
@@ -286,12 +294,7 @@ static int write_status(struct ts_k8s *k, struct written *w, json_t *status)
  * the object of an Event (a forged batch must not raise Events on others' pods). */
 static bool pod_exists(struct ts_k8s *k, const char *ns, const char *pod)
 {
-	char path[512];
-
-	if (!ts_name_is_object(pod))
-		return false;
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
-	return ts_kube_request(k->kube, "GET", path, NULL, NULL, NULL) == 200;
+	return ts_name_is_object(pod) && get_pod(k, ns, pod, NULL) == 200;
 }
 
 static void raise_event(struct ts_k8s *k, const char *ns, const char *report, json_t *slow,
