@@ -114,7 +114,11 @@ static float *ratios(const float *g, int ranks, int cols, int rows)
 	float *r = malloc((size_t)rows * (size_t)cols * sizeof(float));
 	float *col = malloc((size_t)ranks * sizeof(float));
 
-	for (int c = 0; r && col && c < cols; c++) {
+	if (!r || !col) {
+		free(r), free(col);
+		return NULL;
+	}
+	for (int c = 0; c < cols; c++) {
 		int m = 0;
 		for (int k = 0; k < ranks; k++)
 			if (!isnan(g[(size_t)k * cols + c]))
