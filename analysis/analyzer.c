@@ -700,6 +700,8 @@ void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
 				a->opts.on_report(a->opts.on_report_ctx, rep, now_ns);
 			json_decref(rep);
 		}
+		if (a->opts.on_finish && ts_job_finished_news(j))
+			a->opts.on_finish(a->opts.on_report_ctx, j);
 		const struct ts_job_result *r = ts_job_result(j);
 		if (a->opts.print_changes && (r->state != before || strcmp(summary, r->summary))) {
 			json_t *rep = ts_report_json(j, trouble(a));

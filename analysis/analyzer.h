@@ -23,6 +23,8 @@ struct ts_analyzer_opts {
 			const Trainscope__V1__Step *s);
 	/* called before a quiet job's state is freed (limits.job_ttl_s) */
 	void (*on_forget)(void *ctx, struct ts_job *j);
+	/* called once when every rank of a job has ended (OTLP closes its traces) */
+	void (*on_finish)(void *ctx, struct ts_job *j);
 	void *on_report_ctx;
 };
 

@@ -196,8 +196,25 @@ const char *ts_job_name(const struct ts_job *j) { return j->name; }
 const struct ts_job_result *ts_job_result(const struct ts_job *j) { return &j->res; }
 uint64_t ts_job_late_steps(const struct ts_job *j) { return j->late; }
 const uint8_t *ts_job_trace_id(const struct ts_job *j) { return j->has_trace ? j->trace_id : NULL; }
+
+bool ts_job_report_trace(const struct ts_job *j, uint8_t out[16])
+{
+	if (!j->has_trace)
+		return false;
+	ts_otlp_window_trace(j->trace_id, j->verdict_step / (uint64_t)j->p.traces.window_steps, out);
+	return true;
+}
 int ts_job_world(const struct ts_job *j) { return j->world; }
 uint64_t ts_job_next_step(const struct ts_job *j) { return j->next_eval; }
+bool ts_job_finished_news(struct ts_job *j)
+{
+	if (!j->finished_ns)
+		return j->finish_told = false;
+	if (j->finish_told)
+		return false;
+	return j->finish_told = true;
+}
+
 uint64_t ts_job_quiet_since_ns(const struct ts_job *j)
 {
 	return j->finished_ns ? j->finished_ns : j->last_data_ns;
@@ -1034,6 +1051,8 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 			 (unsigned long long)j->res.last_step);
 	}
 	history_spells(j, now_ns);
+	if (old != j->res.state || strcmp(before, j->res.summary) != 0)
+		j->verdict_step = j->res.last_step;
 	/* a stalled job evaluates no step: its hang's culprit, named later, is news too */
 	return old != j->res.state || strcmp(before, j->res.summary) != 0 ||
 	       strcmp(why, j->res.reason) != 0 || j->res.steps_evaluated != evaluated;

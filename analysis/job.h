@@ -230,6 +230,11 @@ uint64_t ts_job_condition_since(struct ts_job *j, int c, bool status, uint64_t n
 uint64_t ts_job_late_steps(const struct ts_job *j);
 /* The job attempt's trace id (16 bytes), set by its first step; NULL before. */
 const uint8_t *ts_job_trace_id(const struct ts_job *j);
+/* The trace the report points to: the window (traces.window_steps) in which the verdict
+ * last changed, where its slow_rank spans are. False before the first step. */
+bool ts_job_report_trace(const struct ts_job *j, uint8_t out[16]);
+/* True once when every rank has ended (again after a rank that sent more ends too). */
+bool ts_job_finished_news(struct ts_job *j);
 
 /* Snapshots (snap.h): the job's whole state appended, or read back as a new job whose
  * hang and lost-rank clocks start at now_ns. Return 0 or a negative errno (-EBADMSG: a

@@ -54,8 +54,12 @@ static void usage(FILE *f)
 		"      --in-cluster       Kubernetes mode with the pod's service account\n"
 		"      --k8s-interval-s N rewrite an unchanged report at most every N s (10)\n"
 		"      --otlp-endpoint URL  send the job's timeline as OTLP/HTTP traces, e.g.\n"
-		"                         http://jaeger:4318 (env OTEL_EXPORTER_OTLP_ENDPOINT)\n"
-		"      --otlp-every N     one step span in N per rank (default 1)\n"
+		"                         http://jaeger:4318 (/v1/traces is added). The standard\n"
+		"                         OTEL_EXPORTER_OTLP_[TRACES_]{ENDPOINT,HEADERS,CERTIFICATE,\n"
+		"                         CLIENT_CERTIFICATE,CLIENT_KEY,TIMEOUT,COMPRESSION,PROTOCOL},\n"
+		"                         OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES and\n"
+		"                         OTEL_SDK_DISABLED are honoured; a trace holds traces.\n"
+		"                         window_steps steps, sampled for large jobs (--config)\n"
 		"  -q, --quiet            do not print reports when a verdict changes\n"
 		"      --print-config     print the effective parameters and exit\n"
 		"  -h, --help\n");
@@ -72,7 +76,6 @@ struct cli {
 	char kv_why[256];                  /* the bucket's last refusal, said once */
 	bool print_config, in_cluster;
 	const char *kubeconfig, *otlp_endpoint;
-	int otlp_every;
 	struct ts_kube *kube;
 	struct ts_k8sw *k8s;   /* the Kubernetes writer's thread */
 	struct ts_otlp *otlp;
@@ -102,7 +105,6 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "k8s-interval-s", required_argument, NULL, 'R' },
 		{ "stall-s", required_argument, NULL, 'S' },
 		{ "otlp-endpoint", required_argument, NULL, 'O' },
-		{ "otlp-every", required_argument, NULL, 'E' },
 		{ "snapshot-s", required_argument, NULL, 'N' },
 		{ "snapshot-bucket", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
@@ -117,8 +119,6 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	c->ao.print_changes = 1;
 	c->metrics_port = 9103;
 	c->stall_s = 60;
-	c->otlp_endpoint = getenv("OTEL_EXPORTER_OTLP_ENDPOINT");
-	c->otlp_every = 1;
 	c->snapshot_s = 5;
 	c->restored = -EAGAIN;
 	c->snapshot_bucket = "trainscope-analyzer";
@@ -138,7 +138,6 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'R': c->k8s_interval_s = atoi(optarg); break;
 		case 'S': c->stall_s = atoi(optarg); break;
 		case 'O': c->otlp_endpoint = optarg; break;
-		case 'E': c->otlp_every = atoi(optarg); break;
 		case 'N': c->snapshot_s = atoi(optarg); break;
 		case 'B': c->snapshot_bucket = optarg; break;
 		case 'h': usage(stdout); exit(0);
@@ -240,12 +239,23 @@ static void render(void *ctx, struct ts_buf *out)
 	if (c->otlp) {
 		struct ts_otlp_stats os;
 		ts_otlp_get_stats(c->otlp, &os);
+		ts_prom(out, "trainscope_analyzer_otlp_spans_queued_total", "counter",
+			"Spans made for export; each is sent, dropped or still queued.", os.queued);
 		ts_prom(out, "trainscope_analyzer_otlp_spans_sent_total", "counter",
 			"Spans the collector took.", os.sent);
 		ts_prom(out, "trainscope_analyzer_otlp_spans_dropped_total", "counter",
 			"Spans lost: queue full or collector unreachable.", os.dropped);
 		ts_prom(out, "trainscope_analyzer_otlp_retries_total", "counter",
 			"Batches sent again after a failure.", os.retries);
+		ts_prom(out, "trainscope_analyzer_otlp_traces_total", "counter",
+			"Windows of steps closed, one trace each.", os.windows);
+		ts_prom(out, "trainscope_analyzer_otlp_steps_sampled_out_total", "counter",
+			"Step spans of healthy ranks left out of large jobs' traces by design "
+			"(traces.sample_ranks).", os.sampled_out);
+		ts_prom(out, "trainscope_analyzer_otlp_spans_over_trace_size_total", "counter",
+			"Spans left out because their trace reached traces.max_trace_kb.", os.over_size);
+		ts_prom(out, "trainscope_analyzer_otlp_steps_late_total", "counter",
+			"Step spans that came after their trace was closed.", os.late);
 	}
 	pthread_mutex_unlock(&core_lock);
 }
@@ -304,6 +314,15 @@ static void on_forget(void *ctx, struct ts_job *j)
 
 	if (c->k8s)
 		ts_k8sw_forget(c->k8s, ts_job_ns(j), ts_job_name(j), ts_real_ns());
+	if (c->otlp)
+		ts_otlp_job_end(c->otlp, ts_job_ns(j), ts_job_name(j));
+}
+
+static void on_finish(void *ctx, struct ts_job *j)
+{
+	struct cli *c = ctx;
+
+	ts_otlp_job_end(c->otlp, ts_job_ns(j), ts_job_name(j));
 }
 
 static void on_step(void *ctx, struct ts_job *j, const Trainscope__V1__Identity *id,
@@ -318,24 +337,37 @@ static void on_step(void *ctx, struct ts_job *j, const Trainscope__V1__Identity 
 		{ "collective", s->collective_ns }, { "checkpoint", s->checkpoint_ns },
 	};
 
-	if (tid && s->step % (uint64_t)c->otlp_every == 0)
+	if (tid)
 		ts_otlp_step(c->otlp, &who, tid, s->step, s->start_ns, s->end_ns, ph, 5);
 }
 
 static int open_otlp(struct cli *c)
 {
-	struct ts_otlp_opts o = { .endpoint = c->otlp_endpoint };
+	const struct ts_trace_opts *t = &c->ao.params.traces;
+	struct ts_otlp_env env;
+	char err[512] = "";
+	int rc;
 
-	if (!c->otlp_endpoint || !*c->otlp_endpoint)
-		return 0;
-	if (c->otlp_every < 1 || ts_otlp_new(&c->otlp, &o)) {
-		fprintf(stderr, "trainscope-analyzer: cannot start the OTLP exporter\n");
+	if ((rc = ts_otlp_env_load(&env, c->otlp_endpoint, err, sizeof(err))) || !env.enabled) {
+		if (rc)
+			fprintf(stderr, "trainscope-analyzer: OTLP: %s\n", err);
+		return rc;
+	}
+	env.opts.window_steps = t->window_steps;
+	env.opts.sample_ranks = t->sample_ranks ? t->sample_ranks : -1;
+	env.opts.max_trace_kb = t->max_trace_kb;
+	if ((rc = ts_otlp_new(&c->otlp, &env.opts, err, sizeof(err)))) {
+		fprintf(stderr, "trainscope-analyzer: cannot start the OTLP exporter: %s\n",
+			rc == -ENOMEM ? "out of memory" : err);
 		return -1;
 	}
 	c->ao.on_report = on_report;
 	c->ao.on_step = on_step;
+	c->ao.on_forget = on_forget;
+	c->ao.on_finish = on_finish;
 	c->ao.on_report_ctx = c;
-	ts_info("analyzer: OTLP traces to %s", c->otlp_endpoint);
+	ts_info("analyzer: OTLP traces to %s (%d steps a trace, %s)", env.url, t->window_steps,
+		t->sample_ranks ? "healthy ranks sampled in large jobs" : "every rank");
 	return 0;
 }
 

@@ -1,45 +1,11 @@
-#include "otlp.h"
+/* What becomes a span: windows of steps as traces, sampling, the per-trace budget. */
+#include "otlp_impl.h"
 #include "log.h"
-#include "proto/otlp_trace.pb-c.h"
-#include "tsclock.h"
 
-#include <curl/curl.h>
 #include <errno.h>
-#include <pthread.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <zlib.h>
-
-typedef Trainscope__Otlp__KeyValue KeyValue;
-typedef Trainscope__Otlp__AnyValue AnyValue;
-typedef Trainscope__Otlp__Span Span;
-
-/* A span as queued: flat, owning its strings. */
-struct qspan {
-	uint8_t trace[16], id[8], parent[8];
-	bool has_parent;
-	char name[48];
-	uint64_t start, end, step;
-	char ns[64], job[64], pod[128], node[64];
-	int rank;
-	char cause[32], evidence[320]; /* slow-rank spans */
-};
-
-struct ts_otlp {
-	struct ts_otlp_opts o;
-	char url[512];
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	struct qspan *q;
-	int head, count;
-	bool stop;
-	uint64_t next_id;
-	struct ts_otlp_stats st;
-};
 
 static uint64_t mix(uint64_t x)
 {
@@ -64,6 +30,35 @@ void ts_otlp_trace_id(const char *ns, const char *job, uint64_t first_start_ns, 
 	memcpy(out + 8, &b, 8);
 }
 
+void ts_otlp_window_trace(const uint8_t base[16], uint64_t w, uint8_t out[16])
+{
+	uint64_t a, b;
+
+	memcpy(out, base, 16);
+	if (!w)
+		return;
+	memcpy(&a, base, 8);
+	memcpy(&b, base + 8, 8);
+	a = mix(a ^ mix(w));
+	b = mix(b ^ a);
+	memcpy(out, &a, 8);
+	memcpy(out + 8, &b, 8);
+}
+
+/* A window's root span: its id follows from its trace, so children and the next
+ * window's link need no memory of it. */
+static void root_id(const uint8_t trace[16], uint8_t out[8])
+{
+	uint64_t a, b;
+
+	memcpy(&a, trace, 8);
+	memcpy(&b, trace + 8, 8);
+	a = mix(a ^ b ^ 0x77696e646f77ull) | 1;
+	memcpy(out, &a, 8);
+}
+
+/* ---- the queue ------------------------------------------------------------------- */
+
 /* Caller holds the lock. A full queue drops its oldest span. */
 static struct qspan *slot(struct ts_otlp *x)
 {
@@ -77,7 +72,7 @@ static struct qspan *slot(struct ts_otlp *x)
 	s = &x->q[(x->head + x->count++) % x->o.max_queue];
 	memset(s, 0, sizeof(*s));
 	x->st.queued++;
-	uint64_t id = mix(++x->next_id ^ (uint64_t)(uintptr_t)x);
+	uint64_t id = mix(++x->next_id ^ (uint64_t)(uintptr_t)x) | 1;
 	memcpy(s->id, &id, 8);
 	return s;
 }
@@ -92,33 +87,219 @@ static void who_into(struct qspan *s, const struct ts_otlp_who *w, const uint8_t
 	s->rank = w->rank;
 }
 
-void ts_otlp_step(struct ts_otlp *x, const struct ts_otlp_who *who, const uint8_t trace_id[16],
+/* Bytes a span adds to its trace at a backend, over-estimated: its resource counted
+ * with every step, as a batch may cut anywhere. */
+static size_t resource_bytes(const struct ts_otlp *x, const struct ts_otlp_who *w)
+{
+	size_t n = 320 + (x->resource_text ? strlen(x->resource_text) : 0);
+
+	n += w->ns ? 3 * strlen(w->ns) : 0;
+	n += w->job ? 3 * strlen(w->job) : 0;
+	n += w->pod ? 2 * strlen(w->pod) : 0;
+	n += w->node ? strlen(w->node) : 0;
+	return n;
+}
+
+static size_t span_bytes(const char *name)
+{
+	return 120 + strlen(name);
+}
+
+/* ---- jobs and their windows -------------------------------------------------------- */
+
+static struct ojob *find_job(struct ts_otlp *x, const char *ns, const char *job)
+{
+	for (int i = 0; i < x->njobs; i++)
+		if (!strcmp(x->jobs[i].ns, ns ? ns : "") && !strcmp(x->jobs[i].job, job ? job : ""))
+			return &x->jobs[i];
+	return NULL;
+}
+
+static void close_window(struct ts_otlp *x, struct ojob *j, struct owin *win)
+{
+	struct qspan *s;
+	uint8_t prev[16];
+
+	if (win->w < 0)
+		return;
+	pthread_mutex_lock(&x->lock);
+	s = slot(x);
+	s->kind = Q_WINDOW;
+	s->rank = -1;
+	snprintf(s->ns, sizeof(s->ns), "%s", j->ns);
+	snprintf(s->job, sizeof(s->job), "%s", j->job);
+	ts_otlp_window_trace(j->base, (uint64_t)win->w, s->trace);
+	root_id(s->trace, s->id);
+	if (win->w > 0) {
+		ts_otlp_window_trace(j->base, (uint64_t)win->w - 1, prev);
+		memcpy(s->link_trace, prev, 16);
+		root_id(prev, s->link_span);
+		s->has_link = true;
+	}
+	snprintf(s->name, sizeof(s->name), "train.window");
+	s->start = win->start;
+	s->end = win->end > win->start ? win->end : win->start + 1;
+	s->attr[0] = win->w;
+	s->attr[1] = (int64_t)win->first_step;
+	s->attr[2] = (int64_t)win->last_step;
+	s->attr[3] = j->nranks;
+	s->attr[4] = (int64_t)win->sampled_out;
+	s->attr[5] = (int64_t)win->over_size;
+	if ((s->error = win->errors > 0))
+		snprintf(s->status, sizeof(s->status), "%llu steps of ranks named slow",
+			 (unsigned long long)win->errors);
+	x->st.windows++;
+	pthread_mutex_unlock(&x->lock);
+	win->w = -1;
+}
+
+static void end_job(struct ts_otlp *x, struct ojob *j)
+{
+	close_window(x, j, &j->win[0]);
+	close_window(x, j, &j->win[1]);
+	free(j->named);
+	*j = x->jobs[--x->njobs];
+}
+
+/* The job's state, made on first sight; a new attempt (another base trace) starts over. */
+static struct ojob *job_of(struct ts_otlp *x, const struct ts_otlp_who *who, const uint8_t *base)
+{
+	static const uint8_t zero[16];
+	struct ojob *j = find_job(x, who->ns, who->job);
+
+	if (j && base && memcmp(j->base, zero, 16) && memcmp(j->base, base, 16)) {
+		end_job(x, j);
+		j = NULL;
+	}
+	if (!j) {
+		struct ojob *nj = realloc(x->jobs, (size_t)(x->njobs + 1) * sizeof(*nj));
+		if (!nj)
+			return NULL;
+		x->jobs = nj;
+		j = &x->jobs[x->njobs++];
+		memset(j, 0, sizeof(*j));
+		snprintf(j->ns, sizeof(j->ns), "%s", who->ns ? who->ns : "");
+		snprintf(j->job, sizeof(j->job), "%s", who->job ? who->job : "");
+		j->win[0].w = j->win[1].w = -1;
+	}
+	if (base && !memcmp(j->base, zero, 16))
+		memcpy(j->base, base, 16);
+	return j;
+}
+
+/* Window w's slot; the window two back is closed to make room. NULL: w was closed. */
+static struct owin *window(struct ts_otlp *x, struct ojob *j, uint64_t w)
+{
+	struct owin *win = &j->win[w & 1];
+
+	if (win->w == (int64_t)w)
+		return win;
+	if (win->w > (int64_t)w)
+		return NULL;
+	close_window(x, j, win);
+	memset(win, 0, sizeof(*win));
+	win->w = (int64_t)w;
+	win->first_step = UINT64_MAX;
+	return win;
+}
+
+static const struct onamed *named(const struct ojob *j, int rank)
+{
+	for (int i = 0; i < j->nnamed; i++)
+		if (j->named[i].rank == rank)
+			return &j->named[i];
+	return NULL;
+}
+
+/* A contiguous block of sample_ranks ranks, moved on by that much each window. */
+static bool sampled(const struct ts_otlp *x, const struct ojob *j, int rank, uint64_t w)
+{
+	uint64_t n = (uint64_t)j->nranks, s = (uint64_t)x->o.sample_ranks;
+
+	if (x->o.sample_ranks < 0 || n <= s || rank < 0)
+		return true;
+	return ((uint64_t)rank + n - (w * s) % n) % n < s;
+}
+
+static void count(struct ts_otlp *x, uint64_t *stat, uint64_t n)
+{
+	pthread_mutex_lock(&x->lock);
+	*stat += n;
+	pthread_mutex_unlock(&x->lock);
+}
+
+void ts_otlp_step(struct ts_otlp *x, const struct ts_otlp_who *who, const uint8_t base_trace[16],
 		  uint64_t step, uint64_t start_ns, uint64_t end_ns,
 		  const struct ts_otlp_phase *phases, int nphases)
 {
-	uint64_t at = start_ns;
-	struct qspan *p;
+	struct ojob *j = job_of(x, who, base_trace);
+	uint64_t w = step / (uint64_t)x->o.window_steps, at = start_ns;
+	struct owin *win;
+	const struct onamed *nm;
+	uint8_t trace[16], parent[8];
+	size_t est;
+	int nspans = 1;
 
+	if (!j) {
+		count(x, &x->st.dropped, 1);
+		return;
+	}
+	if (who->rank >= j->nranks)
+		j->nranks = who->rank + 1;
+	if (!(win = window(x, j, w))) {
+		count(x, &x->st.late, 1);
+		return;
+	}
+	nm = named(j, who->rank);
+	if (!nm && !sampled(x, j, who->rank, w)) {
+		win->sampled_out++;
+		count(x, &x->st.sampled_out, 1);
+		return;
+	}
+	est = resource_bytes(x, who) + span_bytes("train.step");
+	for (int i = 0; i < nphases; i++)
+		if (phases[i].ns) {
+			est += span_bytes(phases[i].name) + 12;
+			nspans++;
+		}
+	if (win->bytes + est > (size_t)x->o.max_trace_kb * 1024) {
+		win->over_size += (uint64_t)nspans;
+		count(x, &x->st.over_size, (uint64_t)nspans);
+		return;
+	}
+	win->bytes += est;
+	win->start = win->start && win->start < start_ns ? win->start : start_ns;
+	win->end = win->end > end_ns ? win->end : end_ns;
+	win->first_step = win->first_step < step ? win->first_step : step;
+	win->last_step = win->last_step > step ? win->last_step : step;
+	win->errors += nm != NULL;
+
+	ts_otlp_window_trace(j->base, w, trace);
 	pthread_mutex_lock(&x->lock);
-	p = slot(x);
-	who_into(p, who, trace_id);
-	snprintf(p->name, sizeof(p->name), "step %llu", (unsigned long long)step);
+	struct qspan *p = slot(x);
+	who_into(p, who, trace);
+	p->kind = Q_STEP;
+	snprintf(p->name, sizeof(p->name), "train.step");
+	root_id(trace, p->parent);
+	p->has_parent = true;
 	p->start = start_ns;
 	p->end = end_ns;
-	p->step = step;
-	uint8_t parent[8];
+	p->attr[0] = (int64_t)step;
+	if ((p->error = nm != NULL))
+		snprintf(p->status, sizeof(p->status), "rank named slow (%s)", nm->cause);
 	memcpy(parent, p->id, 8);
 	for (int i = 0; i < nphases; i++) {
 		if (!phases[i].ns)
 			continue;
 		struct qspan *c = slot(x);
-		who_into(c, who, trace_id);
-		snprintf(c->name, sizeof(c->name), "%s", phases[i].name);
+		who_into(c, who, trace);
+		c->kind = Q_PHASE;
+		snprintf(c->name, sizeof(c->name), "train.phase.%s", phases[i].name);
 		memcpy(c->parent, parent, 8);
 		c->has_parent = true;
 		c->start = at;
 		c->end = at + phases[i].ns;
-		c->step = step;
+		c->attr[0] = (int64_t)step;
 		at = c->end;
 	}
 	if (x->count >= x->o.batch)
@@ -126,283 +307,67 @@ void ts_otlp_step(struct ts_otlp *x, const struct ts_otlp_who *who, const uint8_
 	pthread_mutex_unlock(&x->lock);
 }
 
-void ts_otlp_slow_rank(struct ts_otlp *x, const struct ts_otlp_who *who,
-		       const uint8_t trace_id[16], uint64_t since_ns, uint64_t now_ns,
-		       const char *cause, const char *evidence)
+static void add_named(struct ojob *j, int rank, const char *cause)
 {
+	struct onamed *n;
+
+	if (named(j, rank))
+		return;
+	if (j->nnamed == j->capnamed) {
+		int cap = j->capnamed ? 2 * j->capnamed : 8;
+		if (!(n = realloc(j->named, (size_t)cap * sizeof(*n))))
+			return; /* its steps stay sampled like the others' */
+		j->named = n;
+		j->capnamed = cap;
+	}
+	n = &j->named[j->nnamed++];
+	n->rank = rank;
+	snprintf(n->cause, sizeof(n->cause), "%s", cause ? cause : "");
+}
+
+void ts_otlp_slow_rank(struct ts_otlp *x, const struct ts_otlp_who *who, const uint8_t trace[16],
+		       uint64_t since_ns, uint64_t now_ns, const char *cause, const char *evidence)
+{
+	struct ojob *j = job_of(x, who, NULL);
 	struct qspan *s;
 
+	if (j)
+		add_named(j, who->rank, cause);
 	pthread_mutex_lock(&x->lock);
 	s = slot(x);
-	who_into(s, who, trace_id);
-	snprintf(s->name, sizeof(s->name), "slow rank %d: %s", who->rank, cause);
+	who_into(s, who, trace);
+	s->kind = Q_SLOW;
+	snprintf(s->name, sizeof(s->name), "slow_rank");
+	root_id(trace, s->parent);
+	s->has_parent = true;
 	s->start = since_ns;
 	s->end = now_ns > since_ns ? now_ns : since_ns + 1;
-	snprintf(s->cause, sizeof(s->cause), "%s", cause);
-	snprintf(s->evidence, sizeof(s->evidence), "%s", evidence);
+	s->error = true;
+	snprintf(s->cause, sizeof(s->cause), "%s", cause ? cause : "");
+	snprintf(s->evidence, sizeof(s->evidence), "%s", evidence ? evidence : "");
+	snprintf(s->status, sizeof(s->status), "rank %d slow: %s", who->rank, s->cause);
 	pthread_mutex_unlock(&x->lock);
 }
 
-/* ---- encoding ------------------------------------------------------------------ */
-
-struct enc {
-	KeyValue *kv;
-	AnyValue *av;
-	KeyValue **kvp;
-	int nkv, cap;
-};
-
-static KeyValue *kv_str(struct enc *e, const char *k, const char *v)
+void ts_otlp_job_end(struct ts_otlp *x, const char *ns, const char *job)
 {
-	KeyValue *kv = &e->kv[e->nkv];
-	AnyValue *av = &e->av[e->nkv];
+	struct ojob *j = find_job(x, ns, job);
 
-	trainscope__otlp__key_value__init(kv);
-	trainscope__otlp__any_value__init(av);
-	av->value_case = TRAINSCOPE__OTLP__ANY_VALUE__VALUE_STRING_VALUE;
-	av->string_value = (char *)v;
-	kv->key = (char *)k;
-	kv->value = av;
-	e->kvp[e->nkv] = kv;
-	return &e->kv[e->nkv++];
+	if (j)
+		end_job(x, j);
 }
 
-static KeyValue *kv_int(struct enc *e, const char *k, int64_t v)
+void ts_otlp_get_stats(struct ts_otlp *x, struct ts_otlp_stats *out)
 {
-	KeyValue *kv = kv_str(e, k, "");
-
-	kv->value->value_case = TRAINSCOPE__OTLP__ANY_VALUE__VALUE_INT_VALUE;
-	kv->value->int_value = v;
-	return kv;
-}
-
-static bool same_resource(const struct qspan *a, const struct qspan *b)
-{
-	return a->rank == b->rank && !strcmp(a->ns, b->ns) && !strcmp(a->job, b->job) &&
-	       !strcmp(a->pod, b->pod);
-}
-
-/* Packs n spans (grouped by rank into ResourceSpans) as ExportTraceServiceRequest. */
-static uint8_t *encode(const struct qspan *s, int n, size_t *len)
-{
-	Trainscope__Otlp__ExportTraceServiceRequest req = TRAINSCOPE__OTLP__EXPORT_TRACE_SERVICE_REQUEST__INIT;
-	Trainscope__Otlp__ResourceSpans *rs = calloc((size_t)n, sizeof(*rs)), **rsp = calloc((size_t)n, sizeof(*rsp));
-	Trainscope__Otlp__Resource *res = calloc((size_t)n, sizeof(*res));
-	Trainscope__Otlp__ScopeSpans *ss = calloc((size_t)n, sizeof(*ss)), **ssp = calloc((size_t)n, sizeof(*ssp));
-	Trainscope__Otlp__InstrumentationScope scope = TRAINSCOPE__OTLP__INSTRUMENTATION_SCOPE__INIT;
-	Span *sp = calloc((size_t)n, sizeof(*sp)), **spp = calloc((size_t)n, sizeof(*spp));
-	Trainscope__Otlp__Span__Event *ev = calloc((size_t)n, sizeof(*ev)), **evp = calloc((size_t)n, sizeof(*evp));
-	struct enc e = { .cap = 10 * n };
-	uint8_t *buf = NULL;
-	int nres = 0;
-
-	e.kv = calloc((size_t)e.cap, sizeof(*e.kv));
-	e.av = calloc((size_t)e.cap, sizeof(*e.av));
-	e.kvp = calloc((size_t)e.cap, sizeof(*e.kvp));
-	if (!rs || !rsp || !res || !ss || !ssp || !sp || !spp || !ev || !evp || !e.kv || !e.av || !e.kvp)
-		goto out;
-	scope.name = (char *)"trainscope-analyzer";
-	scope.version = (char *)"0.1.0";
-	for (int i = 0; i < n;) {
-		int j = i;
-		while (j < n && same_resource(&s[i], &s[j]))
-			j++;
-		/* resource: OpenTelemetry's k8s.* conventions, plus the rank */
-		trainscope__otlp__resource_spans__init(&rs[nres]);
-		trainscope__otlp__resource__init(&res[nres]);
-		trainscope__otlp__scope_spans__init(&ss[nres]);
-		res[nres].attributes = &e.kvp[e.nkv];
-		kv_str(&e, "service.name", "trainscope");
-		kv_str(&e, "k8s.namespace.name", s[i].ns);
-		kv_str(&e, "k8s.job.name", s[i].job);
-		if (*s[i].pod)
-			kv_str(&e, "k8s.pod.name", s[i].pod);
-		kv_str(&e, "k8s.node.name", s[i].node);
-		kv_int(&e, "trainscope.rank", s[i].rank);
-		res[nres].n_attributes = (size_t)(&e.kvp[e.nkv] - res[nres].attributes);
-		rs[nres].resource = &res[nres];
-		ss[nres].scope = &scope;
-		ss[nres].spans = &spp[i];
-		ss[nres].n_spans = (size_t)(j - i);
-		ssp[nres] = &ss[nres];
-		rs[nres].scope_spans = &ssp[nres];
-		rs[nres].n_scope_spans = 1;
-		rsp[nres] = &rs[nres];
-		for (int k = i; k < j; k++) {
-			trainscope__otlp__span__init(&sp[k]);
-			sp[k].trace_id = (ProtobufCBinaryData){ 16, (uint8_t *)s[k].trace };
-			sp[k].span_id = (ProtobufCBinaryData){ 8, (uint8_t *)s[k].id };
-			if (s[k].has_parent)
-				sp[k].parent_span_id = (ProtobufCBinaryData){ 8, (uint8_t *)s[k].parent };
-			sp[k].name = (char *)s[k].name;
-			sp[k].kind = TRAINSCOPE__OTLP__SPAN__SPAN_KIND__SPAN_KIND_INTERNAL;
-			sp[k].start_time_unix_nano = s[k].start;
-			sp[k].end_time_unix_nano = s[k].end;
-			sp[k].attributes = &e.kvp[e.nkv];
-			kv_int(&e, "trainscope.rank", s[k].rank);
-			kv_int(&e, "trainscope.step", (int64_t)s[k].step);
-			if (*s[k].node)
-				kv_str(&e, "k8s.node.name", s[k].node);
-			sp[k].n_attributes = (size_t)(&e.kvp[e.nkv] - sp[k].attributes);
-			if (*s[k].cause) {
-				trainscope__otlp__span__event__init(&ev[k]);
-				ev[k].time_unix_nano = s[k].end;
-				ev[k].name = (char *)"SlowRank";
-				ev[k].attributes = &e.kvp[e.nkv];
-				kv_str(&e, "trainscope.cause", s[k].cause);
-				kv_str(&e, "trainscope.evidence", s[k].evidence);
-				ev[k].n_attributes = 2;
-				evp[k] = &ev[k];
-				sp[k].events = &evp[k];
-				sp[k].n_events = 1;
-			}
-			spp[k] = &sp[k];
-		}
-		nres++;
-		i = j;
-	}
-	req.resource_spans = rsp;
-	req.n_resource_spans = (size_t)nres;
-	*len = trainscope__otlp__export_trace_service_request__get_packed_size(&req);
-	if ((buf = malloc(*len ? *len : 1)))
-		trainscope__otlp__export_trace_service_request__pack(&req, buf);
-out:
-	free(rs), free(rsp), free(res), free(ss), free(ssp), free(sp), free(spp), free(ev), free(evp);
-	free(e.kv), free(e.av), free(e.kvp);
-	return buf;
-}
-
-static uint8_t *gzip(const uint8_t *in, size_t len, size_t *out_len)
-{
-	z_stream z = { 0 };
-	size_t cap = compressBound((uLong)len) + 32;
-	uint8_t *out = malloc(cap);
-
-	if (!out || deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-		free(out);
-		return NULL;
-	}
-	z.next_in = (uint8_t *)in;
-	z.avail_in = (uInt)len;
-	z.next_out = out;
-	z.avail_out = (uInt)cap;
-	int rc = deflate(&z, Z_FINISH);
-	*out_len = z.total_out;
-	deflateEnd(&z);
-	if (rc != Z_STREAM_END) {
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
-/* ---- sending --------------------------------------------------------------------- */
-
-static size_t discard(char *p, size_t sz, size_t n, void *ud)
-{
-	(void)p, (void)ud;
-	return sz * n;
-}
-
-/* Returns 0 when the collector took it, 1 to retry, -1 when it refused it for good. */
-static int post(struct ts_otlp *x, CURL *c, const uint8_t *body, size_t len)
-{
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/x-protobuf");
-	long code = 0;
-	CURLcode cc;
-
-	h = curl_slist_append(h, "Content-Encoding: gzip");
-	curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, x->url);
-	curl_easy_setopt(c, CURLOPT_POST, 1L);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)len);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-	cc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	curl_slist_free_all(h);
-	if (cc == CURLE_OK && code >= 200 && code < 300)
-		return 0;
-	if (cc != CURLE_OK || code == 429 || code >= 500 || code == 408)
-		return 1;
-	ts_warn("otlp: %s refused a batch: HTTP %ld", x->url, code);
-	return -1;
-}
-
-static void send_batch(struct ts_otlp *x, CURL *c, struct qspan *batch, int n)
-{
-	size_t raw_len = 0, gz_len = 0;
-	uint8_t *raw = encode(batch, n, &raw_len), *gz = raw ? gzip(raw, raw_len, &gz_len) : NULL;
-	int rc = -1, backoff_ms = 200;
-
-	for (int attempt = 0; gz && attempt <= x->o.max_retries; attempt++) {
-		if ((rc = post(x, c, gz, gz_len)) <= 0)
-			break;
-		pthread_mutex_lock(&x->lock);
-		x->st.retries++;
-		bool stopping = x->stop;
-		pthread_mutex_unlock(&x->lock);
-		if (stopping && attempt >= 1)
-			break;
-		struct timespec ts = { backoff_ms / 1000, (backoff_ms % 1000) * 1000000L };
-		nanosleep(&ts, NULL); /* back-off before the retry, on the sender thread */
-		backoff_ms *= 2;
-	}
 	pthread_mutex_lock(&x->lock);
-	if (rc == 0) {
-		x->st.sent += (uint64_t)n;
-		x->st.batches++;
-	} else {
-		x->st.failed_batches++;
-		x->st.dropped += (uint64_t)n;
-	}
+	*out = x->st;
 	pthread_mutex_unlock(&x->lock);
-	if (rc != 0)
-		ts_warn("otlp: %d spans not delivered to %s", n, x->url);
-	free(raw);
-	free(gz);
 }
 
-static void *sender(void *arg)
-{
-	struct ts_otlp *x = arg;
-	struct qspan *batch = calloc((size_t)x->o.batch, sizeof(*batch));
-	CURL *c = curl_easy_init();
-
-	pthread_mutex_lock(&x->lock);
-	while (batch && c) {
-		if (!x->count && x->stop)
-			break;
-		if (x->count < x->o.batch && !x->stop) {
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_nsec += (long)x->o.flush_ms * 1000000L;
-			until.tv_sec += until.tv_nsec / 1000000000L;
-			until.tv_nsec %= 1000000000L;
-			pthread_cond_timedwait(&x->wake, &x->lock, &until);
-		}
-		int n = x->count < x->o.batch ? x->count : x->o.batch;
-		for (int i = 0; i < n; i++)
-			batch[i] = x->q[(x->head + i) % x->o.max_queue];
-		x->head = (x->head + n) % x->o.max_queue;
-		x->count -= n;
-		pthread_mutex_unlock(&x->lock);
-		if (n)
-			send_batch(x, c, batch, n);
-		pthread_mutex_lock(&x->lock);
-	}
-	pthread_mutex_unlock(&x->lock);
-	if (c)
-		curl_easy_cleanup(c);
-	free(batch);
-	return NULL;
-}
-
-int ts_otlp_new(struct ts_otlp **out, const struct ts_otlp_opts *o)
+int ts_otlp_new(struct ts_otlp **out, const struct ts_otlp_opts *o, char *err, size_t errlen)
 {
 	struct ts_otlp *x = calloc(1, sizeof(*x));
+	int rc;
 
 	if (!x)
 		return -ENOMEM;
@@ -417,15 +382,17 @@ int ts_otlp_new(struct ts_otlp **out, const struct ts_otlp_opts *o)
 		x->o.max_retries = 0;
 	else if (!x->o.max_retries)
 		x->o.max_retries = 5;
-	snprintf(x->url, sizeof(x->url), "%s%s", o->endpoint,
-		 strstr(o->endpoint, "/v1/traces") ? "" : "/v1/traces");
-	pthread_mutex_init(&x->lock, NULL);
-	pthread_cond_init(&x->wake, NULL);
-	x->q = calloc((size_t)x->o.max_queue, sizeof(*x->q));
-	if (!x->q || pthread_create(&x->thread, NULL, sender, x)) {
-		free(x->q);
+	if (x->o.timeout_ms <= 0)
+		x->o.timeout_ms = 10000;
+	if (x->o.window_steps <= 0)
+		x->o.window_steps = 100;
+	if (!x->o.sample_ranks)
+		x->o.sample_ranks = 8;
+	if (x->o.max_trace_kb <= 0)
+		x->o.max_trace_kb = 4096;
+	if ((rc = ts_otlp_start(x, err, errlen))) {
 		free(x);
-		return -ENOMEM;
+		return rc;
 	}
 	*out = x;
 	return 0;
@@ -435,20 +402,9 @@ void ts_otlp_free(struct ts_otlp *x)
 {
 	if (!x)
 		return;
-	pthread_mutex_lock(&x->lock);
-	x->stop = true;
-	pthread_cond_signal(&x->wake);
-	pthread_mutex_unlock(&x->lock);
-	pthread_join(x->thread, NULL);
-	pthread_mutex_destroy(&x->lock);
-	pthread_cond_destroy(&x->wake);
-	free(x->q);
+	while (x->njobs)
+		end_job(x, &x->jobs[x->njobs - 1]);
+	free(x->jobs);
+	ts_otlp_stop(x);
 	free(x);
-}
-
-void ts_otlp_get_stats(struct ts_otlp *x, struct ts_otlp_stats *out)
-{
-	pthread_mutex_lock(&x->lock);
-	*out = x->st;
-	pthread_mutex_unlock(&x->lock);
 }

@@ -103,6 +103,14 @@ static const struct ts_cfg_field fields[] = {
 	  "and what comes for it later is counted late"),
 	F("limits.reorder_mb", TS_CFG_INT, limits.reorder_mb, 1, 1 << 20,
 	  "the memory those steps may take, per job (fewer steps for large worlds)"),
+	F("traces.window_steps", TS_CFG_INT, traces.window_steps, 1, 1000000,
+	  "steps in one OTLP trace; each window's root span links the one before"),
+	F("traces.sample_ranks", TS_CFG_INT, traces.sample_ranks, 0, 1 << 20,
+	  "healthy ranks whose step spans a window keeps, a different set each window; "
+	  "named ranks are always kept (0: every rank)"),
+	F("traces.max_trace_kb", TS_CFG_INT, traces.max_trace_kb, 16, 1 << 20,
+	  "a window's trace stops growing here, the rest counted (Tempo refuses traces over 5 MB "
+	  "by default)"),
 };
 
 void ts_params_defaults(struct ts_params *p)
@@ -142,6 +150,8 @@ void ts_params_defaults(struct ts_params *p)
 	p->limits = (struct ts_limits){ .max_jobs = 1024, .max_world = 32768, .memory_mb = 512,
 					.max_step_jump = 1000000, .job_ttl_s = 3600,
 					.reorder_steps = 1024, .reorder_mb = 16 };
+	p->traces = (struct ts_trace_opts){ .window_steps = 100, .sample_ranks = 8,
+					    .max_trace_kb = 4096 };
 }
 
 static int finish(struct ts_params *p, char *err, size_t errlen)

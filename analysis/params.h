@@ -20,6 +20,13 @@ struct ts_limits {
 	int reorder_mb;            /* ... and the bytes those steps may take, per job */
 };
 
+/* How the job's timeline goes out as traces (OTLP). */
+struct ts_trace_opts {
+	int window_steps;          /* steps in one trace; a window's root links its predecessor */
+	int sample_ranks;          /* healthy ranks whose step spans a window keeps (0: all) */
+	int max_trace_kb;          /* a window's spans past this are dropped and counted */
+};
+
 struct ts_params {
 	struct ts_failslow_opts fs;
 	struct ts_space_opts space;
@@ -42,6 +49,7 @@ struct ts_params {
 	double min_abs_diff_ms;
 	double min_step_share;       /* an outlier's excess is at least this share of a step */
 	struct ts_limits limits;
+	struct ts_trace_opts traces;
 };
 
 void ts_params_defaults(struct ts_params *p);

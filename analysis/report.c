@@ -187,9 +187,9 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 			   const char *trouble)
 {
 	json_t *slow = json_array(), *conds = json_array();
-	const uint8_t *tid = ts_job_trace_id(j);
+	uint8_t tid[16];
 	char trace[33] = "";
-	for (int i = 0; tid && i < 16; i++)
+	for (int i = 0; ts_job_report_trace(j, tid) && i < 16; i++)
 		snprintf(trace + 2 * i, 3, "%02x", tid[i]);
 	bool failslow = r->state == TS_STATE_FAILSLOW, hang = r->state == TS_STATE_HANG;
 

@@ -20,3 +20,9 @@ $(BENCH_WEBHOOK): $(BUILD)/obj/bench/bench_webhook.o $(BUILD)/obj/injector/webho
 DETECT_BENCH := $(BUILD)/bench/detect_bench
 $(DETECT_BENCH): $(BUILD)/obj/bench/detect_bench.o $(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
 	$(call link,$^)
+
+# Simulated relays of large jobs (e2e/test-otlp.sh, the scale benchmark).
+LOADGEN := $(BUILD)/bin/trainscope-loadgen
+$(LOADGEN): $(BUILD)/obj/bench/loadgen.o $(RELAY_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
+	$(call link,$^,-lm)
+BINS += $(LOADGEN)

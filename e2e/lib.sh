@@ -32,6 +32,31 @@ trap cleanup EXIT INT TERM
 
 die() { echo "e2e: $*" >&2; exit 1; }
 
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# start_jaeger: Jaeger all-in-one (tools.sh) on free loopback ports, traces in memory.
+# Sets JAEGER_OTLP (its OTLP/HTTP base URL) and JAEGER_QUERY (its query API).
+start_jaeger() {
+	local otlp_port query_port
+	otlp_port=$(free_port); query_port=$(free_port)
+	jaeger-all-in-one --collector.otlp.enabled=true \
+		--collector.otlp.http.host-port "127.0.0.1:$otlp_port" \
+		--collector.otlp.grpc.host-port "127.0.0.1:$(free_port)" \
+		--collector.http-server.host-port "127.0.0.1:$(free_port)" \
+		--collector.grpc-server.host-port "127.0.0.1:$(free_port)" \
+		--query.http-server.host-port "127.0.0.1:$query_port" \
+		--query.grpc-server.host-port "127.0.0.1:$(free_port)" \
+		--admin.http.host-port "127.0.0.1:$(free_port)" \
+		--processor.jaeger-binary.server-host-port "127.0.0.1:$(free_port)" \
+		--processor.jaeger-compact.server-host-port "127.0.0.1:$(free_port)" \
+		--processor.zipkin-compact.server-host-port "127.0.0.1:$(free_port)" \
+		--http-server.host-port "127.0.0.1:$(free_port)" >"$WORK/jaeger.log" 2>&1 &
+	PIDS="$PIDS $!"
+	JAEGER_OTLP="http://127.0.0.1:$otlp_port"
+	JAEGER_QUERY="http://127.0.0.1:$query_port"
+	wait_for 30 curl -sf "$JAEGER_QUERY/api/services" >/dev/null || die "jaeger: $(tail -5 "$WORK/jaeger.log")"
+}
+
 # wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds.
 wait_for() {
 	local deadline=$(( $(date +%s) + $1 )); shift

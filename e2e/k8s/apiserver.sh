@@ -3,7 +3,6 @@
 # and kube-apiserver on free loopback ports with RBAC, static tokens for the users admin
 # (system:masters), trainscope-analyzer, trainscope-natsauth and trainscope-webhook, ServiceAccount tokens
 # signed by sa.key; kubeconfig USER TOKEN FILE; KUBECONFIG set to the admin's.
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # ---- certificates: one CA for the API server, the webhook and their clients ----------
 pki="$WORK/pki"

@@ -3,8 +3,10 @@
 # ~/.cache/trainscope/bin (TRAINSCOPE_TOOLS overrides): kube-apiserver, kubectl and, for
 # a real node, kube-controller-manager, kube-scheduler, kubelet and kube-proxy
 # (k8s.io/kubernetes with its staging modules at their published versions), CoreDNS,
-# helm, Jaeger, cert-manager and nats-server (as nats-server-auth: the one with auth
-# callout, beside Debian's 2.9 that plain tests use); etcd comes from Debian. Prints the folder. Exit 0 when all are there.
+# helm, Jaeger, cert-manager, an OpenTelemetry Collector, Prometheus and nats-server (as
+# nats-server-auth: the one with auth callout, beside Debian's 2.9 that plain tests use);
+# etcd comes from Debian. Prints the folder. Exit 0 when all are there. Arguments name
+# some of them only (tools.sh otelcol jaeger).
 set -e
 K8S_VERSION=${K8S_VERSION:-1.31.4}
 HELM_VERSION=${HELM_VERSION:-v3.16.4}
@@ -13,6 +15,8 @@ COREDNS_VERSION=${COREDNS_VERSION:-v1.11.4}
 CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.16.2}
 # auth callout needs nats-server 2.10 or later; Debian's is 2.9
 NATS_VERSION=${NATS_VERSION:-v2.12.15}
+OTELCOL_VERSION=${OTELCOL_VERSION:-v0.165.0}
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-v0.316.0} # Prometheus 3.16
 TOOLS=${TRAINSCOPE_TOOLS:-$HOME/.cache/trainscope}
 BIN="$TOOLS/bin"
 mkdir -p "$BIN"
@@ -145,7 +149,48 @@ need_nats() {
 	cp "$TOOLS/src/nats-$NATS_VERSION/nats-server" "$BIN/nats-server-auth"
 }
 
+# An OpenTelemetry Collector made by its builder (ocb) with what the OTLP e2e needs: the
+# OTLP receiver (TLS, bearer-token auth: headers must arrive) forwarding to Jaeger.
+# (The proxy lacks some contrib modules at some versions, the file exporter's among them.)
+need_otelcol() {
+	local v=$OTELCOL_VERSION src="$TOOLS/src/otelcol-$OTELCOL_VERSION"
+	local core=go.opentelemetry.io/collector contrib=github.com/open-telemetry/opentelemetry-collector-contrib
+	[ -x "$BIN/otelcol-trainscope" ] && [ "$(cat "$src/built" 2>/dev/null)" = "$v" ] && return
+	log "building the OpenTelemetry Collector $v (otlp receiver, bearer-token auth, otlphttp exporter)"
+	mkdir -p "$src"
+	GOBIN="$src" go install "$core/cmd/builder@$v" || return 1
+	cat >"$src/builder.yaml" <<-EOF
+	dist:
+	  name: otelcol-trainscope
+	  description: trainscope e2e collector
+	  output_path: $src/out
+	receivers:
+	  - gomod: $core/receiver/otlpreceiver $v
+	exporters:
+	  - gomod: $core/exporter/otlphttpexporter $v
+	extensions:
+	  - gomod: $contrib/extension/bearertokenauthextension $v
+	EOF
+	(cd "$src" && ./builder --config builder.yaml >builder.log 2>&1) || { tail -20 "$src/builder.log" >&2; return 1; }
+	cp "$src/out/otelcol-trainscope" "$BIN/" && echo "$v" >"$src/built"
+}
+
+# Prometheus from its Go module (no web UI assets: the e2e uses its HTTP API).
+need_prometheus() {
+	local v=$PROMETHEUS_VERSION src="$TOOLS/src/prometheus-$PROMETHEUS_VERSION"
+	[ -x "$BIN/prometheus" ] && [ "$(cat "$src/built" 2>/dev/null)" = "$v" ] && return
+	log "building prometheus $v"
+	mkdir -p "$src"
+	CGO_ENABLED=0 GOBIN="$src" go install "github.com/prometheus/prometheus/cmd/prometheus@$v" || return 1
+	cp "$src/prometheus" "$BIN/" && echo "$v" >"$src/built"
+}
+
 command -v go >/dev/null || { log "go is not installed"; exit 1; }
+if [ $# -gt 0 ]; then # only these: tools.sh otelcol jaeger
+	for t in "$@"; do "need_$t"; done
+	echo "$BIN"
+	exit 0
+fi
 need_etcd
 need_helm
 need_kube
@@ -153,4 +198,6 @@ need_jaeger
 need_coredns
 need_certmanager
 need_nats
+need_otelcol
+need_prometheus
 echo "$BIN"

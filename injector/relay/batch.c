@@ -1,5 +1,6 @@
 #include "batch.h"
 #include "proto/trainscope.pb-c.h"
+#include "version.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -150,7 +151,7 @@ int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *step
 	b.died = h->died;
 	if (h->hello) {
 		hello.start_time_ns = h->start_real_ns;
-		hello.version = (char *)"0.1.0";
+		hello.version = (char *)TS_VERSION;
 		hello.comm = (char *)"";
 		hello.groups = (char **)h->groups;
 		hello.n_groups = h->groups ? h->ngroups : 0;

@@ -1,0 +1,343 @@
+/* trainscope-loadgen: simulated relays for jobs of up to tens of thousands of ranks.
+ *
+ * Each rank is a producer of its own (producer id, batch sequence) publishing real
+ * trainscope.v1.Batch messages, encoded by the relay's own encoder, on the rank's
+ * subject: a Hello first, then a Step per step with its phases, collectives by size,
+ * the communicator and GEMMs, and a final batch. Synchronous data parallelism: every
+ * rank of a step ends together; a slow rank computes longer and the others wait in
+ * their collective. Faults: --slow RANK:FACTOR[:FROM] (compute), and jitter. */
+#include "injector/relay/batch.h"
+#include "log.h"
+#include "natsw.h"
+#include "tsclock.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_SLOW 16
+
+struct slow {
+	int rank;
+	double factor;
+	uint64_t from;
+};
+
+struct gen {
+	struct tsn_opts nats;
+	const char *ns, *job;
+	int ranks, jobs, ranks_per_node;
+	uint64_t steps;
+	double step_ms, rate, jitter;
+	struct slow slow[MAX_SLOW];
+	int nslow;
+	unsigned seed;
+	uint64_t t0;        /* the first step's start, CLOCK_REALTIME */
+	uint64_t *seq;      /* per job and rank */
+	uint64_t published, bytes;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: trainscope-loadgen [options]\n"
+		"Publishes the records of simulated training jobs to NATS JetStream, as the\n"
+		"relays of that many ranks would (one producer per rank).\n\n"
+		"  -n, --ranks N          ranks per job (default 1024)\n"
+		"  -j, --jobs N           jobs at once, named JOB-0.. when more than one (default 1)\n"
+		"      --steps N          steps per job (default 200)\n"
+		"      --step-ms MS       a step's time (default 100)\n"
+		"      --rate R           steps per second to publish, paced (default 0: as fast as\n"
+		"                         the server acknowledges); step times stay --step-ms\n"
+		"      --jitter F         relative noise on each rank's compute (default 0.02)\n"
+		"      --slow R:F[:S]     rank R computes F times longer from step S (default 0);\n"
+		"                         up to %d of them\n"
+		"      --namespace NS     (default loadgen)\n"
+		"      --job NAME         (default big)\n"
+		"      --ranks-per-node N pods and nodes hold this many ranks (default 8)\n"
+		"      --seed N           noise seed (default 1)\n"
+		TSN_HELP
+		"  -h, --help\n\n"
+		"Prints what it published; exits 1 when JetStream did not store all of it.\n",
+		MAX_SLOW);
+}
+
+static int parse_slow(struct gen *g, const char *arg)
+{
+	struct slow *s = &g->slow[g->nslow];
+	unsigned long long from = 0;
+	int n;
+
+	if (g->nslow == MAX_SLOW)
+		return -E2BIG;
+	n = sscanf(arg, "%d:%lf:%llu", &s->rank, &s->factor, &from);
+	if (n < 2 || s->rank < 0 || s->factor <= 0)
+		return -EINVAL;
+	s->from = from;
+	g->nslow++;
+	return 0;
+}
+
+static int parse_args(struct gen *g, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		TSN_LONGOPTS,
+		{ "ranks", required_argument, NULL, 'n' },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "steps", required_argument, NULL, 0x200 },
+		{ "step-ms", required_argument, NULL, 0x201 },
+		{ "rate", required_argument, NULL, 0x202 },
+		{ "jitter", required_argument, NULL, 0x203 },
+		{ "slow", required_argument, NULL, 0x204 },
+		{ "namespace", required_argument, NULL, 0x205 },
+		{ "job", required_argument, NULL, 0x206 },
+		{ "ranks-per-node", required_argument, NULL, 0x207 },
+		{ "seed", required_argument, NULL, 0x208 },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int ch;
+
+	tsn_opts_from_env(&g->nats, "trainscope-loadgen");
+	*g = (struct gen){ .nats = g->nats, .ns = "loadgen", .job = "big", .ranks = 1024, .jobs = 1,
+			   .ranks_per_node = 8, .steps = 200, .step_ms = 100, .jitter = 0.02, .seed = 1 };
+	while ((ch = getopt_long(argc, argv, "s:n:j:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'n': g->ranks = atoi(optarg); break;
+		case 'j': g->jobs = atoi(optarg); break;
+		case 0x200: g->steps = strtoull(optarg, NULL, 10); break;
+		case 0x201: g->step_ms = atof(optarg); break;
+		case 0x202: g->rate = atof(optarg); break;
+		case 0x203: g->jitter = atof(optarg); break;
+		case 0x204:
+			if (parse_slow(g, optarg)) {
+				fprintf(stderr, "trainscope-loadgen: --slow %s: want RANK:FACTOR[:FROM], "
+					"at most %d\n", optarg, MAX_SLOW);
+				return -1;
+			}
+			break;
+		case 0x205: g->ns = optarg; break;
+		case 0x206: g->job = optarg; break;
+		case 0x207: g->ranks_per_node = atoi(optarg); break;
+		case 0x208: g->seed = (unsigned)atoi(optarg); break;
+		case 'h': usage(stdout); exit(0);
+		default:
+			if (tsn_parse_option(&g->nats, ch, optarg))
+				break;
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (g->ranks < 1 || g->ranks > 1 << 20 || g->jobs < 1 || g->jobs > 1000 || !g->steps ||
+	    g->step_ms <= 0 || g->rate < 0 || g->jitter < 0 || g->ranks_per_node < 1) {
+		fprintf(stderr, "trainscope-loadgen: --ranks 1..1048576, --jobs 1..1000, --steps, "
+			"--step-ms and --ranks-per-node above 0, --rate and --jitter 0 or more\n");
+		return -1;
+	}
+	tsn_opts_finish(&g->nats);
+	return 0;
+}
+
+/* A deterministic uniform in [-1, 1) per (job, rank, step). */
+static double noise(const struct gen *g, int job, int rank, uint64_t step)
+{
+	uint64_t x = ((uint64_t)g->seed << 40) ^ ((uint64_t)job << 32) ^ ((uint64_t)rank << 20) ^ step;
+
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return (double)(x >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+static double slow_factor(const struct gen *g, int rank, uint64_t step)
+{
+	for (int i = 0; i < g->nslow; i++)
+		if (g->slow[i].rank == rank && step >= g->slow[i].from)
+			return g->slow[i].factor;
+	return 1.0;
+}
+
+static void ident(const struct gen *g, int job, int rank, struct ts_ident *id)
+{
+	int node = rank / g->ranks_per_node;
+
+	memset(id, 0, sizeof(*id));
+	snprintf(id->ns, sizeof(id->ns), "%s", g->ns);
+	if (g->jobs > 1)
+		snprintf(id->job, sizeof(id->job), "%s-%d", g->job, job);
+	else
+		snprintf(id->job, sizeof(id->job), "%s", g->job);
+	snprintf(id->pod, sizeof(id->pod), "%s-worker-%d", id->job, node);
+	snprintf(id->node, sizeof(id->node), "node-%d", node);
+	snprintf(id->container, sizeof(id->container), "trainer");
+	id->rank = rank;
+	id->local_rank = rank % g->ranks_per_node;
+	id->world_size = g->ranks;
+	id->pid = 1000 + id->local_rank;
+	id->dev_index = id->local_rank;
+	snprintf(id->dev_uuid, sizeof(id->dev_uuid), "GPU-%08x-loadgen", (unsigned)(job * 1048576 + rank));
+}
+
+/* One rank's step: compute (slow ranks longer), then the all-reduce that ends the step
+ * when the slowest rank arrives. */
+static void step_sum(const struct gen *g, int job, int rank, uint64_t step, double slowest,
+		     struct ts_step_sum *s)
+{
+	double ms = g->step_ms, compute = 0.6 * ms * (1 + g->jitter * noise(g, job, rank, step));
+	uint64_t start = g->t0 + (uint64_t)((double)step * slowest * 1e6);
+
+	compute *= slow_factor(g, rank, step);
+	memset(s, 0, sizeof(*s));
+	s->step = step;
+	s->start_ns = start;
+	s->end_ns = start + (uint64_t)(slowest * 1e6);
+	s->dataloader_ns = (uint64_t)(0.05 * ms * 1e6);
+	s->launch_ns = (uint64_t)(0.05 * ms * 1e6);
+	s->compute_ns = s->compute_wall_ns = (uint64_t)(compute * 1e6);
+	s->have_device = true;
+	uint64_t busy = s->dataloader_ns + s->launch_ns + s->compute_ns;
+	s->collective_ns = s->end_ns - start > busy ? s->end_ns - start - busy : 0;
+	s->ncoll = 1;
+	s->coll[0] = (struct ts_coll_acc){ .op = 1, .bucket = 26, .count = 4, .bytes = 4ull << 26,
+					   .time_ns = s->collective_ns };
+	s->ncomm = 1;
+	s->comm[0] = (struct ts_comm_acc){ .id = 0x5eed0000ull + (uint64_t)job, .count = 4,
+					   .nranks = (uint32_t)g->ranks, .bytes = 4ull << 26,
+					   .time_ns = s->collective_ns };
+	s->ngemm = 1;
+	s->gemm[0] = (struct ts_gemm_acc){ .bucket = 40, .count = 64, .time_ns = s->compute_ns,
+					   .flops = 64.0 * (1ull << 40) };
+	s->launches = 400;
+	s->comm_busy_ns = s->collective_ns;
+}
+
+/* The step time every rank of the job sees: the slowest rank's compute, and the rest. */
+static double job_step_ms(const struct gen *g, int job, uint64_t step)
+{
+	double worst = 1.0;
+
+	for (int i = 0; i < g->nslow; i++)
+		if (g->slow[i].rank < g->ranks && step >= g->slow[i].from && g->slow[i].factor > worst)
+			worst = g->slow[i].factor;
+	(void)job;
+	return g->step_ms + 0.6 * g->step_ms * (1 + g->jitter) * (worst - 1.0);
+}
+
+static int publish(struct gen *g, struct tsn *n, int job, int rank, const struct ts_step_sum *s,
+		   bool first, bool final)
+{
+	struct ts_ident id;
+	struct ts_batch_hdr h = { .id = &id, .pod_uid = "" };
+	char subject[256], leaf[16];
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	uint64_t *seq = &g->seq[(size_t)job * (size_t)g->ranks + (size_t)rank];
+	int rc;
+
+	ident(g, job, rank, &id);
+	h.producer_id = ((uint64_t)g->seed << 48) ^ ((uint64_t)job << 24) ^ (uint64_t)rank ^
+			(0x10adull << 32);
+	h.seq = ++*seq;
+	h.hello = first;
+	h.start_real_ns = g->t0;
+	h.final = final;
+	if ((rc = ts_batch_encode(&h, s, s ? 1 : 0, &buf, &len)))
+		return rc;
+	snprintf(leaf, sizeof(leaf), "%d", rank);
+	if (ts_subject(subject, sizeof(subject), id.ns, id.job, "rank", leaf) < 0)
+		rc = -ENAMETOOLONG;
+	else
+		rc = tsn_publish_seq(n, subject, buf, len, h.producer_id, h.seq);
+	g->published++;
+	g->bytes += len;
+	free(buf);
+	return rc;
+}
+
+/* Keeps the outbox small (it drops its oldest past its bound) and paces to --rate. */
+static int throttle(struct gen *g, struct tsn *n, uint64_t done_steps, uint64_t began_ns)
+{
+	struct tsn_stats st;
+
+	tsn_pump(n);
+	tsn_get_stats(n, &st);
+	if (st.outbox_bytes > 8u << 20 && tsn_flush(n, 60000))
+		return -ETIMEDOUT;
+	if (g->rate > 0) {
+		uint64_t due = began_ns + (uint64_t)((double)done_steps / g->rate * 1e9);
+		while (ts_mono_ns() < due) {
+			tsn_pump(n);
+			struct timespec ts = { 0, 2000000 };
+			nanosleep(&ts, NULL); /* pacing to the asked rate */
+		}
+	}
+	return 0;
+}
+
+static int run(struct gen *g, struct tsn *n)
+{
+	struct ts_step_sum s;
+	uint64_t began = ts_mono_ns();
+	int rc = 0;
+
+	for (uint64_t step = 0; step < g->steps && !rc; step++) {
+		for (int job = 0; job < g->jobs && !rc; job++) {
+			double slowest = job_step_ms(g, job, step);
+			for (int rank = 0; rank < g->ranks && !rc; rank++) {
+				step_sum(g, job, rank, step, slowest, &s);
+				rc = publish(g, n, job, rank, &s, step == 0, false);
+			}
+		}
+		if (!rc)
+			rc = throttle(g, n, step + 1, began);
+		if (!rc && (step + 1) % 50 == 0)
+			ts_info("loadgen: %" PRIu64 " of %" PRIu64 " steps, %" PRIu64 " batches",
+				step + 1, g->steps, g->published);
+	}
+	for (int job = 0; job < g->jobs && !rc; job++)
+		for (int rank = 0; rank < g->ranks && !rc; rank++)
+			rc = publish(g, n, job, rank, NULL, false, true);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct gen g;
+	struct tsn *n = NULL;
+	struct tsn_stats st;
+	int rc;
+
+	if (parse_args(&g, argc, argv))
+		return 2;
+	g.seq = calloc((size_t)g.jobs * (size_t)g.ranks, sizeof(*g.seq));
+	/* the job ran in the past, so every span lies before now */
+	g.t0 = ts_real_ns() - (uint64_t)((double)g.steps * job_step_ms(&g, 0, g.steps) * 1e6) -
+	       1000000000ull;
+	if (!g.seq || tsn_open(&n, &g.nats)) {
+		fprintf(stderr, "trainscope-loadgen: cannot start (out of memory or bad NATS options)\n");
+		return 2;
+	}
+	if ((rc = tsn_ensure_stream(n)))
+		fprintf(stderr, "trainscope-loadgen: the TRAINSCOPE stream is not there and cannot "
+			"be made: is NATS with JetStream at %s?\n", g.nats.url);
+	uint64_t began = ts_mono_ns();
+	if (!rc && (rc = run(&g, n)))
+		fprintf(stderr, "trainscope-loadgen: publishing failed: %s\n", strerror(-rc));
+	if (!rc && (rc = tsn_flush(n, 120000)))
+		fprintf(stderr, "trainscope-loadgen: JetStream did not acknowledge everything in 120 s\n");
+	double secs = (double)(ts_mono_ns() - began) / 1e9;
+	tsn_get_stats(n, &st);
+	printf("loadgen: %d job(s) x %d ranks x %" PRIu64 " steps: %" PRIu64 " batches, %.1f MB, "
+	       "%.1f s (%.0f rank-steps/s); acked %" PRIu64 ", dropped %" PRIu64 "\n",
+	       g.jobs, g.ranks, g.steps, g.published, (double)g.bytes / 1e6, secs,
+	       (double)g.jobs * g.ranks * (double)g.steps / (secs > 0 ? secs : 1), st.acked, st.dropped);
+	tsn_close(n);
+	free(g.seq);
+	return rc || st.dropped ? 1 : 0;
+}

@@ -1,0 +1,7 @@
+/* The release, as helm/trainscope/Chart.yaml's appVersion (e2e/lint.sh checks they agree). */
+#ifndef TS_VERSION_H
+#define TS_VERSION_H
+
+#define TS_VERSION "0.1.0"
+
+#endif

@@ -1,0 +1,155 @@
+#!/bin/bash
+# Traces of a large job through real servers: trainscope-loadgen publishes a 1,024-rank
+# job with one slow rank to NATS (Debian's 2.9), the analyzer exports OTLP over HTTPS to
+# an OpenTelemetry Collector (tools.sh builds it: TLS, bearer-token auth) that forwards
+# to Jaeger. The collector takes only requests carrying the token, so the analyzer's
+# OTEL_EXPORTER_OTLP_HEADERS and _CERTIFICATE must work for any trace to arrive.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+. e2e/lib.sh
+RANKS=${RANKS:-1024}
+STEPS=${STEPS:-260}
+SLOW=${SLOW:-700}
+
+pass=0 fail=0
+expect() { # expect WHAT CMD...
+	local what=$1; shift
+	if "$@"; then echo "  ok   $what"; pass=$((pass + 1)); else echo "  FAIL $what"; fail=$((fail + 1)); fi
+}
+
+TOOLS=$(bash e2e/k8s/tools.sh otelcol jaeger) || die "the collector or Jaeger could not be built"
+export PATH="$TOOLS:$PATH"
+
+# ---- TLS for the collector: a CA and a certificate for 127.0.0.1 --------------------------
+pki="$WORK/pki"; mkdir -p "$pki"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$pki/ca.key" -out "$pki/ca.crt" -days 1 \
+	-subj /CN=otlp-e2e-ca 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout "$pki/tls.key" -out "$pki/tls.csr" -subj /CN=127.0.0.1 2>/dev/null
+openssl x509 -req -in "$pki/tls.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 1 \
+	-extfile <(printf 'subjectAltName=IP:127.0.0.1\n') -out "$pki/tls.crt" 2>/dev/null
+
+start_nats
+start_jaeger
+token="e2e-$(od -An -tx8 -N8 /dev/urandom | tr -d ' ')"
+col_port=$(free_port)
+cat >"$WORK/collector.yaml" <<EOF
+extensions:
+  bearertokenauth: {scheme: Bearer, token: "$token"}
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:$col_port
+        tls: {cert_file: $pki/tls.crt, key_file: $pki/tls.key}
+        auth: {authenticator: bearertokenauth}
+exporters:
+  otlphttp: {endpoint: "$JAEGER_OTLP", compression: none}
+service:
+  extensions: [bearertokenauth]
+  telemetry: {metrics: {level: none}}
+  pipelines:
+    traces: {receivers: [otlp], exporters: [otlphttp]}
+EOF
+otelcol-trainscope --config "$WORK/collector.yaml" >"$WORK/collector.log" 2>&1 &
+PIDS="$PIDS $!"
+col="https://127.0.0.1:$col_port"
+code() { curl -s -o /dev/null -w '%{http_code}' --cacert "$pki/ca.crt" "$@" -X POST \
+	-H 'Content-Type: application/x-protobuf' --data-binary '' "$col/v1/traces"; }
+wait_for 30 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' --cacert $pki/ca.crt -X POST $col/v1/traces)\" != 000 ]" ||
+	die "collector: $(tail -5 "$WORK/collector.log")"
+expect "the collector refuses a request without the token (HTTP $(code))" [ "$(code)" = 401 ]
+expect "... and takes one with it" [ "$(code -H "Authorization: Bearer $token")" = 200 ]
+
+# ---- the analyzer exports through it, configured as OpenTelemetry SDKs are -------------
+OTEL_EXPORTER_OTLP_ENDPOINT="$col" OTEL_EXPORTER_OTLP_CERTIFICATE="$pki/ca.crt" \
+OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20$token" \
+OTEL_RESOURCE_ATTRIBUTES="deployment.environment.name=e2e" \
+	start_analyzer --quiet
+"$BIN/trainscope-loadgen" --nats "$NATS_URL" --ranks "$RANKS" --steps "$STEPS" --step-ms 100 \
+	--slow "$SLOW:1.5:60" --namespace team --job big | tee "$WORK/loadgen.out"
+report="$REPORTS/team_big.json"
+named() { python3 -c "
+import json, sys
+st = json.load(open('$report'))['status']
+sys.exit(0 if any(r['rank'] == $SLOW for r in st.get('slowRanks', [])) else 1)"; }
+expect "rank $SLOW of $RANKS is named" wait_for 120 named
+metric() { curl -s "$ANALYZER_METRICS" | awk -v m="$1" '$1 == m { print $2 }'; }
+closed() { [ "$(metric trainscope_analyzer_otlp_traces_total)" -ge $(( (STEPS + 99) / 100 )) ] 2>/dev/null; }
+delivered() { [ "$(metric trainscope_analyzer_otlp_spans_sent_total)" = "$(metric trainscope_analyzer_otlp_spans_queued_total)" ]; }
+all_sent() { closed && delivered; }
+expect "every window closed once the job ended, and every span delivered" wait_for 120 all_sent
+curl -s "$ANALYZER_METRICS" | grep '^trainscope_analyzer_otlp' | sed 's/^/      /'
+expect "no span dropped or refused on the way" [ "$(metric trainscope_analyzer_otlp_spans_dropped_total)" = 0 ]
+
+# ---- what Jaeger holds ------------------------------------------------------------------
+trace=$(python3 -c "import json; print(json.load(open('$report'))['status']['traceID'])")
+traces() { curl -sf "$JAEGER_QUERY/api/traces?service=big&limit=100&lookback=2h" >"$WORK/traces.json" &&
+	python3 -c "
+import json, sys
+d = json.load(open('$WORK/traces.json'))['data']
+roots = sum(s['operationName'] == 'train.window' for t in d for s in t['spans'])
+sys.exit(0 if len(d) >= $(( (STEPS + 99) / 100 )) and roots == len(d) else 1)"; }
+expect "Jaeger lists the job's traces under service.name = the job, each with its root" wait_for 60 traces
+curl -sf "$JAEGER_QUERY/api/services/big/operations" >"$WORK/operations.json" || true
+expect "the checks on those traces hold" python3 - "$WORK/traces.json" "$WORK/operations.json" "$trace" \
+	"$SLOW" "$RANKS" <<'PY'
+import json, re, sys
+traces = json.load(open(sys.argv[1]))["data"]
+ops = json.load(open(sys.argv[2])).get("data", [])
+report_trace, slow, ranks = sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+TEMPO_LIMIT = 5 * 1000 * 1000
+ok = True
+def check(what, cond):
+    global ok
+    print("      %s %s" % ("ok  " if cond else "FAIL", what))
+    ok = ok and cond
+names = set()
+for op in ops:
+    names.add(op if isinstance(op, str) else op.get("name", ""))
+fixed = re.compile(r"train\.window|train\.step|train\.phase\.[a-z]+|slow_rank")
+check("%d operation names, all from the fixed set: %s" % (len(names), sorted(names)),
+      names and all(fixed.fullmatch(n) for n in names) and len(names) <= 10)
+roots, sizes, by_id = {}, {}, {}
+for t in traces:
+    size = len(json.dumps(t))  # Jaeger's JSON: larger than the protobuf Tempo counts
+    sizes[t["traceID"]] = size
+    by_id[t["traceID"]] = t
+    for s in t["spans"]:
+        if s["operationName"] == "train.window":
+            roots[t["traceID"]] = s
+check("every trace has its train.window root (%d traces)" % len(traces), len(roots) == len(traces))
+check("largest trace %.2f MB as JSON, under Tempo's 5 MB" % (max(sizes.values()) / 1e6),
+      max(sizes.values()) < TEMPO_LIMIT)
+links = 0
+for tid, r in roots.items():
+    w = [t["value"] for t in r["tags"] if t["key"] == "trainscope.window"][0]
+    refs = [x for x in r.get("references", []) if x["refType"] == "FOLLOWS_FROM" or x["traceID"] != tid]
+    if w > 0:
+        links += any(x["traceID"] in roots and roots[x["traceID"]]["spanID"] == x["spanID"] for x in refs)
+check("each window after the first links the one before (%d links)" % links, links == len(roots) - 1)
+def rank_of(t, s):
+    for tag in t["processes"][s["processID"]]["tags"]:
+        if tag["key"] == "trainscope.rank":
+            return tag["value"]
+    return None
+rt = by_id.get(report_trace)
+check("the report's trace %s is in Jaeger" % report_trace, rt is not None)
+if rt:
+    slow_spans = [s for s in rt["spans"] if s["operationName"] == "slow_rank"]
+    err = lambda s: any(t["key"] == "otel.status_code" and t["value"] == "ERROR" for t in s["tags"])
+    check("it holds the slow_rank span of rank %d, status ERROR" % slow,
+          any(rank_of(rt, s) == slow and err(s) for s in slow_spans))
+    kept = [s for s in rt["spans"] if s["operationName"] == "train.step"]
+    kept_ranks = {rank_of(rt, s) for s in kept}
+    check("it keeps %d of %d ranks' steps (sampled), rank %d's among them" % (len(kept_ranks), ranks, slow),
+          slow in kept_ranks and len(kept_ranks) < ranks / 4)
+proc = rt["processes"][rt["spans"][0]["processID"]] if rt else {"tags": []}
+keys = {t["key"]: t["value"] for t in proc["tags"]}
+check("resource attributes: service.name=big, k8s.namespace.name=team, deployment.environment.name=e2e, no k8s.job.name",
+      proc.get("serviceName") == "big" and keys.get("k8s.namespace.name") == "team" and
+      keys.get("deployment.environment.name") == "e2e" and "k8s.job.name" not in keys)
+sys.exit(0 if ok else 1)
+PY
+echo "otlp e2e: $pass passed, $fail failed"
+[ "$fail" = 0 ]
