@@ -130,7 +130,7 @@ test: deps
 	@BUILD=$(BUILD) e2e/test-demo.sh
 	@BUILD=$(BUILD) e2e/test-npu.sh
 	@BUILD=$(BUILD) e2e/test-faults.sh
-	@BUILD=$(BUILD) e2e/test-otlp.sh
+	@BUILD=$(BUILD) e2e/test-observe.sh
 	@BUILD=$(BUILD) e2e/test-agent.sh
 	@BUILD=$(BUILD) e2e/test-webhook.sh
 	@BUILD=$(BUILD) e2e/k8s/test-k8s.sh

@@ -1,4 +1,5 @@
 #include "agent.h"
+#include "names.h"
 #include "dcmi.h"
 #include "httpd.h"
 #include "log.h"
@@ -513,9 +514,12 @@ void agent_render_metrics(void *agent, struct ts_buf *b)
 			 "# TYPE trainscope_rank_runq_ms_per_second gauge\n");
 	for (int i = 0; i < TS_MAX_SLOTS; i++) {
 		struct ts_rank_entry *e = &a->ranks.e[i];
+		char ns[160], job[160]; /* label values escaped: names are the pods' */
 		if (e->used && e->resolved)
-			ts_buf_printf(b, "trainscope_rank_runq_ms_per_second{namespace=\"%s\",job=\"%s\","
-					 "rank=\"%d\"} %.3f\n", e->id.ns, e->id.job, e->id.rank,
+			ts_buf_printf(b, "trainscope_rank_runq_ms_per_second{k8s_namespace=\"%s\","
+					 "training_job=\"%s\",rank=\"%d\"} %.3f\n",
+				      ts_name_label(ns, sizeof(ns), e->id.ns),
+				      ts_name_label(job, sizeof(job), e->id.job), e->id.rank,
 				      a->rates[i].runq_ms);
 	}
 	pthread_mutex_unlock(&a->lock);

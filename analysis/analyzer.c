@@ -1,6 +1,7 @@
 #include "analyzer.h"
 #include "httpd.h"
 #include "log.h"
+#include "metrics.h"
 #include "names.h"
 #include "ident.h"
 #include "proto/trainscope.pb-c.h"
@@ -733,7 +734,6 @@ void ts_analyzer_get_stats(struct ts_analyzer *a, struct ts_analyzer_stats *out)
 void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 {
 	struct ts_analyzer_stats s;
-	char ns[256], job[256]; /* label values escaped: names are the producers' */
 
 	ts_analyzer_get_stats(a, &s);
 #define M(name, type, help, v) ts_prom(b, "trainscope_analyzer_" name, type, help, (uint64_t)(v))
@@ -782,20 +782,7 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	for (int l = 0; l < L_COUNT; l++)
 		ts_buf_printf(b, "trainscope_analyzer_refused_over_limit_total{limit=\"%s\"} %" PRIu64 "\n",
 			      limit_names[l], s.over_limit[l]);
-	ts_buf_printf(b, "# HELP trainscope_job_slow_ranks Slow ranks named in the job's report.\n"
-			 "# TYPE trainscope_job_slow_ranks gauge\n");
-	for (int i = 0; i < a->njobs; i++)
-		ts_buf_printf(b, "trainscope_job_slow_ranks{namespace=\"%s\",job=\"%s\"} %d\n",
-			      ts_name_label(ns, sizeof(ns), ts_job_ns(a->jobs[i])),
-			      ts_name_label(job, sizeof(job), ts_job_name(a->jobs[i])),
-			      ts_job_result(a->jobs[i])->nslow);
-	ts_buf_printf(b, "# HELP trainscope_job_state 1 for the job's current state.\n"
-			 "# TYPE trainscope_job_state gauge\n");
-	for (int i = 0; i < a->njobs; i++)
-		ts_buf_printf(b, "trainscope_job_state{namespace=\"%s\",job=\"%s\",state=\"%s\"} 1\n",
-			      ts_name_label(ns, sizeof(ns), ts_job_ns(a->jobs[i])),
-			      ts_name_label(job, sizeof(job), ts_job_name(a->jobs[i])),
-			      ts_state_names[ts_job_result(a->jobs[i])->state]);
+	ts_jobs_render_metrics(a->jobs, a->njobs, a->opts.params.metrics_top_ranks, b);
 }
 
 /* ---- snapshots ------------------------------------------------------------------ */

@@ -14,6 +14,8 @@
 const char *const ts_metric_names[TS_M_COUNT] = { "compute", "collective", "launch", "dataloader",
 						  "checkpoint", "runq", "offcpu" };
 const char *const ts_state_names[4] = { "Unknown", "Healthy", "FailSlow", "Hang" };
+const double ts_step_bucket_s[TS_STEP_BUCKETS] = { 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+						    5, 10, 30, 60, 120, 300 };
 
 /* Cause of a metric that stands out high on a rank (collective: see cause_of). */
 static const char *const metric_cause[TS_M_COUNT] = { "Compute", "Communication", "HostCPU",
@@ -821,6 +823,27 @@ static double job_step_ms(struct ts_job *j, struct row *r)
 	return n ? ts_median(j->vals, (size_t)n, j->scratch) : NAN;
 }
 
+static void observe_step(struct ts_job_result *r, double s)
+{
+	if (!(s > 0))
+		return;
+	for (int b = 0; b < TS_STEP_BUCKETS; b++)
+		r->step_le[b] += s <= ts_step_bucket_s[b];
+	r->step_count++;
+	r->step_sum_s += s;
+}
+
+void ts_job_rank_busy_ms(const struct ts_job *j, double *out)
+{
+	static const int own[] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_DATALOADER, TS_M_CHECKPOINT };
+
+	for (int k = 0; k < j->world; k++) {
+		out[k] = j->hist_n && j->meta[k].seen ? 0 : NAN;
+		for (size_t i = 0; i < sizeof(own) / sizeof(own[0]) && !isnan(out[k]); i++)
+			out[k] += (double)j->win_median[idx(j, k, own[i])];
+	}
+}
+
 static void evaluate_row(struct ts_job *j, struct row *r)
 {
 	uint64_t t = r->end_max;
@@ -832,6 +855,7 @@ static void evaluate_row(struct ts_job *j, struct row *r)
 	j->res.last_step = r->step;
 	j->res.updated_ns = t;
 	j->step_ms = job_step_ms(j, r);
+	observe_step(&j->res, j->step_ms / 1e3);
 	ts_failslow_add(&j->fs, &j->p.fs, j->step_ms);
 	if (j->res.steps_evaluated <= (uint64_t)j->p.fs.task_stable_step)
 		return;

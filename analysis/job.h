@@ -144,6 +144,9 @@ struct ts_net_verdict {
 	char evidence[320];
 };
 #define TS_HANG_MAX_CULPRITS 8
+/* The upper bounds (s) of the step-time histogram's buckets (+Inf is the count). */
+#define TS_STEP_BUCKETS 14
+extern const double ts_step_bucket_s[TS_STEP_BUCKETS];
 
 struct ts_job_result {
 	enum ts_state state;
@@ -173,6 +176,9 @@ struct ts_job_result {
 	struct ts_event history[TS_HISTORY_MAX];
 	int nhistory;
 	uint64_t history_dropped;
+	/* the job's step times, as a Prometheus histogram (cumulative buckets) */
+	uint64_t step_le[TS_STEP_BUCKETS], step_count;
+	double step_sum_s;
 };
 
 struct ts_job;
@@ -235,6 +241,10 @@ const uint8_t *ts_job_trace_id(const struct ts_job *j);
 bool ts_job_report_trace(const struct ts_job *j, uint8_t out[16]);
 /* True once when every rank has ended (again after a rank that sent more ends too). */
 bool ts_job_finished_news(struct ts_job *j);
+/* Each rank's own time per step, ms: compute, launch, dataloader and checkpoint (not
+ * the wait in collectives), the median of the last space_window steps; NAN for a rank
+ * with none yet. out holds ts_job_world(j) values. */
+void ts_job_rank_busy_ms(const struct ts_job *j, double *out);
 
 /* Snapshots (snap.h): the job's whole state appended, or read back as a new job whose
  * hang and lost-rank clocks start at now_ns. Return 0 or a negative errno (-EBADMSG: a

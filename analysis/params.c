@@ -103,6 +103,9 @@ static const struct ts_cfg_field fields[] = {
 	  "and what comes for it later is counted late"),
 	F("limits.reorder_mb", TS_CFG_INT, limits.reorder_mb, 1, 1 << 20,
 	  "the memory those steps may take, per job (fewer steps for large worlds)"),
+	F("metrics.top_ranks", TS_CFG_INT, metrics_top_ranks, 0, 1000,
+	  "per-rank Prometheus series for this many of a job's slowest ranks (and every named "
+	  "one); quantiles stand for the rest"),
 	F("traces.window_steps", TS_CFG_INT, traces.window_steps, 1, 1000000,
 	  "steps in one OTLP trace; each window's root span links the one before"),
 	F("traces.sample_ranks", TS_CFG_INT, traces.sample_ranks, 0, 1 << 20,
@@ -150,6 +153,7 @@ void ts_params_defaults(struct ts_params *p)
 	p->limits = (struct ts_limits){ .max_jobs = 1024, .max_world = 32768, .memory_mb = 512,
 					.max_step_jump = 1000000, .job_ttl_s = 3600,
 					.reorder_steps = 1024, .reorder_mb = 16 };
+	p->metrics_top_ranks = 5;
 	p->traces = (struct ts_trace_opts){ .window_steps = 100, .sample_ranks = 8,
 					    .max_trace_kb = 4096 };
 }

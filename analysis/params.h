@@ -50,6 +50,7 @@ struct ts_params {
 	double min_step_share;       /* an outlier's excess is at least this share of a step */
 	struct ts_limits limits;
 	struct ts_trace_opts traces;
+	int metrics_top_ranks;       /* per-rank series: this many slowest ranks per job */
 };
 
 void ts_params_defaults(struct ts_params *p);

@@ -1,4 +1,5 @@
 #include "httpd.h"
+#include "version.h"
 #include "log.h"
 
 #include <arpa/inet.h>
@@ -101,6 +102,7 @@ static int serve_metrics(void *ctx, const char *path, struct ts_buf *out, const 
 
 	if (strcmp(path, "/metrics") == 0) {
 		*ctype = "text/plain; version=0.0.4";
+		ts_prom_build_info(out);
 		m->render(m->ctx, out);
 		return 200;
 	}
@@ -135,6 +137,13 @@ int ts_httpd_start_metrics_health(struct ts_httpd **out, const char *addr, uint1
 	else
 		(*out)->owned = m;
 	return err;
+}
+
+void ts_prom_build_info(struct ts_buf *b)
+{
+	ts_buf_printf(b, "# HELP trainscope_build_info 1, labelled with the release.\n"
+			 "# TYPE trainscope_build_info gauge\n"
+			 "trainscope_build_info{version=\"%s\"} 1\n", TS_VERSION);
 }
 
 void ts_prom(struct ts_buf *b, const char *name, const char *type, const char *help,

@@ -125,6 +125,7 @@ static enum MHD_Result serve_get(struct webhook *w, struct MHD_Connection *c, co
 		count(w, &w->not_found);
 		return send_text(w, c, 404, "text/plain", "not found\n", 10);
 	}
+	ts_prom_build_info(&b);
 	metrics(w, &b);
 	ret = send_text(w, c, 200, "text/plain; version=0.0.4", b.data ? b.data : "", b.len);
 	ts_buf_free(&b);

@@ -1,9 +1,13 @@
 #!/bin/bash
-# Traces of a large job through real servers: trainscope-loadgen publishes a 1,024-rank
-# job with one slow rank to NATS (Debian's 2.9), the analyzer exports OTLP over HTTPS to
-# an OpenTelemetry Collector (tools.sh builds it: TLS, bearer-token auth) that forwards
-# to Jaeger. The collector takes only requests carrying the token, so the analyzer's
-# OTEL_EXPORTER_OTLP_HEADERS and _CERTIFICATE must work for any trace to arrive.
+# What users look at, from real servers, for a large job: trainscope-loadgen publishes a
+# 1,024-rank job with one slow rank to NATS (Debian's 2.9).
+# Traces: the analyzer exports OTLP over HTTPS to an OpenTelemetry Collector (tools.sh
+# builds it: TLS, bearer-token auth) that forwards to Jaeger. The collector takes only
+# requests carrying the token, so OTEL_EXPORTER_OTLP_HEADERS and _CERTIFICATE must work
+# for any trace to arrive.
+# Metrics: Prometheus (tools.sh builds it) scrapes the analyzer, a node agent, the
+# webhook and a relay, and answers every query of the chart's Grafana dashboard with
+# the slow rank in view.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -18,7 +22,7 @@ expect() { # expect WHAT CMD...
 	if "$@"; then echo "  ok   $what"; pass=$((pass + 1)); else echo "  FAIL $what"; fail=$((fail + 1)); fi
 }
 
-TOOLS=$(bash e2e/k8s/tools.sh otelcol jaeger) || die "the collector or Jaeger could not be built"
+TOOLS=$(bash e2e/k8s/tools.sh otelcol jaeger prometheus) || die "the collector, Jaeger or Prometheus could not be built"
 export PATH="$TOOLS:$PATH"
 
 # ---- TLS for the collector: a CA and a certificate for 127.0.0.1 --------------------------
@@ -66,6 +70,35 @@ OTEL_EXPORTER_OTLP_ENDPOINT="$col" OTEL_EXPORTER_OTLP_CERTIFICATE="$pki/ca.crt" 
 OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20$token" \
 OTEL_RESOURCE_ATTRIBUTES="deployment.environment.name=e2e" \
 	start_analyzer --quiet
+
+# ---- every component with /metrics, and Prometheus scraping them ------------------------
+start_agent
+wh_port=$(free_port)
+"$BIN/trainscope-webhook" --plain-http --addr 127.0.0.1 --port "$wh_port" --nats "$NATS_URL" \
+	>"$WORK/webhook.log" 2>&1 &
+PIDS="$PIDS $!"
+relay_port=$(free_port)
+"$BIN/trainscope" run --nats "$NATS_URL" --job small --relay-metrics-port "$relay_port" -- \
+	"$BIN/workload" --ranks 2 --steps 100000 --fault none >"$WORK/small.log" 2>&1 &
+PIDS="$PIDS $!"
+prom_port=$(free_port)
+PROM="http://127.0.0.1:$prom_port"
+target() { local u=${1#http://}; echo "${u%/metrics}"; }
+cat >"$WORK/prometheus.yml" <<EOF
+global: {scrape_interval: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - {job_name: analyzer, static_configs: [{targets: ["$(target "$ANALYZER_METRICS")"]}]}
+  - {job_name: agent, static_configs: [{targets: ["$(target "$AGENT_METRICS")"]}]}
+  - {job_name: webhook, static_configs: [{targets: ["127.0.0.1:$wh_port"]}]}
+  - {job_name: relay, static_configs: [{targets: ["127.0.0.1:$relay_port"]}]}
+EOF
+prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/prom" \
+	--web.listen-address="127.0.0.1:$prom_port" >"$WORK/prometheus.log" 2>&1 &
+PIDS="$PIDS $!"
+query() { curl -sf "$PROM/api/v1/query" --data-urlencode "query=$1"; }
+value() { query "$1" | python3 -c 'import json,sys; r = json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'; }
+all_up() { [ "$(value 'sum(up)')" = 4 ]; }
+expect "Prometheus scrapes the analyzer, the agent, the webhook and the relay (up == 1 for 4)" wait_for 60 all_up
 "$BIN/trainscope-loadgen" --nats "$NATS_URL" --ranks "$RANKS" --steps "$STEPS" --step-ms 100 \
 	--slow "$SLOW:1.5:60" --namespace team --job big | tee "$WORK/loadgen.out"
 report="$REPORTS/team_big.json"
@@ -151,5 +184,44 @@ check("resource attributes: service.name=big, k8s.namespace.name=team, deploymen
       keys.get("deployment.environment.name") == "e2e" and "k8s.job.name" not in keys)
 sys.exit(0 if ok else 1)
 PY
-echo "otlp e2e: $pass passed, $fail failed"
+# ---- the dashboard's queries, as Grafana would send them -------------------------------
+expect "trainscope_build_info from all 4 components" [ "$(value 'count(trainscope_build_info == 1)')" = 4 ]
+expect "every query of the Grafana dashboard answers, the slow rank in view" \
+	python3 - helm/trainscope/dashboards/trainscope.json "$PROM" "$SLOW" <<'PY'
+import json, sys, urllib.parse, urllib.request
+dash, prom, slow = json.load(open(sys.argv[1])), sys.argv[2], str(sys.argv[3])
+def q(expr):
+    url = prom + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    return json.load(urllib.request.urlopen(url))["data"]["result"]
+ok = True
+def check(what, cond):
+    global ok
+    print("      %s %s" % ("ok  " if cond else "FAIL", what))
+    ok = ok and bool(cond)
+for v in dash["templating"]["list"]:
+    if v["type"] == "query":
+        sel = v["query"]["query"][len("label_values("):].rsplit(",", 1)[0].replace("$namespace", "team")
+        check("variable %s: %s lists the job" % (v["name"], sel), q(sel) != [])
+for p in dash["panels"]:
+    for t in p["targets"]:
+        expr = t["expr"].replace("$namespace", "team").replace("$job", "big").replace("$__rate_interval", "2m")
+        res = q(expr)
+        check("%s: %s (%d series)" % (p["title"], t.get("legendFormat") or t["refId"], len(res)), len(res) > 0)
+top = q('topk(1, trainscope_rank_busy_seconds{k8s_namespace="team",training_job="big"})')
+check("the slowest rank's series is rank %s" % slow, top and top[0]["metric"]["rank"] == slow)
+hot = q('topk(1, trainscope_rank_excess_ratio{k8s_namespace="team",training_job="big"})')
+check("the hottest row of the heatmap is rank %s, %s over the median rank" %
+      (hot[0]["metric"]["rank"] if hot else "?", hot[0]["value"][1] if hot else "?"),
+      hot and hot[0]["metric"]["rank"] == slow and float(hot[0]["value"][1]) > 0.3)
+info = q('trainscope_slow_rank_info{k8s_namespace="team",training_job="big"}')
+check("the named rank and its cause: %s" % [(s["metric"]["rank"], s["metric"]["cause"]) for s in info],
+      any(s["metric"]["rank"] == slow and s["metric"]["cause"] == "Compute" for s in info))
+n = q('count(trainscope_rank_busy_seconds{k8s_namespace="team",training_job="big"})')
+check("per-rank series bounded: %s of 1024 ranks" % (n[0]["value"][1] if n else "?"), n and int(n[0]["value"][1]) <= 6)
+clash = q('count({__name__=~"trainscope_.*", exported_namespace!=""}) or count({__name__=~"trainscope_.*", exported_job!=""})')
+check("no series carries a namespace or job label of its own (Prometheus would rename it exported_*)", clash == [])
+sys.exit(0 if ok else 1)
+PY
+echo "observe e2e: $pass passed, $fail failed"
+
 [ "$fail" = 0 ]
