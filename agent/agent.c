@@ -514,12 +514,12 @@ void agent_render_metrics(void *agent, struct ts_buf *b)
 			 "# TYPE trainscope_rank_runq_ms_per_second gauge\n");
 	for (int i = 0; i < TS_MAX_SLOTS; i++) {
 		struct ts_rank_entry *e = &a->ranks.e[i];
-		char ns[160], job[160]; /* label values escaped: names are the pods' */
+		char lns[160], ljob[160]; /* label values escaped: names are the pods' */
 		if (e->used && e->resolved)
 			ts_buf_printf(b, "trainscope_rank_runq_ms_per_second{k8s_namespace=\"%s\","
 					 "training_job=\"%s\",rank=\"%d\"} %.3f\n",
-				      ts_name_label(ns, sizeof(ns), e->id.ns),
-				      ts_name_label(job, sizeof(job), e->id.job), e->id.rank,
+				      ts_name_label(lns, sizeof(lns), e->id.ns),
+				      ts_name_label(ljob, sizeof(ljob), e->id.job), e->id.rank,
 				      a->rates[i].runq_ms);
 	}
 	pthread_mutex_unlock(&a->lock);
