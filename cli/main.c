@@ -20,6 +20,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* kubectl runs kubectl-trainscope for "kubectl trainscope ...": the cluster's reports */
+	const char *self = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	bool plugin = !strcmp(self, "kubectl-trainscope");
+
 	ts_log_init("trainscope");
 	if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "-h")) {
@@ -29,7 +33,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "report"))
-		return cmd_report(argc - 1, argv + 1);
+		return cmd_report(argc - 1, argv + 1, plugin);
 	if (!strcmp(argv[1], "timeline"))
 		return cmd_timeline(argc - 1, argv + 1);
 	fprintf(stderr, "trainscope: unknown command '%s'\n", argv[1]);

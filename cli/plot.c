@@ -16,6 +16,7 @@
 
 enum { MAX_COLS = 300, MAX_ROWS = 128, MAX_RANKS = 65536, LEVELS = 24 };
 enum { LEFT = 70, RIGHT = 190, TOP = 48, BOTTOM = 70, WIDTH = 1100, HEIGHT = 620 };
+enum { LEGEND_H = 46 }; /* a row under the axis: the marks on the right keep their room */
 
 struct sample {
 	int32_t rank;
@@ -245,12 +246,13 @@ static void marks(FILE *f, const struct plot *p, int ranks, json_t *report)
 			snprintf(what, sizeof(what), "rank %d named", k);
 		else
 			snprintf(what, sizeof(what), "%s raised", type);
+		/* a rank's label above the map, the job's inside its top edge: never on each other */
 		if (raised >= p->lo && raised <= p->hi)
 			fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%d' y2='%d' stroke='%s' "
 				"stroke-width='1'/><text x='%.1f' y='%d' font-size='10' fill='%s'>"
 				"%s</text>\n", x_of(p, raised), x_of(p, raised), TOP - 4,
 				HEIGHT - BOTTOM, rank ? "#000000" : "#7b3294", x_of(p, raised) + 3,
-				TOP - 6, rank ? "#000000" : "#7b3294", what);
+				rank ? TOP - 6 : TOP + 12, rank ? "#000000" : "#7b3294", what);
 	}
 	json_array_foreach(json_object_get(st, "slowRanks"), i, ev) {
 		int k = (int)json_integer_value(json_object_get(ev, "rank"));
@@ -267,23 +269,27 @@ static void marks(FILE *f, const struct plot *p, int ranks, json_t *report)
 static void legend(FILE *f)
 {
 	char fill[8];
-	int x = WIDTH - RIGHT + 10, y = HEIGHT - BOTTOM - 150;
+	int x = LEFT, y = HEIGHT + 8;
 
-	fprintf(f, "<text x='%d' y='%d' font-size='11'>vs the step's median rank</text>\n", x, y - 8);
+	fprintf(f, "<text x='%d' y='%d' font-size='11' dominant-baseline='middle'>against the "
+		"step's median rank:</text>\n", x, y + 5);
+	x += 180;
 	for (int l = 0; l < LEVELS; l++) {
-		colour(LEVELS - 1 - l, fill);
-		fprintf(f, "<rect x='%d' y='%d' width='16' height='5' fill='%s'/>\n", x, y + 5 * l, fill);
+		colour(l, fill);
+		fprintf(f, "<rect x='%d' y='%d' width='8' height='10' fill='%s'/>\n", x + 8 * l, y, fill);
 	}
-	const char *ticks[] = { "+50 % or more", "median", "-50 %" };
+	const char *ticks[] = { "-50 %", "median", "+50 % or more" };
 	for (int i = 0; i < 3; i++)
-		fprintf(f, "<text x='%d' y='%d' font-size='10' dominant-baseline='middle'>%s</text>\n",
-			x + 22, y + 3 + i * 5 * (LEVELS - 1) / 2, ticks[i]);
-	fprintf(f, "<rect x='%d' y='%d' width='16' height='10' fill='none' "
-		"stroke='#000' stroke-dasharray='5 3'/><text x='%d' y='%d' font-size='10'>a rank's "
-		"alarm</text>\n", x, y + 140, x + 22, y + 149);
+		fprintf(f, "<text x='%d' y='%d' font-size='10' text-anchor='middle'>%s</text>\n",
+			x + 4 + i * 8 * (LEVELS - 1) / 2, y + 24, ticks[i]);
+	x += 8 * LEVELS + 60;
+	fprintf(f, "<rect x='%d' y='%d' width='16' height='10' fill='none' stroke='#000' "
+		"stroke-dasharray='5 3'/><text x='%d' y='%d' font-size='10'>a rank's alarm</text>\n",
+		x, y, x + 22, y + 9);
+	x += 120;
 	fprintf(f, "<rect x='%d' y='%d' width='16' height='10' fill='#7b3294' fill-opacity='0.1' "
-		"stroke='#7b3294' stroke-dasharray='5 3'/><text x='%d' y='%d' font-size='10'>job "
-		"fail-slow / hang</text>\n", x, y + 156, x + 22, y + 165);
+		"stroke='#7b3294' stroke-dasharray='5 3'/><text x='%d' y='%d' font-size='10'>the "
+		"job's fail-slow or hang</text>\n", x, y, x + 22, y + 9);
 }
 
 /* The metric asked for, else the first slow rank's, else compute; -1: unknown. */
@@ -329,7 +335,7 @@ int cli_plot(struct tsn *n, json_t *report, const char *path, const char *metric
 	    (f = fopen(path, "w"))) {
 		fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' "
 			"font-family='sans-serif'>\n<rect width='100%%' height='100%%' fill='white'/>\n",
-			WIDTH, HEIGHT);
+			WIDTH, HEIGHT + LEGEND_H);
 		fprintf(f, "<text x='%d' y='22' font-size='15' font-weight='bold'>%s/%s: %s, %d "
 			"ranks, steps %llu-%llu</text>\n<text x='%d' y='38' font-size='11'>%s time per "
 			"step of each rank against the step's median rank%s</text>\n",

@@ -1,6 +1,7 @@
 /* trainscope report: prints (or waits for) the analyzer's report of a job. */
 #include "cli.h"
 #include "analysis/report.h"
+#include "kube.h"
 #include "names.h"
 #include "tsclock.h"
 
@@ -20,6 +21,12 @@ static void report_usage(FILE *f)
 		"Prints the analyzer's reports: state, step time against its baseline, and each\n"
 		"slow rank with its cause and the numbers that decided.\n\n"
 		"  -d, --dir DIR          report folder (default ./trainscope-reports)\n"
+		"      --kube             read the SlowNodeReports from the cluster instead, through\n"
+		"                         $KUBECONFIG or ~/.kube/config (in a pod: its service\n"
+		"                         account); the default as the kubectl plugin\n"
+		"                         (kubectl trainscope report ...)\n"
+		"      --kubeconfig FILE  that kubeconfig (implies --kube)\n"
+		"      --all-namespaces   every namespace's reports (--kube, without --job)\n"
 		"  -j, --job NAME         only this job\n"
 		"  -n, --namespace NS     its namespace (default default)\n"
 		"      --json             print the report JSON itself\n"
@@ -38,7 +45,8 @@ static void report_usage(FILE *f)
 
 struct report_q {
 	const char *dir, *job, *ns, *plot, *metric;
-	bool json;
+	const char *kubeconfig;
+	bool json, kube, all_ns;
 	long long wait_step;
 	double timeout_s;
 };
@@ -51,11 +59,8 @@ static bool report_ready(json_t *root, const struct report_q *q)
 	       json_integer_value(json_object_get(st, "lastStep")) >= q->wait_step;
 }
 
-static int show(const char *path, const struct report_q *q, bool *ready)
+static int show_root(json_t *root, const struct report_q *q, bool *ready)
 {
-	json_error_t jerr;
-	json_t *root = json_load_file(path, 0, &jerr);
-
 	*ready = false;
 	if (!root)
 		return -1;
@@ -70,8 +75,16 @@ static int show(const char *path, const struct report_q *q, bool *ready)
 			ts_report_print(root, stdout);
 		}
 	}
-	json_decref(root);
 	return 0;
+}
+
+static int show(const char *path, const struct report_q *q, bool *ready)
+{
+	json_t *root = json_load_file(path, 0, NULL);
+	int rc = show_root(root, q, ready);
+
+	json_decref(root);
+	return rc;
 }
 
 static int show_all(const struct report_q *q)
@@ -96,9 +109,8 @@ static int show_all(const struct report_q *q)
 	return shown;
 }
 
-static int plot(const char *report, const struct report_q *q, const struct tsn_opts *o)
+static int plot(json_t *root, const struct report_q *q, const struct tsn_opts *o)
 {
-	json_t *root = json_load_file(report, 0, NULL);
 	struct tsn *n;
 	int rc = 4;
 
@@ -109,11 +121,56 @@ static int plot(const char *report, const struct report_q *q, const struct tsn_o
 		fprintf(stderr, "trainscope report: %s\n", root ? "cannot reach NATS to draw the job"
 								  : "the report went away");
 	}
-	json_decref(root);
 	return rc;
 }
 
-int cmd_report(int argc, char **argv)
+static void pause_poll(void)
+{
+	struct timespec ts = { 0, 100000000 };
+	nanosleep(&ts, NULL); /* polling a report another process rewrites */
+}
+
+/* The cluster's reports: one job (waited for as with files), or a namespace's, or all. */
+static int from_cluster(const struct report_q *q, const struct tsn_opts *o)
+{
+	struct ts_kube *k;
+	uint64_t deadline = ts_mono_ns() + (uint64_t)(q->timeout_s * 1e9);
+	int rc = 1, shown = 0;
+	size_t i;
+	json_t *it;
+
+	if (cli_kube_open(&k, q->kubeconfig))
+		return 1;
+	for (;;) {
+		bool ready = false;
+		json_t *r = cli_kube_reports(k, q->all_ns && !q->job ? NULL : q->ns, q->job);
+		if (!q->job) {
+			json_array_foreach(json_object_get(r, "items"), i, it)
+				if (show_root(it, q, &ready) == 0 && ready)
+					shown++;
+			if (r && !shown)
+				fprintf(stderr, "trainscope report: no SlowNodeReport in %s\n",
+					q->all_ns ? "the cluster" : q->ns);
+			rc = shown ? 0 : 1;
+		} else if (r && show_root(r, q, &ready) == 0 && ready) {
+			rc = q->plot ? plot(r, q, o) : 0;
+		} else if (q->wait_step >= 0 && ts_mono_ns() <= deadline) {
+			json_decref(r);
+			pause_poll();
+			continue;
+		} else if (q->wait_step >= 0) {
+			fprintf(stderr, "trainscope report: %s/%s did not reach step %lld within %.0f s\n",
+				q->ns, q->job, q->wait_step, q->timeout_s);
+			rc = 3;
+		}
+		json_decref(r);
+		break;
+	}
+	ts_kube_close(k);
+	return rc;
+}
+
+int cmd_report(int argc, char **argv, bool kube)
 {
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, 'd' },
@@ -124,11 +181,15 @@ int cmd_report(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "plot", required_argument, NULL, 'P' },
 		{ "plot-metric", required_argument, NULL, 0x200 },
+		{ "kube", no_argument, NULL, 0x201 },
+		{ "kubeconfig", required_argument, NULL, 0x202 },
+		{ "all-namespaces", no_argument, NULL, 0x203 },
 		TSN_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct report_q q = { "trainscope-reports", NULL, "default", NULL, NULL, false, -1, 60 };
+	struct report_q q = { .dir = "trainscope-reports", .ns = "default", .kube = kube,
+			      .wait_step = -1, .timeout_s = 60 };
 	struct tsn_opts o = { 0 };
 	uint64_t deadline;
 	char path[4096];
@@ -147,6 +208,9 @@ int cmd_report(int argc, char **argv)
 		case 't': q.timeout_s = atof(optarg); break;
 		case 'P': q.plot = optarg; break;
 		case 0x200: q.metric = optarg; break;
+		case 0x201: q.kube = true; break;
+		case 0x202: q.kube = true; q.kubeconfig = optarg; break;
+		case 0x203: q.all_ns = true; break;
 		case 'h': report_usage(stdout); return 0;
 		default: report_usage(stderr); return 2;
 		}
@@ -156,6 +220,8 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "trainscope report: --plot draws one job: give --job\n");
 		return 2;
 	}
+	if (q.kube)
+		return from_cluster(&q, &o);
 	if (!q.job) {
 		if (show_all(&q))
 			return 0;
@@ -170,8 +236,14 @@ int cmd_report(int argc, char **argv)
 	for (;;) {
 		bool ready;
 		int rc = show(path, &q, &ready);
+		if (rc == 0 && ready && q.plot) {
+			json_t *root = json_load_file(path, 0, NULL);
+			rc = plot(root, &q, &o);
+			json_decref(root);
+			return rc;
+		}
 		if (rc == 0 && ready)
-			return q.plot ? plot(path, &q, &o) : 0;
+			return 0;
 		if (q.wait_step < 0) {
 			fprintf(stderr, "trainscope report: no report for %s/%s in %s\n", q.ns, q.job,
 				q.dir);
@@ -182,7 +254,6 @@ int cmd_report(int argc, char **argv)
 				q.ns, q.job, q.wait_step, q.timeout_s);
 			return 3;
 		}
-		struct timespec ts = { 0, 100000000 };
-		nanosleep(&ts, NULL); /* polling a file another process rewrites */
+		pause_poll();
 	}
 }

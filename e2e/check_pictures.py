@@ -23,9 +23,11 @@ def main():
     root = ET.parse(svg).getroot()
     ns = "{http://www.w3.org/2000/svg}"
     texts = " ".join(t.text or "" for t in root.iter(ns + "text"))
-    rects = [r for r in root.iter(ns + "rect") if r.get("fill", "").startswith("#")
-             and len(r.get("fill")) == 7 and float(r.get("height")) < 100]
     top, bottom = 48, 620 - 70
+    # the map's cells: coloured, within the rows (not the legend under the axis)
+    rects = [r for r in root.iter(ns + "rect") if r.get("fill", "").startswith("#")
+             and len(r.get("fill")) == 7 and float(r.get("height")) < 100
+             and top - 0.5 <= float(r.get("y")) < bottom]
     row_h = (bottom - top) / ranks
     # the heatmap's x range is the cells' own
     x0 = min(float(r.get("x")) for r in rects)

@@ -2,6 +2,7 @@
 # make demo: a local NATS, the analyzer, and an 8-rank synthetic job under
 # `trainscope run` with one rank slowed; prints the report and stops everything.
 #   FAULT=compute (default) | storage | host | none     RANKS=8     STEPS=150
+#   PLOT=FILE.svg: where the picture of the job goes (default $BUILD/demo-heatmap.svg)
 # FAULT=host also runs the eBPF node agent (root) and pins a CPU hog to rank 5's core.
 set -e
 BUILD=${BUILD:-build}
@@ -31,4 +32,9 @@ wait_report demo $((STEPS - 1))
 echo
 "$BIN/trainscope" report --dir "$REPORTS" --job demo
 echo
+# the picture: each rank's time per step in the blamed phase against the median rank
+PLOT=${PLOT:-$BUILD/demo-heatmap.svg}
+if "$BIN/trainscope" report --dir "$REPORTS" --job demo --nats "$NATS_URL" --plot "$PLOT" >/dev/null; then
+	echo "demo: the job drawn (rank 5's row stands out from step 40): $PLOT"
+fi
 echo "demo: the report as JSON (SlowNodeReport status + sysTrace fields): trainscope report --json"

@@ -120,6 +120,13 @@ expect "kubectl get slownodereports names rank 5, Compute" sh -c "[ $named = 1 ]
 	grep -E '^llm +FailSlow +8 +5\(Compute\) +Compute' '$WORK/snr.txt'"
 expect "the SlowNodeReport ends at the job's last step (149), not at the last rate-limited write" \
 	wait_for 30 sh -c 'kubectl get snr llm -n team -o jsonpath="{.status.lastStep}" | grep -qx 149'
+expect "kubectl trainscope report (the CLI as a kubectl plugin) reads it from the cluster" sh -c \
+	"PATH='$BIN:$PATH' kubectl trainscope report -n team --job llm | grep -q 'slow rank 5  cause Compute'"
+expect "trainscope report --kube --all-namespaces lists it" sh -c \
+	"'$BIN/trainscope' report --kube --all-namespaces | grep -q '^SlowNodeReport team/llm'"
+expect "... and says so when a job has no report (exit 1)" sh -c \
+	"! '$BIN/trainscope' report --kube -n team --job nosuch 2>'$WORK/nosuch.err' &&
+	 grep -q 'no SlowNodeReport team/nosuch' '$WORK/nosuch.err'"
 expect "the report is owned by the pod's controller, Job llm (deleted with it)" sh -c \
 	"kubectl get snr llm -n team -o jsonpath='{.metadata.ownerReferences[*].kind}/{.metadata.ownerReferences[*].name}/{.metadata.ownerReferences[*].uid}' | grep -qx 'Job/llm/$job_uid'"
 kubectl get snr llm -n team -o wide >"$WORK/snr-wide.txt"
