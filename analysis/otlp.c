@@ -87,6 +87,20 @@ static void who_into(struct qspan *s, const struct ts_otlp_who *w, const uint8_t
 	s->rank = w->rank;
 }
 
+/* Caller holds the lock. A span under the root of the window whose trace it is in. */
+static struct qspan *window_child(struct ts_otlp *x, const struct ts_otlp_who *who,
+				  const uint8_t trace[16], enum qkind kind, const char *name)
+{
+	struct qspan *s = slot(x);
+
+	who_into(s, who, trace);
+	s->kind = kind;
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	root_id(trace, s->parent);
+	s->has_parent = true;
+	return s;
+}
+
 /* Bytes a span adds to its trace at a backend, over-estimated: its resource counted
  * with every step, as a batch may cut anywhere. */
 static size_t resource_bytes(const struct ts_otlp *x, const struct ts_otlp_who *w)
@@ -276,12 +290,7 @@ void ts_otlp_step(struct ts_otlp *x, const struct ts_otlp_who *who, const uint8_
 
 	ts_otlp_window_trace(j->base, w, trace);
 	pthread_mutex_lock(&x->lock);
-	struct qspan *p = slot(x);
-	who_into(p, who, trace);
-	p->kind = Q_STEP;
-	snprintf(p->name, sizeof(p->name), "train.step");
-	root_id(trace, p->parent);
-	p->has_parent = true;
+	struct qspan *p = window_child(x, who, trace, Q_STEP, "train.step");
 	p->start = start_ns;
 	p->end = end_ns;
 	p->attr[0] = (int64_t)step;
@@ -334,12 +343,7 @@ void ts_otlp_slow_rank(struct ts_otlp *x, const struct ts_otlp_who *who, const u
 	if (j)
 		add_named(j, who->rank, cause);
 	pthread_mutex_lock(&x->lock);
-	s = slot(x);
-	who_into(s, who, trace);
-	s->kind = Q_SLOW;
-	snprintf(s->name, sizeof(s->name), "slow_rank");
-	root_id(trace, s->parent);
-	s->has_parent = true;
+	s = window_child(x, who, trace, Q_SLOW, "slow_rank");
 	s->start = since_ns;
 	s->end = now_ns > since_ns ? now_ns : since_ns + 1;
 	s->error = true;
