@@ -103,9 +103,9 @@ static int parse_args(struct gen *g, int argc, char **argv)
 	};
 	int ch;
 
-	tsn_opts_from_env(&g->nats, "trainscope-loadgen");
-	*g = (struct gen){ .nats = g->nats, .ns = "loadgen", .job = "big", .ranks = 1024, .jobs = 1,
+	*g = (struct gen){ .ns = "loadgen", .job = "big", .ranks = 1024, .jobs = 1,
 			   .ranks_per_node = 8, .steps = 200, .step_ms = 100, .jitter = 0.02, .seed = 1 };
+	tsn_opts_from_env(&g->nats, "trainscope-loadgen");
 	while ((ch = getopt_long(argc, argv, "s:n:j:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n': g->ranks = atoi(optarg); break;
