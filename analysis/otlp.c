@@ -105,7 +105,7 @@ static struct qspan *window_child(struct ts_otlp *x, const struct ts_otlp_who *w
  * with every step, as a batch may cut anywhere. */
 static size_t resource_bytes(const struct ts_otlp *x, const struct ts_otlp_who *w)
 {
-	size_t n = 320 + (x->resource_text ? strlen(x->resource_text) : 0);
+	size_t n = 320 + x->resource_len;
 
 	n += w->ns ? 3 * strlen(w->ns) : 0;
 	n += w->job ? 3 * strlen(w->job) : 0;

@@ -52,6 +52,7 @@ struct ts_otlp {
 	char url[512];
 	struct curl_slist *headers;
 	char *resource_text;   /* OTEL_RESOURCE_ATTRIBUTES, decoded into pairs */
+	size_t resource_len;   /* its length before that (the pairs' bytes, near enough) */
 	const char **res_kv;   /* key, value, key, value ... */
 	int nres_kv;
 	pthread_t thread;

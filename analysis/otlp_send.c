@@ -511,6 +511,7 @@ int ts_otlp_start(struct ts_otlp *x, char *err, size_t errlen)
 		rc = -ENOMEM;
 		goto fail;
 	}
+	x->resource_len = x->o.resource ? strlen(x->o.resource) : 0; /* pairs() cuts the text */
 	if (x->resource_text && (rc = pairs(x->resource_text, &x->res_kv, &x->nres_kv,
 					    "OTEL_RESOURCE_ATTRIBUTES", err, errlen)))
 		goto fail;
