@@ -413,6 +413,9 @@ static int launch(struct wl *w, char **argv)
 		if (pids[r] < 0)
 			die("fork");
 		if (pids[r] == 0) {
+			/* as torchrun's workers: the ranks end with their launcher (a killed
+			 * `trainscope run` must leave no rank behind); kept across exec */
+			prctl(PR_SET_PDEATHSIG, SIGTERM);
 			snprintf(num, sizeof(num), "%d", r);
 			setenv("RANK", num, 1);
 			setenv("LOCAL_RANK", num, 1);
