@@ -218,14 +218,13 @@ static void step_sum(const struct gen *g, int job, int rank, uint64_t step, doub
 }
 
 /* The step time every rank of the job sees: the slowest rank's compute, and the rest. */
-static double job_step_ms(const struct gen *g, int job, uint64_t step)
+static double job_step_ms(const struct gen *g, uint64_t step)
 {
 	double worst = 1.0;
 
 	for (int i = 0; i < g->nslow; i++)
 		if (g->slow[i].rank < g->ranks && step >= g->slow[i].from && g->slow[i].factor > worst)
 			worst = g->slow[i].factor;
-	(void)job;
 	return g->step_ms + 0.6 * g->step_ms * (1 + g->jitter) * (worst - 1.0);
 }
 
@@ -288,7 +287,7 @@ static int run(struct gen *g, struct tsn *n)
 
 	for (uint64_t step = 0; step < g->steps && !rc; step++) {
 		for (int job = 0; job < g->jobs && !rc; job++) {
-			double slowest = job_step_ms(g, job, step);
+			double slowest = job_step_ms(g, step);
 			for (int rank = 0; rank < g->ranks && !rc; rank++) {
 				step_sum(g, job, rank, step, slowest, &s);
 				rc = publish(g, n, job, rank, &s, step == 0, false);
@@ -317,7 +316,7 @@ int main(int argc, char **argv)
 		return 2;
 	g.seq = calloc((size_t)g.jobs * (size_t)g.ranks, sizeof(*g.seq));
 	/* the job ran in the past, so every span lies before now */
-	g.t0 = ts_real_ns() - (uint64_t)((double)g.steps * job_step_ms(&g, 0, g.steps) * 1e6) -
+	g.t0 = ts_real_ns() - (uint64_t)((double)g.steps * job_step_ms(&g, g.steps) * 1e6) -
 	       1000000000ull;
 	if (!g.seq || tsn_open(&n, &g.nats)) {
 		fprintf(stderr, "trainscope-loadgen: cannot start (out of memory or bad NATS options)\n");

@@ -60,7 +60,8 @@ PIDS="$PIDS $!"
 col="https://127.0.0.1:$col_port"
 code() { curl -s -o /dev/null -w '%{http_code}' --cacert "$pki/ca.crt" "$@" -X POST \
 	-H 'Content-Type: application/x-protobuf' --data-binary '' "$col/v1/traces"; }
-wait_for 30 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' --cacert $pki/ca.crt -X POST $col/v1/traces)\" != 000 ]" ||
+col_up() { [ "$(code)" != 000 ]; }
+wait_for 30 col_up ||
 	die "collector: $(tail -5 "$WORK/collector.log")"
 expect "the collector refuses a request without the token (HTTP $(code))" [ "$(code)" = 401 ]
 expect "... and takes one with it" [ "$(code -H "Authorization: Bearer $token")" = 200 ]
