@@ -8,6 +8,7 @@
 #include "report.h"
 #include "snap.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -45,6 +46,7 @@ struct ts_analyzer {
 	size_t nprod, capprod;
 	uint64_t now_ns, next_prune_ns; /* the last tick; when silent producers are next forgotten */
 	struct ts_analyzer_stats st;
+	struct ts_lag lag;        /* from steps' ends to their analysis, every job's */
 };
 
 static int publish_report(struct ts_analyzer *a, struct ts_job *j);
@@ -212,27 +214,56 @@ static int job_get(struct ts_analyzer *a, const char *ns, const char *name, int 
 enum kind { K_RANK, K_HOST, K_DEV, K_HANG, K_CTL, K_BAD };
 static const char *const kinds[] = { "rank", "host", "dev", "hang", "ctl" };
 
-/* ts.v1.<ns>.<job>.<kind>.<leaf>: 6 tokens, none empty, a known kind. */
-static enum kind subject_kind(const char *s)
+/* ts.v1.<ns>.<job>.<kind>.<leaf>[.<partition>]: 6 tokens, none empty, a known kind, and
+ * the partition the stream's subject transform appends (a number) when partitioned.
+ * *base: the length without the partition; *part: the partition or -1. */
+static enum kind subject_kind(const char *s, size_t *base, long *part)
 {
-	const char *tok[6] = { s };
+	const char *tok[7] = { s };
 	int dots = 0;
 
 	if (strncmp(s, "ts.v1.", 6) != 0)
 		return K_BAD;
 	for (const char *c = s; *c; c++)
 		if (*c == '.') {
-			if (c[1] == '.' || c[1] == 0 || ++dots > 5)
+			if (c[1] == '.' || c[1] == 0 || ++dots > 6)
 				return K_BAD;
 			tok[dots] = c + 1;
 		}
-	if (dots != 5)
+	if (dots < 5)
 		return K_BAD;
+	*base = strlen(s);
+	*part = -1;
+	if (dots == 6) {
+		char *end;
+		*part = strtol(tok[6], &end, 10);
+		if (*end || *part < 0 || *part > 65535 || !isdigit((unsigned char)*tok[6]))
+			return K_BAD;
+		*base = (size_t)(tok[6] - s - 1);
+	}
 	for (int k = 0; k < K_BAD; k++)
 		if ((size_t)(tok[5] - tok[4] - 1) == strlen(kinds[k]) &&
 		    !strncmp(tok[4], kinds[k], strlen(kinds[k])))
 			return (enum kind)k;
 	return K_BAD;
+}
+
+/* A partitioned analyzer's messages carry the partition NATS computed; one that is not
+ * the job's partition under this analyzer's count was mapped under another count. */
+static void check_partition(struct ts_analyzer *a, const char *subject, long part)
+{
+	const char *ns = subject + 6, *job = strchr(ns, '.') + 1, *kind = strchr(job, '.');
+
+	if (part < 0 || a->opts.partitions <= 1)
+		return;
+	if ((long)ts_partition(ns, (size_t)(job - 1 - ns), job, (size_t)(kind - job),
+			       (unsigned)a->opts.partitions) == part)
+		return;
+	if (!a->st.other_partition++)
+		ts_warn("analyzer: %s was mapped to partition %ld, which its job is not under %d "
+			"partitions: the partition count changed while it was stored (counted in "
+			"trainscope_analyzer_other_partition_total; analysed all the same)", subject,
+			part, a->opts.partitions);
 }
 
 static void to_rank_step(const Trainscope__V1__Step *s, struct ts_rank_step *out)
@@ -458,16 +489,17 @@ static bool new_attempt(struct ts_job *j, const Trainscope__V1__Batch *b)
 
 /* The subject a producer of this identity publishes on (ts_subject, as the relay and the
  * agent make it): anything else is a batch that claims someone else's job. */
-static bool subject_matches(const char *subject, enum kind kind, const Trainscope__V1__Batch *b)
+static bool subject_matches(const char *subject, size_t base, enum kind kind,
+			    const Trainscope__V1__Batch *b)
 {
 	const Trainscope__V1__Identity *id = b->id;
 	char want[512], leaf[16];
+	int len;
 
 	snprintf(leaf, sizeof(leaf), "%d", id->rank);
-	if (ts_subject(want, sizeof(want), id->namespace_, id->job, kinds[kind],
-		       kind == K_RANK || kind == K_HANG ? leaf : id->node ? id->node : "") < 0)
-		return false;
-	return !strcmp(want, subject);
+	len = ts_subject(want, sizeof(want), id->namespace_, id->job, kinds[kind],
+			 kind == K_RANK || kind == K_HANG ? leaf : id->node ? id->node : "");
+	return len >= 0 && (size_t)len == base && !strncmp(want, subject, base);
 }
 
 static int refuse_mismatch(struct ts_analyzer *a, const char *subject,
@@ -498,7 +530,7 @@ static bool utf8(const char *s)
 	return t != NULL;
 }
 
-static int ingest_batch(struct ts_analyzer *a, const char *subject, enum kind kind,
+static int ingest_batch(struct ts_analyzer *a, const char *subject, size_t base, enum kind kind,
 			Trainscope__V1__Batch *b)
 {
 	const Trainscope__V1__Identity *id = b->id;
@@ -514,7 +546,7 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, enum kind ki
 		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "batch without producer/seq");
 	if (!utf8(id->namespace_) || !utf8(id->job) || !utf8(id->pod) || !utf8(id->node))
 		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "names that are not UTF-8");
-	if (!subject_matches(subject, kind, b))
+	if (!subject_matches(subject, base, kind, b))
 		return refuse_mismatch(a, subject, b);
 	if (kind == K_CTL) { /* announcements are for node agents */
 		a->st.control++;
@@ -551,14 +583,18 @@ int ts_analyzer_ingest(struct ts_analyzer *a, const char *subject, const void *d
 	a->st.msgs++;
 	if (len > a->opts.max_msg_bytes)
 		return refuse(a, &a->st.oversized, -EMSGSIZE, subject, "larger than the message limit");
-	enum kind kind = subject ? subject_kind(subject) : K_BAD;
+	size_t base = 0;
+	long part = -1;
+	enum kind kind = subject ? subject_kind(subject, &base, &part) : K_BAD;
 	if (kind == K_BAD)
 		return refuse(a, &a->st.bad_subject, -EINVAL, subject ? subject : "(none)",
-			      "subject is not ts.v1.<ns>.<job>.<rank|host|dev|hang|ctl>.<id>");
+			      "subject is not ts.v1.<ns>.<job>.<rank|host|dev|hang|ctl>.<id>"
+			      "[.<partition>]");
+	check_partition(a, subject, part);
 	b = trainscope__v1__batch__unpack(NULL, len, data);
 	if (!b)
 		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "not a trainscope.v1.Batch");
-	err = ingest_batch(a, subject, kind, b);
+	err = ingest_batch(a, subject, base, kind, b);
 	trainscope__v1__batch__free_unpacked(b, NULL);
 	if (!err)
 		a->st.batches++;
@@ -694,7 +730,9 @@ void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
 		char summary[512];
 
 		snprintf(summary, sizeof(summary), "%s", ts_job_result(j)->summary);
-		if (ts_job_tick(j, now_ns) || a->dirty[i]) {
+		bool changed = ts_job_tick(j, now_ns);
+		ts_job_take_lag(j, &a->lag);
+		if (changed || a->dirty[i]) {
 			a->dirty[i] = publish_report(a, j) != 0;
 			json_t *rep = a->opts.on_report ? ts_report_json(j, trouble(a)) : NULL;
 			if (rep)
@@ -731,6 +769,21 @@ void ts_analyzer_get_stats(struct ts_analyzer *a, struct ts_analyzer_stats *out)
 		out->late_steps += ts_job_late_steps(a->jobs[i]);
 }
 
+static void render_lag(const struct ts_lag *l, struct ts_buf *b)
+{
+	const char *n = "trainscope_analyzer_verdict_lag_seconds";
+
+	ts_buf_printf(b, "# HELP %s From a step's end (its last rank's) to its analysis: the "
+			 "analyzer's lag behind the jobs.\n# TYPE %s histogram\n", n, n);
+	for (int k = 0; k < TS_LAG_BUCKETS; k++)
+		ts_buf_printf(b, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", n, ts_lag_bucket_s[k], l->le[k]);
+	ts_buf_printf(b, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.6f\n%s_count %" PRIu64 "\n",
+		      n, l->count, n, l->sum_s, n, l->count);
+	ts_buf_printf(b, "# HELP trainscope_analyzer_verdict_lag_max_seconds The largest lag since "
+			 "the start.\n# TYPE trainscope_analyzer_verdict_lag_max_seconds gauge\n"
+			 "trainscope_analyzer_verdict_lag_max_seconds %.6f\n", l->max_s);
+}
+
 void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 {
 	struct ts_analyzer_stats s;
@@ -746,6 +799,9 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	M("duplicate_batches_total", "counter", "Batches seen twice and dropped.", s.duplicates);
 	M("producers", "gauge", "Producers followed (sequence checks); silent ones are forgotten "
 	  "after limits.job_ttl_s.", s.producers);
+	M("other_partition_total", "counter", "Messages mapped to this analyzer's partition "
+	  "under another partition count (the count changed), analysed all the same.",
+	  s.other_partition);
 	M("mismatched_batches_total", "counter",
 	  "Batches refused: the job, rank or node they claim publishes on another subject.",
 	  s.mismatched);
@@ -777,6 +833,7 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	M("job_state_bytes", "gauge", "Memory held by the jobs' state (limits.memory_mb bounds it).",
 	  a->job_bytes);
 #undef M
+	render_lag(&a->lag, b);
 	ts_buf_printf(b, "# HELP trainscope_analyzer_refused_over_limit_total Data refused past a "
 			 "limit (limits.*).\n# TYPE trainscope_analyzer_refused_over_limit_total counter\n");
 	for (int l = 0; l < L_COUNT; l++)

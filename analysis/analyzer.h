@@ -16,6 +16,7 @@ struct ts_analyzer_opts {
 	const char *report_dir;  /* NULL: no files */
 	size_t max_msg_bytes;    /* larger messages are refused (default 4 MiB) */
 	int print_changes;       /* print a report to stdout when a job's verdict changes */
+	int partitions;          /* the stream's partition count (> 1: subjects carry one) */
 	/* called with each job's report whenever it changed (Kubernetes mode, OTLP) */
 	void (*on_report)(void *ctx, json_t *report, uint64_t now_ns);
 	/* called with every rank step accepted (OTLP) */
@@ -34,6 +35,7 @@ struct ts_analyzer_stats {
 	uint64_t control, host_samples, device_samples;
 	uint64_t jobs, jobs_forgotten, reordered, attempts;
 	uint64_t mismatched; /* batches whose identity disagrees with their subject */
+	uint64_t other_partition; /* mapped under another partition count */
 	uint64_t producers;  /* producers followed now (silent ones forgotten after job_ttl_s) */
 	uint64_t over_limit[4]; /* jobs, world, memory, step_jump */
 };

@@ -16,6 +16,8 @@ const char *const ts_metric_names[TS_M_COUNT] = { "compute", "collective", "laun
 const char *const ts_state_names[4] = { "Unknown", "Healthy", "FailSlow", "Hang" };
 const double ts_step_bucket_s[TS_STEP_BUCKETS] = { 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
 						    5, 10, 30, 60, 120, 300 };
+const double ts_lag_bucket_s[TS_LAG_BUCKETS] = { 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2,
+						  3, 5, 10, 30 };
 
 /* Cause of a metric that stands out high on a rank (collective: see cause_of). */
 static const char *const metric_cause[TS_M_COUNT] = { "Compute", "Communication", "HostCPU",
@@ -1003,6 +1005,29 @@ static void net_reason(struct ts_job *j)
 		 "%+.0f%%)", v->slow_comms, v->comms, 100 * v->excess);
 }
 
+static void lag(struct ts_lag *l, uint64_t now_ns, uint64_t end_ns)
+{
+	double s = now_ns > end_ns ? (double)(now_ns - end_ns) / 1e9 : 0;
+
+	for (int b = 0; b < TS_LAG_BUCKETS; b++)
+		l->le[b] += s <= ts_lag_bucket_s[b];
+	l->count++;
+	l->sum_s += s;
+	if (s > l->max_s)
+		l->max_s = s;
+}
+
+void ts_job_take_lag(struct ts_job *j, struct ts_lag *into)
+{
+	for (int b = 0; b < TS_LAG_BUCKETS; b++)
+		into->le[b] += j->lag.le[b];
+	into->count += j->lag.count;
+	into->sum_s += j->lag.sum_s;
+	if (j->lag.max_s > into->max_s)
+		into->max_s = j->lag.max_s;
+	memset(&j->lag, 0, sizeof(j->lag));
+}
+
 bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 {
 	char before[sizeof(j->res.summary)], why[sizeof(j->res.reason)];
@@ -1034,6 +1059,7 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 		}
 		if (r->count < j->world && !all_final(j) && !overdue(j, r))
 			break;
+		lag(&j->lag, now_ns, r->end_max);
 		evaluate_row(j, r);
 		j->next_eval++;
 	}

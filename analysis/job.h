@@ -147,6 +147,13 @@ struct ts_net_verdict {
 /* The upper bounds (s) of the step-time histogram's buckets (+Inf is the count). */
 #define TS_STEP_BUCKETS 14
 extern const double ts_step_bucket_s[TS_STEP_BUCKETS];
+/* From a step's end (its slowest rank's) to its analysis: the analyzer's own lag. */
+#define TS_LAG_BUCKETS 13
+extern const double ts_lag_bucket_s[TS_LAG_BUCKETS];
+struct ts_lag {
+	uint64_t le[TS_LAG_BUCKETS], count;
+	double sum_s, max_s;
+};
 
 struct ts_job_result {
 	enum ts_state state;
@@ -227,6 +234,8 @@ void ts_job_rank_died(struct ts_job *j, int rank);
 /* Evaluates every step that is complete (or lag_steps behind) and checks for a hang.
  * Returns true when the result changed in a way a reader should see. */
 bool ts_job_tick(struct ts_job *j, uint64_t now_ns);
+/* Adds the lags of the steps analysed since the last call into into, and clears them. */
+void ts_job_take_lag(struct ts_job *j, struct ts_lag *into);
 const struct ts_job_result *ts_job_result(const struct ts_job *j);
 /* The report's conditions (SlowRanks, FailSlow, Hang, DataComplete, Stored): when
  * condition c last changed its status, now being status at now_ns (Kubernetes API

@@ -25,6 +25,7 @@ struct ts_job {
 	struct row *rows;
 	uint64_t next_eval;       /* lowest step not evaluated yet */
 	uint64_t max_step, late;
+	struct ts_lag lag;        /* steps analysed since the analyzer last took them */
 	bool any_step;
 	uint64_t last_progress_ns;
 	char hang_reason[256];   /* from a rank's hang report; empty when none */

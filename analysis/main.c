@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static void usage(FILE *f)
 {
@@ -43,6 +44,17 @@ static void usage(FILE *f)
 		"      --snapshot-bucket NAME  the bucket (default trainscope-analyzer; the key is\n"
 		"                         the durable consumer's name)\n"
 		"      --filter SUBJECT   subjects to read (default ts.v1.>)\n"
+		"      --partitions N     share the jobs among N analyzers (TRAINSCOPE_ANALYZER_\n"
+		"                         PARTITIONS): the stream's subject transform gives each\n"
+		"                         job's subjects a partition of its namespace and job\n"
+		"                         (nats-server 2.10 or later); this analyzer reads its own\n"
+		"                         with durable consumer trainscope-analyzer-p<K> (default 1)\n"
+		"      --partition K|auto the partition read, 0 to N-1; auto: the ordinal ending the\n"
+		"                         pod's name (a StatefulSet's, POD_NAME or HOSTNAME)\n"
+		"                         (TRAINSCOPE_ANALYZER_PARTITION, default auto)\n"
+		"  The stream: TRAINSCOPE_STREAM_REPLICAS (1), _MAX_AGE (24h), _MAX_BYTES (1G) and\n"
+		"  _DISCARD (old: drop the oldest when full; new: refuse). The analyzer makes it and\n"
+		"  keeps it to these (and its partitions) at each start.\n"
 		"  -p, --metrics-port N   /metrics and /healthz (0 = any free port, -1 = off;\n"
 		"                         default 9103)\n"
 		"      --metrics-addr A   listen address (default 127.0.0.1)\n"
@@ -70,6 +82,8 @@ struct cli {
 	struct tsn_opts nats;
 	const char *config, *durable, *filter, *metrics_addr, *snapshot_bucket;
 	int metrics_port, k8s_interval_s, snapshot_s;
+	int partitions, partition; /* this analyzer reads partition of partitions */
+	char durable_buf[96], filter_buf[64];
 	struct ts_snapshots *_Atomic snap; /* set once JetStream answers; read by /healthz */
 	int restored;                      /* the restore's result; -EAGAIN: not done yet */
 	uint64_t replay_after;             /* the stream sequence a restored state is as of */
@@ -86,6 +100,69 @@ struct cli {
 	int stall_s;                 /* /healthz fails when the consume loop stops this long */
 	_Atomic uint64_t heartbeat_ns; /* the consume loop's last turn */
 };
+
+/* The ordinal ending a StatefulSet pod's name (trainscope-analyzer-2): -1 without one. */
+static int pod_ordinal(void)
+{
+	const char *name = getenv("POD_NAME"), *d;
+	char host[256];
+
+	if (!name || !*name) {
+		if (gethostname(host, sizeof(host)))
+			return -1;
+		host[sizeof(host) - 1] = 0;
+		name = host;
+	}
+	d = strrchr(name, '-');
+	if (!d || !d[1] || strspn(d + 1, "0123456789") != strlen(d + 1) || strlen(d + 1) > 5)
+		return -1;
+	return atoi(d + 1);
+}
+
+/* Partitioned: the stream transformed into N partitions, this analyzer's consumer and
+ * snapshots those of partition K only. */
+static int partitioning(struct cli *c, const char *parts, const char *part, char *err, size_t len)
+{
+	char *end;
+
+	c->partitions = parts && *parts ? (int)strtol(parts, &end, 10) : 1;
+	if (parts && *parts && (*end || c->partitions < 1 || c->partitions > 1024)) {
+		snprintf(err, len, "--partitions %s: a count from 1 to 1024", parts);
+		return -EINVAL;
+	}
+	c->nats.manage_stream = true;
+	c->nats.stream_partitions = c->partitions;
+	c->ao.partitions = c->partitions;
+	if (c->partitions == 1)
+		return 0;
+	if (!part || !*part || !strcmp(part, "auto")) {
+		c->partition = pod_ordinal();
+		if (c->partition < 0) {
+			snprintf(err, len, "--partition auto: the pod's name (POD_NAME or the host name) "
+				 "ends in no ordinal; give --partition 0 to %d", c->partitions - 1);
+			return -EINVAL;
+		}
+	} else {
+		c->partition = (int)strtol(part, &end, 10);
+		if (*end || c->partition < 0)
+			c->partition = c->partitions;
+	}
+	if (c->partition >= c->partitions) {
+		snprintf(err, len, "partition %s is not one of the %d partitions (0 to %d): a "
+			 "StatefulSet has more replicas than --partitions says?", part ? part : "auto",
+			 c->partitions, c->partitions - 1);
+		return -EINVAL;
+	}
+	if (!c->filter) {
+		snprintf(c->filter_buf, sizeof(c->filter_buf), "ts.v1.*.*.*.*.%d", c->partition);
+		c->filter = c->filter_buf;
+	}
+	if (!strcmp(c->durable, "trainscope-analyzer")) {
+		snprintf(c->durable_buf, sizeof(c->durable_buf), "%s-p%d", c->durable, c->partition);
+		c->durable = c->durable_buf;
+	}
+	return 0;
+}
 
 static int parse_args(int argc, char **argv, struct cli *c)
 {
@@ -107,9 +184,13 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "otlp-endpoint", required_argument, NULL, 'O' },
 		{ "snapshot-s", required_argument, NULL, 'N' },
 		{ "snapshot-bucket", required_argument, NULL, 'B' },
+		{ "partitions", required_argument, NULL, 0x200 },
+		{ "partition", required_argument, NULL, 0x201 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
+	const char *parts = getenv("TRAINSCOPE_ANALYZER_PARTITIONS");
+	const char *part = getenv("TRAINSCOPE_ANALYZER_PARTITION");
 	char err[512];
 	int ch;
 
@@ -140,6 +221,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'O': c->otlp_endpoint = optarg; break;
 		case 'N': c->snapshot_s = atoi(optarg); break;
 		case 'B': c->snapshot_bucket = optarg; break;
+		case 0x200: parts = optarg; break;
+		case 0x201: part = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			if (tsn_parse_option(&c->nats, ch, optarg))
@@ -151,6 +234,10 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	if (c->stall_s < 1 || c->snapshot_s < 0) {
 		fprintf(stderr, "trainscope-analyzer: --stall-s wants whole seconds, 1 or more; "
 			"--snapshot-s 0 or more\n");
+		return -1;
+	}
+	if (partitioning(c, parts, part, err, sizeof(err))) {
+		fprintf(stderr, "trainscope-analyzer: %s\n", err);
 		return -1;
 	}
 	tsn_opts_finish(&c->nats);
@@ -478,8 +565,12 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 	}
 	if (!sub)
 		return 0;
-	ts_info("analyzer: consuming %s as durable %s", c->filter ? c->filter : TSN_SUBJECTS,
-		c->durable);
+	if (c->partitions > 1)
+		ts_info("analyzer: consuming %s as durable %s: partition %d of %d", c->filter,
+			c->durable, c->partition, c->partitions);
+	else
+		ts_info("analyzer: consuming %s as durable %s", c->filter ? c->filter : TSN_SUBJECTS,
+			c->durable);
 	uint64_t last_check = ts_real_ns();
 	while (!ts_stop_requested()) {
 		consume(c, a, sub);

@@ -34,11 +34,13 @@ struct gen {
 	int ranks, jobs, ranks_per_node;
 	uint64_t steps;
 	double step_ms, rate, jitter;
+	bool live;          /* steps in real time: each published as it ends */
 	struct slow slow[MAX_SLOW];
 	int nslow;
 	unsigned seed;
 	uint64_t t0;        /* the first step's start, CLOCK_REALTIME */
 	uint64_t *seq;      /* per job and rank */
+	double *start_ms;   /* each step's start after t0: the sum of the steps before */
 	uint64_t published, bytes;
 };
 
@@ -54,6 +56,9 @@ static void usage(FILE *f)
 		"      --step-ms MS       a step's time (default 100)\n"
 		"      --rate R           steps per second to publish, paced (default 0: as fast as\n"
 		"                         the server acknowledges); step times stay --step-ms\n"
+		"      --live             steps happen now: each step's batches are published\n"
+		"                         when it ends (--step-ms apart), as relays would; the\n"
+		"                         analyzer's lag behind the job is then real\n"
 		"      --jitter F         relative noise on each rank's compute (default 0.02)\n"
 		"      --slow R:F[:S]     rank R computes F times longer from step S (default 0);\n"
 		"                         up to %d of them\n"
@@ -98,6 +103,7 @@ static int parse_args(struct gen *g, int argc, char **argv)
 		{ "job", required_argument, NULL, 0x206 },
 		{ "ranks-per-node", required_argument, NULL, 0x207 },
 		{ "seed", required_argument, NULL, 0x208 },
+		{ "live", no_argument, NULL, 0x209 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -125,6 +131,7 @@ static int parse_args(struct gen *g, int argc, char **argv)
 		case 0x206: g->job = optarg; break;
 		case 0x207: g->ranks_per_node = atoi(optarg); break;
 		case 0x208: g->seed = (unsigned)atoi(optarg); break;
+		case 0x209: g->live = true; break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			if (tsn_parse_option(&g->nats, ch, optarg))
@@ -190,7 +197,7 @@ static void step_sum(const struct gen *g, int job, int rank, uint64_t step, doub
 		     struct ts_step_sum *s)
 {
 	double ms = g->step_ms, compute = 0.6 * ms * (1 + g->jitter * noise(g, job, rank, step));
-	uint64_t start = g->t0 + (uint64_t)((double)step * slowest * 1e6);
+	uint64_t start = g->t0 + (uint64_t)(g->start_ms[step] * 1e6);
 
 	compute *= slow_factor(g, rank, step);
 	memset(s, 0, sizeof(*s));
@@ -286,6 +293,14 @@ static int run(struct gen *g, struct tsn *n)
 	int rc = 0;
 
 	for (uint64_t step = 0; step < g->steps && !rc; step++) {
+		if (g->live) { /* published once the step has ended */
+			step_sum(g, 0, 0, step, job_step_ms(g, step), &s);
+			while (ts_real_ns() < s.end_ns) {
+				tsn_pump(n);
+				struct timespec ts = { 0, 1000000 };
+				nanosleep(&ts, NULL);
+			}
+		}
 		for (int job = 0; job < g->jobs && !rc; job++) {
 			double slowest = job_step_ms(g, step);
 			for (int rank = 0; rank < g->ranks && !rc; rank++) {
@@ -315,10 +330,14 @@ int main(int argc, char **argv)
 	if (parse_args(&g, argc, argv))
 		return 2;
 	g.seq = calloc((size_t)g.jobs * (size_t)g.ranks, sizeof(*g.seq));
-	/* the job ran in the past, so every span lies before now */
-	g.t0 = ts_real_ns() - (uint64_t)((double)g.steps * job_step_ms(&g, g.steps) * 1e6) -
-	       1000000000ull;
-	if (!g.seq || tsn_open(&n, &g.nats)) {
+	g.start_ms = calloc(g.steps + 1, sizeof(*g.start_ms));
+	for (uint64_t k = 0; g.start_ms && k < g.steps; k++)
+		g.start_ms[k + 1] = g.start_ms[k] + job_step_ms(&g, k);
+	/* the job ran in the past (every span lies before now), or runs now */
+	g.t0 = ts_real_ns();
+	if (!g.live && g.start_ms)
+		g.t0 -= (uint64_t)(g.start_ms[g.steps] * 1e6) + 1000000000ull;
+	if (!g.seq || !g.start_ms || tsn_open(&n, &g.nats)) {
 		fprintf(stderr, "trainscope-loadgen: cannot start (out of memory or bad NATS options)\n");
 		return 2;
 	}
@@ -338,5 +357,6 @@ int main(int argc, char **argv)
 	       (double)g.jobs * g.ranks * (double)g.steps / (secs > 0 ? secs : 1), st.acked, st.dropped);
 	tsn_close(n);
 	free(g.seq);
+	free(g.start_ms);
 	return rc || st.dropped ? 1 : 0;
 }

@@ -135,3 +135,17 @@ int ts_subject(char *dst, size_t n, const char *ns, const char *job, const char 
 	len = snprintf(dst, n, "ts.v1.%s.%s.%s.%s", a, b, kind, c);
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : len;
 }
+
+unsigned ts_partition(const char *ns_tok, size_t ns_len, const char *job_tok, size_t job_len,
+		      unsigned n)
+{
+	uint32_t h = 2166136261u;
+
+	if (n <= 1)
+		return 0;
+	for (size_t i = 0; i < ns_len; i++)
+		h = (h ^ (unsigned char)ns_tok[i]) * 16777619u;
+	for (size_t i = 0; i < job_len; i++)
+		h = (h ^ (unsigned char)job_tok[i]) * 16777619u;
+	return h % n;
+}

@@ -38,4 +38,11 @@ void ts_subject_token(char *dst, size_t n, const char *src);
 int ts_subject(char *dst, size_t n, const char *ns, const char *job, const char *kind,
 	       const char *leaf);
 
+/* The partition of a job's subjects, as NATS's {{partition(n,1,2)}} mapping computes it
+ * (FNV-1a 32 of the namespace and job tokens, joined without a separator, modulo n):
+ * the analyzer that owns it. ns_tok and job_tok are subject tokens (ts_subject_token).
+ * n <= 1: 0. */
+unsigned ts_partition(const char *ns_tok, size_t ns_len, const char *job_tok, size_t job_len,
+		      unsigned n);
+
 #endif

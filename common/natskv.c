@@ -38,6 +38,7 @@ int tsn_kv_open(struct tsn *n, const char *bucket, struct tsn_kv **out, char *wh
 		cfg.History = 1;
 		cfg.MaxValueSize = (int32_t)CHUNK;
 		cfg.StorageType = js_FileStorage;
+		cfg.Replicas = tsn_stream_replicas(n); /* survives a server as the stream does */
 		s = js_CreateKeyValue(&k->kv, tsn_jsctx(n), &cfg);
 	}
 	if (s != NATS_OK) {

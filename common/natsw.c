@@ -1,4 +1,5 @@
 #include "natsw.h"
+#include "natsw_stream.h"
 #include "hash.h"
 #include "log.h"
 
@@ -353,13 +354,30 @@ static natsStatus set_auth(natsOptions *o, const struct tsn_opts *opts, struct t
 	return s;
 }
 
+/* One URL, or a cluster's as a comma-separated list (nats.c takes a list as servers). */
+static natsStatus set_url(natsOptions *o, const char *url)
+{
+	const char *servers[16];
+	char copy[2048], *save = NULL, *tok;
+	int n = 0;
+
+	if (!url || !strchr(url, ','))
+		return natsOptions_SetURL(o, url);
+	if (strlen(url) >= sizeof(copy))
+		return NATS_INVALID_ARG;
+	snprintf(copy, sizeof(copy), "%s", url);
+	for (tok = strtok_r(copy, ", ", &save); tok && n < 16; tok = strtok_r(NULL, ", ", &save))
+		servers[n++] = tok;
+	return n ? natsOptions_SetServers(o, servers, n) : NATS_INVALID_ARG;
+}
+
 natsStatus tsn_nats_options(const struct tsn_opts *opts, natsOptions **out)
 {
 	natsOptions *o = NULL;
 	natsStatus s = natsOptions_Create(&o);
 
 	if (s == NATS_OK)
-		s = natsOptions_SetURL(o, opts->url);
+		s = set_url(o, opts->url);
 	if (s == NATS_OK)
 		s = natsOptions_SetName(o, opts->name ? opts->name : "trainscope");
 	if (s == NATS_OK)
@@ -377,7 +395,7 @@ static natsStatus make_options(struct tsn *n, natsOptions **out)
 	natsStatus s = natsOptions_Create(&o);
 
 	if (s == NATS_OK)
-		s = natsOptions_SetURL(o, n->opts.url);
+		s = set_url(o, n->opts.url);
 	if (s == NATS_OK)
 		s = natsOptions_SetName(o, n->opts.name ? n->opts.name : "trainscope");
 	if (s == NATS_OK)
@@ -505,52 +523,79 @@ void tsn_close(struct tsn *n)
 	free(n);
 }
 
-int tsn_ensure_stream(struct tsn *n)
+/* A client that does not manage the stream makes it where it is missing, and leaves
+ * one that exists as it is: its settings are the manager's. */
+static int create_if_missing(struct tsn *n, jsErrCode *jerr)
 {
 	jsStreamConfig cfg;
 	jsStreamInfo *si = NULL;
-	jsErrCode jerr = 0;
 	const char *subjects[] = { TSN_SUBJECTS };
 	natsStatus s;
 
-	jsStreamConfig_Init(&cfg);
-	cfg.Name = TSN_STREAM;
-	cfg.Subjects = subjects;
-	cfg.SubjectsLen = 1;
-	cfg.Storage = js_FileStorage;
-	cfg.MaxAge = n->opts.stream_max_age_s * 1000000000ll;
-	cfg.MaxBytes = n->opts.stream_max_bytes;
-	cfg.Duplicates = 120 * 1000000000ll;
-	/* a stream that exists takes publishes whatever its settings: a full store refuses
-	 * to make or to grow one, so only a stream whose limits differ is updated, and a
-	 * refused update is said but does not stop publishing */
-	s = js_GetStreamInfo(&si, n->js, TSN_STREAM, NULL, &jerr);
-	if (s == NATS_OK && (si->Config->MaxBytes != cfg.MaxBytes || si->Config->MaxAge != cfg.MaxAge)) {
+	s = js_GetStreamInfo(&si, n->js, TSN_STREAM, NULL, jerr);
+	if (s != NATS_OK && (s == NATS_NOT_FOUND || *jerr == JSStreamNotFoundErr)) {
+		jsStreamConfig_Init(&cfg);
+		cfg.Name = TSN_STREAM;
+		cfg.Subjects = subjects;
+		cfg.SubjectsLen = 1;
+		cfg.Storage = js_FileStorage;
+		cfg.MaxAge = n->opts.stream_max_age_s * 1000000000ll;
+		cfg.MaxBytes = n->opts.stream_max_bytes;
+		cfg.Duplicates = 120 * 1000000000ll;
+		cfg.Replicas = n->opts.stream_replicas > 0 ? n->opts.stream_replicas : 1;
+		cfg.Discard = n->opts.stream_discard_new ? js_DiscardNew : js_DiscardOld;
+		*jerr = 0;
 		jsStreamInfo_Destroy(si);
 		si = NULL;
-		if (js_UpdateStream(&si, n->js, &cfg, NULL, &jerr) != NATS_OK)
-			ts_warn("nats: stream %s kept as it is: its limits cannot be changed (%s; "
-				"error %d)", TSN_STREAM, nats_GetLastError(NULL), (int)jerr);
-	} else if (s != NATS_OK && (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr)) {
-		jerr = 0;
-		s = js_AddStream(&si, n->js, &cfg, NULL, &jerr);
-		if (s != NATS_OK && jerr == JSStreamNameExistErr) /* made meanwhile by another */
+		s = js_AddStream(&si, n->js, &cfg, NULL, jerr);
+		if (s != NATS_OK && *jerr == JSStreamNameExistErr) /* made meanwhile by another */
 			s = NATS_OK;
 	}
 	jsStreamInfo_Destroy(si);
-	if (s != NATS_OK) {
+	return s == NATS_OK ? 0 : -EAGAIN;
+}
+
+/* The manager's: a refusal or settings the server will not keep are said once each. */
+static int managed(struct tsn *n)
+{
+	char why[320] = "";
+	int rc = tsn_stream_apply(n->nc, &n->opts, why, sizeof(why));
+	int code = rc == -EAGAIN ? 0 : rc;
+
+	if (rc && rc != -EAGAIN && code != n->stream_code)
+		ts_warn("nats: stream %s cannot be made or kept as asked: %s%s", TSN_STREAM, why,
+			strstr(why, "insufficient") || strstr(why, "resources")
+				? "; the stream reserves its max bytes (TRAINSCOPE_STREAM_MAX_BYTES, "
+				  "default 1G) on every replica: give JetStream more store, or set it lower"
+				: "");
+	else if (rc == -EAGAIN)
+		ts_debug("nats: stream %s not ready: %s", TSN_STREAM, why);
+	n->stream_code = code;
+	/* settings kept otherwise (an older server) leave a stream that takes publishes, but
+	 * the manager must not consume it as if partitioned */
+	return rc;
+}
+
+int tsn_ensure_stream(struct tsn *n)
+{
+	jsErrCode jerr = 0;
+	int rc;
+
+	if (n->opts.manage_stream) {
+		if ((rc = managed(n)))
+			return rc;
+	} else if (create_if_missing(n, &jerr)) {
 		/* a server that is away says nothing new; an answer that refuses is the cause */
 		const char *why = nats_GetLastError(NULL), *at = why ? strstr(why, "): ") : NULL;
 		if (jerr && (int)jerr != n->stream_code)
-			ts_warn("nats: stream %s cannot be made or updated: %s (error %d)%s", TSN_STREAM,
-				at ? at + 3 : why ? why : natsStatus_GetText(s), (int)jerr,
+			ts_warn("nats: stream %s cannot be made: %s (error %d)%s", TSN_STREAM,
+				at ? at + 3 : why ? why : "no answer", (int)jerr,
 				jerr == JSInsufficientResourcesErr || jerr == JSStorageResourcesExceededErr
 					? "; the stream reserves its max bytes (TRAINSCOPE_STREAM_MAX_BYTES, "
 					  "default 1G): give JetStream more store, or set it lower"
 					: "");
 		else
-			ts_debug("nats: stream %s not ready: %s (%d)", TSN_STREAM,
-				 natsStatus_GetText(s), (int)jerr);
+			ts_debug("nats: stream %s not ready (%d)", TSN_STREAM, (int)jerr);
 		n->stream_code = (int)jerr;
 		return -EAGAIN;
 	}
@@ -663,6 +708,11 @@ void tsn_pump(struct tsn *n)
 	if (natsConnection_Status(n->nc) != NATS_CONN_STATUS_CONNECTED || stream_wanted(n))
 		return;
 	hand_over(n);
+}
+
+int tsn_stream_replicas(const struct tsn *n)
+{
+	return n->opts.stream_replicas > 0 ? n->opts.stream_replicas : 1;
 }
 
 jsCtx *tsn_jsctx(struct tsn *n)
@@ -922,6 +972,48 @@ static int64_t env_size(const char *name)
 	return n;
 }
 
+/* Seconds, or a number with s, m, h or d; 0 when unset or not one (said). */
+static int64_t env_seconds(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	int64_t n;
+
+	if (!v || !*v)
+		return 0;
+	n = strtoll(v, &end, 10);
+	switch (*end) {
+	case 's': end++; break;
+	case 'm': n *= 60, end++; break;
+	case 'h': n *= 3600, end++; break;
+	case 'd': n *= 86400, end++; break;
+	}
+	if (*end || n <= 0) {
+		ts_warn("nats: %s=%s is not a duration (seconds, or a number with s, m, h or d): "
+			"ignored", name, v);
+		return 0;
+	}
+	return n;
+}
+
+static void stream_from_env(struct tsn_opts *o)
+{
+	const char *r = getenv("TRAINSCOPE_STREAM_REPLICAS"), *d = getenv("TRAINSCOPE_STREAM_DISCARD");
+
+	o->stream_max_bytes = env_size("TRAINSCOPE_STREAM_MAX_BYTES");
+	o->stream_max_age_s = env_seconds("TRAINSCOPE_STREAM_MAX_AGE");
+	if (r && *r) {
+		o->stream_replicas = atoi(r);
+		if (o->stream_replicas < 1 || o->stream_replicas > 5) {
+			ts_warn("nats: TRAINSCOPE_STREAM_REPLICAS=%s is not 1 to 5: 1", r);
+			o->stream_replicas = 1;
+		}
+	}
+	if (d && *d && strcmp(d, "old") && strcmp(d, "new"))
+		ts_warn("nats: TRAINSCOPE_STREAM_DISCARD=%s is neither old nor new: old", d);
+	o->stream_discard_new = d && !strcmp(d, "new");
+}
+
 void tsn_opts_from_env(struct tsn_opts *o, const char *client_name)
 {
 	o->url = getenv("TRAINSCOPE_NATS_URL");
@@ -935,7 +1027,7 @@ void tsn_opts_from_env(struct tsn_opts *o, const char *client_name)
 	o->tls_name = getenv("TRAINSCOPE_NATS_TLS_NAME");
 	o->pod_uid = getenv("TRAINSCOPE_POD_UID");
 	o->name = client_name;
-	o->stream_max_bytes = env_size("TRAINSCOPE_STREAM_MAX_BYTES");
+	stream_from_env(o);
 }
 
 bool tsn_export_option(int ch, const char *arg)

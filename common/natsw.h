@@ -33,6 +33,12 @@ struct tsn_opts {
 	int64_t ack_wait_ms;        /* publish ack timeout before a resend (default 2000) */
 	int64_t stream_max_age_s;   /* TRAINSCOPE stream retention (default 24 h) */
 	int64_t stream_max_bytes;   /* (default 1 GiB) */
+	/* The stream's manager (the analyzer) creates it and keeps it to these settings;
+	 * any other client only creates it, with them, where it is missing. */
+	bool manage_stream;
+	int stream_replicas;        /* servers holding it (default 1; 3 on a cluster) */
+	bool stream_discard_new;    /* when full refuse new messages (default: drop the oldest) */
+	int stream_partitions;      /* > 1: a subject transform appends each job's partition */
 };
 
 struct tsn_stats {
@@ -118,6 +124,9 @@ int tsn_flush(struct tsn *n, int64_t timeout_ms);
 void tsn_get_stats(struct tsn *n, struct tsn_stats *out);
 /* Creates or updates the TRAINSCOPE stream. Returns 0 or -EAGAIN when not reachable. */
 int tsn_ensure_stream(struct tsn *n);
+
+/* The replicas asked of the stream (1 or more), for the key-value buckets beside it. */
+int tsn_stream_replicas(const struct tsn *n);
 
 /* The JetStream context, for key-value use (natskv.h). */
 jsCtx *tsn_jsctx(struct tsn *n);

@@ -91,6 +91,53 @@ start_nats() {
 	[ -n "$NATS_URL" ] || die "no client port in the ports file"
 }
 
+# start_nats_cluster N: N nats-servers (nats-server-auth, which tools.sh builds: stream
+# subject transforms need 2.10 or later) routed to each other on loopback, routes
+# authenticated, each with its own JetStream store; waits until each sees a JetStream
+# meta leader. Sets CLUSTER_URLS (the client URLs, comma-separated) and the arrays
+# NATS_PID, NATS_MON (monitoring ports), indexed 1..N.
+start_nats_cluster() {
+	local n=$1 i routes="" pass
+	pass=$(od -An -tx8 -N8 /dev/urandom | tr -d ' ')
+	CLUSTER_URLS="" NATS_CPORT=() NATS_RPORT=() NATS_MON=() NATS_PID=()
+	for i in $(seq 1 "$n"); do
+		NATS_CPORT[i]=$(free_port) NATS_RPORT[i]=$(free_port) NATS_MON[i]=$(free_port)
+		routes="$routes${routes:+, }nats-route://route:$pass@127.0.0.1:${NATS_RPORT[i]}"
+		CLUSTER_URLS="$CLUSTER_URLS${CLUSTER_URLS:+,}nats://127.0.0.1:${NATS_CPORT[i]}"
+	done
+	for i in $(seq 1 "$n"); do
+		mkdir -p "$WORK/nats$i"
+		cat >"$WORK/nats$i/nats.conf" <<EOF
+server_name: n$i
+listen: 127.0.0.1:${NATS_CPORT[i]}
+http: 127.0.0.1:${NATS_MON[i]}
+jetstream { store_dir: "$WORK/nats$i/js", max_file_store: 4G, max_memory_store: 64M }
+cluster {
+  name: trainscope
+  listen: 127.0.0.1:${NATS_RPORT[i]}
+  authorization { user: route, password: "$pass" }
+  routes: [$routes]
+}
+EOF
+		start_cluster_node "$i"
+	done
+	for i in $(seq 1 "$n"); do
+		wait_for 60 cluster_meta "$i" ||
+			die "nats cluster: n$i sees no JetStream leader: $(tail -3 "$WORK/nats$i/log")"
+	done
+}
+cluster_meta() {
+	curl -sf "http://127.0.0.1:${NATS_MON[$1]}/jsz" | python3 -c '
+import json, sys
+sys.exit(0 if json.load(sys.stdin).get("meta_cluster", {}).get("leader") else 1)'
+}
+# start_cluster_node I: (re)starts node I of start_nats_cluster on its store.
+start_cluster_node() {
+	nats-server-auth -c "$WORK/nats$1/nats.conf" >>"$WORK/nats$1/log" 2>&1 &
+	PIDS="$PIDS $!"
+	NATS_PID[$1]=$!
+}
+
 start_analyzer() {
 	ANALYZER_LOG="$WORK/analyzer.log"
 	"$BIN/trainscope-analyzer" --nats "$NATS_URL" --report-dir "$REPORTS" --metrics-port 0 \
