@@ -135,6 +135,7 @@ test: deps
 	@BUILD=$(BUILD) e2e/test-webhook.sh
 	@BUILD=$(BUILD) e2e/k8s/test-k8s.sh
 	@BUILD=$(BUILD) e2e/k8s/test-auth.sh
+	@BUILD=$(BUILD) e2e/test-scale.sh
 	@$(MAKE) --no-print-directory e2e-node
 
 # The preload library for aarch64 (Grace Hopper nodes): cross-built into $(BUILD)/aarch64,
@@ -190,6 +191,7 @@ bench: deps
 	@for b in $(BENCHES); do $$b $(PRELOAD_LIB) || exit 1; done
 	@BUILD=$(BUILD) bench/bench_launch.sh
 	@BUILD=$(BUILD) bench/bench_agent.sh
+	@BUILD=$(BUILD) bench/bench_scale.sh
 	@d=$$(mktemp -d) && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
 		-nodes -keyout $$d/key.pem \
 		-out $$d/cert.pem -days 1 -subj /CN=localhost \

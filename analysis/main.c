@@ -48,7 +48,9 @@ static void usage(FILE *f)
 		"                         PARTITIONS): the stream's subject transform gives each\n"
 		"                         job's subjects a partition of its namespace and job\n"
 		"                         (nats-server 2.10 or later); this analyzer reads its own\n"
-		"                         with durable consumer trainscope-analyzer-p<K> (default 1)\n"
+		"                         with durable consumer trainscope-analyzer-p<K>. Not\n"
+		"                         given: one analyzer reads every job, and a stream that\n"
+		"                         others partitioned is left so; 1: the transform removed\n"
 		"      --partition K|auto the partition read, 0 to N-1; auto: the ordinal ending the\n"
 		"                         pod's name (a StatefulSet's, POD_NAME or HOSTNAME)\n"
 		"                         (TRAINSCOPE_ANALYZER_PARTITION, default auto)\n"
@@ -131,7 +133,8 @@ static int partitioning(struct cli *c, const char *parts, const char *part, char
 		return -EINVAL;
 	}
 	c->nats.manage_stream = true;
-	c->nats.stream_partitions = c->partitions;
+	/* not given: a stream partitioned by others stays so (this one reads all of it) */
+	c->nats.stream_partitions = parts && *parts ? c->partitions : -1;
 	c->ao.partitions = c->partitions;
 	if (c->partitions == 1)
 		return 0;

@@ -7,6 +7,7 @@
  * rank of a step ends together; a slow rank computes longer and the others wait in
  * their collective. Faults: --slow RANK:FACTOR[:FROM] (compute), and jitter. */
 #include "injector/relay/batch.h"
+#include "hash.h"
 #include "log.h"
 #include "natsw.h"
 #include "tsclock.h"
@@ -247,8 +248,10 @@ static int publish(struct gen *g, struct tsn *n, int job, int rank, const struct
 	int rc;
 
 	ident(g, job, rank, &id);
-	h.producer_id = ((uint64_t)g->seed << 48) ^ ((uint64_t)job << 24) ^ (uint64_t)rank ^
-			(0x10adull << 32);
+	/* unique per job and rank: Nats-Msg-Id is "<producer>-<seq>", and a run that reused
+	 * another's ids within the stream's duplicate window would be dropped as resends */
+	h.producer_id = ts_fnv1a(id.ns, strlen(id.ns)) ^ ts_mix64(ts_fnv1a(id.job, strlen(id.job))) ^
+			((uint64_t)g->seed << 48) ^ ((uint64_t)rank << 8);
 	h.seq = ++*seq;
 	h.hello = first;
 	h.start_real_ns = g->t0;

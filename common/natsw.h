@@ -38,7 +38,8 @@ struct tsn_opts {
 	bool manage_stream;
 	int stream_replicas;        /* servers holding it (default 1; 3 on a cluster) */
 	bool stream_discard_new;    /* when full refuse new messages (default: drop the oldest) */
-	int stream_partitions;      /* > 1: a subject transform appends each job's partition */
+	int stream_partitions;      /* > 1: a subject transform appends each job's partition;
+				     * 1: none; < 0: as the stream has it */
 };
 
 struct tsn_stats {

@@ -110,6 +110,11 @@ int tsn_stream_apply(natsConnection *nc, const struct tsn_opts *o, char *err, si
 	if (!want)
 		return -ENOMEM;
 	rc = call(nc, "INFO", NULL, &info, err, len);
+	if (!rc && o->stream_partitions < 0) { /* partitions left as they are */
+		json_t *t = json_object_get(json_object_get(info, "config"), "subject_transform");
+		if (t)
+			json_object_set(want, "subject_transform", t);
+	}
 	if (rc == -ENOENT)
 		rc = call(nc, "CREATE", want, &info, err, len);
 	else if (!rc && !settled(json_object_get(info, "config"), want)) {

@@ -111,7 +111,7 @@ start_nats_cluster() {
 server_name: n$i
 listen: 127.0.0.1:${NATS_CPORT[i]}
 http: 127.0.0.1:${NATS_MON[i]}
-jetstream { store_dir: "$WORK/nats$i/js", max_file_store: 4G, max_memory_store: 64M }
+jetstream { store_dir: "$WORK/nats$i/js", max_file_store: 8G, max_memory_store: 64M }
 cluster {
   name: trainscope
   listen: 127.0.0.1:${NATS_RPORT[i]}

@@ -1,0 +1,157 @@
+#!/bin/bash
+# make bench, scale part: the bus and the analyzer at 16,384 ranks. A 3-server NATS
+# cluster (nats-server 2.12, tools.sh), the stream on 3 replicas in 2 partitions, two
+# partitioned analyzers. Two runs, measured side by side:
+#   drain: a backlog of BACKLOG_STEPS steps of the job, stored first, then read by a
+#          fresh analyzer as fast as it can: the rank-steps/s one replica sustains;
+#   live:  trainscope-loadgen --live publishes the 16,384-rank job at 1 step/s (each
+#          step when it ends) with rank 9216 1.5x slower from step 15: the lag from a
+#          step's end to its analysis (the analyzer's own histogram), the analyzer's
+#          CPU per 1,000 rank-steps/s and memory per 1,000 ranks, NATS's storage per
+#          rank-step, and whether the slow rank is named.
+# RANKS, LIVE_STEPS, BACKLOG_STEPS override the sizes; OUT=FILE also writes the table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+. e2e/lib.sh
+RANKS=${RANKS:-16384}
+LIVE_STEPS=${LIVE_STEPS:-60}
+BACKLOG_STEPS=${BACKLOG_STEPS:-30}
+
+
+TOOLS=$(bash e2e/k8s/tools.sh nats) || die "nats-server 2.12 could not be built"
+export PATH="$TOOLS:$PATH"
+trap cleanup EXIT
+start_nats_cluster 3
+export TRAINSCOPE_STREAM_REPLICAS=3 TRAINSCOPE_STREAM_MAX_BYTES=4G
+tck=$(getconf CLK_TCK)
+cpu_s() { awk -v t="$tck" '{ print ($14 + $15) / t }' "/proc/$1/stat"; }
+rss_mb() { awk '/VmHWM/ { print $2 / 1024 }' "/proc/$1/status"; }
+analyzer() { # analyzer NAME ARGS...: started, its pid in APID, its metrics URL in AMET
+	local name=$1; shift
+	mkdir -p "$WORK/$name"
+	"$BIN/trainscope-analyzer" --nats "$CLUSTER_URLS" --report-dir "$WORK/$name/reports" \
+		--metrics-port 0 --quiet "$@" >"$WORK/$name/out" 2>"$WORK/$name/log" &
+	APID=$!
+	PIDS="$PIDS $APID"
+	wait_for 60 grep -q consuming "$WORK/$name/log" || die "$name: $(tail -3 "$WORK/$name/log")"
+	AMET=$(grep -o 'http://[0-9.:]*/metrics' "$WORK/$name/log" | head -1)
+}
+metric() { curl -sf -m 5 "$1" | awk -v m="$2" '$1 == m { print $2 }'; }
+steps_at_least() { [ "$(metric "$1" trainscope_analyzer_steps_total)" -ge "$2" ] 2>/dev/null; }
+stream_bytes() {
+	curl -sf "http://127.0.0.1:${NATS_MON[1]}/jsz?streams=true" | python3 -c '
+import json, sys
+for a in json.load(sys.stdin)["account_details"]:
+    for s in a.get("stream_detail", []):
+        if s["name"] == "TRAINSCOPE":
+            print(s["state"]["bytes"], s["state"]["messages"])'
+}
+
+# ---- drain: one analyzer reads a stored backlog as fast as it can -------------------------------
+echo "scale bench: storing $BACKLOG_STEPS steps of a $RANKS-rank job (namespace drain)"
+"$BIN/trainscope-loadgen" --nats "$CLUSTER_URLS" --ranks "$RANKS" --steps "$BACKLOG_STEPS" \
+	--namespace drain --job backlog >"$WORK/drain-gen.out" 2>"$WORK/drain-gen.log" ||
+	die "loadgen: $(tail -3 "$WORK/drain-gen.log")"
+sed 's/^/  /' "$WORK/drain-gen.out"
+read -r bytes0 msgs0 < <(stream_bytes)
+t0=$(date +%s.%N)
+analyzer drain --filter 'ts.v1.drain.>' --durable bench-drain --snapshot-s 0
+c0=$(cpu_s "$APID")
+wait_for 600 steps_at_least "$AMET" $((RANKS * BACKLOG_STEPS)) || die "the drain did not finish"
+t1=$(date +%s.%N); c1=$(cpu_s "$APID")
+drain_rss=$(rss_mb "$APID")
+kill "$APID"
+
+# ---- live: a job at 1 step/s, two partitioned analyzers of their own ------------------------------
+lag_q() { # lag_q METRICS_URL: p50 p99 max of the verdict lag histogram (bucket bounds, capped at max)
+	curl -sf "$1" | python3 -c '
+import re, sys
+b, mx = {}, 0.0
+for line in sys.stdin:
+    m = re.match(r"trainscope_analyzer_verdict_lag_seconds_bucket\{le=\"([^\"]+)\"\} (\S+)", line)
+    if m:
+        b[float("inf") if m.group(1) == "+Inf" else float(m.group(1))] = float(m.group(2))
+    m = re.match(r"trainscope_analyzer_verdict_lag_max_seconds (\S+)", line)
+    if m:
+        mx = float(m.group(1))
+def q(p):
+    n = b[float("inf")]
+    return next(min(le, mx) for le, c in sorted(b.items()) if c >= p * n)
+print("%.2f %.2f %.2f" % (q(0.5), q(0.99), mx))'
+}
+live() { # live NAME RANKS: its figures appended to $WORK/live.txt
+	local name=$1 ranks=$2 slow=$(($2 * 9 / 16)) k pid met owner
+	for k in 0 1; do
+		analyzer "$name$k" --partitions 2 --partition "$k" --snapshot-s 5 --durable "$name-p$k"
+		eval "P${k}=$APID M${k}=$AMET"
+	done
+	local idle; idle=$(rss_mb "$P0")
+	echo "scale bench: live, $ranks ranks x $LIVE_STEPS steps at 1 step/s, rank $slow 1.5x slower from step 15"
+	"$BIN/trainscope-loadgen" --nats "$CLUSTER_URLS" --ranks "$ranks" --steps "$LIVE_STEPS" \
+		--step-ms 1000 --live --slow "$slow:1.5:15" --namespace "$name" --job llm \
+		>"$WORK/$name-gen.out" 2>"$WORK/$name-gen.log" &
+	local gen=$!
+	PIDS="$PIDS $gen"
+	wait_for 60 grep -q "new job $name/llm" "$WORK/${name}0/log" "$WORK/${name}1/log" ||
+		die "no analyzer took the job"
+	owner=$(grep -l "new job $name/llm" "$WORK/${name}0/log" "$WORK/${name}1/log" | head -1)
+	owner=$(basename "$(dirname "$owner")")
+	if [ "$owner" = "${name}0" ]; then pid=$P0 met=$M0; else pid=$P1 met=$M1; fi
+	# measured from step 10 to the end
+	wait_for 60 steps_at_least "$met" $((ranks * 10)) || die "the live job did not start"
+	local c0 t0 s0 c1 t1 s1 b0 m0 b1 m1
+	c0=$(cpu_s "$pid"); t0=$(date +%s.%N); s0=$(metric "$met" trainscope_analyzer_steps_total)
+	read -r b0 m0 < <(stream_bytes)
+	wait "$gen" || die "loadgen: $(tail -3 "$WORK/$name-gen.log")"
+	wait_for 120 steps_at_least "$met" $((ranks * LIVE_STEPS)) || die "the live job was not all analysed"
+	c1=$(cpu_s "$pid"); t1=$(date +%s.%N); s1=$(metric "$met" trainscope_analyzer_steps_total)
+	read -r b1 m1 < <(stream_bytes)
+	sed 's/^/  /' "$WORK/$name-gen.out"
+	local named
+	named=$(python3 -c "
+import json
+st = json.load(open('$WORK/$owner/reports/${name}_llm.json'))['status']
+print(','.join(str(r['rank']) for r in st.get('slowRanks', [])) or 'none')")
+	echo "$ranks $(lag_q "$met") $c0 $c1 $t0 $t1 $s0 $s1 $(rss_mb "$pid") $idle $b0 $m0 $b1 $m1 $slow $named" \
+		>>"$WORK/live.txt"
+	kill "$P0" "$P1"
+}
+live small $((RANKS / 4))
+live big "$RANKS"
+
+python3 - "$WORK/live.txt" "$RANKS" "$BACKLOG_STEPS" "$t0" "$t1" "$c0" "$c1" "${OUT:-}" <<'PY'
+import sys
+a = sys.argv
+ranks, bsteps = int(a[2]), int(a[3])
+t0, t1, c0, c1 = map(float, a[4:8])
+out = a[8]
+rows = [("one analyzer draining a stored backlog (%d ranks)" % ranks,
+         "%.0f rank-steps/s, %.3f core-s per 1,000" % (ranks * bsteps / (t1 - t0),
+                                                       (c1 - c0) / (ranks * bsteps / 1000)),
+         "budget >= 20,000 rank-steps/s")]
+ok = True
+for line in open(a[1]):
+    f = line.split()
+    n = int(f[0]); p50, p99, mx = map(float, f[1:4])
+    lc0, lc1, lt0, lt1, ls0, ls1, rss, idle, b0, m0, b1, m1 = map(float, f[4:16])
+    slow, named = f[16], f[17]
+    rate = (ls1 - ls0) / (lt1 - lt0)
+    rows += [
+        ("live %d ranks x 1 step/s: rank-steps/s analysed" % n, "%.0f" % rate, ""),
+        ("  lag step end -> analysis, p50 / p99 / max", "%.2f / %.2f / %.2f s" % (p50, p99, mx),
+         "budget <= 2 s"),
+        ("  analyzer CPU per 1,000 rank-steps/s", "%.3f cores" % ((lc1 - lc0) / (lt1 - lt0) / (rate / 1000)), ""),
+        ("  analyzer memory per 1,000 ranks", "%.1f MiB (peak RSS %.0f, idle %.0f MiB)" % ((rss - idle) / (n / 1000), rss, idle), ""),
+        ("  NATS storage per rank-step, one replica", "%.0f bytes" % ((b1 - b0) / max(m1 - m0, 1)), "x3 on disk"),
+        ("  slow rank %s named" % slow, named, "must be " + slow),
+    ]
+    ok &= named == slow
+w = max(len(r[0]) for r in rows)
+text = "\n".join("  %-*s  %-42s %s" % (w, r[0], r[1], r[2]) for r in rows)
+print("scale bench (3 NATS servers, stream R3, 2 partitioned analyzers, all on this machine):")
+print(text)
+if out:
+    open(out, "w").write(text + "\n")
+sys.exit(0 if ok else 1)
+PY
