@@ -16,12 +16,14 @@
 #include <unistd.h>
 
 #include "analysis/analyzer.h"
+#include "ident.h"
 
 #define MS 1000000ull
 #define T0 (1700000000ull * 1000 * MS)
 
 static uint64_t next_seq; /* 0: the producer's next */
 static const char *subject_job; /* non-NULL: the subject names this job, not the batch's */
+static const char *subject_tail = ""; /* after the rank: a partition token ".3" */
 
 /* Packs a batch of steps [first, first + n) of one rank and feeds it. */
 static int feed(struct ts_analyzer *a, const char *job, int rank, int world, uint64_t first,
@@ -64,8 +66,8 @@ static int feed(struct ts_analyzer *a, const char *job, int rank, int world, uin
 	len = trainscope__v1__batch__get_packed_size(&b);
 	assert_true(len <= sizeof(buf));
 	trainscope__v1__batch__pack(&b, buf);
-	snprintf(subject, sizeof(subject), "ts.v1.ml.%s.rank.%d", subject_job ? subject_job : job,
-		 rank);
+	snprintf(subject, sizeof(subject), "ts.v1.ml.%s.rank.%d%s", subject_job ? subject_job : job,
+		 rank, subject_tail);
 	return ts_analyzer_ingest(a, subject, buf, len);
 }
 
@@ -308,6 +310,46 @@ static void test_identity_matches_subject(void **state)
 	ts_analyzer_free(a);
 }
 
+/* Subjects of a partitioned stream carry the job's partition as a seventh token: taken;
+ * one NATS mapped under another partition count is analysed and counted; anything else
+ * after the rank is a bad subject. */
+static void test_partition_token(void **state)
+{
+	struct ts_analyzer_opts o = { .partitions = 2 };
+	struct ts_analyzer_stats st;
+	struct ts_analyzer *a;
+	char right[8], wrong[8];
+	unsigned p = ts_partition("ml", 2, "llm", 3, 2);
+
+	(void)state;
+	ts_params_defaults(&o.params);
+	assert_int_equal(ts_analyzer_new(&a, &o), 0);
+	snprintf(right, sizeof(right), ".%u", p);
+	snprintf(wrong, sizeof(wrong), ".%u", 1 - p);
+	subject_tail = right;
+	assert_int_equal(feed(a, "llm", 0, 2, 0, 4, false), 0);
+	subject_tail = wrong;
+	assert_int_equal(feed(a, "llm", 1, 2, 0, 4, false), 0);
+	ts_analyzer_get_stats(a, &st);
+	assert_int_equal(st.other_partition, 1);
+	assert_int_equal(st.steps, 8);
+	static const char *const bad[] = { ".x", ".1.2", ".", ".-1", ".99999" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		subject_tail = bad[i];
+		assert_int_equal(feed(a, "llm", 0, 2, 4, 1, false), -EINVAL);
+	}
+	/* a batch claiming another job is refused with a partition token too */
+	subject_tail = right;
+	subject_job = "other";
+	assert_int_equal(feed(a, "llm", 0, 2, 4, 1, false), -EBADMSG);
+	subject_job = NULL;
+	subject_tail = "";
+	ts_analyzer_get_stats(a, &st);
+	assert_int_equal(st.bad_subject, 5);
+	assert_int_equal(st.mismatched, 1);
+	ts_analyzer_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -319,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_report_dir_recovers),
 		cmocka_unit_test(test_new_attempt),
 		cmocka_unit_test(test_identity_matches_subject),
+		cmocka_unit_test(test_partition_token),
 	};
 	return cmocka_run_group_tests_name("limits", tests, NULL, NULL);
 }

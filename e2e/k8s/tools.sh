@@ -23,6 +23,15 @@ mkdir -p "$BIN"
 export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
 
 log() { echo "k8s tools: $*" >&2; }
+# A download from the module proxy may fail once (a reset, a timeout): three tries.
+retry() {
+	local i
+	for i in 1 2 3; do
+		"$@" && return 0
+		[ "$i" = 3 ] || { log "failed (try $i of 3): $*; again in $((i * 5)) s"; sleep $((i * 5)); }
+	done
+	return 1
+}
 
 need_etcd() {
 	command -v etcd >/dev/null && return
@@ -110,7 +119,7 @@ need_jaeger() {
 		awk '/^replace \($/ { inblock = 1; print; next } inblock { print; if ($0 == ")") inblock = 0; next }
 			/^replace / { print }' "$gomod"
 	} >"$src/go.mod"
-	(cd "$src" && go get "github.com/jaegertracing/jaeger/cmd/all-in-one@$JAEGER_VERSION" &&
+	(cd "$src" && retry go get "github.com/jaegertracing/jaeger/cmd/all-in-one@$JAEGER_VERSION" &&
 		go build -o "$BIN/jaeger-all-in-one" github.com/jaegertracing/jaeger/cmd/all-in-one)
 }
 
@@ -144,7 +153,7 @@ need_nats() {
 	[ -x "$BIN/nats-server-auth" ] && [ "$("$BIN/nats-server-auth" --version 2>/dev/null)" = "nats-server: $NATS_VERSION" ] &&
 		return
 	log "building nats-server $NATS_VERSION"
-	CGO_ENABLED=0 GOBIN="$TOOLS/src/nats-$NATS_VERSION" \
+	retry env CGO_ENABLED=0 GOBIN="$TOOLS/src/nats-$NATS_VERSION" \
 		go install "github.com/nats-io/nats-server/v2@$NATS_VERSION" || return 1
 	cp "$TOOLS/src/nats-$NATS_VERSION/nats-server" "$BIN/nats-server-auth"
 }
@@ -158,7 +167,7 @@ need_otelcol() {
 	[ -x "$BIN/otelcol-trainscope" ] && [ "$(cat "$src/built" 2>/dev/null)" = "$v" ] && return
 	log "building the OpenTelemetry Collector $v (otlp receiver, bearer-token auth, otlphttp exporter)"
 	mkdir -p "$src"
-	GOBIN="$src" go install "$core/cmd/builder@$v" || return 1
+	retry env GOBIN="$src" go install "$core/cmd/builder@$v" || return 1
 	cat >"$src/builder.yaml" <<-EOF
 	dist:
 	  name: otelcol-trainscope
@@ -171,7 +180,8 @@ need_otelcol() {
 	extensions:
 	  - gomod: $contrib/extension/bearertokenauthextension $v
 	EOF
-	(cd "$src" && ./builder --config builder.yaml >builder.log 2>&1) || { tail -20 "$src/builder.log" >&2; return 1; }
+	(cd "$src" && retry ./builder --config builder.yaml >builder.log 2>&1) ||
+		{ tail -20 "$src/builder.log" >&2; return 1; }
 	cp "$src/out/otelcol-trainscope" "$BIN/" && echo "$v" >"$src/built"
 }
 
@@ -181,7 +191,8 @@ need_prometheus() {
 	[ -x "$BIN/prometheus" ] && [ "$(cat "$src/built" 2>/dev/null)" = "$v" ] && return
 	log "building prometheus $v"
 	mkdir -p "$src"
-	CGO_ENABLED=0 GOBIN="$src" go install "github.com/prometheus/prometheus/cmd/prometheus@$v" || return 1
+	retry env CGO_ENABLED=0 GOBIN="$src" go install "github.com/prometheus/prometheus/cmd/prometheus@$v" ||
+		return 1
 	cp "$src/prometheus" "$BIN/" && echo "$v" >"$src/built"
 }
 
