@@ -949,8 +949,19 @@ void tsn_unsubscribe_core(struct tsn_core_sub *s)
 	free(s);
 }
 
-/* A size like 512M or 2G (binary units), or plain bytes; 0 when not set or not one. */
-static int64_t env_size(const char *name)
+struct unit {
+	char c;
+	int64_t mul;
+};
+static const struct unit size_units[] = { { 'K', 1 << 10 }, { 'k', 1 << 10 }, { 'M', 1 << 20 },
+					  { 'm', 1 << 20 }, { 'G', 1 << 30 }, { 'g', 1 << 30 },
+					  { 0, 0 } };
+static const struct unit time_units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 },
+					  { 0, 0 } };
+
+/* A positive number with an optional unit ("512M", "24h"); 0 when not set or not one
+ * (said, with what the variable wants). */
+static int64_t env_number(const char *name, const struct unit *units, const char *what)
 {
 	const char *v = getenv(name);
 	char *end;
@@ -959,38 +970,14 @@ static int64_t env_size(const char *name)
 	if (!v || !*v)
 		return 0;
 	n = strtoll(v, &end, 10);
-	switch (*end) {
-	case 'K': case 'k': n <<= 10, end++; break;
-	case 'M': case 'm': n <<= 20, end++; break;
-	case 'G': case 'g': n <<= 30, end++; break;
-	}
+	for (const struct unit *u = units; *end && u->c; u++)
+		if (*end == u->c) {
+			n *= u->mul;
+			end++;
+			break;
+		}
 	if (*end || n <= 0) {
-		ts_warn("nats: %s=%s is not a size (bytes, or a number with K, M or G): ignored",
-			name, v);
-		return 0;
-	}
-	return n;
-}
-
-/* Seconds, or a number with s, m, h or d; 0 when unset or not one (said). */
-static int64_t env_seconds(const char *name)
-{
-	const char *v = getenv(name);
-	char *end;
-	int64_t n;
-
-	if (!v || !*v)
-		return 0;
-	n = strtoll(v, &end, 10);
-	switch (*end) {
-	case 's': end++; break;
-	case 'm': n *= 60, end++; break;
-	case 'h': n *= 3600, end++; break;
-	case 'd': n *= 86400, end++; break;
-	}
-	if (*end || n <= 0) {
-		ts_warn("nats: %s=%s is not a duration (seconds, or a number with s, m, h or d): "
-			"ignored", name, v);
+		ts_warn("nats: %s=%s is not %s: ignored", name, v, what);
 		return 0;
 	}
 	return n;
@@ -1000,8 +987,10 @@ static void stream_from_env(struct tsn_opts *o)
 {
 	const char *r = getenv("TRAINSCOPE_STREAM_REPLICAS"), *d = getenv("TRAINSCOPE_STREAM_DISCARD");
 
-	o->stream_max_bytes = env_size("TRAINSCOPE_STREAM_MAX_BYTES");
-	o->stream_max_age_s = env_seconds("TRAINSCOPE_STREAM_MAX_AGE");
+	o->stream_max_bytes = env_number("TRAINSCOPE_STREAM_MAX_BYTES", size_units,
+					 "a size (bytes, or a number with K, M or G)");
+	o->stream_max_age_s = env_number("TRAINSCOPE_STREAM_MAX_AGE", time_units,
+					 "a duration (seconds, or a number with s, m, h or d)");
 	if (r && *r) {
 		o->stream_replicas = atoi(r);
 		if (o->stream_replicas < 1 || o->stream_replicas > 5) {
