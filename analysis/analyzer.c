@@ -775,10 +775,7 @@ static void render_lag(const struct ts_lag *l, struct ts_buf *b)
 
 	ts_buf_printf(b, "# HELP %s From a step's end (its last rank's) to its analysis: the "
 			 "analyzer's lag behind the jobs.\n# TYPE %s histogram\n", n, n);
-	for (int k = 0; k < TS_LAG_BUCKETS; k++)
-		ts_buf_printf(b, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", n, ts_lag_bucket_s[k], l->le[k]);
-	ts_buf_printf(b, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.6f\n%s_count %" PRIu64 "\n",
-		      n, l->count, n, l->sum_s, n, l->count);
+	ts_render_hist(b, n, "", ts_lag_bucket_s, TS_LAG_BUCKETS, l->le, l->count, l->sum_s);
 	ts_buf_printf(b, "# HELP trainscope_analyzer_verdict_lag_max_seconds The largest lag since "
 			 "the start.\n# TYPE trainscope_analyzer_verdict_lag_max_seconds gauge\n"
 			 "trainscope_analyzer_verdict_lag_max_seconds %.6f\n", l->max_s);

@@ -14,6 +14,15 @@
 const char *const ts_metric_names[TS_M_COUNT] = { "compute", "collective", "launch", "dataloader",
 						  "checkpoint", "runq", "offcpu" };
 const char *const ts_state_names[4] = { "Unknown", "Healthy", "FailSlow", "Hang" };
+void ts_hist_observe(const double *bounds, int nb, uint64_t *le, uint64_t *count, double *sum,
+		     double v)
+{
+	for (int b = 0; b < nb; b++)
+		le[b] += v <= bounds[b];
+	(*count)++;
+	*sum += v;
+}
+
 const double ts_step_bucket_s[TS_STEP_BUCKETS] = { 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
 						    5, 10, 30, 60, 120, 300 };
 const double ts_lag_bucket_s[TS_LAG_BUCKETS] = { 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2,
@@ -827,12 +836,9 @@ static double job_step_ms(struct ts_job *j, struct row *r)
 
 static void observe_step(struct ts_job_result *r, double s)
 {
-	if (!(s > 0))
-		return;
-	for (int b = 0; b < TS_STEP_BUCKETS; b++)
-		r->step_le[b] += s <= ts_step_bucket_s[b];
-	r->step_count++;
-	r->step_sum_s += s;
+	if (s > 0)
+		ts_hist_observe(ts_step_bucket_s, TS_STEP_BUCKETS, r->step_le, &r->step_count,
+				&r->step_sum_s, s);
 }
 
 void ts_job_rank_busy_ms(const struct ts_job *j, double *out)
@@ -1009,10 +1015,7 @@ static void lag(struct ts_lag *l, uint64_t now_ns, uint64_t end_ns)
 {
 	double s = now_ns > end_ns ? (double)(now_ns - end_ns) / 1e9 : 0;
 
-	for (int b = 0; b < TS_LAG_BUCKETS; b++)
-		l->le[b] += s <= ts_lag_bucket_s[b];
-	l->count++;
-	l->sum_s += s;
+	ts_hist_observe(ts_lag_bucket_s, TS_LAG_BUCKETS, l->le, &l->count, &l->sum_s, s);
 	if (s > l->max_s)
 		l->max_s = s;
 }

@@ -147,6 +147,10 @@ struct ts_net_verdict {
 /* The upper bounds (s) of the step-time histogram's buckets (+Inf is the count). */
 #define TS_STEP_BUCKETS 14
 extern const double ts_step_bucket_s[TS_STEP_BUCKETS];
+/* A Prometheus histogram's observation: v counted in every bucket of the nb upper bounds
+ * it is under, in count, and in sum. */
+void ts_hist_observe(const double *bounds, int nb, uint64_t *le, uint64_t *count, double *sum,
+		     double v);
 /* From a step's end (its slowest rank's) to its analysis: the analyzer's own lag. */
 #define TS_LAG_BUCKETS 13
 extern const double ts_lag_bucket_s[TS_LAG_BUCKETS];

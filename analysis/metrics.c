@@ -83,6 +83,22 @@ static void family(struct ts_buf *b, const char *name, const char *type, const c
 	ts_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+void ts_render_hist(struct ts_buf *b, const char *name, const char *labels, const double *bounds,
+		    int nb, const uint64_t *le, uint64_t count, double sum)
+{
+	const char *sep = *labels ? "," : "";
+
+	for (int k = 0; k < nb; k++)
+		ts_buf_printf(b, "%s_bucket{%s%sle=\"%g\"} %" PRIu64 "\n", name, labels, sep,
+			      bounds[k], le[k]);
+	ts_buf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", name, labels, sep, count);
+	if (*labels)
+		ts_buf_printf(b, "%s_sum{%s} %.6f\n%s_count{%s} %" PRIu64 "\n", name, labels, sum,
+			      name, labels, count);
+	else
+		ts_buf_printf(b, "%s_sum %.6f\n%s_count %" PRIu64 "\n", name, sum, name, count);
+}
+
 static void rank_labels(struct ts_job *j, int k, char *out, size_t n)
 {
 	struct ts_rank_meta *meta = ts_job_rank(j, k);
@@ -108,17 +124,9 @@ static void job_families(struct jm *m, int n, struct ts_buf *b)
 		ts_buf_printf(b, "trainscope_job_degradation_ratio{%s} %.6g\n", m[i].labels,
 			      isfinite(m[i].r->degradation) ? m[i].r->degradation : 0.0);
 	family(b, "trainscope_job_step_seconds", "histogram", "The job's step times.");
-	for (int i = 0; i < n; i++) {
-		const struct ts_job_result *r = m[i].r;
-		for (int k = 0; k < TS_STEP_BUCKETS; k++)
-			ts_buf_printf(b, "trainscope_job_step_seconds_bucket{%s,le=\"%g\"} %" PRIu64 "\n",
-				      m[i].labels, ts_step_bucket_s[k], r->step_le[k]);
-		ts_buf_printf(b, "trainscope_job_step_seconds_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n"
-			      "trainscope_job_step_seconds_sum{%s} %.6f\n"
-			      "trainscope_job_step_seconds_count{%s} %" PRIu64 "\n",
-			      m[i].labels, r->step_count, m[i].labels, r->step_sum_s, m[i].labels,
-			      r->step_count);
-	}
+	for (int i = 0; i < n; i++)
+		ts_render_hist(b, "trainscope_job_step_seconds", m[i].labels, ts_step_bucket_s,
+			       TS_STEP_BUCKETS, m[i].r->step_le, m[i].r->step_count, m[i].r->step_sum_s);
 }
 
 static void rank_families(struct jm *m, int n, struct ts_buf *b)
