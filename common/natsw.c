@@ -433,6 +433,8 @@ static void opts_defaults(struct tsn_opts *o)
 		o->stream_max_age_s = 24 * 3600;
 	if (o->stream_max_bytes <= 0)
 		o->stream_max_bytes = 1ll << 30;
+	if (o->stream_replicas <= 0)
+		o->stream_replicas = 1;
 }
 
 int tsn_open(struct tsn **out, const struct tsn_opts *opts)
@@ -523,6 +525,10 @@ void tsn_close(struct tsn *n)
 	free(n);
 }
 
+/* What a refusal for lack of store means, said after it. */
+static const char store_hint[] = "; the stream reserves its max bytes (TRAINSCOPE_STREAM_MAX_BYTES, "
+				 "default 1G) on every replica: give JetStream more store, or set it lower";
+
 /* A client that does not manage the stream makes it where it is missing, and leaves
  * one that exists as it is: its settings are the manager's. */
 static int create_if_missing(struct tsn *n, jsErrCode *jerr)
@@ -542,7 +548,7 @@ static int create_if_missing(struct tsn *n, jsErrCode *jerr)
 		cfg.MaxAge = n->opts.stream_max_age_s * 1000000000ll;
 		cfg.MaxBytes = n->opts.stream_max_bytes;
 		cfg.Duplicates = 120 * 1000000000ll;
-		cfg.Replicas = n->opts.stream_replicas > 0 ? n->opts.stream_replicas : 1;
+		cfg.Replicas = n->opts.stream_replicas;
 		cfg.Discard = n->opts.stream_discard_new ? js_DiscardNew : js_DiscardOld;
 		*jerr = 0;
 		jsStreamInfo_Destroy(si);
@@ -564,10 +570,7 @@ static int managed(struct tsn *n)
 
 	if (rc && rc != -EAGAIN && code != n->stream_code)
 		ts_warn("nats: stream %s cannot be made or kept as asked: %s%s", TSN_STREAM, why,
-			strstr(why, "insufficient") || strstr(why, "resources")
-				? "; the stream reserves its max bytes (TRAINSCOPE_STREAM_MAX_BYTES, "
-				  "default 1G) on every replica: give JetStream more store, or set it lower"
-				: "");
+			strstr(why, "insufficient") || strstr(why, "resources") ? store_hint : "");
 	else if (rc == -EAGAIN)
 		ts_debug("nats: stream %s not ready: %s", TSN_STREAM, why);
 	n->stream_code = code;
@@ -591,8 +594,7 @@ int tsn_ensure_stream(struct tsn *n)
 			ts_warn("nats: stream %s cannot be made: %s (error %d)%s", TSN_STREAM,
 				at ? at + 3 : why ? why : "no answer", (int)jerr,
 				jerr == JSInsufficientResourcesErr || jerr == JSStorageResourcesExceededErr
-					? "; the stream reserves its max bytes (TRAINSCOPE_STREAM_MAX_BYTES, "
-					  "default 1G): give JetStream more store, or set it lower"
+					? store_hint
 					: "");
 		else
 			ts_debug("nats: stream %s not ready (%d)", TSN_STREAM, (int)jerr);
@@ -712,7 +714,7 @@ void tsn_pump(struct tsn *n)
 
 int tsn_stream_replicas(const struct tsn *n)
 {
-	return n->opts.stream_replicas > 0 ? n->opts.stream_replicas : 1;
+	return n->opts.stream_replicas;
 }
 
 jsCtx *tsn_jsctx(struct tsn *n)

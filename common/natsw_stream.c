@@ -29,7 +29,7 @@ static json_t *wanted(const struct tsn_opts *o)
 			      "max_msg_size", (json_int_t)-1, "max_bytes", (json_int_t)o->stream_max_bytes,
 			      "max_age", (json_int_t)(o->stream_max_age_s * 1000000000ll), "discard",
 			      o->stream_discard_new ? "new" : "old", "num_replicas",
-			      o->stream_replicas > 0 ? o->stream_replicas : 1, "duplicate_window",
+			      o->stream_replicas, "duplicate_window",
 			      (json_int_t)120000000000ll);
 
 	if (c && o->stream_partitions > 1) {
