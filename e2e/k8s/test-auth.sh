@@ -79,26 +79,57 @@ tok_agent=$(token trainscope trainscope-agent agent-0)
 tok_cli=$(token trainscope trainscope-cli)
 kubectl -n team-a create token default --audience someone-else >"$WORK/token.other-audience"
 
-# ---- nats-server with TLS and auth callout; trainscope-natsauth answering it ----------
-# as the chart's NATS pod: its init container makes the issuer, the service's password
-# and the accounts and auth_callout part; the server's configuration includes it
-mkdir -p "$WORK/nats/auth"
-"$BIN/trainscope-natsauth" --dir "$WORK/nats/auth" --init 2>/dev/null || die "natsauth --init failed"
-nats_port=$(free_port)
-cat >"$WORK/nats/nats.conf" <<EOF
-listen: 127.0.0.1:$nats_port
+# ---- two routed nats-servers with TLS and auth callout; natsauth beside the first -------
+# as the chart's NATS pods: each init container takes the issuer, the service's and the
+# routes' passwords from one Secret (the first to come makes them; both come at once
+# here) and writes the accounts, auth_callout and routes parts the configuration includes
+kubectl -n trainscope create role nats-keys --verb get,update,create --resource secrets >/dev/null
+kubectl -n trainscope create rolebinding nats-keys --role nats-keys --user trainscope-natsauth >/dev/null
+nats_port=(); route_port=(); routes=""
+for i in 0 1; do
+	nats_port[i]=$(free_port); route_port[i]=$(free_port)
+	routes="$routes${routes:+,}nats-route://127.0.0.1:${route_port[i]}"
+done
+for i in 0 1; do
+	mkdir -p "$WORK/nats$i/auth"
+	POD_NAMESPACE=trainscope "$BIN/trainscope-natsauth" --dir "$WORK/nats$i/auth" --init \
+		--secret trainscope-nats-keys --routes "$routes" --kubeconfig "$WORK/natsauth.kubeconfig" \
+		>"$WORK/nats$i/init.log" 2>&1 &
+	init_pid[i]=$!
+done
+for i in 0 1; do wait "${init_pid[i]}" || die "natsauth --init: $(tail -3 "$WORK/nats$i/init.log")"; done
+same_keys() {
+	local f
+	for f in issuer.seed password route.password; do
+		cmp -s "$WORK/nats0/auth/$f" "$WORK/nats1/auth/$f" || return 1
+		[ "$(kubectl -n trainscope get secret trainscope-nats-keys -o "jsonpath={.data.${f//./\\.}}" |
+			base64 -d)" = "$(cat "$WORK/nats0/auth/$f")" ] || return 1
+	done
+	[ "$(grep -c "nats-route://route:" "$WORK/nats0/auth/routes.conf")" = 2 ]
+}
+expect "two NATS pods' init at once: one Secret, the same issuer and passwords in both" same_keys
+for i in 0 1; do
+	cat >"$WORK/nats$i/nats.conf" <<EOF
+server_name: e2e-$i
+listen: 127.0.0.1:${nats_port[i]}
 tls { cert_file: "$pki/nats.crt", key_file: "$pki/nats.key" }
-jetstream { store_dir: "$WORK/nats/js" }
+jetstream { store_dir: "$WORK/nats$i/js" }
 include auth/auth.conf
+cluster { name: e2e, listen: 127.0.0.1:${route_port[i]}, include auth/routes.conf }
 EOF
-nats-server-auth -c "$WORK/nats/nats.conf" >"$WORK/nats/log" 2>&1 &
-PIDS="$PIDS $!"
-wait_for 15 grep -q "Server is ready" "$WORK/nats/log" || die "nats-server did not start: $(tail -5 "$WORK/nats/log")"
-echo "auth e2e: $(nats-server-auth --version) with TLS and auth callout on 127.0.0.1:$nats_port"
-export NATS_URL="tls://127.0.0.1:$nats_port" TRAINSCOPE_NATS_CA="$pki/ca.crt"
-"$BIN/trainscope-natsauth" --dir "$WORK/nats/auth" \
+	nats-server-auth -c "$WORK/nats$i/nats.conf" >"$WORK/nats$i/log" 2>&1 &
+	PIDS="$PIDS $!"
+done
+for i in 0 1; do
+	wait_for 30 grep -q "Server is ready" "$WORK/nats$i/log" ||
+		die "nats-server $i did not start: $(tail -5 "$WORK/nats$i/log")"
+done
+echo "auth e2e: two $(nats-server-auth --version) with TLS, auth callout and authenticated routes"
+export NATS_URL="tls://127.0.0.1:${nats_port[0]}" TRAINSCOPE_NATS_CA="$pki/ca.crt"
+NATS_URL2="tls://127.0.0.1:${nats_port[1]}" # $nats_port below: the first's
+"$BIN/trainscope-natsauth" --dir "$WORK/nats0/auth" \
 	--nats "$NATS_URL" --kubeconfig "$WORK/natsauth.kubeconfig" \
-	--cli trainscope:trainscope-cli --metrics-addr 127.0.0.1 --metrics-port 0 \
+	--cli trainscope:trainscope-cli --analyzer-partitions 2 --metrics-addr 127.0.0.1 --metrics-port 0 \
 	2>"$WORK/natsauth.log" &
 PIDS="$PIDS $!"
 wait_for 15 grep -q "answering" "$WORK/natsauth.log" || die "natsauth did not start: $(cat "$WORK/natsauth.log")"
@@ -127,6 +158,25 @@ expect "plain TCP to the TLS port: refused" sh -c \
 	"! TRAINSCOPE_NATS_CA= '$BIN/forge' --nats nats://127.0.0.1:$nats_port --nats-token-file '$tok_a' \
 		--try pub:x >/dev/null 2>&1"
 
+routed() { # a relay on the second server, whose callout answer comes over the route
+	TRAINSCOPE_POD_UID=$uid_a "$BIN/forge" --nats "$NATS_URL2" --nats-token-file "$tok_a" \
+		--try pub:ts.v1.team-a.j.rank.0 >"$WORK/try2.out" 2>&1
+}
+expect "the second server (no callout of its own) admits a relay: the first's answer, one issuer" \
+	wait_for 30 routed
+rogue_route() { # a server dialling the first's route port without the routes' password
+	cat >"$WORK/rogue.conf" <<EOF
+listen: 127.0.0.1:$(free_port)
+cluster { name: e2e, listen: 127.0.0.1:$(free_port), routes: ["nats-route://127.0.0.1:${route_port[0]}"] }
+EOF
+	nats-server-auth -c "$WORK/rogue.conf" >"$WORK/rogue.log" 2>&1 &
+	local pid=$! rc=0
+	wait_for 20 grep -q "Authorization Violation" "$WORK/rogue.log" || rc=1
+	kill "$pid"; wait "$pid" 2>/dev/null || true
+	return $rc
+}
+expect "a server without the routes' password is refused as a route" rogue_route
+
 # ---- the analyzer, with its own token, makes the stream and its consumer --------------
 TRAINSCOPE_NATS_TOKEN_FILE=$tok_analyzer TRAINSCOPE_POD_UID=$uid_analyzer start_analyzer --quiet
 
@@ -146,6 +196,8 @@ for who in "relay:$tok_a:$uid_a" "agent:$tok_agent:$uid_agent" "cli:$tok_cli:"; 
 	expect "$role: delete the analyzer's consumer denied" denied "$file" "$uid" \
 		'req:$JS.API.CONSUMER.DELETE.TRAINSCOPE.trainscope-analyzer'
 done
+expect "cli: delete a partition's consumer denied (--analyzer-partitions 2)" denied "$tok_cli" "" \
+	'req:$JS.API.CONSUMER.DELETE.TRAINSCOPE.trainscope-analyzer-p1'
 expect "the analyzer's consumer is still there (its own token may read it)" try "$tok_analyzer" \
 	"$uid_analyzer" 'req:$JS.API.CONSUMER.INFO.TRAINSCOPE.trainscope-analyzer'
 grep -q '"name":"trainscope-analyzer"' "$WORK/try.out" || { echo "FAIL  consumer info"; fails=$((fails + 1)); }

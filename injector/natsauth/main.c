@@ -4,6 +4,7 @@
  * node's, the analyzer alone manages the stream. */
 #include "callout.h"
 #include "httpd.h"
+#include "keep.h"
 #include "kube.h"
 #include "log.h"
 #include "natsw.h"
@@ -20,14 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 
 #define REQ_SUBJECT "$SYS.REQ.USER.AUTH"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: trainscope-natsauth --dir DIR --init\n"
+		"Usage: trainscope-natsauth --dir DIR --init [--secret NAME] [--routes URL,...]\n"
 		"       trainscope-natsauth --dir DIR [options]\n"
 		"       trainscope-natsauth --issuer-seed-file FILE [--server-config OUT] [options]\n"
 		"NATS auth callout for trainscope (nats-server 2.10 or later). A client connects with\n"
@@ -51,6 +51,13 @@ static void usage(FILE *f)
 		"  --init                   make DIR's seed and password when missing (random, 0600),\n"
 		"                           write DIR/auth.conf, and exit: nats-server's pod's init\n"
 		"                           container, sharing DIR with this service's container\n"
+		"  --secret NAME            with --init: the seed and the passwords (DIR/password,\n"
+		"                           DIR/route.password) from this Secret of the pod's\n"
+		"                           namespace, made there when missing: every server of a\n"
+		"                           cluster must have the same (needs get, update, create)\n"
+		"  --routes URL,...         with --init: DIR/routes.conf, the cluster's routes\n"
+		"                           (nats-route://host:port) with the routes' user and\n"
+		"                           password; include it in nats-server's cluster block\n"
 		"  --issuer-seed-file FILE  the issuer's account nkey seed (SA...), or any secret of\n"
 		"                           16 bytes or more whose SHA-256 is the seed\n"
 		"  --server-config OUT      write the configuration part to OUT and exit\n"
@@ -64,6 +71,8 @@ static void usage(FILE *f)
 		"  --agent NS:SA            the agent's (default trainscope:trainscope-agent)\n"
 		"  --cli NS:SA              a ServiceAccount for the trainscope CLI (repeat, at most 8)\n"
 		"  --analyzer-durable NAME  the analyzer's consumer (default trainscope-analyzer)\n"
+		"  --analyzer-partitions N  the analyzer's partitions: its consumers <durable>-p0..\n"
+		"                           -p<N-1> are kept from the cli too (default 0: none)\n"
 		"  --analyzer-bucket NAME   its snapshot bucket (default trainscope-analyzer)\n"
 		"  --kubeconfig FILE        the API server (default: in cluster)\n"
 		"  --metrics-port N         /metrics and /healthz (default 9466; 0: any)\n"
@@ -77,6 +86,7 @@ struct natsauth {
 	struct ts_callout co;
 	struct ts_review review;
 	const char *seed_file, *server_config, *auth_user, *auth_account, *kubeconfig, *dir;
+	const char *secret, *routes;
 	bool init;
 	char seed_path[4096], password_path[4096], conf_path[4096], password[128];
 	const char *metrics_addr;
@@ -116,38 +126,77 @@ static int load_issuer(struct natsauth *a)
 }
 
 /* A file of random text (a seed's secret, a password) unless it is there: 0 or -errno. */
-static int make_secret(const char *path)
+static int make_secret(const char *dir, const char *name)
 {
-	static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-	unsigned char raw[40];
-	char text[sizeof(raw) + 1];
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	char path[4096], text[TS_KEEP_LEN + 1];
+	int fd, bad;
 
-	if (fd < 0)
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600)) < 0)
 		return errno == EEXIST ? 0 : -errno;
-	if (RAND_bytes(raw, sizeof(raw)) != 1) {
-		close(fd);
-		unlink(path);
-		return -EIO;
-	}
-	for (size_t i = 0; i < sizeof(raw); i++)
-		text[i] = abc[raw[i] % (sizeof(abc) - 1)];
-	text[sizeof(raw)] = 0;
-	if (write(fd, text, sizeof(raw)) != (ssize_t)sizeof(raw) || close(fd)) {
+	bad = ts_random_text(text, TS_KEEP_LEN) || write(fd, text, TS_KEEP_LEN) != TS_KEEP_LEN;
+	if (close(fd) || bad) {
 		unlink(path);
 		return -EIO;
 	}
 	return 0;
 }
 
+static const char *const shared_keys[] = { "issuer.seed", "password", "route.password" };
+
 static int init_dir(struct natsauth *a)
 {
-	int err;
+	struct ts_keep_opts ko = { .secret = a->secret, .kubeconfig = a->kubeconfig,
+				   .dir = a->dir, .keys = shared_keys, .n_keys = 3 };
+	int err = 0;
 
-	if ((err = make_secret(a->seed_path)) || (err = make_secret(a->password_path))) {
+	if (a->secret)
+		return ts_keep_secrets(&ko) ? -1 : 0;
+	for (size_t i = 0; i < ko.n_keys && !err; i++)
+		err = make_secret(a->dir, shared_keys[i]);
+	if (err) {
 		ts_error("cannot make the secrets in %s: %s", a->dir, strerror(-err));
 		return -1;
 	}
+	return 0;
+}
+
+/* DIR/routes.conf: the routes' credentials, and each route URL carrying them (a server
+ * dialling a route presents what its URL holds, not its cluster block's). */
+static int write_routes_conf(struct natsauth *a)
+{
+	char path[4096], pw[128], list[4096], *save = NULL, *url;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/route.password", a->dir);
+	if (tsn_read_secret(path, pw, sizeof(pw))) {
+		ts_error("cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/routes.conf", a->dir);
+	snprintf(list, sizeof(list), "%s", a->routes);
+	if (!(f = fopen(path, "w"))) {
+		ts_error("cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "# written by trainscope-natsauth --init: include it in the cluster block\n"
+		   "authorization { user: \"route\", password: \"%s\" }\nroutes: [\n", pw);
+	for (url = strtok_r(list, ",", &save); url; url = strtok_r(NULL, ",", &save)) {
+		const char *rest = strstr(url, "://");
+
+		if (!rest || strchr(url, '@') || strpbrk(url, "\" \t\n")) {
+			ts_error("--routes: '%s' is not scheme://host:port", url);
+			fclose(f);
+			return -1;
+		}
+		fprintf(f, "  \"%.*s://route:%s@%s\"\n", (int)(rest - url), url, pw, rest + 3);
+	}
+	fprintf(f, "]\n");
+	if (fclose(f)) {
+		ts_error("cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	ts_info("wrote %s", path);
 	return 0;
 }
 
@@ -269,6 +318,9 @@ static int parse(struct natsauth *a, int argc, char **argv)
 		{ "cli", required_argument, NULL, 'c' },
 		{ "analyzer-durable", required_argument, NULL, 'D' },
 		{ "analyzer-bucket", required_argument, NULL, 'B' },
+		{ "analyzer-partitions", required_argument, NULL, 'P' },
+		{ "secret", required_argument, NULL, 'S' },
+		{ "routes", required_argument, NULL, 'R' },
 		{ "kubeconfig", required_argument, NULL, 'k' },
 		{ "metrics-port", required_argument, NULL, 'p' },
 		{ "metrics-addr", required_argument, NULL, 'm' },
@@ -278,6 +330,7 @@ static int parse(struct natsauth *a, int argc, char **argv)
 		{ 0 },
 	};
 	struct ts_authz_policy *p = &a->co.policy;
+	char *end;
 	int ch;
 
 	tsn_opts_from_env(&a->nats, "trainscope-natsauth");
@@ -311,6 +364,17 @@ static int parse(struct natsauth *a, int argc, char **argv)
 			break;
 		case 'D': p->analyzer_durable = optarg; break;
 		case 'B': p->analyzer_bucket = optarg; break;
+		case 'P':
+			p->analyzer_partitions = (int)strtol(optarg, &end, 10);
+			if (*end || !*optarg || p->analyzer_partitions < 0 ||
+			    p->analyzer_partitions > TS_AUTHZ_MAX_PARTITIONS) {
+				fprintf(stderr, "trainscope-natsauth: --analyzer-partitions '%s': 0 to %d\n",
+					optarg, TS_AUTHZ_MAX_PARTITIONS);
+				return 2;
+			}
+			break;
+		case 'S': a->secret = optarg; break;
+		case 'R': a->routes = optarg; break;
 		case 'k': a->kubeconfig = optarg; break;
 		case 'p': a->metrics_port = atoi(optarg); break;
 		case 'm': a->metrics_addr = optarg; break;
@@ -329,6 +393,10 @@ static int parse(struct natsauth *a, int argc, char **argv)
 		snprintf(a->conf_path, sizeof(a->conf_path), "%s/auth.conf", a->dir);
 		a->seed_file = a->seed_file ? a->seed_file : a->seed_path;
 		a->server_config = a->init ? a->conf_path : a->server_config;
+	}
+	if ((a->secret || a->routes) && !a->init) {
+		fprintf(stderr, "trainscope-natsauth: --secret and --routes go with --init\n");
+		return 2;
 	}
 	if (optind < argc || !a->seed_file || (a->init && !a->dir) || a->metrics_port < 0 ||
 	    a->metrics_port > 65535) {
@@ -384,7 +452,7 @@ int main(int argc, char **argv)
 	ts_log_init("natsauth");
 	if ((rc = parse(&a, argc, argv)))
 		return rc;
-	if (a.init && init_dir(&a))
+	if (a.init && (init_dir(&a) || (a.routes && write_routes_conf(&a))))
 		return 1;
 	if (a.dir && tsn_read_secret(a.password_path, a.password, sizeof(a.password))) {
 		ts_error("cannot read %s: %s (made by --init)", a.password_path, strerror(errno));

@@ -1,5 +1,6 @@
 # trainscope-natsauth: the NATS auth callout (TokenReview-backed roles).
 NATSAUTH_LIB_OBJS := $(BUILD)/obj/injector/natsauth/rights.o $(BUILD)/obj/injector/natsauth/callout.o \
+	$(BUILD)/obj/injector/natsauth/keep.o \
 	$(BUILD)/obj/injector/natsauth/review.o $(NKEYS_OBJS)
 NATSAUTH_BIN := $(BUILD)/bin/trainscope-natsauth
 

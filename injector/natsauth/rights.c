@@ -67,15 +67,27 @@ static json_t *perms(json_t *pub, json_t *sub, json_t *pub_deny)
 	return p;
 }
 
-/* The consumer-management subjects that name the analyzer's durable consumer. */
-static json_t *analyzer_consumer_deny(const char *durable)
+/* The consumer-management subjects that name one consumer. */
+static void consumer_deny(json_t *d, const char *name)
+{
+	add(d, "$JS.API.CONSUMER.*.%s.%s", TSN_STREAM, name);
+	add(d, "$JS.API.CONSUMER.*.%s.%s.>", TSN_STREAM, name);
+	add(d, "$JS.API.CONSUMER.*.*.%s.%s", TSN_STREAM, name);
+	add(d, "$JS.ACK.%s.%s.>", TSN_STREAM, name);
+}
+
+/* The analyzer's durable consumers: its own and, partitioned, each partition's (a
+ * subject wildcard matches whole tokens only, so each is named). */
+static json_t *analyzer_consumer_deny(const struct ts_authz_policy *p)
 {
 	json_t *d = json_array();
+	char name[256];
 
-	add(d, "$JS.API.CONSUMER.*.%s.%s", TSN_STREAM, durable);
-	add(d, "$JS.API.CONSUMER.*.%s.%s.>", TSN_STREAM, durable);
-	add(d, "$JS.API.CONSUMER.*.*.%s.%s", TSN_STREAM, durable);
-	add(d, "$JS.ACK.%s.%s.>", TSN_STREAM, durable);
+	consumer_deny(d, p->analyzer_durable);
+	for (int k = 0; k < p->analyzer_partitions; k++) {
+		snprintf(name, sizeof(name), "%s-p%d", p->analyzer_durable, k);
+		consumer_deny(d, name);
+	}
 	return d;
 }
 
@@ -136,7 +148,7 @@ enum ts_authz_role ts_authz_rights(const struct ts_authz_policy *p, const struct
 		add(pub, "$JS.API.CONSUMER.>");
 		add(pub, "$JS.ACK.%s.>", TSN_STREAM);
 		add(sub, "%s.>", TS_AUTHZ_INBOX);
-		*out = perms(pub, sub, analyzer_consumer_deny(p->analyzer_durable));
+		*out = perms(pub, sub, analyzer_consumer_deny(p));
 		break;
 	case TS_ROLE_NONE:
 		json_decref(pub);

@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #define TS_AUTHZ_MAX_CLI 8
+#define TS_AUTHZ_MAX_PARTITIONS 1024 /* as the analyzer's --partitions */
 
 /* What a TokenReview said of a token: the ServiceAccount and, for a token bound to a pod
  * (a projected volume), the pod and its node. */
@@ -27,6 +28,7 @@ struct ts_authz_policy {
 	const char *cli[TS_AUTHZ_MAX_CLI];
 	int n_cli;
 	const char *analyzer_durable; /* the consumer no other credential may touch */
+	int analyzer_partitions;      /* > 0: and its partitions' <durable>-p<k> */
 	const char *analyzer_bucket;  /* its snapshots' key-value bucket */
 };
 

@@ -2,6 +2,7 @@
 #include "b64.h"
 #include "cert.h"
 #include "kube.h"
+#include "kube_secret.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NS_FILE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 #define MWC_API "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
 #define ATTEMPTS 5 /* reads and writes, when a write meets a 409 conflict */
 #define CONFLICT 1
@@ -40,45 +40,14 @@ __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...)
 	return -1;
 }
 
-/* What the API server answered: "HTTP 403: secrets \"x\" is forbidden: ...". */
-static void said(int code, json_t *answer, char *out, size_t n)
-{
-	const char *msg = json_string_value(json_object_get(answer, "message"));
-
-	if (code < 0)
-		snprintf(out, n, "no answer from the API server (%s; TRAINSCOPE_LOG=warn says more)",
-			 strerror(-code));
-	else
-		snprintf(out, n, "HTTP %d%s%s", code, msg ? ": " : "", msg ? msg : "");
-}
-
-/* A DNS-1123 name of at most max characters: what may go into an API path. */
-static int k8s_name(const char *s, size_t max)
-{
-	size_t n = strlen(s);
-	const char *ok = "abcdefghijklmnopqrstuvwxyz0123456789-.";
-
-	return n && n <= max && strspn(s, ok) == n && s[0] != '-' && s[0] != '.' &&
-	       s[n - 1] != '-' && s[n - 1] != '.';
-}
-
 static int pod_namespace(char *out, size_t n)
 {
-	const char *env = getenv("POD_NAMESPACE");
-	FILE *f;
+	int err = ts_kube_namespace(out, n);
 
-	if (env && *env) {
-		snprintf(out, n, "%s", env);
-	} else if ((f = fopen(NS_FILE, "r"))) {
-		if (!fgets(out, (int)n, f))
-			out[0] = 0;
-		fclose(f);
-		out[strcspn(out, "\r\n")] = 0;
-	} else {
-		return fail("no namespace: set POD_NAMESPACE, or run in a pod (%s: %s)", NS_FILE,
-			    strerror(errno));
-	}
-	if (!k8s_name(out, 63))
+	if (err == -ENOENT)
+		return fail("no namespace: set POD_NAMESPACE, or run in a pod (%s: %s)",
+			    TS_KUBE_NS_FILE, strerror(errno));
+	if (err)
 		return fail("the namespace '%s' is not a Kubernetes name", out);
 	return 0;
 }
@@ -88,8 +57,8 @@ static int names(struct boot *b)
 	const struct ts_bootstrap_opts *o = b->o;
 	const char *svc = o->service, *ns = b->ns;
 
-	if (!k8s_name(o->secret, 253) || (o->webhook_config && !k8s_name(o->webhook_config, 253)) ||
-	    !k8s_name(svc, 63) || strchr(svc, '.'))
+	if (!ts_kube_name_ok(o->secret, 253) || (o->webhook_config && !ts_kube_name_ok(o->webhook_config, 253)) ||
+	    !ts_kube_name_ok(svc, 63) || strchr(svc, '.'))
 		return fail("--secret '%s', --service '%s', --webhook-config '%s': not Kubernetes "
 			    "names (a service has no dots)", o->secret, svc,
 			    o->webhook_config ? o->webhook_config : "");
@@ -108,50 +77,19 @@ static int names(struct boot *b)
 	return 0;
 }
 
-/* ---- base64, as the API server writes Secret data and caBundle ------------------------ */
-
-static json_t *b64_string(const char *text)
-{
-	char *enc = ts_b64_encode(text);
-	json_t *j = enc ? json_string(enc) : NULL;
-
-	free(enc);
-	return j;
-}
-
 /* ---- the Secret ------------------------------------------------------------------------ */
-
-/* A key of the Secret's data, decoded; NULL when absent or empty. */
-static char *data_of(json_t *secret, const char *key)
-{
-	const char *v = json_string_value(json_object_get(json_object_get(secret, "data"), key));
-	char *pem = v ? ts_b64_decode(v) : NULL;
-
-	if (pem && !*pem) {
-		free(pem);
-		pem = NULL;
-	}
-	return pem;
-}
 
 /* The set into the Secret's data (other keys kept; its type too, which cannot change). */
 static int put_data(json_t *secret, const struct ts_cert_set *s)
 {
-	json_t *data = json_object_get(secret, "data");
-
-	if (!json_is_object(data) && json_object_set_new(secret, "data", data = json_object()))
-		return -1;
-	return json_object_set_new(data, "ca.crt", b64_string(s->ca_pem)) ||
-	       json_object_set_new(data, "tls.crt", b64_string(s->cert_pem)) ||
-	       json_object_set_new(data, "tls.key", b64_string(s->key_pem));
+	return ts_kube_secret_set(secret, "ca.crt", s->ca_pem) ||
+	       ts_kube_secret_set(secret, "tls.crt", s->cert_pem) ||
+	       ts_kube_secret_set(secret, "tls.key", s->key_pem);
 }
 
 static json_t *new_secret(const struct boot *b)
 {
-	return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}}, s:s}", "apiVersion", "v1",
-			 "kind", "Secret", "metadata", "name", b->o->secret, "namespace", b->ns,
-			 "labels", "app.kubernetes.io/name", "trainscope",
-			 "app.kubernetes.io/component", "webhook", "type", "kubernetes.io/tls");
+	return ts_kube_secret_new(b->ns, b->o->secret, "webhook", "kubernetes.io/tls");
 }
 
 /* Writes the new set: PUT over the Secret read (obj), or POST when there was none. done
@@ -168,7 +106,7 @@ static int write_secret(struct boot *b, json_t *obj, const struct ts_cert_set *s
 	} else {
 		code = ts_kube_request(b->kube, create ? "POST" : "PUT",
 				       create ? b->secrets : b->secret_path, body, NULL, &answer);
-		said(code, answer, api, sizeof(api));
+		ts_kube_said(code, answer, api, sizeof(api));
 		ts_cert_time(s->not_after, when, sizeof(when));
 		if (code == 409)
 			rc = CONFLICT;
@@ -193,7 +131,7 @@ static int secret_round(struct boot *b, struct ts_cert_set *out)
 	int code = ts_kube_request(b->kube, "GET", b->secret_path, NULL, NULL, &obj), rc, had;
 
 	if (code != 200 && code != 404) {
-		said(code, obj, api, sizeof(api));
+		ts_kube_said(code, obj, api, sizeof(api));
 		json_decref(obj);
 		return fail("cannot read %s: %s", b->secret_what, api);
 	}
@@ -201,9 +139,9 @@ static int secret_round(struct boot *b, struct ts_cert_set *out)
 		json_decref(obj);
 		obj = NULL;
 	}
-	s.ca_pem = data_of(obj, "ca.crt");
-	s.cert_pem = data_of(obj, "tls.crt");
-	s.key_pem = data_of(obj, "tls.key");
+	s.ca_pem = ts_kube_secret_value(obj, "ca.crt");
+	s.cert_pem = ts_kube_secret_value(obj, "tls.crt");
+	s.key_pem = ts_kube_secret_value(obj, "tls.key");
 	had = s.ca_pem || s.cert_pem || s.key_pem;
 	rc = ts_cert_set_ensure(&s, b->dns, NDNS, b->o->validity_days, why, sizeof(why));
 	if (rc < 0) {
@@ -297,7 +235,7 @@ static int put_webhooks(struct boot *b, json_t *mwc, int changed)
 	int code = ts_kube_request(b->kube, "PUT", b->mwc_path, mwc, NULL, &answer);
 	char api[768];
 
-	said(code, answer, api, sizeof(api));
+	ts_kube_said(code, answer, api, sizeof(api));
 	json_decref(answer);
 	if (code == 409)
 		return CONFLICT;
@@ -339,7 +277,7 @@ static int webhook_round(struct boot *b, const char *bundle)
 	int code = get_webhooks(b, &obj), changed, rc = 0;
 	char api[768];
 
-	said(code, obj, api, sizeof(api));
+	ts_kube_said(code, obj, api, sizeof(api));
 	if (code != 200)
 		rc = fail("cannot read MutatingWebhookConfiguration %s: %s", name, api);
 	else if ((changed = set_bundles(obj, bundle)) < 0)
@@ -358,7 +296,7 @@ static int webhook_round(struct boot *b, const char *bundle)
 static int run(struct boot *b)
 {
 	struct ts_cert_set s = { 0 };
-	json_t *bundle;
+	char *bundle;
 	int rc = CONFLICT;
 
 	for (int i = 0; i < ATTEMPTS && rc == CONFLICT; i++)
@@ -368,7 +306,7 @@ static int run(struct boot *b)
 	if (rc)
 		return -1;
 	rc = b->o->out_dir ? write_pair(b, &s) : 0;
-	bundle = rc || !b->o->webhook_config ? NULL : b64_string(s.ca_pem);
+	bundle = rc || !b->o->webhook_config ? NULL : ts_b64_encode(s.ca_pem);
 	ts_cert_set_free(&s);
 	if (rc)
 		return -1;
@@ -378,8 +316,8 @@ static int run(struct boot *b)
 		return fail("out of memory");
 	rc = CONFLICT;
 	for (int i = 0; i < ATTEMPTS && rc == CONFLICT; i++)
-		rc = webhook_round(b, json_string_value(bundle));
-	json_decref(bundle);
+		rc = webhook_round(b, bundle);
+	free(bundle);
 	if (rc == CONFLICT)
 		return fail("MutatingWebhookConfiguration %s: still conflicting after %d writes",
 			    b->o->webhook_config, ATTEMPTS);

@@ -98,6 +98,22 @@ static void test_roles(void **state)
 	       "$JS.ACK.TRAINSCOPE.trainscope-analyzer.>");
 	json_decref(p);
 
+	/* partitioned analyzers: each partition's consumer kept from the CLI too */
+	{
+		struct ts_authz_policy parted = policy;
+		json_t *deny;
+
+		parted.analyzer_partitions = 2;
+		assert_int_equal(ts_authz_rights(&parted, &w, &p, why, sizeof(why)), TS_ROLE_CLI);
+		deny = json_object_get(json_object_get(p, "pub"), "deny");
+		assert_int_equal(json_array_size(deny), 12);
+		assert_string_equal(json_string_value(json_array_get(deny, 4)),
+				    "$JS.API.CONSUMER.*.TRAINSCOPE.trainscope-analyzer-p0");
+		assert_string_equal(json_string_value(json_array_get(deny, 11)),
+				    "$JS.ACK.TRAINSCOPE.trainscope-analyzer-p1.>");
+		json_decref(p);
+	}
+
 	/* the agent's ServiceAccount name in another namespace is just a relay */
 	w = who_of("team-a", "trainscope-agent", UID, "n1");
 	assert_int_equal(ts_authz_rights(&policy, &w, &p, why, sizeof(why)), TS_ROLE_RELAY);
