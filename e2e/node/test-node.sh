@@ -1,6 +1,9 @@
 #!/bin/bash
 # trainscope on a real one-node Kubernetes cluster (cluster.sh): `helm install` of the
-# chart with locally built images (images.sh), every chart pod Ready, the agent's eBPF
+# chart with locally built images (images.sh): NATS as the chart's default 3-server
+# JetStream cluster (stream replicas 3), 2 partitioned analyzers; every chart pod Ready,
+# each job analysed by the one analyzer of its partition, a NATS server and that analyzer
+# killed mid-job with the verdict still coming on complete data; the agent's eBPF
 # programs loaded inside its pod; annotated training pods as users write them (a root
 # trainer with a musl program beside it; a restricted, Guaranteed, non-root one) are
 # injected, really run, and `kubectl get snr` names the slowed rank with its pod and
@@ -11,7 +14,7 @@ set -e
 BUILD=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-TOTAL=29
+TOTAL=33
 
 skip() {
 	echo "node e2e: skipped: $*"
@@ -74,7 +77,8 @@ node_up "$TS_IMAGES/images.tar"
 kubectl create namespace trainscope >/dev/null
 kubectl label namespace trainscope pod-security.kubernetes.io/enforce=privileged >/dev/null
 CHART_SET=(--set image.repository=trainscope --set image.tag=e2e --set image.pullPolicy=Never
-	--set nats.image=trainscope-nats:e2e --set nats.storage= --set agent.intervalMs=500)
+	--set nats.image=trainscope-nats:e2e --set nats.storage= --set agent.intervalMs=500
+	--set analyzer.replicas=2)
 started=$(date +%s)
 helm install trainscope "$root/helm/trainscope" -n trainscope "${CHART_SET[@]}" \
 	--wait --timeout 5m >"$WORK/helm-install.log" 2>&1 ||
@@ -84,6 +88,29 @@ chart_ready() {
 }
 expect "helm install: NATS, analyzer, webhook and agent Ready ($(($(date +%s) - started)) s)" chart_ready
 kubectl -n trainscope get pods -o wide 2>&1 | sed 's/^/      /'
+# NATS's own view, through each server's monitoring port
+nats_mon() { # POD PATH
+	kubectl get --raw "/api/v1/namespaces/trainscope/pods/$1:8222/proxy/$2"
+}
+stream_r3() {
+	nats_mon trainscope-nats-0 "jsz?accounts=true&streams=true&config=true" >"$WORK/jsz.json" 2>/dev/null &&
+		python3 - "$WORK/jsz.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+st = [s for a in j.get("account_details", []) for s in a.get("stream_detail", [])
+      if s["name"] == "TRAINSCOPE"]
+if not st:
+    sys.exit(1)
+s = st[0]
+c, cl = s["config"], s.get("cluster", {})
+peers = [cl.get("leader")] + [r["name"] for r in cl.get("replicas", []) if r.get("current")]
+tr = (c.get("subject_transform") or {}).get("dest", "")
+print("      TRAINSCOPE: %d replicas, on %s; subjects mapped to %s" % (c["num_replicas"], peers, tr))
+sys.exit(0 if c["num_replicas"] == 3 and len(set(peers)) == 3 and "partition(2,1,2)" in tr else 1)
+PY
+}
+expect "NATS: 3 routed servers; the stream on 3 of them, mapped into the analyzers' 2 partitions" \
+	wait_for 90 stream_r3
 agent_loaded() {
 	kubectl -n trainscope logs ds/trainscope-agent >"$WORK/agent-pod.log" 2>&1 &&
 		grep -q "agent: scheduling: on" "$WORK/agent-pod.log"
@@ -170,12 +197,17 @@ host_joined() {
 expect "the DaemonSet agent traced the job's ranks" host_joined
 # NATS is closed by default: the relay, the agent and the analyzer each came in through
 # the auth callout with their pods' tokens, each as its own role
-nats_roles() {
-	kubectl get --raw "/api/v1/namespaces/trainscope/pods/trainscope-nats-0:9466/proxy/metrics" \
-		>"$WORK/natsauth.metrics" 2>&1 &&
-		for r in relay agent analyzer; do
-			grep -q "^trainscope_natsauth_granted_total{role=\"$r\"} [1-9]" "$WORK/natsauth.metrics" || return 1
-		done
+nats_roles() { # any server's callout may have admitted a client
+	local i r
+	: >"$WORK/natsauth.metrics"
+	for i in 0 1 2; do
+		kubectl get --raw "/api/v1/namespaces/trainscope/pods/trainscope-nats-$i:9466/proxy/metrics" \
+			>>"$WORK/natsauth.metrics" 2>&1 || return 1
+	done
+	for r in relay agent analyzer; do
+		awk -v r="trainscope_natsauth_granted_total{role=\"$r\"}" '$1 == r { n += $2 } END { exit !(n > 0) }' \
+			"$WORK/natsauth.metrics" || return 1
+	done
 }
 expect "the chart's NATS (TLS, auth callout) admitted the relay, agent and analyzer by their tokens" nats_roles
 # a bare pod is its own controller: it owns the report, and the garbage collector
@@ -189,12 +221,41 @@ report_gone() { ! kubectl -n team get snr llm >/dev/null 2>&1; }
 collected() { kubectl -n team delete pod llm-0 --wait=false >/dev/null && wait_for 90 report_gone; }
 expect "deleting the pod garbage-collects its report" collected
 
-# ---- a CPU hog on the rank's core: HostCPU, the preemptor named through the agent ---------
+# ---- a CPU hog on the rank's core: HostCPU, the preemptor named through the agent; a NATS
+# server and the job's analyzer killed while it runs ---------------------------------------
+part_of() { # NS JOB N: NATS's {{partition(N,1,2)}}, FNV-1a 32 of the two tokens
+	python3 -c 'import sys
+h = 2166136261
+for c in (sys.argv[1] + sys.argv[2]).encode():
+    h = ((h ^ c) * 16777619) & 0xFFFFFFFF
+print(h % int(sys.argv[3]))' "$@"
+}
 job_pod hog-0 hog host --steps 300 --matrix 48 --compute-iters 4 | kubectl apply -f - >/dev/null
+hog_owner=trainscope-analyzer-$(part_of team hog 2)
+steps_past() { # NS JOB N
+	[ "$(kubectl -n "$1" get snr "$2" -o jsonpath='{.status.lastStep}' 2>/dev/null || echo 0)" -ge "$3" ] 2>/dev/null
+}
+killed_mid_job() {
+	wait_for 180 steps_past team hog 30 || return 1
+	kubectl -n trainscope delete pod trainscope-nats-2 "$hog_owner" --grace-period=0 --force \
+		>/dev/null 2>&1 || return 1
+	echo "      killed trainscope-nats-2 and $hog_owner (hog's partition) at step $(kubectl -n team get snr hog -o jsonpath='{.status.lastStep}')"
+}
+expect "a NATS server and the job's analyzer killed mid-job" killed_mid_job
 wait_for 300 pod_done team hog-0 || true
-expect "kubectl get snr names rank 5 (HostCPU)" wait_for 60 snr_names team hog "5(HostCPU)"
-# what the analyzer and the agent saw of it (their pods are gone after uninstall)
-kubectl -n trainscope logs deploy/trainscope-analyzer >"$WORK/analyzer-hog.log" 2>&1 || true
+expect "kubectl get snr names rank 5 (HostCPU)" wait_for 90 snr_names team hog "5(HostCPU)"
+complete() { # NS JOB STEP: every rank's every step, after the kills
+	last_step "$@" && [ "$(kubectl -n "$1" get snr "$2" \
+		-o jsonpath='{.status.conditions[?(@.type=="DataComplete")].status}')" = True ]
+}
+last_step() { # NS JOB STEP
+	kubectl -n "$1" get snr "$2" -o jsonpath='{.status.lastStep}' 2>/dev/null | grep -qx "$3"
+}
+expect "the replaced analyzer resumed: all 300 steps, DataComplete" wait_for 90 complete team hog 299
+kubectl -n team get snr hog -o jsonpath='      DataComplete: {.status.conditions[?(@.type=="DataComplete")].message}{"\n"}' 2>&1 || true
+# what the analyzers and the agent saw of it (their pods are gone after uninstall)
+kubectl -n trainscope logs -l app.kubernetes.io/component=analyzer --prefix --tail=-1 \
+	>"$WORK/analyzer-hog.log" 2>&1 || true
 kubectl -n trainscope logs ds/trainscope-agent >"$WORK/agent-hog.log" 2>&1 || true
 preemptor() {
 	kubectl -n team get snr hog -o jsonpath='{.status.slowRanks[0].evidence}' | grep -q "preempted by stress"
@@ -261,11 +322,23 @@ sys.exit(0 if st.get("qosClass") == "Guaranteed" and st.get("phase") == "Succeed
 PY
 expect "a selected musl container runs unchanged under the preload" \
 	musl_ok secure secure-0 'LD_PRELOAD=/trainscope/lib/$PLATFORM/libtrainscope.so'
-last_step() { # NS JOB STEP
-	kubectl -n "$1" get snr "$2" -o jsonpath='{.status.lastStep}' 2>/dev/null | grep -qx "$3"
-}
 expect "the relay (uid 65532) read the non-root trainer's rings: a report with 60 steps" \
 	wait_for 60 last_step secure secure 59
+# each job in the metrics of one analyzer only: the one of its partition
+one_owner() {
+	local k
+	for k in 0 1; do
+		kubectl get --raw "/api/v1/namespaces/trainscope/pods/trainscope-analyzer-$k:9103/proxy/metrics" \
+			2>/dev/null | sed -n "s/^trainscope_job_state{k8s_namespace=\"\([^\"]*\)\",training_job=\"\([^\"]*\)\".*/\1 \2 $k/p"
+	done | sort -u >"$WORK/owners.txt"
+	for j in "team hog" "secure secure"; do
+		set -- $j
+		[ "$(grep -c "^$1 $2 " "$WORK/owners.txt")" = 1 ] &&
+			grep -qx "$1 $2 $(part_of "$1" "$2" 2)" "$WORK/owners.txt" || return 1
+	done
+}
+expect "each job analysed by exactly one analyzer, its partition's" one_owner
+sed 's/^/      job, analyzer: /' "$WORK/owners.txt"
 
 # ---- helm upgrade keeps injecting; uninstall leaves nothing behind ----------------------
 helm upgrade trainscope "$root/helm/trainscope" -n trainscope "${CHART_SET[@]}" \
@@ -336,13 +409,30 @@ mkdir -p "$WORK/pv"
 cat <<PV | kubectl apply -f - >/dev/null
 apiVersion: v1
 kind: PersistentVolume
-metadata: {name: e2e-nats}
+metadata: {name: e2e-nats-0}
 spec:
   capacity: {storage: 10Gi}
   accessModes: [ReadWriteOnce]
-  hostPath: {path: "$WORK/pv", type: DirectoryOrCreate}
+  hostPath: {path: "$WORK/pv/0", type: DirectoryOrCreate}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: e2e-nats-1}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  hostPath: {path: "$WORK/pv/1", type: DirectoryOrCreate}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: e2e-nats-2}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  hostPath: {path: "$WORK/pv/2", type: DirectoryOrCreate}
 PV
-chmod 0777 "$WORK/pv"
+mkdir -p "$WORK/pv/0" "$WORK/pv/1" "$WORK/pv/2"
+chmod 0777 "$WORK/pv/0" "$WORK/pv/1" "$WORK/pv/2"
 sed -e 's|image: "\{0,1\}trainscope:[0-9][^" ]*"\{0,1\}|image: trainscope:e2e|' \
 	-e 's|image: "\{0,1\}nats:[^" ]*"\{0,1\}|image: trainscope-nats:e2e|' \
 	-e 's|--image", "trainscope:[0-9][^"]*"|--image", "trainscope:e2e"|' \
@@ -351,7 +441,7 @@ expect "deploy/trainscope.yaml applies cleanly on an empty cluster" sh -c \
 	"kubectl apply -f '$WORK/deploy.yaml' >'$WORK/apply.log' 2>&1 || { tail -5 '$WORK/apply.log'; false; }"
 deploy_ready() {
 	local w
-	for w in deploy/trainscope-webhook deploy/trainscope-analyzer ds/trainscope-agent sts/trainscope-nats; do
+	for w in deploy/trainscope-webhook sts/trainscope-analyzer ds/trainscope-agent sts/trainscope-nats; do
 		kubectl -n trainscope rollout status "$w" --timeout 180s >/dev/null 2>&1 || return 1
 	done
 }
