@@ -8,8 +8,11 @@
 #          step when it ends) with rank 9216 1.5x slower from step 15: the lag from a
 #          step's end to its analysis (the analyzer's own histogram), the analyzer's
 #          CPU per 1,000 rank-steps/s and memory per 1,000 ranks, NATS's storage per
-#          rank-step, and whether the slow rank is named.
-# RANKS, LIVE_STEPS, BACKLOG_STEPS override the sizes; OUT=FILE also writes the table.
+#          rank-step, and whether the slow rank is named;
+#   live on one server: the RANKS run again on a single server, stream R1, to tell
+#          what the 3 servers' replication costs this machine from what the analyzers do.
+# RANKS, LIVE_STEPS, BACKLOG_STEPS override the sizes; OUT=FILE also writes the table;
+# ANALYZER=PATH runs another build of the analyzer (a sanitizer build: build/san/bin/...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -30,7 +33,7 @@ rss_mb() { awk '/VmHWM/ { print $2 / 1024 }' "/proc/$1/status"; }
 analyzer() { # analyzer NAME ARGS...: started, its pid in APID, its metrics URL in AMET
 	local name=$1; shift
 	mkdir -p "$WORK/$name"
-	"$BIN/trainscope-analyzer" --nats "$CLUSTER_URLS" --report-dir "$WORK/$name/reports" \
+	"${ANALYZER:-$BIN/trainscope-analyzer}" --nats "$CLUSTER_URLS" --report-dir "$WORK/$name/reports" \
 		--metrics-port 0 --quiet "$@" >"$WORK/$name/out" 2>"$WORK/$name/log" &
 	APID=$!
 	PIDS="$PIDS $APID"
@@ -114,11 +117,23 @@ import json
 st = json.load(open('$WORK/$owner/reports/${name}_llm.json'))['status']
 print(','.join(str(r['rank']) for r in st.get('slowRanks', [])) or 'none')")
 	echo "$ranks $(lag_q "$met") $c0 $c1 $t0 $t1 $s0 $s1 $(rss_mb "$pid") $idle $b0 $m0 $b1 $m1 $slow $named" \
-		>>"$WORK/live.txt"
+		"$SERVERS $TRAINSCOPE_STREAM_REPLICAS" >>"$WORK/live.txt"
+	# an analyzer that died meanwhile fails the bench (its partition had no reader)
+	for k in 0 1; do
+		eval "pid=\$P$k"
+		kill -0 "$pid" 2>/dev/null || die "analyzer $name$k died during the run: $(tail -3 "$WORK/$name$k/log")"
+	done
 	kill "$P0" "$P1"
 }
+SERVERS=3
 live small $((RANKS / 4))
 live big "$RANKS"
+# the same job on one server of its own, stream R1
+for i in 1 2 3; do kill "${NATS_PID[i]}"; done
+for i in 1 2 3; do wait "${NATS_PID[i]}" 2>/dev/null || true; done
+NATS_SET=solo start_nats_cluster 1
+SERVERS=1 TRAINSCOPE_STREAM_REPLICAS=1
+live solo "$RANKS"
 
 python3 - "$WORK/live.txt" "$RANKS" "$BACKLOG_STEPS" "$t0" "$t1" "$c0" "$c1" "${OUT:-}" <<'PY'
 import sys
@@ -135,21 +150,23 @@ for line in open(a[1]):
     f = line.split()
     n = int(f[0]); p50, p99, mx = map(float, f[1:4])
     lc0, lc1, lt0, lt1, ls0, ls1, rss, idle, b0, m0, b1, m1 = map(float, f[4:16])
-    slow, named = f[16], f[17]
+    slow, named, servers, r = f[16], f[17], f[18], f[19]
     rate = (ls1 - ls0) / (lt1 - lt0)
     rows += [
-        ("live %d ranks x 1 step/s: rank-steps/s analysed" % n, "%.0f" % rate, ""),
+        ("live %d ranks x 1 step/s, %s server%s, R%s: rank-steps/s analysed" % (
+            n, servers, "s" if servers != "1" else "", r), "%.0f" % rate, ""),
         ("  lag step end -> analysis, p50 / p99 / max", "%.2f / %.2f / %.2f s" % (p50, p99, mx),
          "budget <= 2 s"),
         ("  analyzer CPU per 1,000 rank-steps/s", "%.3f cores" % ((lc1 - lc0) / (lt1 - lt0) / (rate / 1000)), ""),
         ("  analyzer memory per 1,000 ranks", "%.1f MiB (peak RSS %.0f, idle %.0f MiB)" % ((rss - idle) / (n / 1000), rss, idle), ""),
-        ("  NATS storage per rank-step, one replica", "%.0f bytes" % ((b1 - b0) / max(m1 - m0, 1)), "x3 on disk"),
+        ("  NATS storage per rank-step, one replica", "%.0f bytes" % ((b1 - b0) / max(m1 - m0, 1)),
+         "x%s on disk" % r),
         ("  slow rank %s named" % slow, named, "must be " + slow),
     ]
     ok &= named == slow
 w = max(len(r[0]) for r in rows)
 text = "\n".join("  %-*s  %-42s %s" % (w, r[0], r[1], r[2]) for r in rows)
-print("scale bench (3 NATS servers, stream R3, 2 partitioned analyzers, all on this machine):")
+print("scale bench (NATS servers, 2 partitioned analyzers and the generator, all on this machine):")
 print(text)
 if out:
     open(out, "w").write(text + "\n")

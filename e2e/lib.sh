@@ -95,7 +95,8 @@ start_nats() {
 # subject transforms need 2.10 or later) routed to each other on loopback, routes
 # authenticated, each with its own JetStream store; waits until each sees a JetStream
 # meta leader. Sets CLUSTER_URLS (the client URLs, comma-separated) and the arrays
-# NATS_PID, NATS_MON (monitoring ports), indexed 1..N.
+# NATS_PID, NATS_MON (monitoring ports), indexed 1..N. NATS_SET names the servers'
+# folders under $WORK (default nats: nats1..natsN), for a second cluster beside one.
 start_nats_cluster() {
 	local n=$1 i routes="" pass
 	pass=$(od -An -tx8 -N8 /dev/urandom | tr -d ' ')
@@ -106,12 +107,15 @@ start_nats_cluster() {
 		CLUSTER_URLS="$CLUSTER_URLS${CLUSTER_URLS:+,}nats://127.0.0.1:${NATS_CPORT[i]}"
 	done
 	for i in $(seq 1 "$n"); do
-		mkdir -p "$WORK/nats$i"
-		cat >"$WORK/nats$i/nats.conf" <<EOF
+		mkdir -p "$WORK/${NATS_SET:-nats}$i"
+		cat >"$WORK/${NATS_SET:-nats}$i/nats.conf" <<EOF
 server_name: n$i
 listen: 127.0.0.1:${NATS_CPORT[i]}
 http: 127.0.0.1:${NATS_MON[i]}
-jetstream { store_dir: "$WORK/nats$i/js", max_file_store: 8G, max_memory_store: 64M }
+jetstream { store_dir: "$WORK/${NATS_SET:-nats}$i/js", max_file_store: 8G, max_memory_store: 64M }
+EOF
+		# one server alone has no routes (a cluster block would wait for peers)
+		[ "$n" -gt 1 ] && cat >>"$WORK/${NATS_SET:-nats}$i/nats.conf" <<EOF
 cluster {
   name: trainscope
   listen: 127.0.0.1:${NATS_RPORT[i]}
@@ -123,17 +127,19 @@ EOF
 	done
 	for i in $(seq 1 "$n"); do
 		wait_for 60 cluster_meta "$i" ||
-			die "nats cluster: n$i sees no JetStream leader: $(tail -3 "$WORK/nats$i/log")"
+			die "nats cluster: n$i sees no JetStream leader: $(tail -3 "$WORK/${NATS_SET:-nats}$i/log")"
 	done
 }
-cluster_meta() {
+cluster_meta() { # a server alone: its JetStream up
 	curl -sf "http://127.0.0.1:${NATS_MON[$1]}/jsz" | python3 -c '
 import json, sys
-sys.exit(0 if json.load(sys.stdin).get("meta_cluster", {}).get("leader") else 1)'
+j = json.load(sys.stdin)
+sys.exit(0 if j.get("meta_cluster", {}).get("leader") or (sys.argv[1] == "1" and "config" in j) else 1)' \
+		"${#NATS_PID[@]}"
 }
 # start_cluster_node I: (re)starts node I of start_nats_cluster on its store.
 start_cluster_node() {
-	nats-server-auth -c "$WORK/nats$1/nats.conf" >>"$WORK/nats$1/log" 2>&1 &
+	nats-server-auth -c "$WORK/${NATS_SET:-nats}$1/nats.conf" >>"$WORK/${NATS_SET:-nats}$1/log" 2>&1 &
 	PIDS="$PIDS $!"
 	NATS_PID[$1]=$!
 }
