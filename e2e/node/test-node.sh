@@ -404,35 +404,20 @@ expect "helm uninstall leaves no trainscope object behind (the CRD aside)" nothi
 kubectl delete crd slownodereports.trainscope.dev >/dev/null || true
 kubectl delete namespace trainscope --timeout 120s >/dev/null || true
 # ---- deploy/ as it is, on the emptied cluster: its images named as this test built them,
-# and a volume for NATS's claim as a cluster administrator provides one ---------------
-mkdir -p "$WORK/pv"
-cat <<PV | kubectl apply -f - >/dev/null
+# and a volume for each NATS server's claim, as an administrator provides them ---------------
+for i in 0 1 2; do # one volume per NATS server's claim
+	mkdir -p "$WORK/pv/$i"
+	chmod 0777 "$WORK/pv/$i"
+	cat <<PV | kubectl apply -f - >/dev/null
 apiVersion: v1
 kind: PersistentVolume
-metadata: {name: e2e-nats-0}
+metadata: {name: e2e-nats-$i}
 spec:
   capacity: {storage: 10Gi}
   accessModes: [ReadWriteOnce]
-  hostPath: {path: "$WORK/pv/0", type: DirectoryOrCreate}
----
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: e2e-nats-1}
-spec:
-  capacity: {storage: 10Gi}
-  accessModes: [ReadWriteOnce]
-  hostPath: {path: "$WORK/pv/1", type: DirectoryOrCreate}
----
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: e2e-nats-2}
-spec:
-  capacity: {storage: 10Gi}
-  accessModes: [ReadWriteOnce]
-  hostPath: {path: "$WORK/pv/2", type: DirectoryOrCreate}
+  hostPath: {path: "$WORK/pv/$i", type: DirectoryOrCreate}
 PV
-mkdir -p "$WORK/pv/0" "$WORK/pv/1" "$WORK/pv/2"
-chmod 0777 "$WORK/pv/0" "$WORK/pv/1" "$WORK/pv/2"
+done
 sed -e 's|image: "\{0,1\}trainscope:[0-9][^" ]*"\{0,1\}|image: trainscope:e2e|' \
 	-e 's|image: "\{0,1\}nats:[^" ]*"\{0,1\}|image: trainscope-nats:e2e|' \
 	-e 's|--image", "trainscope:[0-9][^"]*"|--image", "trainscope:e2e"|' \
