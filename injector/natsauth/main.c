@@ -166,17 +166,31 @@ static int init_dir(struct natsauth *a)
 static int write_routes_conf(struct natsauth *a)
 {
 	char path[4096], pw[128], list[4096], *save = NULL, *url;
-	FILE *f;
+	FILE *f = NULL;
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/route.password", a->dir);
 	if (tsn_read_secret(path, pw, sizeof(pw))) {
 		ts_error("cannot read %s: %s", path, strerror(errno));
 		return -1;
 	}
+	/* it goes into URLs and a quoted string: a password set by hand may not fit */
+	if (strspn(pw, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~") !=
+	    strlen(pw)) {
+		ts_error("%s: the routes' password may hold letters, digits and -._~ only", path);
+		return -1;
+	}
+	if (strlen(a->routes) >= sizeof(list)) {
+		ts_error("--routes: longer than %zu characters", sizeof(list) - 1);
+		return -1;
+	}
 	snprintf(path, sizeof(path), "%s/routes.conf", a->dir);
 	snprintf(list, sizeof(list), "%s", a->routes);
-	if (!(f = fopen(path, "w"))) {
+	/* it holds the password: the server's group may read it (fsGroup), nobody else */
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0640)) < 0 || !(f = fdopen(fd, "w"))) {
 		ts_error("cannot write %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	fprintf(f, "# written by trainscope-natsauth --init: include it in the cluster block\n"
