@@ -92,21 +92,28 @@ kubectl -n trainscope get pods -o wide 2>&1 | sed 's/^/      /'
 nats_mon() { # POD PATH
 	kubectl get --raw "/api/v1/namespaces/trainscope/pods/$1:8222/proxy/$2"
 }
-stream_r3() {
-	nats_mon trainscope-nats-0 "jsz?accounts=true&streams=true&config=true" >"$WORK/jsz.json" 2>/dev/null &&
-		python3 - "$WORK/jsz.json" <<'PY'
+stream_r3() { # each server holds a copy (a server lists the streams it has a replica of)
+	local i
+	for i in 0 1 2; do
+		nats_mon "trainscope-nats-$i" "jsz?accounts=true&streams=true&config=true" \
+			>"$WORK/jsz$i.json" 2>/dev/null || return 1
+	done
+	python3 - "$WORK"/jsz[012].json <<'PY'
 import json, sys
-j = json.load(open(sys.argv[1]))
-st = [s for a in j.get("account_details", []) for s in a.get("stream_detail", [])
-      if s["name"] == "TRAINSCOPE"]
-if not st:
-    sys.exit(1)
-s = st[0]
-c, cl = s["config"], s.get("cluster", {})
-peers = [cl.get("leader")] + [r["name"] for r in cl.get("replicas", []) if r.get("current")]
-tr = (c.get("subject_transform") or {}).get("dest", "")
-print("      TRAINSCOPE: %d replicas, on %s; subjects mapped to %s" % (c["num_replicas"], peers, tr))
-sys.exit(0 if c["num_replicas"] == 3 and len(set(peers)) == 3 and "partition(2,1,2)" in tr else 1)
+held, ok = [], True
+for f in sys.argv[1:]:
+    j = json.load(open(f))
+    st = [s for a in j.get("account_details", []) for s in a.get("stream_detail", [])
+          if s["name"] == "TRAINSCOPE"]
+    if not st:
+        ok = False
+        continue
+    c = st[0]["config"]
+    tr = (c.get("subject_transform") or {}).get("dest", "")
+    held.append("trainscope-nats-" + f[-6])
+    ok &= c["num_replicas"] == 3 and "partition(2,1,2)" in tr
+print("      TRAINSCOPE: 3 replicas, held by %s; subjects mapped to %s" % (held, tr if held else "-"))
+sys.exit(0 if ok and len(set(held)) == 3 else 1)
 PY
 }
 expect "NATS: 3 routed servers; the stream on 3 of them, mapped into the analyzers' 2 partitions" \
