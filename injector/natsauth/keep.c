@@ -22,7 +22,9 @@ int ts_random_text(char *out, size_t len)
 
 	if (len > sizeof(raw) || RAND_bytes(raw, (int)len) != 1)
 		return -EIO;
-	for (size_t i = 0; i < len; i++) /* 256 % 62 = 8: a bias of under 2^-5 per character */
+	/* 256 = 4 x 62 + 8: the first 8 characters come 5 times in 256, the rest 4; that is
+	 * 5.95 bits a character, within 0.01 of a uniform pick */
+	for (size_t i = 0; i < len; i++)
 		out[i] = abc[raw[i] % (sizeof(abc) - 1)];
 	out[len] = 0;
 	return 0;
