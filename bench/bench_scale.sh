@@ -153,12 +153,13 @@ killed() {
 		--filter "ts.v1.$name.*.*.*.$K"
 	wait "$GEN" || die "loadgen: $(tail -3 "$WORK/$name-gen.log")"
 	sed 's/^/  /' "$WORK/$name-gen.out"
-	wait_for 300 python3 - "$WORK/$OWNER/reports/${name}_llm.json" "$LIVE_STEPS" <<'PY' ||
+	# -c, not a heredoc: wait_for runs it again and a heredoc is read only once
+	wait_for 300 python3 -c '
 import json, sys
 st = json.load(open(sys.argv[1]))["status"]
 c = {x["type"]: x["status"] for x in st["conditions"]}
-sys.exit(0 if st["stepsAnalyzed"] == int(sys.argv[2]) and c.get("DataComplete") == "True" else 1)
-PY
+sys.exit(0 if st["stepsAnalyzed"] == int(sys.argv[2]) and c.get("DataComplete") == "True" else 1)' \
+		"$WORK/$OWNER/reports/${name}_llm.json" "$LIVE_STEPS" ||
 		die "the job was not analysed whole after the kills"
 	python3 - "$WORK/$OWNER/reports/${name}_llm.json" "$ranks" "$SLOW" "$at" \
 		"$(metric "$AMET" trainscope_analyzer_lost_batches_total)" >>"$WORK/killed.txt" <<'PY'
