@@ -88,16 +88,25 @@ kubectl -n trainscope create rolebinding nats-keys --role nats-keys --user train
 nats_port=(); route_port=(); routes=""
 for i in 0 1; do
 	nats_port[i]=$(free_port); route_port[i]=$(free_port)
-	routes="$routes${routes:+,}nats-route://127.0.0.1:${route_port[i]}"
+	routes="$routes${routes:+,}nats-route://localhost:${route_port[i]}"
 done
+# and, as the chart's tls init container, the routes' certificate from one Secret: here
+# it names localhost, the host the routes dial (in the chart *.<release>-nats-cluster...)
 for i in 0 1; do
-	mkdir -p "$WORK/nats$i/auth"
+	mkdir -p "$WORK/nats$i/auth" "$WORK/nats$i/tls"
 	POD_NAMESPACE=trainscope "$BIN/trainscope-natsauth" --dir "$WORK/nats$i/auth" --init \
 		--secret trainscope-nats-keys --routes "$routes" --kubeconfig "$WORK/natsauth.kubeconfig" \
 		>"$WORK/nats$i/init.log" 2>&1 &
 	init_pid[i]=$!
+	POD_NAMESPACE=trainscope "$BIN/trainscope-webhook" --bootstrap-certs --secret trainscope-nats-tls \
+		--service trainscope-nats --peer-names localhost --out-dir "$WORK/nats$i/tls" \
+		--kubeconfig "$WORK/natsauth.kubeconfig" >"$WORK/nats$i/tls.log" 2>&1 &
+	tls_pid[i]=$!
 done
-for i in 0 1; do wait "${init_pid[i]}" || die "natsauth --init: $(tail -3 "$WORK/nats$i/init.log")"; done
+for i in 0 1; do
+	wait "${init_pid[i]}" || die "natsauth --init: $(tail -3 "$WORK/nats$i/init.log")"
+	wait "${tls_pid[i]}" || die "--bootstrap-certs: $(tail -3 "$WORK/nats$i/tls.log")"
+done
 same_keys() {
 	local f
 	for f in issuer.seed password route.password; do
@@ -105,9 +114,10 @@ same_keys() {
 		[ "$(kubectl -n trainscope get secret trainscope-nats-keys -o "jsonpath={.data.${f//./\\.}}" |
 			base64 -d)" = "$(cat "$WORK/nats0/auth/$f")" ] || return 1
 	done
-	[ "$(grep -c "nats-route://route:" "$WORK/nats0/auth/routes.conf")" = 2 ]
+	[ "$(grep -c "nats-route://route:" "$WORK/nats0/auth/routes.conf")" = 2 ] &&
+		cmp -s "$WORK/nats0/tls/tls.crt" "$WORK/nats1/tls/tls.crt"
 }
-expect "two NATS pods' init at once: one Secret, the same issuer and passwords in both" same_keys
+expect "two NATS pods' init at once: one Secret each, the same keys and certificate in both" same_keys
 for i in 0 1; do
 	cat >"$WORK/nats$i/nats.conf" <<EOF
 server_name: e2e-$i
@@ -115,7 +125,10 @@ listen: 127.0.0.1:${nats_port[i]}
 tls { cert_file: "$pki/nats.crt", key_file: "$pki/nats.key" }
 jetstream { store_dir: "$WORK/nats$i/js" }
 include auth/auth.conf
-cluster { name: e2e, listen: 127.0.0.1:${route_port[i]}, include auth/routes.conf }
+cluster {
+  name: e2e, listen: 127.0.0.1:${route_port[i]}, include auth/routes.conf
+  tls { cert_file: "$WORK/nats$i/tls/tls.crt", key_file: "$WORK/nats$i/tls/tls.key", ca_file: "$WORK/nats$i/tls/ca.crt", timeout: 5 }
+}
 EOF
 	nats-server-auth -c "$WORK/nats$i/nats.conf" >"$WORK/nats$i/log" 2>&1 &
 	PIDS="$PIDS $!"
@@ -124,7 +137,7 @@ for i in 0 1; do
 	wait_for 30 grep -q "Server is ready" "$WORK/nats$i/log" ||
 		die "nats-server $i did not start: $(tail -5 "$WORK/nats$i/log")"
 done
-echo "auth e2e: two $(nats-server-auth --version) with TLS, auth callout and authenticated routes"
+echo "auth e2e: two $(nats-server-auth --version) with TLS, auth callout and authenticated TLS routes"
 export NATS_URL="tls://127.0.0.1:${nats_port[0]}" TRAINSCOPE_NATS_CA="$pki/ca.crt"
 NATS_URL2="tls://127.0.0.1:${nats_port[1]}" # $nats_port below: the first's
 "$BIN/trainscope-natsauth" --dir "$WORK/nats0/auth" \
@@ -164,18 +177,33 @@ routed() { # a relay on the second server, whose callout answer comes over the r
 }
 expect "the second server (no callout of its own) admits a relay: the first's answer, one issuer" \
 	wait_for 30 routed
-rogue_route() { # a server dialling the first's route port without the routes' password
-	cat >"$WORK/rogue.conf" <<EOF
-listen: 127.0.0.1:$(free_port)
-cluster { name: e2e, listen: 127.0.0.1:$(free_port), routes: ["nats-route://127.0.0.1:${route_port[0]}"] }
-EOF
+# rogue CREDS SAYS CLUSTER_BLOCK_LINES: a third server dialling the first's route port
+# with CREDS ("user:password@" or none) and those lines, refused: SAYS is the refusal
+rogue() {
+	local what=$1 says=$2 pid rc=0; shift 2
+	printf 'listen: 127.0.0.1:%s\ncluster {\n  name: e2e, listen: 127.0.0.1:%s\n  routes: ["nats-route://%slocalhost:%s"]\n%s\n}\n' \
+		"$(free_port)" "$(free_port)" "$what" "${route_port[0]}" "$*" >"$WORK/rogue.conf"
+	local before
+	before=$(grep -c "$says" "$WORK/nats0/log" || true)
 	nats-server-auth -c "$WORK/rogue.conf" >"$WORK/rogue.log" 2>&1 &
-	local pid=$! rc=0
-	wait_for 20 grep -q "Authorization Violation" "$WORK/rogue.log" || rc=1
+	pid=$!
+	# said by the first server, or to the rogue by it (-ERR)
+	wait_for 20 sh -c "grep -q '$says' '$WORK/rogue.log' ||
+		[ \$(grep -c '$says' '$WORK/nats0/log') -gt $before ]" || rc=1
 	kill "$pid"; wait "$pid" 2>/dev/null || true
+	[ "$rc" = 0 ] || echo "      the first server's log: $(tail -2 "$WORK/nats0/log"); the rogue's: $(tail -2 "$WORK/rogue.log")"
 	return $rc
 }
-expect "a server without the routes' password is refused as a route" rogue_route
+route_pw=$(cat "$WORK/nats0/auth/route.password")
+t0=$WORK/nats0/tls
+tls_ok="tls { cert_file: \"$t0/tls.crt\", key_file: \"$t0/tls.key\", ca_file: \"$t0/ca.crt\" }"
+expect "a route with the right certificate, without the routes' password: refused" \
+	rogue "" "Authorization Violation" "$tls_ok"
+expect "a route with the routes' password, without TLS: refused" \
+	rogue "route:$route_pw@" "TLS route handshake error"
+expect "a route with the routes' password and a certificate of another CA: refused" \
+	rogue "route:$route_pw@" "TLS route handshake error" \
+	"tls { cert_file: \"$pki/nats.crt\", key_file: \"$pki/nats.key\", ca_file: \"$t0/ca.crt\" }"
 
 # ---- the analyzer, with its own token, makes the stream and its consumer --------------
 TRAINSCOPE_NATS_TOKEN_FILE=$tok_analyzer TRAINSCOPE_POD_UID=$uid_analyzer start_analyzer --quiet

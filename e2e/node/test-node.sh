@@ -14,7 +14,7 @@ set -e
 BUILD=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-TOTAL=33
+TOTAL=34
 
 skip() {
 	echo "node e2e: skipped: $*"
@@ -118,6 +118,27 @@ PY
 }
 expect "NATS: 3 routed servers; the stream on 3 of them, mapped into the analyzers' 2 partitions" \
 	wait_for 90 stream_r3
+routes_tls() { # every server routed to the 2 others, its route port mutual TLS only
+	local i
+	for i in 0 1 2; do
+		nats_mon "trainscope-nats-$i" varz >"$WORK/varz$i.json" 2>/dev/null &&
+			nats_mon "trainscope-nats-$i" routez >"$WORK/routez$i.json" 2>/dev/null || return 1
+	done
+	python3 - "$WORK" <<'PY'
+import json, sys
+ok, said = True, []
+for i in range(3):
+    c = json.load(open("%s/varz%d.json" % (sys.argv[1], i))).get("cluster", {})
+    peers = {r.get("remote_name") for r in json.load(open("%s/routez%d.json" % (sys.argv[1], i))).get("routes", [])}
+    said.append("nats-%d: %d peers, tls_required %s, tls_verify %s" % (
+        i, len(peers - {None}), c.get("tls_required"), c.get("tls_verify")))
+    ok &= len(peers - {None}) == 2 and c.get("tls_required") is True and c.get("tls_verify") is True
+print("      " + "; ".join(said))
+sys.exit(0 if ok else 1)
+PY
+}
+expect "NATS: the routes are mutual TLS (the chart's certificate names each server's route host)" \
+	wait_for 60 routes_tls
 agent_loaded() {
 	kubectl -n trainscope logs ds/trainscope-agent >"$WORK/agent-pod.log" 2>&1 &&
 		grep -q "agent: scheduling: on" "$WORK/agent-pod.log"

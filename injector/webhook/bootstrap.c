@@ -17,7 +17,8 @@
 #define MWC_API "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
 #define ATTEMPTS 5 /* reads and writes, when a write meets a 409 conflict */
 #define CONFLICT 1
-#define NDNS 4
+#define NSVC 4  /* the service's names */
+#define NDNS (NSVC + TS_BOOTSTRAP_MAX_PEER_NAMES)
 
 struct boot {
 	const struct ts_bootstrap_opts *o;
@@ -25,6 +26,7 @@ struct boot {
 	char ns[64];
 	char names[NDNS][320];
 	const char *dns[NDNS];
+	struct ts_cert_use use;
 	char secrets[320], secret_path[640], secret_what[320], mwc_path[640];
 };
 
@@ -52,6 +54,30 @@ static int pod_namespace(char *out, size_t n)
 	return 0;
 }
 
+/* --peer-names: more names, and a client's certificate too (routes dial both ways). */
+static int peer_names(struct boot *b)
+{
+	const char *p = b->o->peer_names;
+
+	while (p && *p) {
+		size_t len = strcspn(p, ",");
+		char *name = b->names[b->use.ndns];
+
+		if (b->use.ndns == NDNS || !len || len >= sizeof(b->names[0]))
+			return fail("--peer-names '%s': at most %d names, none empty",
+				    b->o->peer_names, TS_BOOTSTRAP_MAX_PEER_NAMES);
+		memcpy(name, p, len);
+		name[len] = 0;
+		if (!ts_kube_name_ok(name[0] == '*' && name[1] == '.' ? name + 2 : name, 253))
+			return fail("--peer-names: '%s' is not a DNS name (a wildcard only as "
+				    "'*.' before one)", name);
+		b->use.ndns++;
+		b->use.client = true;
+		p += len + (p[len] == ',');
+	}
+	return 0;
+}
+
 static int names(struct boot *b)
 {
 	const struct ts_bootstrap_opts *o = b->o;
@@ -67,6 +93,9 @@ static int names(struct boot *b)
 	snprintf(b->names[1], sizeof(b->names[1]), "%s", svc);
 	snprintf(b->names[2], sizeof(b->names[2]), "%s.%s", svc, ns);
 	snprintf(b->names[3], sizeof(b->names[3]), "%s.%s.svc.cluster.local", svc, ns);
+	b->use = (struct ts_cert_use){ b->dns, NSVC, false };
+	if (peer_names(b))
+		return -1;
 	for (int i = 0; i < NDNS; i++)
 		b->dns[i] = b->names[i];
 	snprintf(b->secrets, sizeof(b->secrets), "/api/v1/namespaces/%s/secrets", ns);
@@ -143,7 +172,7 @@ static int secret_round(struct boot *b, struct ts_cert_set *out)
 	s.cert_pem = ts_kube_secret_value(obj, "tls.crt");
 	s.key_pem = ts_kube_secret_value(obj, "tls.key");
 	had = s.ca_pem || s.cert_pem || s.key_pem;
-	rc = ts_cert_set_ensure(&s, b->dns, NDNS, b->o->validity_days, why, sizeof(why));
+	rc = ts_cert_set_ensure(&s, &b->use, b->o->validity_days, why, sizeof(why));
 	if (rc < 0) {
 		rc = fail("%s: %s", b->secret_what, why);
 	} else if (rc == 0) {

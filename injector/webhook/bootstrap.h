@@ -6,9 +6,12 @@
 #ifndef TS_WEBHOOK_BOOTSTRAP_H
 #define TS_WEBHOOK_BOOTSTRAP_H
 
+#define TS_BOOTSTRAP_MAX_PEER_NAMES 4
+
 struct ts_bootstrap_opts {
 	const char *secret;         /* the Secret, in the pod's namespace */
 	const char *service;        /* the webhook's Service, named by the certificate */
+	const char *peer_names;     /* "a,b": more names, and clientAuth (a cluster's routes) */
 	const char *webhook_config; /* the MutatingWebhookConfiguration */
 	const char *kubeconfig;     /* NULL: the pod's service account */
 	unsigned validity_days;     /* of a new CA and certificate */

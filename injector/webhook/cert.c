@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #define MAX_PEM (1 << 20)
@@ -212,10 +213,10 @@ void ts_cert_time(int64_t t, char *out, size_t n)
 
 /* ---- the CA and serving pair of --bootstrap-certs ------------------------------------ */
 
-/* The verified chain of leaf (its intermediates in chain) up to a CA of cas, for
- * serverAuth, now; its earliest notAfter in *not_after. */
-static int verify(X509 *leaf, STACK_OF(X509) *chain, STACK_OF(X509) *cas, int64_t *not_after,
-		  char *why, size_t n)
+/* The verified chain of leaf (its intermediates in chain) up to a CA of cas, for purpose
+ * (X509_PURPOSE_SSL_SERVER or _CLIENT), now; its earliest notAfter in *not_after. */
+static int verify(X509 *leaf, STACK_OF(X509) *chain, STACK_OF(X509) *cas, int purpose,
+		  int64_t *not_after, char *why, size_t n)
 {
 	X509_STORE *store = X509_STORE_new();
 	X509_STORE_CTX *ctx = X509_STORE_CTX_new();
@@ -225,7 +226,7 @@ static int verify(X509 *leaf, STACK_OF(X509) *chain, STACK_OF(X509) *cas, int64_
 	for (int i = 0; ok && i < sk_X509_num(cas); i++)
 		ok = X509_STORE_add_cert(store, sk_X509_value(cas, i)) == 1;
 	ok = ok && X509_STORE_CTX_init(ctx, store, leaf, chain) == 1 &&
-	     X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_SSL_SERVER) == 1 &&
+	     X509_STORE_CTX_set_purpose(ctx, purpose) == 1 &&
 	     X509_verify_cert(ctx) == 1;
 	if (ok && (got = X509_STORE_CTX_get0_chain(ctx))) {
 		*not_after = INT64_MAX;
@@ -234,8 +235,8 @@ static int verify(X509 *leaf, STACK_OF(X509) *chain, STACK_OF(X509) *cas, int64_
 			*not_after = t < *not_after ? t : *not_after;
 		}
 	} else {
-		snprintf(why, n, "the certificate does not verify against ca.crt (%s)",
-			 ctx ? X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx))
+		snprintf(why, n, "the certificate does not verify against ca.crt%s (%s)",
+			 purpose == X509_PURPOSE_SSL_CLIENT ? " as a TLS client's" : "", ctx ? X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx))
 			     : "out of memory");
 		ERR_clear_error();
 		ok = 0;
@@ -245,11 +246,30 @@ static int verify(X509 *leaf, STACK_OF(X509) *chain, STACK_OF(X509) *cas, int64_
 	return ok ? 0 : -1;
 }
 
+/* A DNS subjectAltName of x that is name, as written: a wildcard is no host to check. */
+static bool has_san(X509 *x, const char *name)
+{
+	GENERAL_NAMES *sans = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
+	bool found = false;
+
+	for (int i = 0; !found && i < sk_GENERAL_NAME_num(sans); i++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
+		const ASN1_IA5STRING *d = g->type == GEN_DNS ? g->d.dNSName : NULL;
+
+		found = d && (size_t)d->length == strlen(name) &&
+			!strncasecmp((const char *)d->data, name, (size_t)d->length);
+	}
+	GENERAL_NAMES_free(sans);
+	return found;
+}
+
 /* Every name is a DNS subjectAltName of x (the CN is not looked at, as Go does not). */
 static int names_all(X509 *x, const char *const *dns, size_t ndns, char *why, size_t n)
 {
 	for (size_t i = 0; i < ndns; i++) {
-		if (X509_check_host(x, dns[i], 0, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT, NULL) != 1) {
+		if (dns[i][0] == '*' ? !has_san(x, dns[i])
+				     : X509_check_host(x, dns[i], 0, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT,
+						       NULL) != 1) {
 			snprintf(why, n, "the certificate does not name %s", dns[i]);
 			return -1;
 		}
@@ -262,8 +282,8 @@ static const char *missing(const struct ts_cert_set *s)
 	return !s->ca_pem ? "ca.crt" : !s->cert_pem ? "tls.crt" : !s->key_pem ? "tls.key" : NULL;
 }
 
-int ts_cert_set_check(struct ts_cert_set *s, const char *const *dns, size_t ndns,
-		      int64_t valid_until, char *why, size_t n)
+int ts_cert_set_check(struct ts_cert_set *s, const struct ts_cert_use *use, int64_t valid_until,
+		      char *why, size_t n)
 {
 	STACK_OF(X509) *cas = NULL, *chain = NULL;
 	X509 *leaf = NULL;
@@ -282,8 +302,10 @@ int ts_cert_set_check(struct ts_cert_set *s, const char *const *dns, size_t ndns
 		explain(why, n, "ca.crt does not parse");
 	else if (!(chain = read_all(s->cert_pem)) || !(leaf = sk_X509_shift(chain)))
 		explain(why, n, "the certificate does not parse");
-	else if (!verify(leaf, chain, cas, &s->not_after, why, n) &&
-		 !names_all(leaf, dns, ndns, why, n)) {
+	else if (!verify(leaf, chain, cas, X509_PURPOSE_SSL_SERVER, &s->not_after, why, n) &&
+		 (!use->client ||
+		  !verify(leaf, chain, cas, X509_PURPOSE_SSL_CLIENT, &s->not_after, why, n)) &&
+		 !names_all(leaf, use->dns, use->ndns, why, n)) {
 		ts_cert_time(s->not_after, when, sizeof(when));
 		if (s->not_after < valid_until)
 			snprintf(why, n, "the certificate or its CA expires at %s", when);
@@ -363,8 +385,9 @@ static int san_list(char *out, size_t n, const char *const *dns, size_t ndns)
 	return ndns > 0;
 }
 
-/* The serving certificate: serverAuth for the names, CN the first (when it fits in a
- * CN's 64 characters). */
+/* The certificate: serverAuth and clientAuth for the names, CN the first (when it fits in
+ * a CN's 64 characters). clientAuth costs a server nothing and lets a cluster's routes use
+ * the same pair both ways. */
 static X509 *new_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key, const char *const *dns,
 		      size_t ndns, unsigned days)
 {
@@ -376,7 +399,7 @@ static X509 *new_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key, const char *con
 	x = new_cert(key, strlen(dns[0]) <= 64 ? dns[0] : "trainscope-webhook", ca, days);
 	if (x && add_ext(x, ca, NID_basic_constraints, "critical,CA:FALSE") &&
 	    add_ext(x, ca, NID_key_usage, "critical,digitalSignature") &&
-	    add_ext(x, ca, NID_ext_key_usage, "serverAuth") &&
+	    add_ext(x, ca, NID_ext_key_usage, "serverAuth,clientAuth") &&
 	    add_ext(x, ca, NID_subject_key_identifier, "hash") &&
 	    add_ext(x, ca, NID_authority_key_identifier, "keyid:always") &&
 	    add_ext(x, ca, NID_subject_alt_name, sans) && X509_sign(x, ca_key, EVP_sha256()))
@@ -417,8 +440,8 @@ static char *key_pem(EVP_PKEY *k)
 	return pem;
 }
 
-int ts_cert_set_generate(struct ts_cert_set *s, const char *const *dns, size_t ndns,
-			 unsigned days, char *why, size_t n)
+int ts_cert_set_generate(struct ts_cert_set *s, const struct ts_cert_use *use, unsigned days,
+			 char *why, size_t n)
 {
 	EVP_PKEY *ca_key = NULL, *key = NULL;
 	X509 *ca = NULL, *leaf = NULL;
@@ -432,7 +455,7 @@ int ts_cert_set_generate(struct ts_cert_set *s, const char *const *dns, size_t n
 	ERR_clear_error();
 	if ((ca_key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256")) &&
 	    (key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256")) && (ca = new_ca(ca_key, days)) &&
-	    (leaf = new_leaf(key, ca, ca_key, dns, ndns, days))) {
+	    (leaf = new_leaf(key, ca, ca_key, use->dns, use->ndns, days))) {
 		out.ca_pem = cert_pem(ca);
 		out.cert_pem = cert_pem(leaf);
 		out.key_pem = key_pem(key);
@@ -458,15 +481,15 @@ int ts_cert_set_generate(struct ts_cert_set *s, const char *const *dns, size_t n
 	return rc;
 }
 
-int ts_cert_set_ensure(struct ts_cert_set *s, const char *const *dns, size_t ndns,
-		       unsigned days, char *why, size_t n)
+int ts_cert_set_ensure(struct ts_cert_set *s, const struct ts_cert_use *use, unsigned days,
+		       char *why, size_t n)
 {
 	int64_t margin = days < 60 ? (int64_t)days * 86400 / 2 : RENEW_BEFORE_S;
 	char old[256];
 
-	if (!ts_cert_set_check(s, dns, ndns, (int64_t)time(NULL) + margin, old, sizeof(old)))
+	if (!ts_cert_set_check(s, use, (int64_t)time(NULL) + margin, old, sizeof(old)))
 		return 0;
-	if (ts_cert_set_generate(s, dns, ndns, days, why, n))
+	if (ts_cert_set_generate(s, use, days, why, n))
 		return -1;
 	snprintf(why, n, "%s", old);
 	return 1;

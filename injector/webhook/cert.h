@@ -6,6 +6,7 @@
 #define TS_WEBHOOK_CERT_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct ts_cert_pair {
@@ -50,23 +51,33 @@ struct ts_cert_set {
 	int64_t not_after; /* the earlier notAfter of the certificate and its CA */
 };
 
-/* A set keeps serving when the certificate and key load (ts_cert_check), the certificate
- * verifies against ca.crt for serverAuth, names every one of dns, and neither it nor its
- * CA expires before valid_until (Unix seconds). 0, or -1 with the reason in why. */
-int ts_cert_set_check(struct ts_cert_set *s, const char *const *dns, size_t ndns,
-		      int64_t valid_until, char *why, size_t n);
+/* What a certificate of --bootstrap-certs is for: the DNS names it holds (the first is
+ * its CN; "*.x" names x's subdomains), and whether it is a TLS client's too. A NATS
+ * cluster's routes want that: each server dials the others with the same pair. */
+struct ts_cert_use {
+	const char *const *dns;
+	size_t ndns;
+	bool client; /* clientAuth besides serverAuth */
+};
 
-/* A new CA (EC P-256, self-signed, CA:TRUE) and a serving certificate it signs (EC P-256,
- * serverAuth, SANs dns, CN dns[0]), valid days from an hour ago; the CA's key is
- * dropped. Replaces what *s held. 0, or -1 with why. */
-int ts_cert_set_generate(struct ts_cert_set *s, const char *const *dns, size_t ndns,
-			 unsigned days, char *why, size_t n);
+/* A set keeps serving when the certificate and key load (ts_cert_check), the certificate
+ * verifies against ca.crt for serverAuth (and clientAuth when use->client), names every
+ * one of use->dns, and neither it nor its CA expires before valid_until (Unix seconds).
+ * 0, or -1 with the reason in why. */
+int ts_cert_set_check(struct ts_cert_set *s, const struct ts_cert_use *use, int64_t valid_until,
+		      char *why, size_t n);
+
+/* A new CA (EC P-256, self-signed, CA:TRUE) and a certificate it signs (EC P-256,
+ * serverAuth and clientAuth, SANs use->dns, CN dns[0]), valid days from an hour ago; the
+ * CA's key is dropped. Replaces what *s held. 0, or -1 with why. */
+int ts_cert_set_generate(struct ts_cert_set *s, const struct ts_cert_use *use, unsigned days,
+			 char *why, size_t n);
 
 /* Keeps *s when it passes ts_cert_set_check for the next 30 days (half the validity when
  * days < 60), else generates a new set in its place. Returns 0 (kept), 1 (new; why says
  * what was wrong with the old one) or -1 (why). */
-int ts_cert_set_ensure(struct ts_cert_set *s, const char *const *dns, size_t ndns,
-		       unsigned days, char *why, size_t n);
+int ts_cert_set_ensure(struct ts_cert_set *s, const struct ts_cert_use *use, unsigned days,
+		       char *why, size_t n);
 void ts_cert_set_free(struct ts_cert_set *s);
 
 #endif

@@ -19,7 +19,7 @@ static void usage(FILE *f)
 		"Usage: trainscope-webhook --tls-cert FILE --tls-key FILE [options]\n"
 		"       trainscope-webhook --bootstrap-certs --secret NAME --service NAME\n"
 		"                          [--webhook-config NAME] [--validity-days N] [--kubeconfig FILE]\n"
-		"                          [--out-dir DIR] [--wait-s N]\n"
+		"                          [--out-dir DIR] [--wait-s N] [--peer-names NAME,...]\n"
 		"Mutating admission webhook for pods (AdmissionReview v1). A pod annotated\n"
 		"trainscope.dev/inject: \"true\" (POST /mutate), or any pod of a namespace that opts in\n"
 		"by label (POST /mutate-namespace, unless the pod says \"false\"), gets an init\n"
@@ -52,7 +52,8 @@ static void usage(FILE *f)
 		"container, with webhook.certs.job=true). In the pod's namespace (env POD_NAMESPACE, else the\n"
 		"service account's), the Secret's ca.crt, tls.crt and tls.key are kept when they load,\n"
 		"the key matches, the certificate verifies against ca.crt, names the service and\n"
-		"lasts 30 more days; else a new CA and serving certificate (EC P-256, serverAuth)\n"
+		"lasts 30 more days; else a new CA and certificate (EC P-256, serverAuth and\n"
+		"clientAuth)\n"
 		"are written to it (created as kubernetes.io/tls when missing). Then ca.crt becomes\n"
 		"the caBundle of every webhook of the MutatingWebhookConfiguration. Writes that\n"
 		"meet a conflict are retried. Exit 0 when done, 1 when something failed (one line\n"
@@ -60,6 +61,10 @@ static void usage(FILE *f)
 		"  --secret NAME          the Secret\n"
 		"  --service NAME         the webhook's Service: the certificate names NAME, NAME.NS,\n"
 		"                         NAME.NS.svc and NAME.NS.svc.cluster.local\n"
+		"  --peer-names NAME,...  up to 4 more names (\"*.\" before a name: its subdomains),\n"
+		"                         those a cluster's servers dial one another by, e.g.\n"
+		"                         *.trainscope-nats-cluster.NS.svc for NATS's routes; a\n"
+		"                         certificate kept must then be a TLS client's too\n"
 		"  --webhook-config NAME  the MutatingWebhookConfiguration (none: only the Secret and\n"
 		"                         --out-dir, as for NATS's own serving certificate)\n"
 		"  --validity-days N      of a new CA and certificate (default 365)\n"
@@ -212,6 +217,7 @@ int main(int argc, char **argv)
 		{ "nats-audience", required_argument, NULL, 'U' },
 		{ "nats-ca", required_argument, NULL, 'A' },
 		{ "events", no_argument, NULL, 'E' },
+		{ "peer-names", required_argument, NULL, 'N' },
 		{ 0 }
 	};
 	struct webhook_opts o = { .port = 8443 };
@@ -254,6 +260,7 @@ int main(int argc, char **argv)
 		case 'B': bootstrap_certs = true; break;
 		case 'S': boot.secret = optarg; break;
 		case 'V': boot.service = optarg; break;
+		case 'N': boot.peer_names = optarg; break;
 		case 'W': boot.webhook_config = optarg; break;
 		case 'D':
 			if (parse_bounded(optarg, "--validity-days", "days", 1, 36500,

@@ -847,6 +847,7 @@ static const char *const svc_names[] = {
 	"trainscope-webhook.trainscope.svc.cluster.local",
 };
 #define NSVC (sizeof(svc_names) / sizeof(svc_names[0]))
+static const struct ts_cert_use svc = { svc_names, NSVC, false };
 
 static X509 *parse_cert(const char *pem)
 {
@@ -882,9 +883,9 @@ static void test_cert_set_generate(void **state)
 	char why[256];
 
 	(void)state;
-	assert_int_equal(ts_cert_set_generate(&s, svc_names, NSVC, 365, why, sizeof(why)), 0);
+	assert_int_equal(ts_cert_set_generate(&s, &svc, 365, why, sizeof(why)), 0);
 	assert_true(llabs(s.not_after - (time(NULL) + 365 * 86400L)) < 60);
-	assert_int_equal(ts_cert_set_check(&s, svc_names, NSVC, time(NULL) + 364 * 86400L, why,
+	assert_int_equal(ts_cert_set_check(&s, &svc, time(NULL) + 364 * 86400L, why,
 					   sizeof(why)), 0);
 	ca = parse_cert(s.ca_pem);
 	leaf = parse_cert(s.cert_pem);
@@ -893,6 +894,7 @@ static void test_cert_set_generate(void **state)
 	assert_non_null(ca_key = X509_get0_pubkey(ca));
 	assert_int_equal(X509_verify(leaf, ca_key), 1);
 	assert_true(X509_get_extended_key_usage(leaf) & XKU_SSL_SERVER);
+	assert_true(X509_get_extended_key_usage(leaf) & XKU_SSL_CLIENT);
 	assert_non_null(sans = X509_get_ext_d2i(leaf, NID_subject_alt_name, NULL, NULL));
 	assert_int_equal(sk_GENERAL_NAME_num(sans), NSVC);
 	GENERAL_NAMES_free(sans);
@@ -903,22 +905,50 @@ static void test_cert_set_generate(void **state)
 	X509_free(ca);
 	X509_free(leaf);
 	/* nothing made without a validity or names */
-	assert_int_equal(ts_cert_set_generate(&s, svc_names, NSVC, 0, why, sizeof(why)), -1);
-	assert_int_equal(ts_cert_set_generate(&s, svc_names, 0, 30, why, sizeof(why)), -1);
+	assert_int_equal(ts_cert_set_generate(&s, &svc, 0, why, sizeof(why)), -1);
+	assert_int_equal(ts_cert_set_generate(&s, &(struct ts_cert_use){ svc_names, 0, false }, 30, why, sizeof(why)), -1);
 	assert_non_null(s.ca_pem); /* a failure leaves the set as it was */
+	ts_cert_set_free(&s);
+}
+
+/* A cluster's pair (--peer-names): a wildcard names each server's own name, not deeper
+ * ones, and the set checks as a TLS client's; a set for the service alone is renewed. */
+static void test_cert_set_peers(void **state)
+{
+	static const char *const names[] = { "trainscope-nats.trainscope.svc",
+					     "*.trainscope-nats-cluster.trainscope.svc" };
+	const struct ts_cert_use peers = { names, 2, true };
+	struct ts_cert_set s = { 0 }, c = { 0 };
+	char why[256];
+	X509 *leaf;
+
+	(void)state;
+	assert_int_equal(ts_cert_set_generate(&s, &peers, 365, why, sizeof(why)), 0);
+	assert_int_equal(ts_cert_set_check(&s, &peers, time(NULL) + 60, why, sizeof(why)), 0);
+	leaf = parse_cert(s.cert_pem);
+	assert_int_equal(X509_check_host(leaf, "trainscope-nats-2.trainscope-nats-cluster.trainscope.svc",
+					 0, 0, NULL), 1);
+	assert_int_equal(X509_check_host(leaf, "a.b.trainscope-nats-cluster.trainscope.svc", 0, 0,
+					 NULL), 0);
+	X509_free(leaf);
+	assert_int_equal(ts_cert_set_generate(&c, &(struct ts_cert_use){ names, 1, false }, 365, why,
+					      sizeof(why)), 0);
+	assert_int_equal(ts_cert_set_ensure(&c, &peers, 365, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "does not name *.trainscope-nats-cluster.trainscope.svc"));
+	ts_cert_set_free(&c);
 	ts_cert_set_free(&s);
 }
 
 /* ts_cert_set_ensure on s (a copy): expect 0 (kept, unchanged) or 1 (replaced, for a
  * reason containing because, and the new set checks). */
-static void ensure(const struct ts_cert_set *s, const char *const *dns, size_t ndns,
-		   unsigned days, int expect, const char *because)
+static void ensure(const struct ts_cert_set *s, const struct ts_cert_use *use, unsigned days,
+		   int expect, const char *because)
 {
 	struct ts_cert_set c;
 	char why[256] = "";
 
 	copy_set(&c, s);
-	assert_int_equal(ts_cert_set_ensure(&c, dns, ndns, days, why, sizeof(why)), expect);
+	assert_int_equal(ts_cert_set_ensure(&c, use, days, why, sizeof(why)), expect);
 	if (expect == 0) {
 		assert_string_equal(c.ca_pem, s->ca_pem);
 		assert_string_equal(c.cert_pem, s->cert_pem);
@@ -926,7 +956,7 @@ static void ensure(const struct ts_cert_set *s, const char *const *dns, size_t n
 	} else {
 		assert_non_null(strstr(why, because));
 		assert_true(!s->cert_pem || strcmp(c.cert_pem, s->cert_pem));
-		assert_int_equal(ts_cert_set_check(&c, dns, ndns, time(NULL) + 60, why, sizeof(why)), 0);
+		assert_int_equal(ts_cert_set_check(&c, use, time(NULL) + 60, why, sizeof(why)), 0);
 	}
 	ts_cert_set_free(&c);
 }
@@ -938,36 +968,36 @@ static void test_cert_set_ensure(void **state)
 	char why[256];
 
 	(void)state;
-	assert_int_equal(ts_cert_set_generate(&a, svc_names, NSVC, 365, why, sizeof(why)), 0);
-	assert_int_equal(ts_cert_set_generate(&b, svc_names, NSVC, 365, why, sizeof(why)), 0);
-	assert_int_equal(ts_cert_set_generate(&soon, svc_names, NSVC, 10, why, sizeof(why)), 0);
-	ensure(&none, svc_names, NSVC, 365, 1, "there is no ca.crt");
-	ensure(&a, svc_names, NSVC, 365, 0, NULL);
+	assert_int_equal(ts_cert_set_generate(&a, &svc, 365, why, sizeof(why)), 0);
+	assert_int_equal(ts_cert_set_generate(&b, &svc, 365, why, sizeof(why)), 0);
+	assert_int_equal(ts_cert_set_generate(&soon, &svc, 10, why, sizeof(why)), 0);
+	ensure(&none, &svc, 365, 1, "there is no ca.crt");
+	ensure(&a, &svc, 365, 0, NULL);
 	/* 10 days left: renewed for a 365-day validity (30 days ahead), kept for a 10-day
 	 * one (half of it ahead) */
-	ensure(&soon, svc_names, NSVC, 365, 1, "expires at");
-	ensure(&soon, svc_names, NSVC, 10, 0, NULL);
+	ensure(&soon, &svc, 365, 1, "expires at");
+	ensure(&soon, &svc, 10, 0, NULL);
 	/* the key of another pair; a certificate of another CA; a CA that does not parse */
 	copy_set(&bad, &a);
 	replace_text(&bad.key_pem, b.key_pem);
-	ensure(&bad, svc_names, NSVC, 365, 1, "does not match");
+	ensure(&bad, &svc, 365, 1, "does not match");
 	replace_text(&bad.key_pem, a.key_pem);
 	replace_text(&bad.ca_pem, b.ca_pem);
-	ensure(&bad, svc_names, NSVC, 365, 1, "does not verify against ca.crt");
+	ensure(&bad, &svc, 365, 1, "does not verify against ca.crt");
 	replace_text(&bad.ca_pem, "-----BEGIN CERTIFICATE-----\nbroken\n");
-	ensure(&bad, svc_names, NSVC, 365, 1, "ca.crt does not parse");
+	ensure(&bad, &svc, 365, 1, "ca.crt does not parse");
 	/* a self-signed pair that is no CA's; tls.key missing */
 	make_pair(&self, 400);
 	replace_text(&bad.ca_pem, self.cert);
 	replace_text(&bad.cert_pem, self.cert);
 	replace_text(&bad.key_pem, self.key);
-	ensure(&bad, svc_names, NSVC, 365, 1, "does not name trainscope-webhook.trainscope.svc");
+	ensure(&bad, &svc, 365, 1, "does not name trainscope-webhook.trainscope.svc");
 	free(bad.key_pem);
 	bad.key_pem = NULL;
-	ensure(&bad, svc_names, NSVC, 365, 1, "there is no tls.key");
+	ensure(&bad, &svc, 365, 1, "there is no tls.key");
 	/* another service's names */
-	ensure(&a, (const char *const[]){ "other.trainscope.svc" }, 1, 365, 1,
-	       "does not name other.trainscope.svc");
+	ensure(&a, &(struct ts_cert_use){ (const char *const[]){ "other.trainscope.svc" }, 1, false },
+	       365, 1, "does not name other.trainscope.svc");
 	ts_cert_set_free(&bad);
 	ts_cert_set_free(&soon);
 	ts_cert_set_free(&b);
@@ -996,6 +1026,7 @@ int main(void)
 		cmocka_unit_test(test_cert_rotation),
 		cmocka_unit_test(test_cert_set_generate),
 		cmocka_unit_test(test_cert_set_ensure),
+		cmocka_unit_test(test_cert_set_peers),
 	};
 	return cmocka_run_group_tests_name("webhook mutation", tests, NULL, NULL);
 }
