@@ -236,7 +236,8 @@ static int verify(X509 *leaf, STACK_OF(X509) *chain, STACK_OF(X509) *cas, int pu
 		}
 	} else {
 		snprintf(why, n, "the certificate does not verify against ca.crt%s (%s)",
-			 purpose == X509_PURPOSE_SSL_CLIENT ? " as a TLS client's" : "", ctx ? X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx))
+			 purpose == X509_PURPOSE_SSL_CLIENT ? " as a TLS client's" : "",
+			 ctx ? X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx))
 			     : "out of memory");
 		ERR_clear_error();
 		ok = 0;
