@@ -88,6 +88,48 @@ static void ident_device(struct ts_ident *id)
 	id->dev_index = index;
 }
 
+/* Each launcher's variables, in the order they are believed: trainscope's own override,
+ * the torch.distributed env:// contract (torchrun, accelerate, DeepSpeed's launcher),
+ * then MPI's (Open MPI and Horovod under mpirun, PMIx, MPICH and Intel MPI, MVAPICH)
+ * and Slurm's srun. A rank comes with the world size and local rank of the same
+ * launcher; missing ones fall back to WORLD_SIZE and LOCAL_RANK. */
+const struct ts_rank_source ts_rank_sources[] = {
+	{ "TRAINSCOPE_RANK", "TRAINSCOPE_WORLD_SIZE", "TRAINSCOPE_LOCAL_RANK" },
+	{ "RANK", "WORLD_SIZE", "LOCAL_RANK" },
+	{ "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK" },
+	{ "PMIX_RANK", "PMIX_SIZE", "PMIX_LOCAL_RANK" },
+	{ "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID" },
+	{ "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK" },
+	{ "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID" },
+	{ NULL, NULL, NULL },
+};
+
+/* The first source whose rank variable is a number >= 0, or NULL. */
+static const struct ts_rank_source *rank_source(int32_t *rank)
+{
+	for (const struct ts_rank_source *s = ts_rank_sources; s->rank; s++)
+		if ((*rank = env_int(s->rank, -1)) >= 0)
+			return s;
+	*rank = -1;
+	return NULL;
+}
+
+static void ident_rank(struct ts_ident *id)
+{
+	const struct ts_rank_source *s = rank_source(&id->rank);
+	int32_t world = s ? env_int(s->world, -1) : -1, local = s ? env_int(s->local, -1) : -1;
+
+	if (world <= 0)
+		world = env_int("WORLD_SIZE", -1);
+	if (local < 0)
+		local = env_int("LOCAL_RANK", id->rank);
+	/* a world that does not hold the rank is no world: the rank's own bound stands */
+	id->world_known = world > 0 && world > id->rank;
+	id->world_size = id->world_known ? world : id->rank >= 0 ? id->rank + 1 : 1;
+	id->local_rank = local;
+	id->rank_source = s ? (int8_t)(s - ts_rank_sources + 1) : 0;
+}
+
 void ts_ident_from_env(struct ts_ident *id)
 {
 	char host[64] = "localhost";
@@ -99,13 +141,28 @@ void ts_ident_from_env(struct ts_ident *id)
 	env_copy(id->pod, sizeof(id->pod), "TRAINSCOPE_POD", "");
 	env_copy(id->node, sizeof(id->node), "TRAINSCOPE_NODE", host);
 	env_copy(id->container, sizeof(id->container), "TRAINSCOPE_CONTAINER", "");
-	id->rank = env_int("RANK", -1);
-	id->local_rank = env_int("LOCAL_RANK", id->rank);
-	id->world_size = env_int("WORLD_SIZE", id->rank >= 0 ? id->rank + 1 : 1);
+	ident_rank(id);
 	id->pid = (int32_t)getpid();
 	id->cgroup_id = ts_cgroup_id();
 	ident_device(id);
 	env_copy(id->groups, sizeof(id->groups), "TRAINSCOPE_GROUPS", "");
+}
+
+int ts_ident_set_rank(struct ts_ident *id, int32_t rank, int32_t world, int32_t local_rank)
+{
+	if (rank < 0 || world <= rank)
+		return -EINVAL;
+	if (id->rank == rank && id->world_size == world && id->world_known &&
+	    (local_rank < 0 || local_rank == id->local_rank))
+		return 0;
+	id->rank = rank;
+	id->world_size = world;
+	id->world_known = true;
+	if (local_rank >= 0 && local_rank != id->local_rank) {
+		id->local_rank = local_rank;
+		ident_device(id);
+	}
+	return 1;
 }
 
 void ts_subject_token(char *dst, size_t n, const char *src)

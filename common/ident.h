@@ -2,6 +2,7 @@
 #ifndef TS_IDENT_H
 #define TS_IDENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,13 +17,29 @@ struct ts_ident {
 	int32_t dev_index;
 	char dev_uuid[48];
 	char groups[64];  /* the job's parallel layout (TRAINSCOPE_GROUPS: "tp2-pp4-dp8") */
+	bool world_known; /* world_size came from a launcher or the program, not guessed */
+	int8_t rank_source; /* 1 + the entry of ts_rank_sources that gave the rank; 0: none */
 };
 
-/* Fills id from TRAINSCOPE_NAMESPACE/JOB/POD/NODE/CONTAINER/GROUPS, RANK, LOCAL_RANK,
- * WORLD_SIZE and the process itself. Missing values get defaults ("default",
- * "local", host name, rank -1). The device: TRAINSCOPE_DEVICE_INDEX and
- * TRAINSCOPE_DEVICE_UUID when set, else ts_visible_device, else LOCAL_RANK. */
+/* A launcher's names for a process's rank, world size and local rank. */
+struct ts_rank_source {
+	const char *rank, *world, *local;
+};
+/* Believed in this order; the list ends with an entry of NULLs. */
+extern const struct ts_rank_source ts_rank_sources[];
+
+/* Fills id from TRAINSCOPE_NAMESPACE/JOB/POD/NODE/CONTAINER/GROUPS, the first launcher
+ * of ts_rank_sources whose rank variable is set, and the process itself. Missing values
+ * get defaults ("default", "local", host name, rank -1). The device:
+ * TRAINSCOPE_DEVICE_INDEX and TRAINSCOPE_DEVICE_UUID when set, else ts_visible_device,
+ * else the local rank. */
 void ts_ident_from_env(struct ts_ident *id);
+
+/* The rank and world size the program itself established (its process group, its
+ * job-wide communicator), and its local rank when known (-1: keep id's; a new one moves
+ * the device as ts_ident_from_env finds it). Returns 1 when id changed, 0 when it
+ * already said so, -EINVAL for a rank outside [0, world). */
+int ts_ident_set_rank(struct ts_ident *id, int32_t rank, int32_t world, int32_t local_rank);
 
 
 /* The inode of the process's own cgroup v2 directory: bpf_get_current_cgroup_id(). */

@@ -7,6 +7,7 @@
 #include "lib.h"
 #include "trainscope.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,8 @@ __attribute__((noinline, cold)) struct ts_ring *ts_lib_init(void)
 		return NULL;
 	}
 	ts_ident_from_env(&id);
+	if (ts_lib.late_how) /* a fork's child of a process that learned its rank late */
+		ts_ident_set_rank(&id, ts_lib.late_rank, ts_lib.late_world, ts_lib.late_local);
 	if (ts_ring_create(dir, ring_slots(), &id, &ts_lib.ring, &ts_lib.lock_fd, ts_lib.ring_path,
 			   sizeof(ts_lib.ring_path))) {
 		atomic_store(&ts_lib.state, LIB_DISABLED);
@@ -57,6 +60,49 @@ __attribute__((noinline, cold)) struct ts_ring *ts_lib_init(void)
 	}
 	atomic_store_explicit(&ts_lib.state, LIB_READY, memory_order_release);
 	return ts_lib.ring;
+}
+
+/* Whether how may tell a ring that says id: the program always; a communicator only a
+ * process with no rank, and only one of the whole world. */
+static bool may_learn(const struct ts_ident *id, int32_t world, int how)
+{
+	if (how == TS_IDENT_PROGRAM)
+		return true;
+	return id->rank < 0 && (!id->world_known || world == id->world_size);
+}
+
+int ts_lib_learn_rank(int32_t rank, int32_t world, int32_t local_rank, int how)
+{
+	int expect = 0, rc = -ENODEV;
+	struct ts_ring *r;
+
+	if (rank < 0 || world <= rank)
+		return -EINVAL;
+	if (!atomic_compare_exchange_strong(&ts_lib.learning, &expect, 1))
+		return -EBUSY;
+	if ((r = ts_lib_ring())) {
+		rc = 0;
+		if (may_learn(&r->id, world, how) &&
+		    ts_ident_set_rank(&r->id, rank, world, local_rank) > 0) {
+			struct ts_rec rec = { .type = TS_REC_IDENT, .kind = (uint16_t)how,
+					      .t_ns = ts_mono_ns(), .a = (uint64_t)rank,
+					      .b = (uint64_t)world,
+					      .c = (uint64_t)(int64_t)r->id.local_rank,
+					      .d = (uint64_t)(int64_t)r->id.dev_index };
+			ts_ring_push(r, &rec); /* after the header: the relay reads it then */
+		}
+	}
+	if (!ts_lib.late_how || how == TS_IDENT_PROGRAM) {
+		ts_lib.late_rank = rank, ts_lib.late_world = world, ts_lib.late_local = local_rank;
+		ts_lib.late_how = how;
+	}
+	atomic_store(&ts_lib.learning, 0);
+	return rc;
+}
+
+TRAINSCOPE_API int trainscope_set_rank(int32_t rank, int32_t world_size, int32_t local_rank)
+{
+	return ts_lib_learn_rank(rank, world_size, local_rank, TS_IDENT_PROGRAM);
 }
 
 TRAINSCOPE_API void trainscope_step_begin(uint64_t step)

@@ -79,6 +79,13 @@ void ts_comm_made(void *comm, uint64_t id, uint32_t nranks, uint32_t rank)
 	ts_emit(&r);
 }
 
+void ts_comm_made_root(void *comm, uint64_t id, uint32_t nranks, uint32_t rank)
+{
+	ts_comm_made(comm, id, nranks, rank);
+	if (nranks > 0 && nranks <= INT32_MAX && rank < nranks)
+		ts_lib_learn_rank((int32_t)rank, (int32_t)nranks, -1, TS_IDENT_COMM);
+}
+
 void ts_comm_gone(void *comm)
 {
 	struct ts_comm *e = lookup(comm, false, 0, 0);

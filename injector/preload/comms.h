@@ -19,6 +19,9 @@ struct ts_comm {
 
 /* A communicator made through the hooks: its entry, and a TS_REC_COMM record. */
 TS_HIDDEN void ts_comm_made(void *comm, uint64_t id, uint32_t nranks, uint32_t rank);
+/* ts_comm_made for a communicator made from unique ids (not split from another): one
+ * of the whole job tells a process that has no rank yet its rank (ts_lib_learn_rank). */
+TS_HIDDEN void ts_comm_made_root(void *comm, uint64_t id, uint32_t nranks, uint32_t rank);
 /* The entry of a communicator in use; one made elsewhere (before the preload, or by a
  * path not hooked) gets one on first use, named by fallback_id. NULL when the table is
  * full. A few loads, no lock, no allocation: safe on the collective's path. */

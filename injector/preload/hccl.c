@@ -229,7 +229,7 @@ TS_EXPORT ts_hccl_result HcclGroupEnd(void)
 
 static void made(ts_hccl_comm comm, uint64_t id, uint32_t nranks, uint32_t rank)
 {
-	ts_comm_made(comm, id, nranks ? nranks : comm_ranks(comm), rank);
+	ts_comm_made_root(comm, id, nranks ? nranks : comm_ranks(comm), rank);
 }
 
 /* A communicator made from a rank table file: HCCL names it alike on every member

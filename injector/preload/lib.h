@@ -39,6 +39,10 @@ struct ts_lib {
 	_Atomic uint64_t mem_live, mem_peak, alloc_failures;
 	_Atomic int dump_signal;       /* the shim's faulthandler signal, 0 = none */
 	_Atomic uint64_t total_launches, total_api_calls; /* over closed steps */
+	/* the rank the program established, kept across fork for the children's rings */
+	_Atomic int learning;
+	int32_t late_rank, late_world, late_local;
+	int late_how;
 };
 
 extern struct ts_lib ts_lib TS_HIDDEN;
@@ -93,6 +97,13 @@ static inline void ts_ctr_add(_Atomic uint64_t *c, uint64_t v)
 {
 	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
+
+/* The rank and world size the program established, told by how (enum ts_ident_how): a
+ * communicator's only while the process has no rank and only when it spans the known
+ * world (or the first one, when no launcher said a world). Cold path. Returns 0, or
+ * -EINVAL, -EBUSY (another thread is telling one), -ENODEV (no ring: remembered for a
+ * ring made later). */
+TS_HIDDEN int ts_lib_learn_rank(int32_t rank, int32_t world, int32_t local_rank, int how);
 
 /* Step boundaries as the device backends see them (gpu.c). */
 TS_HIDDEN void ts_gpu_step_end(uint64_t step);

@@ -212,7 +212,7 @@ TS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ts_nccl_ui
 	NCCL_REAL("ncclCommInitRank", ncclComm_t *, int, ts_nccl_uid, int)
 	TS_COLL_NESTED(ncclResult_t, (comm, nranks, id, rank))
 	if (outer && r == 0 && comm && *comm)
-		ts_comm_made(*comm, ts_comm_uid_hash(&id, sizeof(id)), (uint32_t)nranks,
+		ts_comm_made_root(*comm, ts_comm_uid_hash(&id, sizeof(id)), (uint32_t)nranks,
 			     (uint32_t)rank);
 	return r;
 }
@@ -223,7 +223,7 @@ TS_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ts_n
 	NCCL_REAL("ncclCommInitRankConfig", ncclComm_t *, int, ts_nccl_uid, int, void *)
 	TS_COLL_NESTED(ncclResult_t, (comm, nranks, id, rank, config))
 	if (outer && init_made(r, comm))
-		ts_comm_made(*comm, ts_comm_uid_hash(&id, sizeof(id)), (uint32_t)nranks,
+		ts_comm_made_root(*comm, ts_comm_uid_hash(&id, sizeof(id)), (uint32_t)nranks,
 			     (uint32_t)rank);
 	return r;
 }
@@ -236,7 +236,7 @@ TS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, in
 	NCCL_REAL("ncclCommInitRankScalable", ncclComm_t *, int, int, int, ts_nccl_uid *, void *)
 	TS_COLL_NESTED(ncclResult_t, (comm, nranks, rank, nids, ids, config))
 	if (outer && init_made(r, comm) && ids && nids > 0)
-		ts_comm_made(*comm, ts_comm_uid_hash(ids, (size_t)nids * sizeof(*ids)),
+		ts_comm_made_root(*comm, ts_comm_uid_hash(ids, (size_t)nids * sizeof(*ids)),
 			     (uint32_t)nranks, (uint32_t)rank);
 	return r;
 }

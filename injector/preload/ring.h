@@ -41,7 +41,14 @@ enum ts_rec_type {
 	TS_REC_PEER = 14,       /* network sends to one peer since the last such record (NCCL's
 				 * profiler): c = comm hash, reserved = the peer's rank in it,
 				 * a = bytes, dur_ns = summed send time, d = sends */
+	TS_REC_IDENT = 15,      /* the rank learned after the ring was made (the header's id
+				 * says it too, written before): kind = enum ts_ident_how,
+				 * a = rank, b = world size, c = local rank, d = device index
+				 * (both as int64, -1 unknown) */
 };
+
+/* Who told the process its rank late. */
+enum ts_ident_how { TS_IDENT_PROGRAM = 1, TS_IDENT_COMM = 2 };
 
 /* Files beside a ring that carry text the fixed-size records cannot. */
 #define TS_SIDE_STACKS ".stacks"

@@ -101,6 +101,14 @@ enum trainscope_note {
 };
 TRAINSCOPE_API void trainscope_note(enum trainscope_note what);
 
+/* The process's rank and world size as the program itself established them (the shim
+ * calls it after torch.distributed.init_process_group), for launchers that put no rank
+ * in the environment (Lightning's, mp.spawn, Ray): its steps, also those made before,
+ * are published under it. local_rank: -1 when unknown. Returns 0; -EINVAL for a rank
+ * outside [0, world_size); -EBUSY while another thread tells one; -ENODEV when the
+ * process records nothing (no ring folder). */
+TRAINSCOPE_API int trainscope_set_rank(int32_t rank, int32_t world_size, int32_t local_rank);
+
 #ifdef __cplusplus
 }
 #endif

@@ -160,6 +160,45 @@ static void test_fake_torch_loop(void **state)
 	fake_loop(FAKES "/train_fake.py", "group1:0,1", "the fake model diverged");
 }
 
+/* A launcher that sets no rank (mp.spawn, Lightning's): the ring is made unranked by a
+ * record before init_process_group, which then tells the rank (header and an IDENT
+ * record); steps through AMP's GradScaler and DeepSpeed's engine count once each,
+ * skipped ones too. */
+static void test_late_rank_framework_steps(void **state)
+{
+	char dir[] = "/tmp/ts-shim-XXXXXX", path[4200];
+	char *unranked[] = { "RANK=", "WORLD_SIZE=", "LOCAL_RANK=", NULL };
+	int steps = 0, idents = 0, first_ident = -1, first_step = -1, i = 0;
+	struct ts_ring *r;
+	struct ts_rec rec;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(python(FAKES "/amp_train.py", dir, unranked), 0);
+	assert_non_null(strstr(out, "trained"));
+	assert_int_equal(ts_test_find(dir, TS_RING_SUFFIX, path, sizeof(path)), 1);
+	assert_int_equal(ts_ring_open(path, &r), 0);
+	assert_int_equal(r->id.rank, 2);
+	assert_int_equal(r->id.world_size, 3);
+	for (; ts_ring_pop(r, &rec); i++) {
+		if (rec.type == TS_REC_STEP_END && first_step < 0)
+			first_step = i;
+		steps += rec.type == TS_REC_STEP_END;
+		if (rec.type == TS_REC_IDENT) {
+			idents++;
+			first_ident = i;
+			assert_int_equal(rec.kind, TS_IDENT_PROGRAM);
+			assert_int_equal(rec.a, 2);
+			assert_int_equal(rec.b, 3);
+		}
+	}
+	ts_ring_unmap(r);
+	assert_int_equal(idents, 1);
+	assert_true(first_ident >= 0 && first_ident < first_step);
+	assert_int_equal(steps, 4 + 6 + 3);
+	assert_int_equal(ts_test_rmdir(dir), 0);
+}
+
 /* torch_npu (its stand-in patches torch as the real one does; groups on HCCL): the same
  * steps, data loading, GC, groups, stacks and exception as a CUDA program. */
 static void test_fake_torch_npu_loop(void **state)
@@ -232,6 +271,7 @@ int main(void)
 		cmocka_unit_test(test_plain_program_unchanged),
 		cmocka_unit_test(test_fake_torch_loop),
 		cmocka_unit_test(test_fake_torch_npu_loop),
+		cmocka_unit_test(test_late_rank_framework_steps),
 		cmocka_unit_test(test_side_files_group_rw),
 		cmocka_unit_test(test_step_func),
 		cmocka_unit_test(test_no_library_silent),

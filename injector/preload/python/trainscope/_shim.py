@@ -15,6 +15,8 @@ _step_lock = threading.Lock()
 _first_optimizer = None
 _stacks_file = None
 _groups = []
+_rank_told = False
+_outer = 0  # depth of framework step calls under way (_outer_step)
 
 
 def _load():
@@ -32,11 +34,13 @@ def _load():
                        ("trainscope_region_end", [ctypes.c_int]),
                        ("trainscope_set_dump_signal", [ctypes.c_int]),
                        ("trainscope_note", [ctypes.c_int]),
+                       ("trainscope_set_rank", [ctypes.c_int32] * 3),
                        ("trainscope_side_path",
                         [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t])):
         fn = getattr(lib, name)
         fn.argtypes = args
-        fn.restype = ctypes.c_int if name == "trainscope_side_path" else None
+        fn.restype = ctypes.c_int if name in ("trainscope_side_path",
+                                              "trainscope_set_rank") else None
     return lib
 
 
@@ -77,11 +81,44 @@ def _arm_hang_dump():
     _lib.trainscope_set_dump_signal(sig)
 
 
+def _local_rank(torch):
+    """LOCAL_RANK when the launcher set it, else the CUDA device the process chose (what
+    mp.spawn programs do with their rank), else -1."""
+    v = os.environ.get("LOCAL_RANK", "")
+    if v.isdigit():
+        return int(v)
+    try:
+        if torch.cuda.is_initialized():
+            return int(torch.cuda.current_device())
+    except Exception:
+        pass
+    return -1
+
+
+def _tell_rank():
+    """The rank the program established (torch.distributed's default group) goes to the
+    library: launchers that set no RANK (Lightning's, mp.spawn, Ray) are covered. True
+    once told."""
+    global _rank_told
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is None or not dist.is_available() or not dist.is_initialized():
+            return False
+        rank, world = dist.get_rank(), dist.get_world_size()
+        local = _local_rank(sys.modules["torch"])
+    except Exception:
+        return False
+    _rank_told = _lib.trainscope_set_rank(rank, world, local) in (0, -19)  # -ENODEV
+    return _rank_told
+
+
 def step():
     """Ends the current step and begins the next."""
     global _step
     if _lib is None:
         return
+    if not _rank_told:  # a process group made some other way than through the wrapper
+        _tell_rank()
     with _step_lock:
         if _step == 0 and _stacks_file is None:
             try:
@@ -149,12 +186,37 @@ def _wrap(obj, name, make):
     setattr(obj, name, new)
 
 
-def _step_post_hook(optimizer, args, kwargs):
+def _first(optimizer):
+    """True for the optimizer whose steps are the program's steps: the first one seen
+    (one step per iteration, however many optimizers)."""
     global _first_optimizer
     if _first_optimizer is None:
         _first_optimizer = id(optimizer)
-    if id(optimizer) == _first_optimizer:  # one step per iteration, however many optimizers
+    return id(optimizer) == _first_optimizer
+
+
+def _step_post_hook(optimizer, args, kwargs):
+    if _outer == 0 and _first(optimizer):  # inside a framework's step it counts itself
         step()
+
+
+def _outer_step(orig, optimizer_arg=None):
+    """A framework's step that may skip the optimizer's (AMP's GradScaler on an overflow,
+    DeepSpeed's engine): one step at its end, skipped or not, and the optimizer's own
+    steps inside it not counted again. optimizer_arg: the position of the optimizer
+    among its arguments, when only the first optimizer's steps count."""
+    def call(*a, **k):
+        global _outer
+        _outer += 1
+        try:
+            return orig(*a, **k)
+        finally:
+            _outer -= 1
+            opt = a[optimizer_arg] if optimizer_arg is not None and len(a) > optimizer_arg \
+                else k.get("optimizer")
+            if _outer == 0 and (optimizer_arg is None or opt is None or _first(opt)):
+                step()
+    return call
 
 
 def _attach_torch(torch):
@@ -166,10 +228,21 @@ def _attach_torch(torch):
         _wrap(dataloader._BaseDataLoaderIter, "__next__", lambda orig: _timed(orig, DATALOADER))
     except Exception as e:
         sys.stderr.write("trainscope: dataloader not hooked: %r\n" % (e,))
+    try:
+        from torch.amp import grad_scaler
+        _wrap(grad_scaler.GradScaler, "step", lambda orig: _outer_step(orig, 1))
+    except Exception:
+        pass  # a torch before torch.amp.GradScaler (2.3): its skipped steps are not seen
     dist = getattr(torch, "distributed", None)
     if dist is not None and dist.is_available():
         _wrap(dist, "init_process_group", _after_init)
         _wrap(dist, "new_group", _after_new_group)
+
+
+def _attach_deepspeed(engine):
+    """DeepSpeed's engine takes its optimizer step (or skips it on an fp16 overflow) in
+    _take_model_step, once per gradient accumulation boundary."""
+    _wrap(engine.DeepSpeedEngine, "_take_model_step", _outer_step)
 
 
 def _timed(orig, kind):
@@ -186,6 +259,7 @@ def _after_init(orig):
     def call(*a, **k):
         r = orig(*a, **k)
         import torch.distributed as dist
+        _tell_rank()
         n = dist.get_world_size()
         _groups.append("world:" + ",".join(str(i) for i in range(n)))
         _write_groups()
@@ -260,7 +334,7 @@ def install():
     import gc
     gc.callbacks.append(_on_gc)
     sys.excepthook = _excepthook_chain(sys.excepthook)
-    watch = {"torch": _attach_torch}
+    watch = {"torch": _attach_torch, "deepspeed.runtime.engine": _attach_deepspeed}
     spec = os.environ.get("TRAINSCOPE_STEP_FUNC")
     if spec and spec.count("@") == 2:
         watch[spec.split("@", 1)[0]] = lambda m: _attach_step_func(m, spec)

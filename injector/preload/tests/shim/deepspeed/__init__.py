@@ -1,0 +1,2 @@
+"""TEST DOUBLE of DeepSpeed: an engine whose step() takes the optimizer's step at each
+gradient accumulation boundary, or skips it on an fp16 overflow."""

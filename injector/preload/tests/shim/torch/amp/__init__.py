@@ -1,0 +1,2 @@
+from torch.amp import grad_scaler  # noqa: F401
+from torch.amp.grad_scaler import GradScaler  # noqa: F401
