@@ -12,6 +12,8 @@ static void usage(FILE *f)
 		"Finds the slow rank of a distributed training job while it runs.\n\n"
 		"Commands:\n"
 		"  run [opts] -- cmd   run cmd under the preload, with a relay to NATS\n"
+		"  run --local -- cmd  the same on one machine: NATS and the analyzer of its own,\n"
+		"                      the verdict as it runs, then the report, picture, timeline\n"
 		"  report [opts]       print the analyzer's report of a job\n"
 		"  timeline [opts]     write a job's Chrome/Perfetto trace (steps + host view)\n"
 		"  help                this text\n\n"

@@ -39,13 +39,23 @@ static void run_usage(FILE *f)
 		"      --shim DIR        the Python shim's folder (env TRAINSCOPE_SHIM, default\n"
 		"                        ../python beside the library's folder, or the source tree's)\n"
 		"      --relay-metrics-port N  serve the relay's /metrics on port N\n"
+		"      --local           all on this machine: a nats-server (JetStream, a free\n"
+		"                        loopback port, its store in a temporary folder) and a\n"
+		"                        trainscope-analyzer run with the command and end with it;\n"
+		"                        the job's verdict shows on one line as it runs; at the end\n"
+		"                        the report is printed and kept with the job's picture\n"
+		"                        (report --plot) and timeline in the --out folder. With\n"
+		"                        --nats URL, that server instead (yours: the analyzer keeps\n"
+		"                        its TRAINSCOPE stream to TRAINSCOPE_STREAM_*)\n"
+		"      --nats-server PATH  --local's nats-server (default: the one on PATH)\n"
+		"      --out DIR         --local's folder (default ./trainscope-<job>-<time>)\n"
 		"  -h, --help\n"
 		"NATS, for the relay (credentials: when the server authenticates):\n"
 		TSN_HELP);
 }
 
 /* <dir of this executable>/<rel> */
-static void beside_self(char *out, size_t n, const char *rel)
+void beside_self(char *out, size_t n, const char *rel)
 {
 	char self[PATH_MAX];
 	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -158,6 +168,9 @@ int cmd_run(int argc, char **argv)
 		{ "lib", required_argument, NULL, 'L' },
 		{ "shim", required_argument, NULL, 'P' },
 		{ "relay-metrics-port", required_argument, NULL, 'p' },
+		{ "local", no_argument, NULL, 0x300 },
+		{ "nats-server", required_argument, NULL, 0x301 },
+		{ "out", required_argument, NULL, 0x302 },
 		{ "help", no_argument, NULL, 'h' },
 		TSN_LONGOPTS,
 		{ 0 }
@@ -166,11 +179,14 @@ int cmd_run(int argc, char **argv)
 	const char *metrics_port = NULL, *shim = getenv("TRAINSCOPE_SHIM");
 	char tmpl[32] = "/dev/shm/trainscope-XXXXXX", libpath[PATH_MAX];
 	int ch, status = 0, rstatus = 0;
+	struct cli_local_opts lo = { 0 };
+	struct cli_local *local = NULL;
+	bool local_on = false;
 	pid_t relay, child;
 
 	while ((ch = getopt_long(argc, argv, "+s:j:n:h", longopts, NULL)) != -1) {
 		if (ch == 's')
-			nats = optarg;
+			nats = lo.nats = optarg;
 		else if (tsn_export_option(ch, optarg)) /* the relay's credentials */
 			continue;
 		switch (ch) {
@@ -181,6 +197,9 @@ int cmd_run(int argc, char **argv)
 		case 'L': lib = optarg; break;
 		case 'P': shim = optarg; break;
 		case 'p': metrics_port = optarg; break;
+		case 0x300: local_on = true; break;
+		case 0x301: lo.nats_server = optarg; break;
+		case 0x302: lo.out = optarg; break;
 		case 'h': run_usage(stdout); return 0;
 		default: run_usage(stderr); return 2;
 		}
@@ -200,11 +219,20 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "trainscope run: cannot create a ring folder: %s\n", strerror(errno));
 		return 1;
 	}
+	if (local_on && cli_local_start(&local, &lo)) {
+		if (ring_dir == tmpl)
+			rmdir(ring_dir);
+		return 1;
+	}
+	if (local)
+		nats = cli_local_url(local);
 	setenv("TRAINSCOPE_RING_DIR", ring_dir, 1);
 	setenv("TRAINSCOPE_NATS_URL", nats, 1);
 	relay = start_relay(ring_dir, nats, metrics_port);
-	if (relay < 0 || set_preload(lib, shim))
+	if (relay < 0 || set_preload(lib, shim)) {
+		cli_local_stop(local);
 		return 1;
+	}
 	child = fork();
 	if (child == 0) {
 		execvp(argv[optind], &argv[optind]);
@@ -217,6 +245,8 @@ int cmd_run(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGINT, SIG_IGN); /* the terminal sends it to the command too */
+	if (local)
+		cli_local_watch(local, child);
 	while (child > 0 && waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
 	kill(relay, SIGTERM);
@@ -226,5 +256,8 @@ int cmd_run(int argc, char **argv)
 				"(status %d): see its log above\n", exit_status(rstatus));
 	if (ring_dir == tmpl)
 		rmdir(ring_dir); /* fails, harmlessly, if unfinished rings are left */
+	if (local)
+		cli_local_finish(local);
+	cli_local_stop(local);
 	return child > 0 ? exit_status(status) : 1;
 }

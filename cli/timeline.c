@@ -6,6 +6,7 @@
 #include "natsw.h"
 #include "proto/trainscope.pb-c.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -259,6 +260,49 @@ static void on_batch(void *arg, const Trainscope__V1__Batch *b)
 	add_batch(arg, b);
 }
 
+/* Reads the job from the stream into t and writes the trace to out (t->events go into
+ * it). Returns 0, -EIO (the stream unread: the caller says where), or, said on stderr,
+ * -ENODATA (no step) or -ENOSPC (the file unwritten). */
+static int write_trace(struct tsn *n, struct timeline *t, const char *ns, const char *job,
+		       const char *out)
+{
+	json_t *root;
+	int rc = 0;
+
+	if (cli_read_job(n, ns, job, on_batch, t))
+		return -EIO;
+	if (!t->steps) {
+		fprintf(stderr, "trainscope timeline: the stream holds no step of %s/%s\n", ns, job);
+		return -ENODATA;
+	}
+	root = json_pack("{s:o, s:s, s:{s:s, s:s}}", "traceEvents", t->events, "displayTimeUnit",
+			 "ms", "metadata", "job", job, "namespace", ns);
+	t->events = NULL;
+	if (json_dump_file(root, out, JSON_COMPACT) == 0) {
+		printf("wrote %s: %" PRIu64 " rank-steps of %d ranks, %" PRIu64
+		       " host samples; open it in ui.perfetto.dev\n",
+		       out, t->steps, ranks_named(t), t->samples);
+	} else {
+		fprintf(stderr, "trainscope timeline: cannot write %s\n", out);
+		rc = -ENOSPC;
+	}
+	json_decref(root);
+	return rc;
+}
+
+int cli_timeline(struct tsn *n, const char *ns, const char *job, const char *out)
+{
+	struct timeline t = { .events = json_array(), .step_hi = UINT64_MAX };
+	int rc = t.events ? write_trace(n, &t, ns, job, out) : -ENOMEM;
+
+	if (rc == -EIO || rc == -ENOMEM)
+		fprintf(stderr, "trainscope timeline: %s\n", rc == -EIO ? "cannot read the stream" :
+			"out of memory");
+	json_decref(t.events);
+	free(t.named);
+	return rc;
+}
+
 int cmd_timeline(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -323,25 +367,10 @@ int cmd_timeline(int argc, char **argv)
 		out = outbuf;
 	}
 	if (tsn_open(&n, &o) == 0) {
-		if (cli_read_job(n, ns, job, on_batch, &t))
+		int err = write_trace(n, &t, ns, job, out);
+		if (err == -EIO)
 			fprintf(stderr, "trainscope timeline: cannot read the stream at %s\n", o.url);
-		else if (!t.steps)
-			fprintf(stderr, "trainscope timeline: the stream holds no step of %s/%s\n", ns, job);
-		else {
-			json_t *root = json_pack("{s:o, s:s, s:{s:s, s:s}}", "traceEvents", t.events,
-						 "displayTimeUnit", "ms", "metadata", "job", job,
-						 "namespace", ns);
-			t.events = NULL;
-			if (json_dump_file(root, out, JSON_COMPACT) == 0) {
-				printf("wrote %s: %" PRIu64 " rank-steps of %d ranks, %" PRIu64
-				       " host samples; open it in ui.perfetto.dev\n",
-				       out, t.steps, ranks_named(&t), t.samples);
-				rc = 0;
-			} else {
-				fprintf(stderr, "trainscope timeline: cannot write %s\n", out);
-			}
-			json_decref(root);
-		}
+		rc = err ? 1 : 0;
 		tsn_close(n);
 	}
 done:
