@@ -12,9 +12,13 @@
  *
  * Callbacks come from the user's thread (start/stop of the op) and NCCL's proxy thread
  * (channels, proxy ops and steps), so event objects live in fixed pools claimed with
- * compare-and-swap. */
+ * compare-and-swap.
+ *
+ * NCCL calls these through ncclchain.c, which also feeds a user's own profiler plugin
+ * (TRAINSCOPE_NCCL_PROFILER_CHAIN) when there is one. */
 #include "gpu.h"
 #include "nccl.h"
+#include "ncclchain.h"
 #include "ncclprof.h"
 #include "trainscope.h"
 
@@ -362,13 +366,14 @@ int ts_prof_finalize(void *ctx)
 	return 0;
 }
 
+/* Through the chain: ours alone unless TRAINSCOPE_NCCL_PROFILER_CHAIN names a plugin. */
 TS_EXPORT ts_profiler_v5 ncclProfiler_v5 = {
 	.name = "trainscope",
-	.init = ts_prof_init,
-	.start_event = ts_prof_start,
-	.stop_event = ts_prof_stop,
-	.record_event_state = ts_prof_record,
-	.finalize = ts_prof_finalize,
+	.init = ts_chain_init,
+	.start_event = ts_chain_start,
+	.stop_event = ts_chain_stop,
+	.record_event_state = ts_chain_record,
+	.finalize = ts_chain_finalize,
 };
 
 /* From the poller: an op the GPU has not finished within the hang timeout. */

@@ -1,6 +1,7 @@
 /* NCCL's profiler plugin ABI, versions 5 and 4, declared by layout (NCCL's
- * ext-profiler/example/nccl/profiler_v5.h and profiler_v4.h), and the v5 callbacks that
- * the older versions' shims (ncclprof_compat.c) call. */
+ * ext-profiler/example/nccl/profiler_v5.h and profiler_v4.h), and trainscope's own v5
+ * callbacks, which the chain (ncclchain.c) calls for NCCL and the older versions' shims
+ * (ncclprof_compat.c). */
 #ifndef TS_NCCLPROF_H
 #define TS_NCCLPROF_H
 
@@ -16,7 +17,10 @@ enum {
 	TS_PROF_P2P = 1 << 2,
 	TS_PROF_PROXY_OP = 1 << 3,
 	TS_PROF_PROXY_STEP = 1 << 4,
+	TS_PROF_PROXY_CTRL = 1 << 5,
 	TS_PROF_KERNEL_CH = 1 << 6,
+	TS_PROF_NET_PLUGIN = 1 << 7,
+	TS_PROF_V4_TYPES = 0xff, /* the types v4 knows; v5 adds API and launch events */
 };
 #define TS_PROF_KERNEL_CH_STOP 22 /* ncclProfilerKernelChStop, v4 and v5 */
 #define TS_PROF_STEP_SEND_WAIT 9  /* ncclProfilerProxyStepSendWait: the network send is
@@ -44,7 +48,8 @@ typedef struct {
 		struct { int pid; uint8_t channel; int peer, nsteps, chunk, is_send; } proxy_op;
 		struct { int step; } proxy_step;
 		struct { uint8_t channel; uint64_t ptimer; } kernel_ch;
-		char pad[96];
+		struct { int64_t id; void *data; } net;
+		char pad[88]; /* NCCL's union is coll's 88 bytes: a copy never reads past it */
 	};
 } ts_prof_descr_v5;
 
