@@ -128,6 +128,27 @@ $(BUILD)/test/test_hooks: $(BUILD)/obj/injector/preload/tests/test_hooks.o \
 	$(call link,$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/test_hooks
 
+# A second NCCL profiler plugin (tests/double/profiler2_double.c), the stand-in for a
+# user's own that the library chains behind its own, built once per ABI: v5 under the
+# name NCCL's loader makes of the short name tsd2, v4, and v3 (which the chain refuses).
+PROF2_ABIS := 5 4 3
+PROF2_LIBS := $(DOUBLE_DIR)/libnccl-profiler-tsd2.so $(DOUBLE_DIR)/libnccl-profiler-tsd2v4.so \
+		$(DOUBLE_DIR)/libnccl-profiler-tsd2v3.so
+$(PROF2_ABIS:%=$(BUILD)/dpic/prof2/v%/profiler2_double.o): $(BUILD)/dpic/prof2/v%/profiler2_double.o: \
+		injector/preload/tests/double/profiler2_double.c
+	@mkdir -p $(dir $@)
+	@echo "  CC.dbl  $< (v$*)"
+	@$(CC) $(CFLAGS_ALL) -fPIC -DPROF2_ABI=$* -MMD -MP -c $< -o $@
+$(DOUBLE_DIR)/libnccl-profiler-tsd2.so: $(BUILD)/dpic/prof2/v5/profiler2_double.o
+	$(call double_lib,$<,libnccl-profiler-tsd2.so)
+$(DOUBLE_DIR)/libnccl-profiler-tsd2v%.so: $(BUILD)/dpic/prof2/v%/profiler2_double.o
+	$(call double_lib,$<,libnccl-profiler-tsd2v$*.so)
+
+$(BUILD)/test/test_ncclchain: $(BUILD)/obj/injector/preload/tests/test_ncclchain.o \
+		$(BUILD)/obj/injector/preload/tests/util.o $(RING_OBJS) | $(PRELOAD_LIB) $(PROF2_LIBS)
+	$(call link,$^,$(CMOCKA_LIBS) -ldl)
+TESTS += $(BUILD)/test/test_ncclchain
+
 $(BUILD)/test/test_shim: $(BUILD)/obj/injector/preload/tests/test_shim.o \
 		$(BUILD)/obj/injector/preload/tests/util.o $(RING_OBJS) | $(PRELOAD_LIB)
 	$(call link,$^,$(CMOCKA_LIBS))
