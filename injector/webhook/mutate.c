@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define LIB_DIR "/trainscope"
 #define RINGS_MOUNT "/trainscope-rings"
@@ -20,6 +21,8 @@
  * runs unchanged instead of exiting 127 on a glibc library it cannot load. */
 #define PRELOAD_PATH LIB_DIR "/lib/$PLATFORM/libtrainscope.so"
 #define SHIM_DIR LIB_DIR "/python"
+/* A user's own NCCL profiler plugin, loaded by the library behind its own */
+#define CHAIN_ENV "TRAINSCOPE_NCCL_PROFILER_CHAIN"
 #define INJECTED_UID 65532
 
 static const char *str_at(json_t *obj, const char *key)
@@ -131,19 +134,54 @@ static void chain_env(json_t *patch, json_t *c, const char *cpath, const char *n
 	append(patch, c, "env", path, json_pack("{s:s, s:s}", "name", name, "value", ours));
 }
 
-/* Sets name only where the container does not: the user's own choice wins. */
-static void default_env(json_t *patch, json_t *c, const char *cpath, const char *name,
-			const char *value)
+/* A value naming the library, wherever it lies (LIB_PATH, a $PLATFORM link, a copy). */
+static bool names_ours(const char *v)
 {
-	json_t *e;
-	char path[512];
-	size_t i;
+	const char *slash = strrchr(v, '/');
 
-	json_array_foreach(json_object_get(c, "env"), i, e)
-		if (str_at(e, "name") && !strcmp(str_at(e, "name"), name))
-			return;
+	return !strcmp(slash ? slash + 1 : v, "libtrainscope.so");
+}
+
+/* NCCL loads one profiler plugin (NCCL's per-channel device times and per-peer sends;
+ * without it the API hooks time collectives): ours. A user's own moves to CHAIN_ENV,
+ * where the library loads it behind ours and feeds it every event it asks for; one
+ * from valueFrom moves as it is. Left alone: ours already, "none" (NCCL's word for no
+ * plugin), and a chain the user set up. */
+static void profiler_env(json_t *patch, json_t *c, const char *cpath)
+{
+	json_t *e, *user = NULL, *from;
+	const char *v;
+	bool chained = false;
+	char path[512];
+	size_t i, at = 0;
+
+	json_array_foreach(json_object_get(c, "env"), i, e) {
+		const char *name = str_at(e, "name");
+		if (name && !strcmp(name, CHAIN_ENV))
+			chained = true;
+		else if (name && !strcmp(name, "NCCL_PROFILER_PLUGIN"))
+			user = e, at = i; /* of several, the last is what the container gets */
+	}
 	snprintf(path, sizeof(path), "%s/env", cpath);
-	append(patch, c, "env", path, json_pack("{s:s, s:s}", "name", name, "value", value));
+	if (!user) {
+		append(patch, c, "env", path,
+		       json_pack("{s:s, s:s}", "name", "NCCL_PROFILER_PLUGIN", "value", LIB_PATH));
+		return;
+	}
+	v = str_at(user, "value");
+	from = json_object_get(user, "valueFrom");
+	if (chained || (v && (names_ours(v) || !strcasecmp(v, "none"))))
+		return;
+	snprintf(path, sizeof(path), "%s/env/%zu", cpath, at);
+	op(patch, "replace", path,
+	   json_pack("{s:s, s:s}", "name", "NCCL_PROFILER_PLUGIN", "value", LIB_PATH));
+	snprintf(path, sizeof(path), "%s/env", cpath);
+	if (v && *v)
+		append(patch, c, "env", path, json_pack("{s:s, s:s}", "name", CHAIN_ENV, "value", v));
+	else if (!v && json_is_object(from))
+		append(patch, c, "env", path, json_pack("{s:s, s:o}", "name", CHAIN_ENV, "valueFrom",
+							json_deep_copy(from)));
+	/* else empty: NCCL's default file name, nothing of the user's to keep */
 }
 
 static void patch_container(json_t *patch, json_t *c, size_t idx, const char *job,
@@ -156,8 +194,7 @@ static void patch_container(json_t *patch, json_t *c, size_t idx, const char *jo
 	snprintf(cpath, sizeof(cpath), "/spec/containers/%zu", idx);
 	chain_env(patch, c, cpath, "LD_PRELOAD", PRELOAD_PATH, false);
 	chain_env(patch, c, cpath, "PYTHONPATH", SHIM_DIR, true);
-	/* NCCL's per-channel device times; without it the API hooks time collectives */
-	default_env(patch, c, cpath, "NCCL_PROFILER_PLUGIN", LIB_PATH);
+	profiler_env(patch, c, cpath);
 	json_array_append_new(env, json_pack("{s:s, s:s}", "name", "TRAINSCOPE_CONTAINER", "value",
 					     str_at(c, "name") ? str_at(c, "name") : ""));
 	snprintf(path, sizeof(path), "%s/env", cpath);

@@ -479,25 +479,113 @@ static void test_qos_kept(void **state)
 	json_decref(pod);
 }
 
-/* A user's own NCCL profiler plugin stays: ours is only the default. */
-static void test_keeps_user_nccl_plugin(void **state)
+/* A pod whose one container sets env (a JSON array); the container after the webhook.
+ * *done keeps it alive (json_decref it). */
+static json_t *container_after(json_t *env, json_t **done)
 {
-	json_t *pod = json_pack("{s:{s:s, s:{s:s}}, s:{s:[{s:s, s:[{s:s, s:s}]}]}}", "metadata",
-				"name", "p", "annotations", TS_ANNOT_INJECT, "true", "spec",
-				"containers", "name", "c", "env", "name", "NCCL_PROFILER_PLUGIN",
-				"value", "/opt/mine.so");
-	json_t *done = mutate(pod, &opts), *c, *e;
+	json_t *pod = json_pack("{s:{s:s, s:{s:s}}, s:{s:[{s:s, s:o}]}}", "metadata", "name", "p",
+				"annotations", TS_ANNOT_INJECT, "true", "spec", "containers",
+				"name", "c", "env", env);
+
+	*done = mutate(pod, &opts);
+	assert_non_null(*done);
+	json_decref(pod);
+	return json_array_get(json_object_get(json_object_get(*done, "spec"), "containers"), 0);
+}
+
+static int env_count(json_t *c, const char *name)
+{
+	json_t *e;
+	size_t i;
 	int n = 0;
+
+	json_array_foreach(json_object_get(c, "env"), i, e)
+		n += !strcmp(json_string_value(json_object_get(e, "name")), name);
+	return n;
+}
+
+#define CHAIN "TRAINSCOPE_NCCL_PROFILER_CHAIN"
+
+/* A user's own NCCL profiler plugin (a path, or NCCL's short name) moves to the chain,
+ * which the library loads behind its own; NCCL_PROFILER_PLUGIN names ours, once. */
+static void test_chains_user_nccl_plugin(void **state)
+{
+	static const char *const mine[] = { "/opt/mine.so", "inspector" };
+	json_t *done, *c;
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		c = container_after(json_pack("[{s:s, s:s}]", "name", "NCCL_PROFILER_PLUGIN", "value",
+					      mine[i]),
+				    &done);
+		assert_string_equal(env_of(c, "NCCL_PROFILER_PLUGIN"),
+				    "/trainscope/lib/libtrainscope.so");
+		assert_int_equal(env_count(c, "NCCL_PROFILER_PLUGIN"), 1);
+		assert_string_equal(env_of(c, CHAIN), mine[i]);
+		json_decref(done);
+	}
+}
+
+/* Ours already (any path to libtrainscope.so), "none" (no plugin at all), or a chain the
+ * user set up: left as they are. */
+static void test_keeps_nccl_plugin_choices(void **state)
+{
+	static const char *const kept[] = { "/trainscope/lib/libtrainscope.so",
+					    "/opt/trainscope/lib/libtrainscope.so", "none", "NONE" };
+	json_t *done, *c;
+
+	(void)state;
+	for (size_t i = 0; i < 4; i++) {
+		c = container_after(json_pack("[{s:s, s:s}]", "name", "NCCL_PROFILER_PLUGIN", "value",
+					      kept[i]),
+				    &done);
+		assert_string_equal(env_of(c, "NCCL_PROFILER_PLUGIN"), kept[i]);
+		assert_int_equal(env_count(c, "NCCL_PROFILER_PLUGIN"), 1);
+		assert_int_equal(env_count(c, CHAIN), 0);
+		json_decref(done);
+	}
+	c = container_after(json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "NCCL_PROFILER_PLUGIN",
+				      "value", "/opt/a.so", "name", CHAIN, "value", "/opt/b.so"),
+			    &done);
+	assert_string_equal(env_of(c, "NCCL_PROFILER_PLUGIN"), "/opt/a.so");
+	assert_string_equal(env_of(c, CHAIN), "/opt/b.so");
+	assert_int_equal(env_count(c, CHAIN), 1);
+	json_decref(done);
+	/* the user's chain alone: NCCL still gets ours */
+	c = container_after(json_pack("[{s:s, s:s}]", "name", CHAIN, "value", "/opt/b.so"), &done);
+	assert_string_equal(env_of(c, "NCCL_PROFILER_PLUGIN"), "/trainscope/lib/libtrainscope.so");
+	assert_string_equal(env_of(c, CHAIN), "/opt/b.so");
+	json_decref(done);
+}
+
+/* A plugin from valueFrom (a ConfigMap) moves as it is; an empty value (NCCL's default
+ * file name) leaves nothing to chain. */
+static void test_chains_nccl_plugin_value_from(void **state)
+{
+	json_t *done, *c, *e, *from = NULL;
 	size_t i;
 
 	(void)state;
-	assert_non_null(done);
-	c = json_array_get(json_object_get(json_object_get(done, "spec"), "containers"), 0);
-	assert_string_equal(env_of(c, "NCCL_PROFILER_PLUGIN"), "/opt/mine.so");
+	c = container_after(json_pack("[{s:s, s:{s:{s:s, s:s}}}]", "name", "NCCL_PROFILER_PLUGIN",
+				      "valueFrom", "configMapKeyRef", "name", "prof", "key",
+				      "plugin"),
+			    &done);
+	assert_string_equal(env_of(c, "NCCL_PROFILER_PLUGIN"), "/trainscope/lib/libtrainscope.so");
+	assert_int_equal(env_count(c, "NCCL_PROFILER_PLUGIN"), 1);
 	json_array_foreach(json_object_get(c, "env"), i, e)
-		n += !strcmp(json_string_value(json_object_get(e, "name")), "NCCL_PROFILER_PLUGIN");
-	assert_int_equal(n, 1);
-	json_decref(pod);
+		if (!strcmp(json_string_value(json_object_get(e, "name")), CHAIN))
+			from = json_object_get(json_object_get(e, "valueFrom"), "configMapKeyRef");
+	assert_non_null(from);
+	assert_string_equal(json_string_value(json_object_get(from, "name")), "prof");
+	assert_string_equal(json_string_value(json_object_get(from, "key")), "plugin");
+	assert_null(json_object_get(json_object_get(
+		json_array_get(json_object_get(c, "env"), 0), "valueFrom"), "configMapKeyRef"));
+	json_decref(done);
+
+	c = container_after(json_pack("[{s:s, s:s}]", "name", "NCCL_PROFILER_PLUGIN", "value", ""),
+			    &done);
+	assert_string_equal(env_of(c, "NCCL_PROFILER_PLUGIN"), "/trainscope/lib/libtrainscope.so");
+	assert_int_equal(env_count(c, CHAIN), 0);
 	json_decref(done);
 }
 
@@ -1016,7 +1104,9 @@ int main(void)
 		cmocka_unit_test(test_restricted_security_context),
 		cmocka_unit_test(test_ring_folder),
 		cmocka_unit_test(test_qos_kept),
-		cmocka_unit_test(test_keeps_user_nccl_plugin),
+		cmocka_unit_test(test_chains_user_nccl_plugin),
+		cmocka_unit_test(test_keeps_nccl_plugin_choices),
+		cmocka_unit_test(test_chains_nccl_plugin_value_from),
 		cmocka_unit_test(test_ascend_pod_like_gpu_pod),
 		cmocka_unit_test(test_ascend_visible_devices_kept),
 		cmocka_unit_test(test_opt_in_and_out),
