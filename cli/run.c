@@ -136,8 +136,26 @@ static bool find_shim(const char *lib, char *out, size_t n)
 	return true;
 }
 
+/* NCCL loads one profiler plugin: the library. A user's own moves to
+ * TRAINSCOPE_NCCL_PROFILER_CHAIN, which the library loads behind itself and feeds every
+ * event it asks for. Left alone: the library already, "none" (NCCL's word for no plugin)
+ * and a chain the user set. 0, or -1 when the environment cannot grow. */
+static int set_profiler(const char *lib)
+{
+	const char *user = getenv("NCCL_PROFILER_PLUGIN"), *slash = user ? strrchr(user, '/') : NULL;
+
+	if (user && (!strcasecmp(user, "none") || !strcmp(user, lib) ||
+		     !strcmp(slash ? slash + 1 : user, "libtrainscope.so") ||
+		     getenv("TRAINSCOPE_NCCL_PROFILER_CHAIN")))
+		return 0;
+	/* empty is NCCL's default file name: nothing of the user's to keep */
+	if (user && *user && setenv("TRAINSCOPE_NCCL_PROFILER_CHAIN", user, 1))
+		return -1;
+	return setenv("NCCL_PROFILER_PLUGIN", lib, 1);
+}
+
 /* LD_PRELOAD, the Python shim on PYTHONPATH, and the library as NCCL's profiler plugin
- * unless the user has one. */
+ * (set_profiler). */
 static int set_preload(const char *lib, const char *shim)
 {
 	char found[PATH_MAX];
@@ -151,7 +169,7 @@ static int set_preload(const char *lib, const char *shim)
 	if (!shim)
 		fprintf(stderr, "trainscope run: no Python shim found (--shim); Python programs "
 				"get step boundaries only from trainscope.step()\n");
-	if (!getenv("NCCL_PROFILER_PLUGIN") && setenv("NCCL_PROFILER_PLUGIN", lib, 1))
+	if (set_profiler(lib))
 		return -1;
 	if (shim && chain_env("PYTHONPATH", shim, true))
 		return -1;
