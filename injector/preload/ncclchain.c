@@ -6,9 +6,10 @@
  * would (the name as given, then libnccl-profiler-NAME.so) and takes its newest struct we
  * can forward: ncclProfiler_v5, else ncclProfiler_v4 (given v4's descriptors and parents
  * as NCCL's own v4 adapter gives them). Before v4 the layouts differ and carry no device
- * times, so such a plugin is refused with a line on stderr. From then on every callback
- * goes to both plugins: NCCL gets the union of the two activation masks, and each plugin
- * sees only the event types it asked for.
+ * times, and NCCL's v6 and later are not what NCCL gives us (we export v5), so a plugin
+ * with only those is refused with a line on stderr. From then on every callback goes to
+ * both plugins: NCCL gets the union of the two activation masks, and each plugin sees
+ * only the event types it asked for.
  *
  * Contexts and handles. A chained communicator's context is a struct cctx holding both
  * contexts. An event the chained plugin took goes back to NCCL as a struct pair of both
@@ -130,8 +131,9 @@ static void *open_like_nccl(const char *name, char *why, size_t n)
 }
 
 /* Loads the plugin name and takes its struct (C.v5 or C.v4). 0, or a negative errno with
- * the reason in why: -ELOOP it is ours, -ENOENT it cannot be loaded, -ENOTSUP it has only
- * a version before v4 or none at all, -EINVAL a callback is missing. */
+ * the reason in why: -ELOOP it is ours, -ENOENT it cannot be loaded, -ENOTSUP it has
+ * neither v5 nor v4 (only an older or a newer version, or none), -EINVAL a callback is
+ * missing. */
 static int chain_open(const char *name, char *why, size_t n)
 {
 	const ts_profiler_v5 *v5 = NULL;
@@ -151,12 +153,14 @@ static int chain_open(const char *name, char *why, size_t n)
 	if (!(v5 = ts_real_dlsym(h, "ncclProfiler_v5")))
 		v4 = ts_real_dlsym(h, "ncclProfiler_v4");
 	if (!v5 && !v4) {
-		static const char *const olds[] = { "ncclProfiler_v3", "ncclProfiler_v2",
-						    "ncclProfiler_v1" };
-		for (size_t i = 0; i < sizeof(olds) / sizeof(olds[0]) && !old; i++)
-			old = ts_real_dlsym(h, olds[i]) ? olds[i] : NULL;
+		/* named in the line: newer ones (NCCL after 2.28) first, then the old */
+		static const char *const others[] = { "ncclProfiler_v7", "ncclProfiler_v6",
+						      "ncclProfiler_v3", "ncclProfiler_v2",
+						      "ncclProfiler_v1" };
+		for (size_t i = 0; i < sizeof(others) / sizeof(others[0]) && !old; i++)
+			old = ts_real_dlsym(h, others[i]) ? others[i] : NULL;
 		if (old)
-			snprintf(why, n, "its newest profiler API is %s; trainscope forwards only "
+			snprintf(why, n, "its profiler API is %s; trainscope forwards only "
 					 "ncclProfiler_v5 and ncclProfiler_v4 (unsupported version)", old);
 		else
 			snprintf(why, n, "it exports no ncclProfiler_v5 or ncclProfiler_v4");
