@@ -128,6 +128,7 @@ test: deps
 	@$(MAKE) --no-print-directory arm64-test
 	@$(MAKE) --no-print-directory integration
 	@BUILD=$(BUILD) e2e/test-demo.sh
+	@BUILD=$(BUILD) e2e/test-local.sh
 	@BUILD=$(BUILD) e2e/test-npu.sh
 	@BUILD=$(BUILD) e2e/test-faults.sh
 	@BUILD=$(BUILD) e2e/test-observe.sh
@@ -179,6 +180,7 @@ demo: deps
 e2e: deps
 	@$(MAKE) --no-print-directory image-root
 	@BUILD=$(BUILD) e2e/test-demo.sh
+	@BUILD=$(BUILD) e2e/test-local.sh
 	@BUILD=$(BUILD) e2e/test-faults.sh
 	@BUILD=$(BUILD) e2e/test-agent.sh
 	@BUILD=$(BUILD) e2e/test-webhook.sh
