@@ -129,6 +129,7 @@ test: deps
 	@$(MAKE) --no-print-directory integration
 	@BUILD=$(BUILD) e2e/test-demo.sh
 	@BUILD=$(BUILD) e2e/test-local.sh
+	@BUILD=$(BUILD) e2e/test-launchers.sh
 	@BUILD=$(BUILD) e2e/test-npu.sh
 	@BUILD=$(BUILD) e2e/test-faults.sh
 	@BUILD=$(BUILD) e2e/test-observe.sh

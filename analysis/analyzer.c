@@ -518,6 +518,29 @@ static int refuse_mismatch(struct ts_analyzer *a, const char *subject,
 	return -EBADMSG;
 }
 
+/* A relay's word that its process makes steps with no rank (it holds them): no records,
+ * only the count. */
+static bool unranked_notice(const Trainscope__V1__Batch *b)
+{
+	return b->unranked_steps > 0 && !b->n_records;
+}
+
+/* The job's report says which processes have no rank and what to set; said once per
+ * process here. */
+static int unranked(struct ts_analyzer *a, struct ts_job *j, const Trainscope__V1__Batch *b)
+{
+	const Trainscope__V1__Identity *id = b->id;
+
+	a->st.unranked_notices++;
+	if (!ts_job_unranked(j, b->producer_id, id->pod, id->pid, b->unranked_steps))
+		return 0;
+	a->st.unranked_processes++;
+	ts_warn("analyzer: %s/%s: process %d (pod %s) made %" PRIu64 " steps with no rank: its "
+		"report says what to set", id->namespace_, id->job, id->pid,
+		id->pod && *id->pod ? id->pod : "-", b->unranked_steps);
+	return 0;
+}
+
 /* Reports are JSON: a name must be UTF-8 text (NULL, unset, is fine). */
 static bool utf8(const char *s)
 {
@@ -540,7 +563,7 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, size_t base,
 	int rc;
 
 	if (!id || !id->namespace_ || !*id->namespace_ || !id->job || !*id->job ||
-	    (kind == K_RANK && id->rank < 0))
+	    (kind == K_RANK && id->rank < 0 && !unranked_notice(b)))
 		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "batch without identity");
 	if (!b->producer_id || !b->seq)
 		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "batch without producer/seq");
@@ -568,6 +591,10 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, size_t base,
 	}
 	if (dropped || lost)
 		ts_job_data_loss(j, dropped, lost);
+	if (kind == K_RANK && id->rank < 0)
+		return unranked(a, j, b);
+	if (kind == K_RANK)
+		ts_job_ranked(j, b->producer_id);
 	if (kind == K_RANK || kind == K_HANG)
 		rank_records(a, j, b);
 	else
@@ -827,6 +854,10 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	  s.jobs_forgotten);
 	M("job_attempts_total", "counter", "New runs of a job name whose ranks had ended: "
 	  "started afresh.", s.attempts);
+	M("unranked_notices_total", "counter", "Relays' notices that a process makes steps with "
+	  "no rank (held by its relay; the job's report says what to set).", s.unranked_notices);
+	M("unranked_processes_total", "counter", "Processes that made steps with no rank (once "
+	  "each).", s.unranked_processes);
 	M("job_state_bytes", "gauge", "Memory held by the jobs' state (limits.memory_mb bounds it).",
 	  a->job_bytes);
 #undef M

@@ -35,6 +35,7 @@ struct ts_analyzer_stats {
 	uint64_t control, host_samples, device_samples;
 	uint64_t jobs, jobs_forgotten, reordered, attempts;
 	uint64_t mismatched; /* batches whose identity disagrees with their subject */
+	uint64_t unranked_notices, unranked_processes; /* relays' word of steps with no rank */
 	uint64_t other_partition; /* mapped under another partition count */
 	uint64_t producers;  /* producers followed now (silent ones forgotten after job_ttl_s) */
 	uint64_t over_limit[4]; /* jobs, world, memory, step_jump */

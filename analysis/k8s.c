@@ -24,6 +24,7 @@ struct written {
 	uint64_t at_ns;
 	json_t *pending;     /* a status held back by the interval, written by ts_k8s_flush */
 	uint8_t evented[8192]; /* a bit per rank: an Event was raised for this slow spell */
+	bool unranked_evented; /* the processes with no rank have had their Events */
 };
 
 struct ts_k8s {
@@ -297,29 +298,22 @@ static bool pod_exists(struct ts_k8s *k, const char *ns, const char *pod)
 	return ts_name_is_object(pod) && get_pod(k, ns, pod, NULL) == 200;
 }
 
-static void raise_event(struct ts_k8s *k, const char *ns, const char *report, json_t *slow,
-			uint64_t now_ns)
+/* A Warning Event on the pod, or on the report for a process outside Kubernetes; what
+ * names a pod of another namespace is refused (what for is said in the warning). */
+static void warn_pod(struct ts_k8s *k, const char *ns, const char *report, const char *pod,
+		     const char *reason, const char *msg, const char *what, uint64_t now_ns)
 {
-	const char *pod = ts_k8s_jstr(slow, "pod");
-	char msg[1024];
-
 	if (*pod && !pod_exists(k, ns, pod)) {
 		if (!k->st.refused++)
-			ts_warn("k8s: no Event for rank %lld of %s/%s: its batches name pod %s, "
-				"not a pod of that namespace (the first such refusal; "
-				"trainscope_analyzer_k8s_refused_total counts them)",
-				(long long)json_integer_value(json_object_get(slow, "rank")), ns,
+			ts_warn("k8s: no Event for %s of %s/%s: its batches name pod %s, not a pod "
+				"of that namespace (the first such refusal; "
+				"trainscope_analyzer_k8s_refused_total counts them)", what, ns,
 				report, pod);
 		return;
 	}
-
-	snprintf(msg, sizeof(msg), "rank %lld is slow (%s, node %s): %s",
-		 (long long)json_integer_value(json_object_get(slow, "rank")), ts_k8s_jstr(slow, "cause"),
-		 ts_k8s_jstr(slow, "node"), ts_k8s_jstr(slow, "evidence"));
-	/* a rank outside Kubernetes: the report stands for it */
 	struct ts_kube_event e = { .ns = ns, .api_version = *pod ? "v1" : "trainscope.dev/v1alpha1",
 				   .kind = *pod ? "Pod" : "SlowNodeReport", .name = *pod ? pod : report,
-				   .reason = "SlowRank", .message = msg,
+				   .reason = reason, .message = msg,
 				   .component = "trainscope-analyzer", .host = k->host,
 				   .now_ns = now_ns };
 	int code = ts_kube_warn(k->kube, &e);
@@ -327,6 +321,50 @@ static void raise_event(struct ts_k8s *k, const char *ns, const char *report, js
 		k->st.events++;
 	else
 		k->st.errors++;
+}
+
+static void raise_event(struct ts_k8s *k, const char *ns, const char *report, json_t *slow,
+			uint64_t now_ns)
+{
+	long long rank = (long long)json_integer_value(json_object_get(slow, "rank"));
+	char msg[1024], what[32];
+
+	snprintf(msg, sizeof(msg), "rank %lld is slow (%s, node %s): %s", rank,
+		 ts_k8s_jstr(slow, "cause"), ts_k8s_jstr(slow, "node"),
+		 ts_k8s_jstr(slow, "evidence"));
+	snprintf(what, sizeof(what), "rank %lld", rank);
+	warn_pod(k, ns, report, ts_k8s_jstr(slow, "pod"), "SlowRank", msg, what, now_ns);
+}
+
+/* Once per spell of processes without rank: each of their pods (once) gets the
+ * RanksKnown condition's message. */
+static void unranked_events(struct ts_k8s *k, struct written *w, json_t *status,
+			    uint64_t now_ns)
+{
+	json_t *list = json_object_get(status, "unranked"), *c, *u;
+	const char *msg = "processes made steps with no rank", *seen[16];
+	int nseen = 0;
+	size_t i;
+
+	if (!json_array_size(list) || w->unranked_evented) {
+		w->unranked_evented = json_array_size(list) > 0;
+		return;
+	}
+	w->unranked_evented = true;
+	json_array_foreach(json_object_get(status, "conditions"), i, c)
+		if (!strcmp(ts_k8s_jstr(c, "type"), "RanksKnown"))
+			msg = ts_k8s_jstr(c, "message");
+	json_array_foreach(list, i, u) {
+		const char *pod = ts_k8s_jstr(u, "pod");
+		bool dup = false;
+		for (int n = 0; n < nseen; n++)
+			dup |= !strcmp(seen[n], pod);
+		if (dup || nseen == 16)
+			continue;
+		seen[nseen++] = pod;
+		warn_pod(k, w->ns, w->name, pod, "RankUnknown", msg, "a process with no rank",
+			 now_ns);
+	}
 }
 
 /* Events once per slow spell of a rank: forgotten when the rank is no longer slow. */
@@ -345,6 +383,7 @@ static void events(struct ts_k8s *k, struct written *w, json_t *status, uint64_t
 			raise_event(k, w->ns, w->name, s, now_ns);
 	}
 	memcpy(w->evented, now_slow, sizeof(now_slow));
+	unranked_events(k, w, status, now_ns);
 }
 
 static void verdict_of(json_t *status, char *out, size_t n)

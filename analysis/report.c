@@ -1,4 +1,5 @@
 #include "report.h"
+#include "ident.h"
 #include "names.h"
 #include "tsclock.h"
 
@@ -61,9 +62,10 @@ static json_t *hang_json(const struct ts_job_result *r)
 	return h;
 }
 
-enum { C_SLOW, C_FAILSLOW, C_HANG, C_DATA, C_STORED };
+enum { C_SLOW, C_FAILSLOW, C_HANG, C_DATA, C_STORED, C_RANKS };
 static const char *const cond_types[TS_JOB_CONDITIONS] = { "SlowRanks", "FailSlow", "Hang",
-							   "DataComplete", "Stored" };
+							   "DataComplete", "Stored",
+							   "RanksKnown" };
 
 static json_t *condition(struct ts_job *j, int c, bool status, const char *reason,
 			 const char *msg, uint64_t now)
@@ -100,6 +102,48 @@ static json_t *lost_ranks(struct ts_job *j)
 			json_array_append_new(a, json_pack("{s:i, s:s, s:I}", "rank", k, "pod", m->pod,
 							   "lastStep", (json_int_t)m->last_step));
 	return a;
+}
+
+/* What a process without a rank lacks, with the cure: the launchers' variables
+ * (ts_rank_sources) or a process group or communicator of the whole job. */
+static void unranked_cure(char *msg, size_t n, int count, uint64_t steps)
+{
+	size_t len = (size_t)snprintf(msg, n, "%d process%s made %llu steps with no rank: no "
+				      "launcher variable (", count, count > 1 ? "es" : "",
+				      (unsigned long long)steps);
+
+	for (const struct ts_rank_source *s = ts_rank_sources; s->rank && len < n; s++)
+		len += (size_t)snprintf(msg + len, n - len, "%s%s", s == ts_rank_sources ? "" : ", ",
+					s->rank);
+	if (len < n)
+		snprintf(msg + len, n - len, ") and no torch.distributed process group or "
+			 "NCCL/HCCL communicator of the whole job gave one; their steps wait in the "
+			 "relay. Set RANK and WORLD_SIZE in each process's environment (or "
+			 "TRAINSCOPE_RANK and TRAINSCOPE_WORLD_SIZE), or call "
+			 "torch.distributed.init_process_group");
+}
+
+static json_t *ranks_known(struct ts_job *j, json_t *st, uint64_t now)
+{
+	int n, over;
+	const struct ts_unranked *u = ts_job_unranked_list(j, &n, &over);
+	json_t *list = json_array();
+	uint64_t steps = 0;
+	char msg[1024];
+
+	for (int i = 0; i < n; i++) {
+		steps += u[i].steps;
+		json_array_append_new(list, json_pack("{s:s, s:i, s:I}", "pod", u[i].pod, "pid",
+						      u[i].pid, "steps", (json_int_t)u[i].steps));
+	}
+	if (!n) {
+		json_decref(list);
+		return condition(j, C_RANKS, true, "Ranked",
+				 "every process that made steps has a rank", now);
+	}
+	json_object_set_new(st, "unranked", list);
+	unranked_cure(msg, sizeof(msg), n + over, steps);
+	return condition(j, C_RANKS, false, "NoRank", msg, now);
 }
 
 static const char *const event_kinds[] = { "SlowRank", "FailSlow", "Hang" };
@@ -224,6 +268,8 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 			"rankStepsLate", (json_int_t)r->rank_steps_late,
 			"droppedInRings", (json_int_t)r->ring_dropped,
 			"batchesLost", (json_int_t)r->batches_lost));
+	if (st)
+		json_array_append_new(conds, ranks_known(j, st, now));
 	if (st && r->nlost)
 		json_object_set_new(st, "lostRanks", lost_ranks(j));
 	if (st && hang && r->hang_rank >= 0)
@@ -299,20 +345,19 @@ json_t *ts_report_json(struct ts_job *j, const char *trouble)
 
 int ts_report_write(struct ts_job *j, const char *dir, const char *trouble)
 {
-	char path[4096], tmp[4200];
+	char path[4096], tmp[4200] = "";
 	json_t *root = ts_report_json(j, trouble);
 	int err = 0;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	errno = 0;
 	if (ts_name_report_path(path, sizeof(path), dir, ts_job_ns(j), ts_job_name(j)))
 		err = -ENAMETOOLONG;
 	else if (!root)
 		err = -EINVAL; /* a name jansson cannot encode */
-	else if (json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) < 0 ||
+	else if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) < 0 || json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) < 0 ||
 		 rename(tmp, path) < 0)
 		err = errno ? -errno : -EIO;
-	if (err)
+	if (err && tmp[0])
 		unlink(tmp); /* no half-written file left on a full disk */
 	json_decref(root);
 	return err;
@@ -361,8 +406,10 @@ void ts_report_print(json_t *root, void *file)
 		const char *type = json_string_value(json_object_get(s, "type"));
 		const char *status = json_string_value(json_object_get(s, "status"));
 		if (type && status && ((!strcmp(type, "Hang") && !strcmp(status, "True")) ||
-				       (!strcmp(type, "DataComplete") && !strcmp(status, "False"))))
-			fprintf(f, "  %s: %s\n", !strcmp(type, "Hang") ? "hang" : "data",
+				       (!strcmp(type, "DataComplete") && !strcmp(status, "False")) ||
+				       (!strcmp(type, "RanksKnown") && !strcmp(status, "False"))))
+			fprintf(f, "  %s: %s\n", !strcmp(type, "Hang") ? "hang" :
+				!strcmp(type, "RanksKnown") ? "ranks" : "data",
 				json_string_value(json_object_get(s, "message")));
 	}
 }

@@ -149,6 +149,7 @@ int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *step
 	b.dropped_records = h->dropped_records;
 	b.final = h->final;
 	b.died = h->died;
+	b.unranked_steps = h->unranked_steps;
 	if (h->hello) {
 		hello.start_time_ns = h->start_real_ns;
 		hello.version = (char *)TS_VERSION;

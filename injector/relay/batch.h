@@ -24,6 +24,7 @@ struct ts_batch_hdr {
 	uint64_t start_real_ns;   /* for Hello */
 	bool final;               /* the producer exited: nothing follows */
 	bool died;                /* ... without its exit record, after making steps */
+	uint64_t unranked_steps;  /* a notice: the process made these with no rank (held) */
 	const struct ts_hang_info *hang; /* append a Hang record */
 	const char *const *groups;       /* Hello groups ("layout:...", "nccl:...") */
 	size_t ngroups;

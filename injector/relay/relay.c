@@ -31,6 +31,9 @@
 struct producer {
 	char path[4096];
 	struct ts_ring *ring;
+	struct ts_ident id;       /* the ring's, as its TS_REC_IDENT records update it */
+	bool said_unranked;       /* its steps with no rank were logged and counted */
+	uint64_t unranked_ms;     /* when its first step with no rank was made */
 	struct ts_agg agg;
 	uint64_t producer_id, seq;
 	uint64_t steps;           /* step sums made from its ring */
@@ -49,6 +52,13 @@ struct producer {
 };
 
 #define HELLO_EVERY_MS 5000
+
+/* A process that steps with no rank is said to after this many steps or this long (a
+ * launcher that gives none, or a rank learned too late); its steps are held, at most
+ * HELD_MAX (the oldest go first, counted), to go out under the rank it may learn. */
+#define UNRANKED_STEPS 10
+#define UNRANKED_MS 30000
+#define HELD_MAX 1024
 
 /* A ring file the relay could not follow: said once, retried quietly at each scan. */
 struct refused {
@@ -166,13 +176,13 @@ static bool side_load(const struct producer *p, struct side_rec *s)
 		return false;
 	return s->magic == SIDE_MAGIC && s->version == SIDE_VERSION && s->size == sizeof(*s) &&
 	       s->check == side_check(s) && s->ring_start_ns == p->ring->start_real_ns &&
-	       s->pid == p->ring->id.pid && s->producer_id;
+	       s->pid == p->id.pid && s->producer_id;
 }
 
 static int side_write(struct producer *p, uint64_t seq, uint64_t ctl_seq)
 {
 	struct side_rec s = { .magic = SIDE_MAGIC, .version = SIDE_VERSION, .size = sizeof(s),
-			      .ring_start_ns = p->ring->start_real_ns, .pid = p->ring->id.pid,
+			      .ring_start_ns = p->ring->start_real_ns, .pid = p->id.pid,
 			      .producer_id = p->producer_id, .seq = seq, .ctl_seq = ctl_seq };
 	ssize_t n;
 
@@ -197,7 +207,7 @@ static void unsaved(struct relay *r, struct producer *p, const char *side, int e
 
 static uint64_t new_producer_id(const struct relay *r, const struct producer *p)
 {
-	return splitmix(r->relay_nonce ^ (uint64_t)p->ring->id.pid ^ p->ring->start_real_ns);
+	return splitmix(r->relay_nonce ^ (uint64_t)p->id.pid ^ p->ring->start_real_ns);
 }
 
 /* The last relay's producer id and seqs from the side file, or new ones; kept only once
@@ -253,6 +263,27 @@ static void reserve(struct relay *r, struct producer *p, uint64_t seq, uint64_t 
 	unsaved(r, p, side, err);
 }
 
+/* The ring is the process's memory: its text is taken bounded, each string ended. */
+static void copy_ident(struct ts_ident *dst, const struct ts_ident *src)
+{
+	*dst = *src;
+	dst->ns[sizeof(dst->ns) - 1] = dst->job[sizeof(dst->job) - 1] = 0;
+	dst->pod[sizeof(dst->pod) - 1] = dst->node[sizeof(dst->node) - 1] = 0;
+	dst->container[sizeof(dst->container) - 1] = dst->groups[sizeof(dst->groups) - 1] = 0;
+	dst->dev_uuid[sizeof(dst->dev_uuid) - 1] = 0;
+}
+
+/* The rank's subjects, from its identity (again when it learns its rank). */
+static void set_subjects(struct producer *p)
+{
+	char leaf[16];
+
+	snprintf(leaf, sizeof(leaf), "%d", p->id.rank);
+	ts_subject(p->subject, sizeof(p->subject), p->id.ns, p->id.job, "rank", leaf);
+	ts_subject(p->ctl_subject, sizeof(p->ctl_subject), p->id.ns, p->id.job, "ctl",
+		   p->id.node);
+}
+
 static int add_producer(struct relay *r, const char *path)
 {
 	struct producer *p = calloc(1, sizeof(*p));
@@ -278,22 +309,17 @@ static int add_producer(struct relay *r, const char *path)
 		r->capprod = cap;
 	}
 	ts_agg_init(&p->agg, p->ring->mono_to_real_ns);
+	copy_ident(&p->id, &p->ring->id);
 	take_identity(r, p);
 	p->last_flush_ms = mono_ms();
-	char leaf[16];
-	snprintf(leaf, sizeof(leaf), "%d", p->ring->id.rank);
-	ts_subject(p->subject, sizeof(p->subject), p->ring->id.ns, p->ring->id.job, "rank", leaf);
-	ts_subject(p->ctl_subject, sizeof(p->ctl_subject), p->ring->id.ns, p->ring->id.job, "ctl",
-		   p->ring->id.node);
-	/* the ring is the process's memory: its text is taken bounded */
-	const char *lay = p->ring->id.groups;
-	int n = (int)strnlen(lay, sizeof(p->ring->id.groups) - 1);
-	if (n)
-		snprintf(p->groups[p->ngroups++], sizeof(p->groups[0]), "layout:%.*s", n, lay);
+	set_subjects(p);
+	if (p->id.groups[0]) /* cut to what a Hello group holds */
+		snprintf(p->groups[p->ngroups++], sizeof(p->groups[0]), "layout:%.*s",
+			 (int)(sizeof(p->groups[0]) - 8), p->id.groups);
 	r->prod[r->nprod++] = p;
 	r->st.producers_seen++;
-	ts_info("relay: following %s (job %s/%s rank %d/%d pid %d) -> %s", path, p->ring->id.ns,
-		p->ring->id.job, p->ring->id.rank, p->ring->id.world_size, p->ring->id.pid,
+	ts_info("relay: following %s (job %s/%s rank %d/%d pid %d) -> %s", path, p->id.ns,
+		p->id.job, p->id.rank, p->id.world_size, p->id.pid,
 		p->subject);
 	return 0;
 }
@@ -464,7 +490,7 @@ static int send_batch(struct relay *r, struct producer *p, const char *subject,
 	size_t len;
 	int err;
 
-	h->id = &p->ring->id;
+	h->id = &p->id;
 	h->pod_uid = r->pod_uid;
 	h->dropped_records = atomic_load(&p->ring->dropped);
 	h->start_real_ns = p->ring->start_real_ns;
@@ -565,15 +591,21 @@ static void send_hang(struct relay *r, struct producer *p, const struct ts_rec *
 		.stacks = read_side(p->path, TS_SIDE_STACKS, 64 * 1024),
 	};
 
+	if (p->id.rank < 0) { /* no rank to blame: its report says it has none */
+		ts_warn("relay: %s (pid %d, no rank) reports a hang (op %u, %.0f s pending): not "
+			"published", p->path, p->id.pid, hang.op, (double)hang.pending_ns / 1e9);
+		free(hang.stacks);
+		return;
+	}
 	publish(r, p, false);
-	snprintf(leaf, sizeof(leaf), "%d", p->ring->id.rank);
-	if (ts_subject(subject, sizeof(subject), p->ring->id.ns, p->ring->id.job, "hang", leaf) > 0) {
+	snprintf(leaf, sizeof(leaf), "%d", p->id.rank);
+	if (ts_subject(subject, sizeof(subject), p->id.ns, p->id.job, "hang", leaf) > 0) {
 		struct ts_batch_hdr h = { .producer_id = p->producer_id, .seq = ++p->seq,
 					  .hang = &hang };
 		reserve(r, p, h.seq, 0);
 		if (!send_batch(r, p, subject, &h, NULL, 0))
 			ts_warn("relay: rank %d reports a hang (op %u, seq %" PRIu64 ", %.0f s pending)",
-				p->ring->id.rank, hang.op, hang.seq, (double)hang.pending_ns / 1e9);
+				p->id.rank, hang.op, hang.seq, (double)hang.pending_ns / 1e9);
 	}
 	free(hang.stacks);
 	reserve_open(r, p);
@@ -600,6 +632,102 @@ static void add_comm(struct producer *p, const struct ts_rec *rec)
 	p->hello_sent = false;
 }
 
+/* The rank the process learned after its ring was made (its process group, its
+ * communicator): the steps held till now go out under it, and the rank is announced. */
+static void learn(struct relay *r, struct producer *p, const struct ts_rec *rec)
+{
+	int32_t rank = (int32_t)rec->a, world = (int32_t)rec->b;
+
+	if (rank < 0 || world <= rank || rec->a > INT32_MAX || rec->b > INT32_MAX) {
+		r->st.bad_records++;
+		return;
+	}
+	if (rank == p->id.rank && world == p->id.world_size)
+		return;
+	if (p->id.rank >= 0)
+		ts_warn("relay: %s: rank %d/%d becomes %d/%d (its program says so) after %" PRIu64
+			" batches went out under the first", p->path, p->id.rank,
+			p->id.world_size, rank, world, p->seq);
+	p->id.rank = rank;
+	p->id.world_size = world;
+	p->id.world_known = true;
+	p->id.local_rank = (int32_t)(int64_t)rec->c;
+	p->id.dev_index = (int32_t)(int64_t)rec->d;
+	/* written into the header before the record was */
+	memcpy(p->id.dev_uuid, p->ring->id.dev_uuid, sizeof(p->id.dev_uuid));
+	p->id.dev_uuid[sizeof(p->id.dev_uuid) - 1] = 0;
+	set_subjects(p);
+	p->hello_sent = false;
+	p->next_hello_ms = 0;
+	r->st.ranks_learned++;
+	ts_info("relay: %s (pid %d) is rank %d of %d, as its %s says%s%d steps held go out "
+		"under it", p->path, p->id.pid, rank, world,
+		rec->kind == TS_IDENT_COMM ? "NCCL/HCCL communicator" : "program",
+		p->said_unranked ? " (late): " : ": ", p->npending);
+}
+
+/* The oldest held steps past HELD_MAX go, counted. */
+static void hold_bound(struct relay *r, struct producer *p)
+{
+	int over = p->npending - HELD_MAX;
+
+	if (over <= 0)
+		return;
+	memmove(p->pending, p->pending + over, (size_t)HELD_MAX * sizeof(*p->pending));
+	p->npending = HELD_MAX;
+	r->st.unranked_steps_dropped += (uint64_t)over;
+}
+
+/* Once per process: what it lacks and the cure, in the log and the metrics. */
+static void say_unranked(struct relay *r, struct producer *p)
+{
+	char vars[256];
+	size_t len = 0;
+
+	p->said_unranked = true;
+	r->st.unranked_producers++;
+	for (const struct ts_rank_source *s = ts_rank_sources; s->rank && len < sizeof(vars); s++)
+		len += (size_t)snprintf(vars + len, sizeof(vars) - len, "%s%s",
+					len ? ", " : "", s->rank);
+	ts_warn("relay: %s (pid %d, job %s/%s) made %" PRIu64 " steps with no rank: none of %s "
+		"is set and it made no torch.distributed process group or NCCL/HCCL communicator "
+		"of the whole job. Its steps are held (up to %d) until it does; set RANK and "
+		"WORLD_SIZE in its environment (or TRAINSCOPE_RANK and TRAINSCOPE_WORLD_SIZE). "
+		"The job's report says so too", p->path, p->id.pid, p->id.ns, p->id.job, p->steps,
+		vars, HELD_MAX);
+}
+
+/* A process with no rank: its steps are held, and once it has made a few (or at its
+ * end) the analyzer is told, every HELLO_EVERY_MS, on its rank subject (".-1"), so the
+ * job's report can say what to set. A process that never stepped (a launcher, a data
+ * loader worker) says nothing. At its end, what is held is lost, and counted. */
+static void unranked_round(struct relay *r, struct producer *p, bool done, uint64_t now)
+{
+	if (!p->steps)
+		return;
+	if (!p->unranked_ms)
+		p->unranked_ms = now;
+	hold_bound(r, p);
+	if (!p->said_unranked && (done || p->steps >= UNRANKED_STEPS ||
+				  now - p->unranked_ms >= UNRANKED_MS))
+		say_unranked(r, p);
+	if (p->said_unranked && (done || now >= p->next_hello_ms)) {
+		struct ts_batch_hdr h = { .producer_id = p->producer_id, .seq = p->seq + 1,
+					  .unranked_steps = p->steps };
+		p->next_hello_ms = now + HELLO_EVERY_MS;
+		reserve(r, p, h.seq, 0);
+		if (!send_batch(r, p, p->subject, &h, NULL, 0))
+			r->st.batches++;
+		p->seq++;
+	}
+	if (done && p->npending) {
+		r->st.unranked_steps_dropped += (uint64_t)p->npending;
+		ts_warn("relay: %s ended with no rank: its %d held steps are not published",
+			p->path, p->npending);
+		p->npending = 0;
+	}
+}
+
 /* Takes a round's budget from the ring; true when it stopped with records left. */
 static bool drain(struct relay *r, struct producer *p)
 {
@@ -620,6 +748,10 @@ static bool drain(struct relay *r, struct producer *p)
 			add_comm(p, &rec);
 			continue;
 		}
+		if (rec.type == TS_REC_IDENT) {
+			learn(r, p, &rec);
+			continue;
+		}
 		if (!ts_agg_add(&p->agg, &rec, &sum))
 			continue;
 		r->st.steps++;
@@ -629,7 +761,7 @@ static bool drain(struct relay *r, struct producer *p)
 			r->st.encode_errors++;
 			continue;
 		}
-		if (p->npending >= r->opts.max_batch_steps)
+		if (p->npending >= r->opts.max_batch_steps && p->id.rank >= 0)
 			publish(r, p, false);
 	}
 	return !ring_empty(p->ring);
@@ -641,7 +773,7 @@ static void remove_producer(struct relay *r, int i)
 	char side[4200];
 
 	ts_info("relay: %s finished (rank %d, %" PRIu64 " batches, %" PRIu64 " ring drops)",
-		p->path, p->ring->id.rank, p->seq, (uint64_t)atomic_load(&p->ring->dropped));
+		p->path, p->id.rank, p->seq, (uint64_t)atomic_load(&p->ring->dropped));
 	r->dropped_done += atomic_load(&p->ring->dropped);
 	unlink(p->path);
 	side_name(p->path, SIDE_RELAY, side, sizeof(side));
@@ -675,11 +807,15 @@ static void round_all(struct relay *r, bool final)
 			r->st.steps++;
 		/* a backlog goes out in batches of a round's steps, so that ranks stay abreast
 		 * in the stream too (the analyzer reads it in order) */
-		if (final || done || (more && p->npending) ||
-		    now - p->last_flush_ms >= (uint64_t)r->opts.flush_ms)
-			publish(r, p, done);
-		if (done || now >= p->next_hello_ms)
-			announce(r, p, done);
+		if (p->id.rank < 0) {
+			unranked_round(r, p, done, now);
+		} else {
+			if (final || done || (more && p->npending) ||
+			    now - p->last_flush_ms >= (uint64_t)r->opts.flush_ms)
+				publish(r, p, done);
+			if (done || now >= p->next_hello_ms)
+				announce(r, p, done);
+		}
 		if (done) {
 			remove_producer(r, i);
 			i--;
@@ -793,6 +929,16 @@ void relay_render_metrics(struct relay *r, struct ts_buf *b)
 	  "Rings whose producer id and seq could not be kept in their .relay file (the reason "
 	  "is logged): a restarted relay starts them anew, what it lost uncounted.",
 	  s.identity_unsaved);
+	M("unranked_producers_total", "counter",
+	  "Processes that made steps with no rank (once each; the cure is logged and in the "
+	  "job's report): their steps are held until they learn one.", s.unranked_producers);
+	M("unranked_steps_dropped_total", "counter",
+	  "Steps of processes with no rank not published: past the held bound, or the process "
+	  "ended with no rank.", s.unranked_steps_dropped);
+	M("ranks_learned_total", "counter",
+	  "Processes whose rank came from the program (process group, communicator) after "
+	  "their ring was made.", s.ranks_learned);
+	M("bad_records_total", "counter", "Ring records refused as malformed.", s.bad_records);
 	M("encode_errors_total", "counter", "Batches lost to encoding or memory errors.",
 	  s.encode_errors);
 	M("publish_errors_total", "counter", "Batches refused by the outbox.", s.publish_errors);

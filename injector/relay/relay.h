@@ -19,6 +19,9 @@ struct relay_stats {
 	uint64_t identity_unsaved; /* rings whose .relay file cannot be written, once per ring */
 	uint64_t records, steps, batches, encode_errors, publish_errors;
 	uint64_t ring_dropped; /* drops counted by the producers' rings, finished ones too */
+	uint64_t unranked_producers;    /* processes that stepped with no rank, once each */
+	uint64_t unranked_steps_dropped; /* their held steps past the bound or at their end */
+	uint64_t ranks_learned, bad_records;
 };
 
 struct relay;

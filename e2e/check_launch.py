@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Asserts a launcher test's report: check_launch.py REPORT.json ranked WORLD LAST_STEP |
+unranked PROCESSES
+
+ranked: the analyzer saw WORLD ranks, analysed every step to LAST_STEP with every rank's
+step there (none missing), and says every process has a rank.
+unranked: the RanksKnown condition is False, its message names the cure (RANK), and the
+report lists PROCESSES processes that made steps with no rank."""
+import json
+import sys
+
+
+def main():
+    try:
+        rep = json.load(open(sys.argv[1]))
+    except (OSError, ValueError) as e:
+        print("FAIL  no report: %s" % e)
+        return 1
+    st, want = rep["status"], sys.argv[2]
+    cond = {c["type"]: c for c in st["conditions"]}
+    ranks = cond.get("RanksKnown", {})
+    data = st.get("data", {})
+    where = "world %s, last step %s, %s steps analysed, rank-steps missing %s, RanksKnown %s" % (
+        st["worldSize"], st["lastStep"], st["stepsAnalyzed"], data.get("rankStepsMissing"),
+        ranks.get("status"))
+    if want == "ranked":
+        world, last = int(sys.argv[3]), int(sys.argv[4])
+        ok = st["worldSize"] == world and st["lastStep"] == last and \
+            st["stepsAnalyzed"] == last + 1 and data.get("rankStepsMissing") == 0 and \
+            data.get("rankStepsExpected") == world * (last + 1) and ranks.get("status") == "True"
+    else:
+        n = int(sys.argv[3])
+        listed = st.get("unranked", [])
+        where += ", %d unranked listed: %s" % (len(listed), ranks.get("message", ""))
+        ok = ranks.get("status") == "False" and "RANK" in ranks.get("message", "") and \
+            len(listed) == n and all(u["steps"] >= 10 for u in listed)
+    print(("ok    " if ok else "FAIL  ") + where)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
