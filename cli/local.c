@@ -60,6 +60,7 @@ struct cli_local {
 
 static volatile sig_atomic_t stopping; /* a signal during the final wait: stop now */
 
+/* SIGINT, SIGTERM, SIGHUP once the command has ended: the final wait ends. */
 static void on_stop(int sig)
 {
 	(void)sig;
@@ -301,10 +302,11 @@ static int make_dirs(struct cli_local *l, const char *out)
 
 	snprintf(l->dir, sizeof(l->dir), "%s/trainscope-local-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(l->dir)) {
+		int err = errno;
 		fprintf(stderr, "trainscope run --local: cannot make a folder in %s: %s\n",
-			tmp && *tmp ? tmp : "/tmp", strerror(errno));
+			tmp && *tmp ? tmp : "/tmp", strerror(err));
 		l->dir[0] = 0;
-		return -errno;
+		return -err;
 	}
 	for (i = 0; l->job[i]; i++)
 		job[i] = strchr("/\\ :*?\"<>|", l->job[i]) ? '_' : l->job[i];
@@ -422,6 +424,7 @@ void cli_local_watch(struct cli_local *l, pid_t child)
 		close(cmd.pidfd);
 }
 
+/* cli_read_job's callback: the highest step of the batch's step records into *arg. */
 static void max_step(void *arg, const Trainscope__V1__Batch *b)
 {
 	int64_t *last = arg;
@@ -577,6 +580,7 @@ static void drop_consumer(struct cli_local *l)
 	}
 }
 
+/* nftw's callback: removes each entry, the folders last (FTW_DEPTH). */
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st, (void)flag, (void)ftw;
