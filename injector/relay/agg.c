@@ -115,12 +115,28 @@ static void add_gemm(struct ts_step_sum *s, uint64_t flops, uint64_t dur)
 	s->gemm[i].flops += (double)flops;
 }
 
+static int held_index(const struct ts_agg *a, int i)
+{
+	return (a->head + i) % TS_AGG_HOLD;
+}
+
+/* The held step of that number, or NULL. */
+static int find_held(const struct ts_agg *a, uint64_t step)
+{
+	for (int i = 0; i < a->nheld; i++)
+		if (a->held[held_index(a, i)].step == step)
+			return held_index(a, i);
+	return -1;
+}
+
 /* The open step, or the held one when a device record names it; NULL when late. */
 static struct ts_step_sum *tagged(struct ts_agg *a, uint64_t step)
 {
-	if (a->have_held && a->held.step == step)
-		return &a->held;
-	if (a->have_held && step < a->held.step) {
+	int i = find_held(a, step);
+
+	if (i >= 0)
+		return &a->held[i];
+	if (a->nheld && step < a->held[a->head].step) {
 		a->late++;
 		return NULL;
 	}
@@ -131,6 +147,16 @@ static void finish(struct ts_step_sum *s)
 {
 	if (!s->have_device)
 		s->compute_ns = s->compute_wall_ns;
+}
+
+/* A closed step waits for its device record (there is room: the caller made it). */
+static void hold(struct ts_agg *a, struct ts_step_sum *s)
+{
+	int i = held_index(a, a->nheld++);
+
+	a->held[i] = *s;
+	a->done[i] = false;
+	memset(s, 0, sizeof(*s));
 }
 
 bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *out)
@@ -184,23 +210,22 @@ bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *ou
 		s->mem_peak = r->dur_ns;
 		s->alloc_failures = r->kind;
 		return false;
-	case TS_REC_GPU_STEP:
+	case TS_REC_GPU_STEP: {
+		int i = find_held(a, r->a);
 		a->gpu_seen = true;
-		if (!a->have_held || a->held.step != r->a) {
+		if (i < 0) {
 			a->late++;
-			return false;
+			return ts_agg_pop(a, out);
 		}
 		if (r->b) {
-			a->held.compute_ns = r->b;
-			a->held.have_device = true;
+			a->held[i].compute_ns = r->b;
+			a->held[i].have_device = true;
 		}
-		a->held.comm_busy_ns = r->c;
-		finish(&a->held);
-		*out = a->held;
-		a->have_held = false;
-		return true;
-	case TS_REC_STEP_END: {
-		bool emitted = false;
+		a->held[i].comm_busy_ns = r->c;
+		a->done[i] = true;
+		return ts_agg_pop(a, out);
+	}
+	case TS_REC_STEP_END:
 		if (!s->start_ns)
 			s->start_ns = a->prev_end_ns ? a->prev_end_ns : t;
 		s->step = r->a;
@@ -214,35 +239,45 @@ bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *ou
 			return true;
 		}
 		a->gpu_seen = true;
-		if (a->have_held) { /* its device record never came: send what there is */
-			finish(&a->held);
-			*out = a->held;
-			emitted = true;
+		if (a->nheld == TS_AGG_HOLD) { /* the oldest waits no more: it makes room */
+			if (!a->done[a->head])
+				a->undeviced++;
+			a->done[a->head] = true;
+			ts_agg_pop(a, out);
+			hold(a, s);
+			a->cur_open = false;
+			return true;
 		}
-		a->held = *s;
-		a->have_held = true;
-		memset(s, 0, sizeof(*s));
+		hold(a, s);
 		a->cur_open = false;
-		return emitted;
-	}
+		return ts_agg_pop(a, out);
 	default:
 		return false;
 	}
 }
 
+bool ts_agg_pop(struct ts_agg *a, struct ts_step_sum *out)
+{
+	if (!a->nheld || !a->done[a->head])
+		return false;
+	finish(&a->held[a->head]);
+	*out = a->held[a->head];
+	a->head = held_index(a, 1);
+	a->nheld--;
+	return true;
+}
+
 bool ts_agg_idle(const struct ts_agg *a)
 {
-	return !a->have_held && !a->cur_open;
+	return !a->nheld && !a->cur_open;
 }
 
 bool ts_agg_flush(struct ts_agg *a, struct ts_step_sum *out)
 {
-	if (!a->have_held)
+	if (!a->nheld)
 		return false;
-	finish(&a->held);
-	*out = a->held;
-	a->have_held = false;
-	return true;
+	a->done[a->head] = true;
+	return ts_agg_pop(a, out);
 }
 
 double ts_busbw_factor(int op, int n)

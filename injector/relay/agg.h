@@ -56,26 +56,36 @@ struct ts_step_sum {
 	uint32_t alloc_failures;
 };
 
-/* With device hooks, a closed step is held until the library's GPU_STEP record for it
- * (device time arrives after the host has moved on), or until the next step closes. */
+/* With device hooks, a closed step is held until the library's GPU_STEP record for it:
+ * device time arrives after the host has moved on, and a host that does not wait for its
+ * GPU (no sync in the loop) runs steps ahead of it. Up to TS_AGG_HOLD steps are held;
+ * past that the oldest goes without its device time (counted). */
+#define TS_AGG_HOLD 8
 struct ts_agg {
 	int64_t mono_to_real_ns;
 	uint64_t prev_end_ns; /* realtime end of the previous step */
-	bool gpu_seen, have_held;
+	bool gpu_seen;
 	bool cur_open;        /* records folded into cur since it was last emptied */
 	uint64_t late;        /* device records for a step already sent */
-	struct ts_step_sum cur, held;
+	uint64_t undeviced;   /* steps sent without their device record: held too long */
+	int head, nheld;      /* the held steps, oldest first, in a ring */
+	bool done[TS_AGG_HOLD]; /* its device record came (or it waits no more) */
+	struct ts_step_sum cur, held[TS_AGG_HOLD];
 };
 
 void ts_agg_init(struct ts_agg *a, int64_t mono_to_real_ns);
-/* Returns true when rec closes a step; the summary is then in *out. */
+/* Returns true when a step is ready (rec closed it, or brought the device time of the
+ * oldest held one); the summary is then in *out. More may be ready: ts_agg_pop. */
 bool ts_agg_add(struct ts_agg *a, const struct ts_rec *rec, struct ts_step_sum *out);
+/* The next ready step, in step order; false when none is. */
+bool ts_agg_pop(struct ts_agg *a, struct ts_step_sum *out);
 
 /* Whether every record added so far is in a step sum already returned: false while a
  * step is open or held (its records, taken from the ring, are in no batch yet). */
 bool ts_agg_idle(const struct ts_agg *a);
 
-/* The held step, if any, at the producer's end. */
+/* At the producer's end: the oldest held step, waiting no more for its device time;
+ * call until false. */
 bool ts_agg_flush(struct ts_agg *a, struct ts_step_sum *out);
 
 /* nccl-tests: bus bandwidth = algorithm bandwidth x this factor for n ranks. */

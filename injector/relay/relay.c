@@ -78,6 +78,7 @@ struct relay {
 	int nprod, capprod;
 	struct relay_stats st;
 	uint64_t dropped_done; /* ring drops of producers already removed */
+	uint64_t undeviced_done; /* their steps sent without device time */
 	struct refused *refused;
 	int nrefused, caprefused;
 };
@@ -728,6 +729,19 @@ static void unranked_round(struct relay *r, struct producer *p, bool done, uint6
 	}
 }
 
+/* A step summed up: pending for the next batch (which goes once full, for a rank). */
+static void take_step(struct relay *r, struct producer *p, const struct ts_step_sum *sum)
+{
+	r->st.steps++;
+	p->steps++;
+	if (push_pending(p, sum)) {
+		r->st.encode_errors++;
+		return;
+	}
+	if (p->npending >= r->opts.max_batch_steps && p->id.rank >= 0)
+		publish(r, p, false);
+}
+
 /* Takes a round's budget from the ring; true when it stopped with records left. */
 static bool drain(struct relay *r, struct producer *p)
 {
@@ -754,15 +768,9 @@ static bool drain(struct relay *r, struct producer *p)
 		}
 		if (!ts_agg_add(&p->agg, &rec, &sum))
 			continue;
-		r->st.steps++;
-		p->steps++;
-		steps++;
-		if (push_pending(p, &sum)) {
-			r->st.encode_errors++;
-			continue;
-		}
-		if (p->npending >= r->opts.max_batch_steps && p->id.rank >= 0)
-			publish(r, p, false);
+		do
+			take_step(r, p, &sum);
+		while (++steps && ts_agg_pop(&p->agg, &sum));
 	}
 	return !ring_empty(p->ring);
 }
@@ -775,6 +783,7 @@ static void remove_producer(struct relay *r, int i)
 	ts_info("relay: %s finished (rank %d, %" PRIu64 " batches, %" PRIu64 " ring drops)",
 		p->path, p->id.rank, p->seq, (uint64_t)atomic_load(&p->ring->dropped));
 	r->dropped_done += atomic_load(&p->ring->dropped);
+	r->undeviced_done += p->agg.undeviced;
 	unlink(p->path);
 	side_name(p->path, SIDE_RELAY, side, sizeof(side));
 	unlink(side); /* after the ring: killed in between, a relay finds no ring to follow */
@@ -803,8 +812,8 @@ static void round_all(struct relay *r, bool final)
 		    (atomic_load(&p->ring->closed) || !ts_ring_producer_alive(p->path)))
 			done = ring_empty(p->ring); /* nothing slipped in before it exited */
 		struct ts_step_sum last;
-		if (done && ts_agg_flush(&p->agg, &last) && !push_pending(p, &last))
-			r->st.steps++;
+		while (done && ts_agg_flush(&p->agg, &last))
+			take_step(r, p, &last);
 		/* a backlog goes out in batches of a round's steps, so that ranks stay abreast
 		 * in the stream too (the analyzer reads it in order) */
 		if (p->id.rank < 0) {
@@ -902,8 +911,11 @@ void relay_get_stats(struct relay *r, struct relay_stats *out)
 	*out = r->st;
 	out->producers_active = (uint64_t)r->nprod;
 	out->ring_dropped = r->dropped_done;
-	for (int i = 0; i < r->nprod; i++)
+	out->steps_undeviced = r->undeviced_done;
+	for (int i = 0; i < r->nprod; i++) {
 		out->ring_dropped += atomic_load(&r->prod[i]->ring->dropped);
+		out->steps_undeviced += r->prod[i]->agg.undeviced;
+	}
 }
 
 void relay_render_metrics(struct relay *r, struct ts_buf *b)
@@ -939,6 +951,9 @@ void relay_render_metrics(struct relay *r, struct ts_buf *b)
 	  "Processes whose rank came from the program (process group, communicator) after "
 	  "their ring was made.", s.ranks_learned);
 	M("bad_records_total", "counter", "Ring records refused as malformed.", s.bad_records);
+	M("steps_without_device_total", "counter",
+	  "Steps sent without their device time: the host ran more than 8 steps ahead of its "
+	  "GPU, or the library's device record never came.", s.steps_undeviced);
 	M("encode_errors_total", "counter", "Batches lost to encoding or memory errors.",
 	  s.encode_errors);
 	M("publish_errors_total", "counter", "Batches refused by the outbox.", s.publish_errors);

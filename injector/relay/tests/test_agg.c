@@ -242,10 +242,53 @@ static void test_idle(void **state)
 	assert_true(ts_agg_idle(&a));
 }
 
+/* A host that runs ahead of its GPU (no sync in the loop): its GPU_STEP records come
+ * steps after their STEP_END. Each step still gets its own device time, in order; past
+ * TS_AGG_HOLD steps held the oldest goes without it, counted. */
+static void test_host_runs_ahead(void **state)
+{
+	struct ts_rec gpu = { .type = TS_REC_GPU_STEP };
+	struct ts_step_sum s;
+	struct ts_agg a;
+
+	(void)state;
+	ts_agg_init(&a, 0);
+	assert_false(R(&a, &s, TS_REC_GPU_STEP, 0, 10, 0, 99)); /* device records exist */
+	for (uint64_t k = 0; k < 3; k++) {
+		assert_false(R(&a, &s, TS_REC_STEP_BEGIN, 0, 100 * k + 1, 0, k));
+		assert_false(R(&a, &s, TS_REC_STEP_END, 0, 100 * k + 90, 0, k));
+	}
+	for (uint64_t k = 0; k < 3; k++) {
+		gpu.a = k, gpu.b = 1000 + k;
+		assert_true(ts_agg_add(&a, &gpu, &s));
+		assert_int_equal(s.step, k);
+		assert_int_equal(s.compute_ns, 1000 + k);
+		assert_true(s.have_device);
+	}
+	assert_true(ts_agg_idle(&a));
+	for (uint64_t k = 3; k < 3 + TS_AGG_HOLD; k++)
+		assert_false(R(&a, &s, TS_REC_STEP_END, 0, 100 * k + 90, 0, k));
+	assert_true(R(&a, &s, TS_REC_STEP_END, 0, 100 * 11 + 90, 0, 3 + TS_AGG_HOLD));
+	assert_int_equal(s.step, 3);
+	assert_false(s.have_device);
+	assert_int_equal(a.undeviced, 1);
+	gpu.a = 4, gpu.b = 7;
+	assert_true(ts_agg_add(&a, &gpu, &s));
+	assert_int_equal(s.step, 4);
+	assert_int_equal(s.compute_ns, 7);
+	for (uint64_t k = 5; k <= 3 + TS_AGG_HOLD; k++) {
+		assert_true(ts_agg_flush(&a, &s));
+		assert_int_equal(s.step, k);
+	}
+	assert_false(ts_agg_flush(&a, &s));
+	assert_true(ts_agg_idle(&a));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fold_steps),
+		cmocka_unit_test(test_host_runs_ahead),
 		cmocka_unit_test(test_per_comm),
 		cmocka_unit_test(test_busbw_factors),
 		cmocka_unit_test(test_graph_colls),

@@ -81,34 +81,37 @@ def _arm_hang_dump():
     _lib.trainscope_set_dump_signal(sig)
 
 
-def _local_rank(torch):
-    """LOCAL_RANK when the launcher set it, else the CUDA device the process chose (what
-    mp.spawn programs do with their rank), else -1."""
+def _local_rank(torch, at_step):
+    """LOCAL_RANK when the launcher set it; else, from the first step on (once the
+    program has chosen its device: mp.spawn programs call set_device(rank) after
+    init_process_group), the CUDA device it chose; else -1."""
     v = os.environ.get("LOCAL_RANK", "")
     if v.isdigit():
         return int(v)
     try:
-        if torch.cuda.is_initialized():
+        if at_step and torch.cuda.is_initialized():
             return int(torch.cuda.current_device())
     except Exception:
         pass
     return -1
 
 
-def _tell_rank():
+def _tell_rank(at_step=False):
     """The rank the program established (torch.distributed's default group) goes to the
-    library: launchers that set no RANK (Lightning's, mp.spawn, Ray) are covered. True
-    once told."""
+    library: launchers that set no RANK (Lightning's, mp.spawn, Ray) are covered. Told
+    at init_process_group, and again at the first step when the local rank was not
+    known then. True once told for good."""
     global _rank_told
     dist = sys.modules.get("torch.distributed")
     try:
         if dist is None or not dist.is_available() or not dist.is_initialized():
             return False
         rank, world = dist.get_rank(), dist.get_world_size()
-        local = _local_rank(sys.modules["torch"])
+        local = _local_rank(sys.modules["torch"], at_step)
     except Exception:
         return False
-    _rank_told = _lib.trainscope_set_rank(rank, world, local) in (0, -19)  # -ENODEV
+    rc = _lib.trainscope_set_rank(rank, world, local)
+    _rank_told = rc != -16 and (local >= 0 or at_step)  # -EBUSY: another thread is telling
     return _rank_told
 
 
@@ -117,8 +120,8 @@ def step():
     global _step
     if _lib is None:
         return
-    if not _rank_told:  # a process group made some other way than through the wrapper
-        _tell_rank()
+    if not _rank_told:  # a group made elsewhere, or the device chosen after it
+        _tell_rank(at_step=True)
     with _step_lock:
         if _step == 0 and _stacks_file is None:
             try:
