@@ -3,6 +3,8 @@
 #   e2e/gpu/run.sh smoke     versions, launch microbenchmark, kernel coverage, FSDP run
 #   e2e/gpu/run.sh overhead  DDP transformer with and without the preload, interleaved A/B
 #   e2e/gpu/run.sh detect    noisy neighbour and hang, through relay, NATS and analyzer
+#   e2e/gpu/run.sh frameworks Lightning DDP, mp.spawn, HF Trainer (torchrun, accelerate)
+#                            with a GEMM neighbour; a user's NCCL profiler plugin chained
 #   e2e/gpu/run.sh coverage  kernels counted against torch.profiler: eager, torch.compile
 #                            default and reduce-overhead (CUDA graphs), FSDP
 #   e2e/gpu/run.sh graphcoll collectives captured into a CUDA graph, counted per replay
@@ -134,8 +136,9 @@ case "${1:-smoke}" in
 smoke) smoke ;;
 overhead) overhead ;;
 detect) source e2e/gpu/detect.sh; detect ;;
+frameworks) source e2e/gpu/frameworks.sh; frameworks ;;
 coverage) coverage; share_probe ;;
 launchbound) launchbound ;;
 graphcoll) graphcoll ;;
-*) echo "usage: $0 smoke|overhead|detect|coverage|launchbound|graphcoll" >&2; exit 2 ;;
+*) echo "usage: $0 smoke|overhead|detect|frameworks|coverage|launchbound|graphcoll" >&2; exit 2 ;;
 esac

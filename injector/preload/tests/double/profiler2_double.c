@@ -7,13 +7,17 @@
  * Built once per ABI (module.mk): PROF2_ABI 5 exports ncclProfiler_v5, 4 ncclProfiler_v4,
  * 3 only ncclProfiler_v3 (a version trainscope does not forward). TSD_PROF2_MASK sets its
  * activation mask (default Group, Coll, P2p, ProxyOp, ProxyStep, NetPlugin: not KernelCh,
- * which trainscope asks for); TSD_PROF2_INIT_FAIL=1 makes its init fail. */
+ * which trainscope asks for); TSD_PROF2_INIT_FAIL=1 makes its init fail. Under a real
+ * NCCL (e2e/gpu), TSD_PROF2_OUT=FILE makes its event pool wrap around instead of filling
+ * up, and each finalize appends its counts to FILE. */
 #include "ncclprof.h"
 #include "profiler2_double.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef PROF2_ABI
 #define PROF2_ABI 5
@@ -37,6 +41,7 @@ struct ctx {
 static struct ev events[NEVENTS];
 static struct ctx ctxs[NCTX];
 static _Atomic uint32_t nevents, nctx;
+static const char *out_path; /* TSD_PROF2_OUT: a real NCCL's run */
 static struct tsd_prof2_counts n;
 
 #define COUNT(field) __atomic_fetch_add(&n.field, 1, __ATOMIC_RELAXED)
@@ -80,6 +85,7 @@ static int init_common(void **context, int *mask)
 
 	COUNT(inits);
 	*context = NULL;
+	out_path = getenv("TSD_PROF2_OUT");
 	if (getenv("TSD_PROF2_INIT_FAIL"))
 		return 3; /* ncclInternalError */
 	i = atomic_fetch_add(&nctx, 1);
@@ -110,6 +116,8 @@ static void *start_common(void *context, uint64_t type, void *parent)
 		COUNT(unasked);
 	check_parent(parent);
 	i = atomic_fetch_add(&nevents, 1);
+	if (out_path)
+		i %= NEVENTS;
 	if (i >= NEVENTS) {
 		COUNT(full);
 		return NULL;
@@ -154,6 +162,19 @@ static int finalize(void *context)
 	if (!c || c->magic != MAGIC_CTX)
 		COUNT(bad_ctx);
 	COUNT(finalizes);
+	if (out_path) {
+		FILE *f = fopen(out_path, "a");
+		if (f) {
+			fprintf(f, "pid %d colls %llu/%llu p2p %llu proxy_steps %llu records %llu "
+				"send_bytes %llu bad %llu\n", (int)getpid(),
+				(unsigned long long)n.start[1], (unsigned long long)n.stop[1],
+				(unsigned long long)n.start[2], (unsigned long long)n.start[4],
+				(unsigned long long)n.records, (unsigned long long)n.send_bytes,
+				(unsigned long long)(n.bad_ctx + n.bad_handle + n.bad_parent +
+						     n.unasked));
+			fclose(f);
+		}
+	}
 	return 0;
 }
 

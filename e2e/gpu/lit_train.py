@@ -1,0 +1,88 @@
+"""PyTorch Lightning DDP, started by Lightning's own launcher (python lit_train.py: it
+starts the other local ranks itself, and sets no RANK): the GPT of train.py on random
+tokens. From --noisy-from a GEMM neighbour joins GPU --noisy-rank. Each rank writes its
+own step count (trainer.global_step) to --out.rank<N>.json. It never imports
+trainscope: the preload and the shim find it."""
+import argparse
+import json
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+try:
+    import lightning as L
+except ImportError:  # the older package name
+    import pytorch_lightning as L
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train import GPT, device_counters, start_noisy  # noqa: E402
+
+
+class Tokens(torch.utils.data.Dataset):
+    def __init__(self, n, seq, vocab):
+        self.n, self.seq, self.vocab = n, seq, vocab
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        return torch.randint(0, self.vocab, (self.seq + 1,), generator=g)
+
+
+class Model(L.LightningModule):
+    def __init__(self, a):
+        super().__init__()
+        self.a = a
+        self.net = GPT(a.vocab, a.dim, a.layers, a.heads, a.seq)
+        self.noisy = None
+
+    def training_step(self, batch, i):
+        if self.a.noisy_rank >= 0 and self.global_step == self.a.noisy_from and \
+                self.local_rank == 0 and self.noisy is None:
+            self.noisy = start_noisy(self.a.noisy_rank)
+        x, y = batch[:, :-1], batch[:, 1:]
+        return F.cross_entropy(self.net(x).flatten(0, 1), y.flatten())
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=1e-4)
+
+    def on_train_end(self):
+        if self.noisy:
+            self.noisy.kill()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--devices", type=int, default=torch.cuda.device_count())
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--dim", type=int, default=1024)
+    ap.add_argument("--heads", type=int, default=16)
+    ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--vocab", type=int, default=32768)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--precision", default="bf16-mixed")
+    ap.add_argument("--noisy-rank", type=int, default=-1)
+    ap.add_argument("--noisy-from", type=int, default=60)
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+    data = torch.utils.data.DataLoader(Tokens(a.steps * a.batch * a.devices, a.seq, a.vocab),
+                                       batch_size=a.batch, num_workers=2)
+    trainer = L.Trainer(accelerator="gpu", devices=a.devices, strategy="ddp",
+                        max_steps=a.steps, precision=a.precision, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False)
+    trainer.fit(Model(a), data)
+    if a.out:
+        with open("%s.rank%d.json" % (a.out, trainer.global_rank), "w") as f:
+            json.dump({"rank": trainer.global_rank, "world": trainer.world_size,
+                       "steps": trainer.global_step,
+                       "counters": device_counters()}, f)
+    print("rank %d: %d optimizer steps" % (trainer.global_rank, trainer.global_step), flush=True)
+
+
+if __name__ == "__main__":
+    main()
