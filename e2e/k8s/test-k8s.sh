@@ -2,7 +2,8 @@
 # The Kubernetes surface end to end, on real servers: etcd + kube-apiserver (RBAC, a
 # mutating webhook served by a local trainscope-webhook), helm installing the chart,
 # an annotated pod mutated, the analyzer in Kubernetes mode under the chart's own
-# least-privilege role, then `kubectl get slownodereports`, the SlowRank Events, the
+# least-privilege role, then `kubectl get slownodereports`, the SlowRank Events, a job
+# with no rank (RanksKnown False, a RankUnknown Event), the
 # job's trace in Jaeger, and the webhook's --bootstrap-certs (the chart's Job) run twice.
 set -e
 BUILD=${BUILD:-build}
@@ -155,6 +156,17 @@ expect "a SlowRank Event on the rank's pod" python3 -c '
 import json, sys
 ev = json.load(open(sys.argv[1]))["items"]
 sys.exit(0 if any(e["involvedObject"]["name"] == "trainer-0" and "rank 5 is slow" in e["message"] for e in ev) else 1)' "$WORK/events.json"
+# ---- a job whose processes never learn a rank (the launcher sets none, no process group):
+# its report says what to set, and the pod gets a Warning Event ----------------------------
+TRAINSCOPE_NAMESPACE=team TRAINSCOPE_POD=trainer-0 TRAINSCOPE_NODE=node-e2e \
+	TRAINSCOPE_SHIM="$root/injector/preload/python" \
+	PYTHONPATH="$root/injector/preload/tests/shim${PYTHONPATH:+:$PYTHONPATH}" \
+	"$BIN/trainscope" run --nats "$NATS_URL" --job norank -- \
+	python3 "$root/e2e/launchers/launch.py" none 2 --steps 30 >"$WORK/norank.log" 2>&1 || true
+expect "a job with no rank: its SlowNodeReport has RanksKnown False, the cure in its message" \
+	wait_for 30 sh -c 'kubectl get snr norank -n team -o jsonpath="{.status.conditions[?(@.type==\"RanksKnown\")].status} {.status.conditions[?(@.type==\"RanksKnown\")].message}" | grep -q "^False .*Set RANK and WORLD_SIZE"'
+expect "... and a RankUnknown Warning Event on its pod" \
+	wait_for 30 sh -c "kubectl get events -n team --field-selector reason=RankUnknown -o jsonpath='{.items[*].involvedObject.name} {.items[*].type}' | grep -q 'trainer-0.*Warning'"
 trace=$(kubectl get snr llm -n team -o jsonpath='{.status.traceID}')
 wait_for 30 sh -c "curl -sf '$JAEGER_QUERY/api/traces/$trace' >'$WORK/trace.json'"
 expect "Jaeger has the report's trace ($trace): step spans of all 8 ranks, names from the fixed set" \
