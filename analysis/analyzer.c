@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -266,6 +267,19 @@ static void check_partition(struct ts_analyzer *a, const char *subject, long par
 			part, a->opts.partitions);
 }
 
+/* The step's sampled GEMMs: device ns per flop (their tflops is flops / ns / 1e3); NAN
+ * when none was sampled. */
+static double gemm_ns_per_flop(const Trainscope__V1__Step *s)
+{
+	double ns = 0, flops = 0;
+
+	for (size_t i = 0; i < s->n_gemms; i++) {
+		ns += (double)s->gemms[i]->time_ns;
+		flops += s->gemms[i]->tflops * (double)s->gemms[i]->time_ns * 1e3;
+	}
+	return ns > 0 && flops > 0 ? ns / flops : NAN;
+}
+
 static void to_rank_step(const Trainscope__V1__Step *s, struct ts_rank_step *out)
 {
 	out->step = s->step;
@@ -276,6 +290,7 @@ static void to_rank_step(const Trainscope__V1__Step *s, struct ts_rank_step *out
 	out->m[TS_M_LAUNCH] = (double)s->launch_ns / 1e6;
 	out->m[TS_M_DATALOADER] = (double)s->dataloader_ns / 1e6;
 	out->m[TS_M_CHECKPOINT] = (double)s->checkpoint_ns / 1e6;
+	out->m[TS_M_GEMM] = gemm_ns_per_flop(s);
 	out->ncomm = 0;
 	for (size_t i = 0; i < s->n_comms && out->ncomm < TS_STEP_COMMS; i++) {
 		const Trainscope__V1__CommStat *c = s->comms[i];

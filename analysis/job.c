@@ -12,7 +12,7 @@
 #include <string.h>
 
 const char *const ts_metric_names[TS_M_COUNT] = { "compute", "collective", "launch", "dataloader",
-						  "checkpoint", "runq", "offcpu" };
+						  "checkpoint", "runq", "offcpu", "gemm" };
 const char *const ts_state_names[4] = { "Unknown", "Healthy", "FailSlow", "Hang" };
 void ts_hist_observe(const double *bounds, int nb, uint64_t *le, uint64_t *count, double *sum,
 		     double v)
@@ -30,7 +30,8 @@ const double ts_lag_bucket_s[TS_LAG_BUCKETS] = { 0.05, 0.1, 0.2, 0.3, 0.5, 0.75,
 
 /* Cause of a metric that stands out high on a rank (collective: see cause_of). */
 static const char *const metric_cause[TS_M_COUNT] = { "Compute", "Communication", "HostCPU",
-						       "Storage", "Storage", "HostCPU", "HostCPU" };
+						       "Storage", "Storage", "HostCPU", "HostCPU",
+						       "Compute" };
 
 
 static size_t W(const struct ts_job *j) { return (size_t)j->p.space_window; }
@@ -453,6 +454,26 @@ void ts_job_device_view(struct ts_job *j, const char *node, int device_index,
 			j->meta[k].dev = *v;
 }
 
+/* A step's GEMM time per flop (ns), as compute ms: times the job's ratio of compute ms
+ * to it, the median of its first TS_GEMM_LEARN steps that had both (before that NAN).
+ * Peers that do the same work then compare in the unit the change points judge, and a
+ * GPU whose GEMMs run slower (shared, throttled) shows even when its busy time, which
+ * host gaps fill, does not. */
+static float gemm_ms(struct ts_job *j, const struct ts_rank_step *s)
+{
+	double raw = s->m[TS_M_GEMM], c = s->m[TS_M_COMPUTE];
+
+	if (!(raw > 0) || !isfinite(raw))
+		return NAN;
+	if (j->gemm_scale > 0)
+		return (float)(raw * j->gemm_scale);
+	if (c > 0 && j->ngemm_learn < TS_GEMM_LEARN)
+		j->gemm_learn[j->ngemm_learn++] = c / raw;
+	if (j->ngemm_learn == TS_GEMM_LEARN)
+		j->gemm_scale = ts_median(j->gemm_learn, TS_GEMM_LEARN, j->gemm_learn + TS_GEMM_LEARN);
+	return NAN;
+}
+
 int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_step *s)
 {
 	struct row *r;
@@ -509,6 +530,7 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 	r->step_ms[rank] = (float)((double)(s->end_ns - s->start_ns) / 1e6);
 	for (int m = 0; m < TS_M_COUNT; m++)
 		r->m[(size_t)rank * TS_M_COUNT + (size_t)m] = (float)s->m[m];
+	r->m[(size_t)rank * TS_M_COUNT + TS_M_GEMM] = gemm_ms(j, s);
 	host_metrics(j, rank, s, r->step_ms[rank], &r->m[(size_t)rank * TS_M_COUNT]);
 	if (ts_job_net_add(j, rank, s))
 		return -ENOMEM;
@@ -794,7 +816,12 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 	if (m == TS_M_COMPUTE && (j->alarm[l] || j->dir[l] > 0))
 		appendf(s->evidence, sizeof(s->evidence), "; launch %.2f ms vs %.2f ms (%+.0f%%): "
 			"launches wait for the busy GPU", lv, lm, 100 * rel(lv, lm));
-	if (m == TS_M_COMPUTE)
+	if (m == TS_M_GEMM && s->value_ms > 0)
+		appendf(s->evidence, sizeof(s->evidence), " (GEMM-time equivalent): its GEMMs "
+			"run at %.0f%% of the throughput of the others' on the same work: the GPU "
+			"itself is slower (shared with another process, throttled or faulty)",
+			100 * s->median_ms / s->value_ms);
+	if (m == TS_M_COMPUTE || m == TS_M_GEMM)
 		device_evidence(j, k, s);
 	if (!strcmp(s->cause, "HostCPU") && j->meta[k].blame.top_comm[0])
 		appendf(s->evidence, sizeof(s->evidence), ", preempted by %s (pid %d, %.1f ms/s)",

@@ -19,6 +19,8 @@ enum ts_metric {
 	TS_M_CHECKPOINT,
 	TS_M_RUNQ,   /* run-queue delay per step, from the node agent */
 	TS_M_OFFCPU, /* time asleep per step, from the node agent */
+	TS_M_GEMM,   /* the sampled GEMMs' device time per flop, in the job's compute ms
+		      * (ts_rank_step carries ns per flop: ts_job_add_step scales it) */
 	TS_M_COUNT
 };
 

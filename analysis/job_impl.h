@@ -16,6 +16,8 @@ struct row {
 	uint64_t first_ns;   /* when its first rank came, as of the ticks: lateness counts from it */
 };
 
+#define TS_GEMM_LEARN 32 /* rank-steps that set a job's GEMM scale */
+
 struct ts_job {
 	char ns[64], name[64];
 	struct ts_params p;
@@ -78,6 +80,9 @@ struct ts_job {
 		uint64_t since_ns;
 	} cond[TS_JOB_CONDITIONS];
 	bool net_open;                      /* a network event is open in the history */
+	double gemm_scale;                  /* compute ms per (ns per flop): gemm_ms */
+	double gemm_learn[2 * TS_GEMM_LEARN]; /* its samples, and ts_median's scratch */
+	int ngemm_learn;
 	struct ts_unranked unranked[TS_JOB_UNRANKED]; /* job_unranked.c */
 	int nunranked, unranked_over;
 	bool summary_unranked;              /* res.summary speaks of them */

@@ -22,7 +22,7 @@
 bool ts_job_by_change(int m)
 {
 	return m == TS_M_COMPUTE || m == TS_M_LAUNCH || m == TS_M_DATALOADER ||
-	       m == TS_M_CHECKPOINT;
+	       m == TS_M_CHECKPOINT || m == TS_M_GEMM;
 }
 
 static size_t cell(const struct ts_job *j, int k, int m)

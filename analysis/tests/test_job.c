@@ -104,6 +104,51 @@ static void test_compute(void **state)
 	expect_slow(TS_M_COMPUTE, 1.3, "Compute", 16, 8);
 }
 
+/* A GPU shared with another process from step 40: its GEMMs take twice the time per
+ * flop while its busy time, which host gaps fill, stays; the others wait for it. Named
+ * Compute on the GEMM metric; before it every rank's GEMM values were alike: none named,
+ * and a job with no GEMM samples has none to judge. */
+static void test_gemm_throughput(void **state)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	unsigned seed = 11;
+	uint64_t first = 0;
+	char err[128];
+
+	(void)state;
+	ts_params_defaults(&p);
+	assert_int_equal(ts_params_load(&p, NULL, NULL, err, sizeof(err)), 0);
+	assert_int_equal(ts_job_new(&j, "ns", "gemm", 4, &p), 0);
+	for (uint64_t st = 0; st < 120; st++) {
+		uint64_t t0 = 1000000 * MS + st * 100 * MS;
+		double wait = st >= 40 ? 15 : 0;
+		for (int r = 0; r < 4; r++) {
+			struct ts_rank_step rs = { .step = st, .start_ns = t0 };
+			rs.m[TS_M_COMPUTE] = jitter(&seed, 40, 0.03);
+			rs.m[TS_M_COLLECTIVE] = jitter(&seed, 5, 0.03) + (r == 1 ? 0 : wait);
+			rs.m[TS_M_LAUNCH] = jitter(&seed, 7, 0.03);
+			rs.m[TS_M_GEMM] = jitter(&seed, 0.002, 0.03) * (r == 1 && st >= 40 ? 2 : 1);
+			rs.end_ns = t0 + (uint64_t)((50 + wait) * MS);
+			assert_int_equal(ts_job_add_step(j, r, 4, &rs), 0);
+		}
+		ts_job_tick(j, t0 + 60 * MS);
+		if (!first && ts_job_result(j)->nslow)
+			first = st;
+	}
+	const struct ts_job_result *res = ts_job_result(j);
+	assert_int_equal(res->nslow, 1);
+	assert_int_equal(res->slow[0].rank, 1);
+	assert_string_equal(res->slow[0].metric, "gemm");
+	assert_string_equal(res->slow[0].cause, "Compute");
+	assert_true(fabs(res->slow[0].degradation - 1.0) < 0.1);
+	assert_non_null(strstr(res->slow[0].evidence, "run at 50% of the throughput"));
+	print_message("gemm x2 on rank 1 from step 40: named at step %llu\n",
+		      (unsigned long long)first);
+	assert_true(first >= 40 && first <= 52);
+	ts_job_free(j);
+}
+
 static void test_storage(void **state)
 {
 	(void)state;
@@ -711,6 +756,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_compute),
+		cmocka_unit_test(test_gemm_throughput),
 		cmocka_unit_test(test_storage),
 		cmocka_unit_test(test_launch_is_host_cpu),
 		cmocka_unit_test(test_busy_gpu_blocks_launches),

@@ -391,6 +391,16 @@ int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample)
 
 bool ts_gpu_sample_gemm(void)
 {
+	uint64_t step = atomic_load_explicit(&ts_lib.step, memory_order_relaxed);
+
+	if (ts_tls.gemm_step != step) {
+		ts_tls.gemm_step = step;
+		ts_tls.gemm_in_step = 0;
+	}
+	if (ts_tls.gemm_in_step < TS_GEMMS_PER_STEP) {
+		ts_tls.gemm_in_step++;
+		return true;
+	}
 	if (++ts_tls.gemm_tick < atomic_load_explicit(&g.sample_n, memory_order_relaxed))
 		return false;
 	ts_tls.gemm_tick = 0;

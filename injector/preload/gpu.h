@@ -47,6 +47,8 @@ struct ts_tls {
 	int coll_depth;  /* inside an NCCL or HCCL call: its launches go to a communication stream */
 	int group_depth; /* inside ncclGroupStart/End */
 	uint32_t kernel_tick, gemm_tick;
+	uint64_t gemm_step;    /* the step its gemm_in_step GEMMs were launched in */
+	uint32_t gemm_in_step;
 };
 extern __thread struct ts_tls ts_tls TS_HIDDEN __attribute__((tls_model("initial-exec")));
 
@@ -55,7 +57,10 @@ extern __thread struct ts_tls ts_tls TS_HIDDEN __attribute__((tls_model("initial
  * it may be sampled) is sampled: the caller then calls ts_gpu_timed_end after the real
  * launch. */
 TS_HIDDEN int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample);
-/* 1-in-N sampling for GEMMs, with the same adaptive N. */
+/* 1-in-N sampling for GEMMs, with the same adaptive N; and a thread's first
+ * TS_GEMMS_PER_STEP GEMMs of each step always (the same GEMMs each step): every step has
+ * a throughput to compare, which a GPU shared or slowed lowers and a starved host not. */
+#define TS_GEMMS_PER_STEP 2
 TS_HIDDEN bool ts_gpu_sample_gemm(void);
 /* An explicitly timed operation: start event now, end event at ts_gpu_timed_end.
  * Returns a slot, or -1 (capturing, no context, pool empty: counted, never waits). */
