@@ -3,13 +3,7 @@
 # Needs build/carry (nats-server and the daemons' shared libraries, made by
 # e2e/gpu/carry.sh on the build machine) and build/bin. NOISY=0 or HANG=0 skips a part.
 detect() {
-	export LD_LIBRARY_PATH=$ROOT/build/carry/lib PATH=$ROOT/build/carry/bin:$PATH
-	BUILD=$ROOT/build KEEP_WORK=${KEEP_WORK:-}
-	. e2e/lib.sh
-	start_nats
-	start_analyzer --quiet
-	# trainscope run also puts the Python shim on PYTHONPATH and sets NCCL_PROFILER_PLUGIN
-	tsrun="$BIN/trainscope run --nats $NATS_URL --lib $LIB"
+	pipeline_up
 
 	[ "${NOISY:-1}" = 1 ] && noisy
 	[ "${HANG:-1}" = 1 ] && hang

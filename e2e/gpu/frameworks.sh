@@ -9,13 +9,8 @@
 # build/test/double/libnccl-profiler-tsd2.so): both must see the collectives.
 # Needs build/carry (e2e/gpu/carry.sh) and build/bin, build/lib. Writes $OUT/frameworks.txt.
 frameworks() {
-	export LD_LIBRARY_PATH=$ROOT/build/carry/lib PATH=$ROOT/build/carry/bin:$PATH
-	BUILD=$ROOT/build KEEP_WORK=${KEEP_WORK:-}
-	. e2e/lib.sh
-	start_nats
-	start_analyzer --quiet
+	pipeline_up
 	local steps=${STEPS:-200} from=${NOISY_FROM:-60} gpu=$((NGPU - 1)) job
-	tsrun="$BIN/trainscope run --nats $NATS_URL --lib $LIB"
 	for job in ${JOBS:-lit spawn hf-torchrun hf-accelerate}; do
 		echo "== $job: $NGPU ranks, $steps steps, GEMM neighbour on GPU $gpu from step $from"
 		local common=(--steps "$steps" --noisy-rank "$gpu" --noisy-from "$from" --out "$WORK/$job")

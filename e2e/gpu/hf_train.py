@@ -14,19 +14,14 @@ from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, 
     TrainingArguments
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train import device_counters, start_noisy  # noqa: E402
+from train import Tokens, device_counters, start_noisy  # noqa: E402
 
 
-class Tokens(torch.utils.data.Dataset):
-    def __init__(self, n, seq, vocab):
-        self.n, self.seq, self.vocab = n, seq, vocab
-
-    def __len__(self):
-        return self.n
+class LMTokens(Tokens):
+    """train.py's random tokens as a causal LM's inputs and labels."""
 
     def __getitem__(self, i):
-        g = torch.Generator().manual_seed(i)
-        ids = torch.randint(0, self.vocab, (self.seq,), generator=g)
+        ids = super().__getitem__(i)[:-1]
         return {"input_ids": ids, "labels": ids.clone()}
 
 
@@ -64,7 +59,7 @@ def main():
                              dataloader_num_workers=a.workers, report_to=[],
                              save_strategy="no", logging_steps=10 ** 6,
                              disable_tqdm=True)
-    data = Tokens(a.steps * a.batch * a.accum * 8, a.seq, cfg.vocab_size)
+    data = LMTokens(a.steps * a.batch * a.accum * 8, a.seq, cfg.vocab_size)
     tr = Trainer(model=model, args=args, train_dataset=data,
                  callbacks=[Neighbour(a.noisy_rank, a.noisy_from)])
     tr.train()

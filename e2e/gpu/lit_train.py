@@ -17,19 +17,7 @@ except ImportError:  # the older package name
     import pytorch_lightning as L
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train import GPT, device_counters, start_noisy  # noqa: E402
-
-
-class Tokens(torch.utils.data.Dataset):
-    def __init__(self, n, seq, vocab):
-        self.n, self.seq, self.vocab = n, seq, vocab
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        g = torch.Generator().manual_seed(i)
-        return torch.randint(0, self.vocab, (self.seq + 1,), generator=g)
+from train import GPT, Tokens, device_counters, job_args, start_noisy  # noqa: E402
 
 
 class Model(L.LightningModule):
@@ -55,19 +43,9 @@ class Model(L.LightningModule):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=200)
+    ap = job_args(argparse.ArgumentParser(description=__doc__))
     ap.add_argument("--devices", type=int, default=torch.cuda.device_count())
-    ap.add_argument("--layers", type=int, default=8)
-    ap.add_argument("--dim", type=int, default=1024)
-    ap.add_argument("--heads", type=int, default=16)
-    ap.add_argument("--seq", type=int, default=512)
-    ap.add_argument("--vocab", type=int, default=32768)
-    ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--precision", default="bf16-mixed")
-    ap.add_argument("--noisy-rank", type=int, default=-1)
-    ap.add_argument("--noisy-from", type=int, default=60)
-    ap.add_argument("--out", default="")
     a = ap.parse_args()
     data = torch.utils.data.DataLoader(Tokens(a.steps * a.batch * a.devices, a.seq, a.vocab),
                                        batch_size=a.batch, num_workers=2)

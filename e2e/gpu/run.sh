@@ -21,6 +21,18 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 
+# The pipeline on this machine, for detect.sh and frameworks.sh: the carried nats-server
+# and libraries, a NATS server and an analyzer (e2e/lib.sh), and $tsrun.
+pipeline_up() {
+	export LD_LIBRARY_PATH=$ROOT/build/carry/lib PATH=$ROOT/build/carry/bin:$PATH
+	BUILD=$ROOT/build KEEP_WORK=${KEEP_WORK:-}
+	. e2e/lib.sh
+	start_nats
+	start_analyzer --quiet
+	# trainscope run also puts the Python shim on PYTHONPATH and sets NCCL_PROFILER_PLUGIN
+	tsrun="$BIN/trainscope run --nats $NATS_URL --lib $LIB"
+}
+
 preload_env() { # the environment the webhook gives an annotated pod
 	echo "LD_PRELOAD=$LIB PYTHONPATH=$ROOT/injector/preload/python NCCL_PROFILER_PLUGIN=$LIB" \
 	     "TRAINSCOPE_RING_DIR=${RING_DIR:-/tmp/ts-ring}"

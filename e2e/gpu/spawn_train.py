@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train import GPT, device_counters, start_noisy  # noqa: E402
+from train import GPT, device_counters, job_args, start_noisy  # noqa: E402
 
 
 def worker(rank, world, a):
@@ -45,18 +45,8 @@ def worker(rank, world, a):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=200)
+    ap = job_args(argparse.ArgumentParser(description=__doc__))
     ap.add_argument("--world", type=int, default=torch.cuda.device_count())
-    ap.add_argument("--layers", type=int, default=8)
-    ap.add_argument("--dim", type=int, default=1024)
-    ap.add_argument("--heads", type=int, default=16)
-    ap.add_argument("--seq", type=int, default=512)
-    ap.add_argument("--vocab", type=int, default=32768)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--noisy-rank", type=int, default=-1)
-    ap.add_argument("--noisy-from", type=int, default=60)
-    ap.add_argument("--out", default="")
     a = ap.parse_args()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29531")

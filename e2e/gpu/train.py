@@ -63,6 +63,36 @@ def device_counters():
     return dict(zip(names, buf))
 
 
+def job_args(ap):
+    """The options the framework runs of frameworks.sh share: a GPT of this size on random
+    tokens, the neighbour's GPU and start, where each rank writes its step count."""
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--dim", type=int, default=1024)
+    ap.add_argument("--heads", type=int, default=16)
+    ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--vocab", type=int, default=32768)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--noisy-rank", type=int, default=-1)
+    ap.add_argument("--noisy-from", type=int, default=60)
+    ap.add_argument("--out", default="")
+    return ap
+
+
+class Tokens(torch.utils.data.Dataset):
+    """n sequences of seq + 1 random tokens, the same for every run."""
+
+    def __init__(self, n, seq, vocab):
+        self.n, self.seq, self.vocab = n, seq, vocab
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        return torch.randint(0, self.vocab, (self.seq + 1,), generator=g)
+
+
 def start_noisy(gpu):
     env = {k: v for k, v in os.environ.items()
            if k not in ("LD_PRELOAD", "PYTHONPATH", "NCCL_PROFILER_PLUGIN")}

@@ -30,19 +30,6 @@ static const char *lib_path(void)
 	return p;
 }
 
-/* build/test/test_hooks -> build/test/double/PROG */
-static void driver_path(const char *prog, char *buf, size_t n)
-{
-	ssize_t len = readlink("/proc/self/exe", buf, n - 1);
-	char *slash;
-
-	assert_true(len > 0);
-	buf[len] = 0;
-	slash = strrchr(buf, '/');
-	assert_non_null(slash);
-	snprintf(slash, n - (size_t)(slash - buf), "/double/%s", prog);
-}
-
 /* Runs PROG SCENARIO (hookdrive: CUDA, npudrive: the NPU) under the preload with extra
  * "NAME=value" settings; fails the test unless it exits 0. */
 static void run_prog(const char *prog, const char *scenario, char *const *extra, struct out *o)
@@ -51,7 +38,7 @@ static void run_prog(const char *prog, const char *scenario, char *const *extra,
 	char *env[16] = { preload, ring, "TRAINSCOPE_RING_SLOTS=65536", "TRAINSCOPE_POLL_MS=1" };
 	int n = 4, status;
 
-	driver_path(prog, drv, sizeof(drv));
+	assert_int_equal(ts_test_double_path(prog, drv, sizeof(drv)), 0);
 	assert_non_null(mkdtemp(dir));
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", lib_path());
 	snprintf(ring, sizeof(ring), "TRAINSCOPE_RING_DIR=%s", dir);

@@ -303,19 +303,6 @@ struct out {
 
 static struct out o;
 
-/* build/test/test_ncclchain -> build/test/double/NAME */
-static void double_path(const char *name, char *buf, size_t n)
-{
-	ssize_t len = readlink("/proc/self/exe", buf, n - 1);
-	char *slash;
-
-	assert_true(len > 0);
-	buf[len] = 0;
-	slash = strrchr(buf, '/');
-	assert_non_null(slash);
-	snprintf(slash, n - (size_t)(slash - buf), "/double/%s", name);
-}
-
 /* This program in drive mode with the library and a ring folder of its own, and each
  * "NAME=value" of extra; fails the test unless it exits 0. */
 static void run(const char *abi, const char *what, char *const *extra)
@@ -441,7 +428,7 @@ static void chain_env(char *buf, size_t n, const char *double_name)
 {
 	char path[4096];
 
-	double_path(double_name, path, sizeof(path));
+	assert_int_equal(ts_test_double_path(double_name, path, sizeof(path)), 0);
 	snprintf(buf, n, "TRAINSCOPE_NCCL_PROFILER_CHAIN=%s", path);
 }
 
@@ -463,7 +450,7 @@ static void test_chain_short_name(void **state)
 	char dir[4096], ld[4200];
 
 	(void)state;
-	double_path("", dir, sizeof(dir));
+	assert_int_equal(ts_test_double_path("", dir, sizeof(dir)), 0);
 	snprintf(ld, sizeof(ld), "LD_LIBRARY_PATH=%s", dir);
 	run("v5", "traffic", (char *[]){ ld, "TRAINSCOPE_NCCL_PROFILER_CHAIN=tsd2", NULL });
 	assert_both();

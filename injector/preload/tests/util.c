@@ -128,3 +128,17 @@ const char *ts_test_lib(void)
 
 	return realpath(p ? p : "build/lib/libtrainscope.so", abs) ? abs : NULL;
 }
+
+int ts_test_double_path(const char *name, char *buf, size_t n)
+{
+	ssize_t len = readlink("/proc/self/exe", buf, n - 1);
+	char *slash;
+
+	if (len <= 0)
+		return -1;
+	buf[len] = 0;
+	if (!(slash = strrchr(buf, '/')))
+		return -1;
+	return snprintf(slash, n - (size_t)(slash - buf), "/double/%s", name) <
+			       (int)(n - (size_t)(slash - buf)) ? 0 : -1;
+}

@@ -19,6 +19,10 @@ int ts_test_find(const char *dir, const char *suffix, char *path, size_t n);
  * elsewhere. NULL when there is no such file. */
 const char *ts_test_lib(void);
 
+/* <the test binary's folder>/double/<name>: where the build puts the test doubles
+ * (build/test/test_x -> build/test/double/name). 0, or -1 when it cannot be said. */
+int ts_test_double_path(const char *name, char *buf, size_t n);
+
 /* Removes a test's temporary folder and what it holds; 0 or -1. */
 int ts_test_rmdir(const char *dir);
 
