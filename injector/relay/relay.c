@@ -633,6 +633,19 @@ static void add_comm(struct producer *p, const struct ts_rec *rec)
 	p->hello_sent = false;
 }
 
+/* The process's local rank and device as it learned them late: announced anew with the
+ * next batch and to the node's agent. */
+static void take_device(struct producer *p, int32_t local, int32_t dev)
+{
+	p->id.local_rank = local;
+	p->id.dev_index = dev;
+	/* written into the header before the record was */
+	memcpy(p->id.dev_uuid, p->ring->id.dev_uuid, sizeof(p->id.dev_uuid));
+	p->id.dev_uuid[sizeof(p->id.dev_uuid) - 1] = 0;
+	p->hello_sent = false;
+	p->next_hello_ms = 0;
+}
+
 /* The rank the process learned after its ring was made (its process group, its
  * communicator): the steps held till now go out under it, and the rank is announced. */
 static void learn(struct relay *r, struct producer *p, const struct ts_rec *rec)
@@ -643,7 +656,13 @@ static void learn(struct relay *r, struct producer *p, const struct ts_rec *rec)
 		r->st.bad_records++;
 		return;
 	}
-	if (rank == p->id.rank && world == p->id.world_size)
+	int32_t local = (int32_t)(int64_t)rec->c, dev = (int32_t)(int64_t)rec->d;
+	bool same = rank == p->id.rank && world == p->id.world_size;
+
+	if (same && local == p->id.local_rank && dev == p->id.dev_index)
+		return;
+	take_device(p, local, dev);
+	if (same) /* its device, learned at its first step */
 		return;
 	if (p->id.rank >= 0)
 		ts_warn("relay: %s: rank %d/%d becomes %d/%d (its program says so) after %" PRIu64
@@ -652,14 +671,7 @@ static void learn(struct relay *r, struct producer *p, const struct ts_rec *rec)
 	p->id.rank = rank;
 	p->id.world_size = world;
 	p->id.world_known = true;
-	p->id.local_rank = (int32_t)(int64_t)rec->c;
-	p->id.dev_index = (int32_t)(int64_t)rec->d;
-	/* written into the header before the record was */
-	memcpy(p->id.dev_uuid, p->ring->id.dev_uuid, sizeof(p->id.dev_uuid));
-	p->id.dev_uuid[sizeof(p->id.dev_uuid) - 1] = 0;
 	set_subjects(p);
-	p->hello_sent = false;
-	p->next_hello_ms = 0;
 	r->st.ranks_learned++;
 	ts_info("relay: %s (pid %d) is rank %d of %d, as its %s says%s%d steps held go out "
 		"under it", p->path, p->id.pid, rank, world,
