@@ -74,5 +74,5 @@ expect "the analyzer counted them ($(metric trainscope_analyzer_unranked_process
 	test "$(metric trainscope_analyzer_unranked_processes_total)" = "$RANKS"
 expect "every report fits the CRD" check_crd
 
-echo "$pass passed, $fail failed"
+echo "launchers e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
