@@ -533,27 +533,39 @@ static int refuse_mismatch(struct ts_analyzer *a, const char *subject,
 	return -EBADMSG;
 }
 
-/* A relay's word that its process makes steps with no rank (it holds them): no records,
- * only the count. */
+/* A relay's word that its process makes steps with no rank (it holds them), or that a
+ * rank runs collectives and GEMMs and makes no step: no records, only the count. */
 static bool unranked_notice(const Trainscope__V1__Batch *b)
 {
-	return b->unranked_steps > 0 && !b->n_records;
+	return b->id->rank < 0 ? b->unranked_steps > 0 && !b->n_records
+			       : b->stepless_records > 0 && !b->n_records;
 }
 
-/* The job's report says which processes have no rank and what to set; said once per
+/* The job's report says which processes cannot be used and what to set; said once per
  * process here. */
 static int unranked(struct ts_analyzer *a, struct ts_job *j, const Trainscope__V1__Batch *b)
 {
 	const Trainscope__V1__Identity *id = b->id;
+	bool norank = id->rank < 0;
+	uint64_t n = norank ? b->unranked_steps : b->stepless_records;
 
 	a->st.unranked_notices++;
-	if (!ts_job_unranked(j, b->producer_id, id->pod, id->pid, b->unranked_steps))
+	if (!ts_job_unranked(j, b->producer_id, id->pod, id->pid, norank ? -1 : id->rank, n))
 		return 0;
 	a->st.unranked_processes++;
-	ts_warn("analyzer: %s/%s: process %d (pod %s) made %" PRIu64 " steps with no rank: its "
-		"report says what to set", id->namespace_, id->job, id->pid,
-		id->pod && *id->pod ? id->pod : "-", b->unranked_steps);
+	ts_warn("analyzer: %s/%s: process %d (pod %s, rank %d) made %" PRIu64 " %s: its report "
+		"says what to set", id->namespace_, id->job, id->pid,
+		id->pod && *id->pod ? id->pod : "-", id->rank, n,
+		norank ? "steps with no rank" : "collectives and GEMMs and no step");
 	return 0;
+}
+
+static bool has_steps(const Trainscope__V1__Batch *b)
+{
+	for (size_t i = 0; i < b->n_records; i++)
+		if (b->records[i]->kind_case == TRAINSCOPE__V1__RECORD__KIND_STEP)
+			return true;
+	return false;
 }
 
 /* Reports are JSON: a name must be UTF-8 text (NULL, unset, is fine). */
@@ -606,9 +618,9 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, size_t base,
 	}
 	if (dropped || lost)
 		ts_job_data_loss(j, dropped, lost);
-	if (kind == K_RANK && id->rank < 0)
+	if (kind == K_RANK && unranked_notice(b))
 		return unranked(a, j, b);
-	if (kind == K_RANK)
+	if (kind == K_RANK && has_steps(b))
 		ts_job_ranked(j, b->producer_id);
 	if (kind == K_RANK || kind == K_HANG)
 		rank_records(a, j, b);
@@ -870,9 +882,10 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	M("job_attempts_total", "counter", "New runs of a job name whose ranks had ended: "
 	  "started afresh.", s.attempts);
 	M("unranked_notices_total", "counter", "Relays' notices that a process makes steps with "
-	  "no rank (held by its relay; the job's report says what to set).", s.unranked_notices);
-	M("unranked_processes_total", "counter", "Processes that made steps with no rank (once "
-	  "each).", s.unranked_processes);
+	  "no rank (held by its relay), or that a rank runs collectives and GEMMs with no step: "
+	  "the job's report says what to set.", s.unranked_notices);
+	M("unranked_processes_total", "counter", "Processes that made steps with no rank, or "
+	  "ranks that made no step (once each).", s.unranked_processes);
 	M("job_state_bytes", "gauge", "Memory held by the jobs' state (limits.memory_mb bounds it).",
 	  a->job_bytes);
 #undef M

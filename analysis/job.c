@@ -1131,10 +1131,10 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 			 (unsigned long long)j->res.last_step);
 	}
 	history_spells(j, now_ns);
-	ts_job_unranked_summary(j);
+	bool listed = ts_job_unranked_summary(j);
 	if (old != j->res.state || strcmp(before, j->res.summary) != 0)
 		j->verdict_step = j->res.last_step;
 	/* a stalled job evaluates no step: its hang's culprit, named later, is news too */
 	return old != j->res.state || strcmp(before, j->res.summary) != 0 ||
-	       strcmp(why, j->res.reason) != 0 || j->res.steps_evaluated != evaluated;
+	       strcmp(why, j->res.reason) != 0 || j->res.steps_evaluated != evaluated || listed;
 }

@@ -233,21 +233,26 @@ int ts_job_set_layout(struct ts_job *j, const char *layout, char *err, size_t er
 /* Records a producer's rings dropped, and batches missing from its sequence (a negative
  * count: a missing one came after all). */
 void ts_job_data_loss(struct ts_job *j, uint64_t ring_dropped, int64_t batches_lost);
-/* A process that made steps with no rank; its relay holds them until it learns one. */
+/* A process the analyzer cannot use, as its relay says: one that made steps with no
+ * rank (its relay holds them until it learns one), or a rank that ran collectives or
+ * GEMMs and made no step (its loop's steps were not found). */
 struct ts_unranked {
 	uint64_t producer;
 	char pod[128];
 	int pid;
-	uint64_t steps;
+	int rank;       /* -1: no rank, count is its steps; else no step, count is its
+			 * collectives and GEMMs */
+	uint64_t count;
 };
 #define TS_JOB_UNRANKED 16
-/* A producer's notice that its process made steps with no rank. True when the process
- * is new to the list (past TS_JOB_UNRANKED it is counted only). */
-bool ts_job_unranked(struct ts_job *j, uint64_t producer, const char *pod, int pid,
-		     uint64_t steps);
-/* The producer's process has a rank now: it leaves the list. True when it was there. */
+/* A producer's notice (rank -1: steps with no rank; else device work with no step).
+ * True when the process is new to the list (past TS_JOB_UNRANKED it is counted only). */
+bool ts_job_unranked(struct ts_job *j, uint64_t producer, const char *pod, int pid, int rank,
+		     uint64_t count);
+/* The producer's process has a rank and steps now: it leaves the list. True when it was
+ * there. */
 bool ts_job_ranked(struct ts_job *j, uint64_t producer);
-/* The processes with no rank now: *n listed, *over more counted only. */
+/* The processes listed now, both kinds: *n listed, *over more counted only. */
 const struct ts_unranked *ts_job_unranked_list(const struct ts_job *j, int *n, int *over);
 /* A producer announced exit (no more data from that rank). */
 void ts_job_rank_final(struct ts_job *j, int rank);
@@ -259,10 +264,11 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns);
 /* Adds the lags of the steps analysed since the last call into into, and clears them. */
 void ts_job_take_lag(struct ts_job *j, struct ts_lag *into);
 const struct ts_job_result *ts_job_result(const struct ts_job *j);
-/* The report's conditions (SlowRanks, FailSlow, Hang, DataComplete, Stored, RanksKnown): when
+/* The report's conditions (SlowRanks, FailSlow, Hang, DataComplete, Stored, RanksKnown,
+ * StepsFound): when
  * condition c last changed its status, now being status at now_ns (Kubernetes API
  * conventions: lastTransitionTime moves only with the status). */
-#define TS_JOB_CONDITIONS 6
+#define TS_JOB_CONDITIONS 7
 uint64_t ts_job_condition_since(struct ts_job *j, int c, bool status, uint64_t now_ns);
 uint64_t ts_job_late_steps(const struct ts_job *j);
 /* The job attempt's trace id (16 bytes), set by its first step; NULL before. */

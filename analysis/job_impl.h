@@ -86,6 +86,7 @@ struct ts_job {
 	struct ts_unranked unranked[TS_JOB_UNRANKED]; /* job_unranked.c */
 	int nunranked, unranked_over;
 	bool summary_unranked;              /* res.summary speaks of them */
+	bool unranked_news;                 /* the list changed since the last tick */
 	double *scratch;                    /* 2 * world doubles */
 	double *vals;                       /* world doubles */
 	int *outl;                          /* world ints */
@@ -106,8 +107,9 @@ struct ts_event *ts_job_history_open(struct ts_job *j, enum ts_event_kind kind, 
 struct ts_event *ts_job_history_find(struct ts_job *j, enum ts_event_kind kind, int rank, int m);
 void ts_job_history_close(struct ts_job *j, enum ts_event_kind kind, int rank, int m,
 			  uint64_t step, uint64_t t_ns);
-/* job_unranked.c: the summary while unranked processes are the only news. */
-void ts_job_unranked_summary(struct ts_job *j);
+/* job_unranked.c: the summary while unranked processes are the only news; true when
+ * their list changed since the last call. */
+bool ts_job_unranked_summary(struct ts_job *j);
 /* job_hang.c: names the ranks that did not enter the op the others wait in. */
 void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns);
 

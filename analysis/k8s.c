@@ -25,6 +25,7 @@ struct written {
 	json_t *pending;     /* a status held back by the interval, written by ts_k8s_flush */
 	uint8_t evented[8192]; /* a bit per rank: an Event was raised for this slow spell */
 	bool unranked_evented; /* the processes with no rank have had their Events */
+	bool stepless_evented; /* the ranks with no step have had theirs */
 };
 
 struct ts_k8s {
@@ -336,23 +337,23 @@ static void raise_event(struct ts_k8s *k, const char *ns, const char *report, js
 	warn_pod(k, ns, report, ts_k8s_jstr(slow, "pod"), "SlowRank", msg, what, now_ns);
 }
 
-/* Once per spell of processes without rank: each of their pods (once) gets the
- * RanksKnown condition's message. */
-static void unranked_events(struct ts_k8s *k, struct written *w, json_t *status,
-			    uint64_t now_ns)
+/* Once per spell of the processes a report lists as unusable (status field list): each
+ * of their pods (once) gets a Warning Event with the message of that condition (cond). */
+static void listed_events(struct ts_k8s *k, struct written *w, json_t *status, const char *list_key,
+			  const char *cond, const char *reason, bool *evented, uint64_t now_ns)
 {
-	json_t *list = json_object_get(status, "unranked"), *c, *u;
-	const char *msg = "processes made steps with no rank", *seen[16];
+	json_t *list = json_object_get(status, list_key), *c, *u;
+	const char *msg = reason, *seen[16];
 	int nseen = 0;
 	size_t i;
 
-	if (!json_array_size(list) || w->unranked_evented) {
-		w->unranked_evented = json_array_size(list) > 0;
+	if (!json_array_size(list) || *evented) {
+		*evented = json_array_size(list) > 0;
 		return;
 	}
-	w->unranked_evented = true;
+	*evented = true;
 	json_array_foreach(json_object_get(status, "conditions"), i, c)
-		if (!strcmp(ts_k8s_jstr(c, "type"), "RanksKnown"))
+		if (!strcmp(ts_k8s_jstr(c, "type"), cond))
 			msg = ts_k8s_jstr(c, "message");
 	json_array_foreach(list, i, u) {
 		const char *pod = ts_k8s_jstr(u, "pod");
@@ -362,8 +363,7 @@ static void unranked_events(struct ts_k8s *k, struct written *w, json_t *status,
 		if (dup || nseen == 16)
 			continue;
 		seen[nseen++] = pod;
-		warn_pod(k, w->ns, w->name, pod, "RankUnknown", msg, "a process with no rank",
-			 now_ns);
+		warn_pod(k, w->ns, w->name, pod, reason, msg, reason, now_ns);
 	}
 }
 
@@ -383,7 +383,10 @@ static void events(struct ts_k8s *k, struct written *w, json_t *status, uint64_t
 			raise_event(k, w->ns, w->name, s, now_ns);
 	}
 	memcpy(w->evented, now_slow, sizeof(now_slow));
-	unranked_events(k, w, status, now_ns);
+	listed_events(k, w, status, "unranked", "RanksKnown", "RankUnknown", &w->unranked_evented,
+		      now_ns);
+	listed_events(k, w, status, "stepless", "StepsFound", "NoSteps", &w->stepless_evented,
+		      now_ns);
 }
 
 static void verdict_of(json_t *status, char *out, size_t n)

@@ -62,10 +62,10 @@ static json_t *hang_json(const struct ts_job_result *r)
 	return h;
 }
 
-enum { C_SLOW, C_FAILSLOW, C_HANG, C_DATA, C_STORED, C_RANKS };
+enum { C_SLOW, C_FAILSLOW, C_HANG, C_DATA, C_STORED, C_RANKS, C_STEPS };
 static const char *const cond_types[TS_JOB_CONDITIONS] = { "SlowRanks", "FailSlow", "Hang",
 							   "DataComplete", "Stored",
-							   "RanksKnown" };
+							   "RanksKnown", "StepsFound" };
 
 static json_t *condition(struct ts_job *j, int c, bool status, const char *reason,
 			 const char *msg, uint64_t now)
@@ -125,25 +125,63 @@ static void unranked_cure(char *msg, size_t n, int count, uint64_t steps)
 
 static json_t *ranks_known(struct ts_job *j, json_t *st, uint64_t now)
 {
-	int n, over;
+	int n, over, count = 0;
 	const struct ts_unranked *u = ts_job_unranked_list(j, &n, &over);
 	json_t *list = json_array();
 	uint64_t steps = 0;
 	char msg[1024];
 
 	for (int i = 0; i < n; i++) {
-		steps += u[i].steps;
+		if (u[i].rank >= 0)
+			continue;
+		count++;
+		steps += u[i].count;
 		json_array_append_new(list, json_pack("{s:s, s:i, s:I}", "pod", u[i].pod, "pid",
-						      u[i].pid, "steps", (json_int_t)u[i].steps));
+						      u[i].pid, "steps", (json_int_t)u[i].count));
 	}
-	if (!n) {
+	if (!count) {
 		json_decref(list);
 		return condition(j, C_RANKS, true, "Ranked",
 				 "every process that made steps has a rank", now);
 	}
 	json_object_set_new(st, "unranked", list);
-	unranked_cure(msg, sizeof(msg), n + over, steps);
+	unranked_cure(msg, sizeof(msg), count + over, steps);
 	return condition(j, C_RANKS, false, "NoRank", msg, now);
+}
+
+/* Ranks that ran collectives or GEMMs and made no step: the shim found no optimizer
+ * step in their loop (a framework it does not know, or a loop without torch.optim). */
+static json_t *steps_found(struct ts_job *j, json_t *st, uint64_t now)
+{
+	int n, over;
+	const struct ts_unranked *u = ts_job_unranked_list(j, &n, &over);
+	json_t *list = json_array();
+	char msg[1024];
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (u[i].rank < 0)
+			continue;
+		json_array_append_new(list, json_pack("{s:i, s:s, s:i, s:I}", "rank", u[i].rank,
+						      "pod", u[i].pod, "pid", u[i].pid, "operations",
+						      (json_int_t)u[i].count));
+		if (len < sizeof(msg))
+			len += (size_t)snprintf(msg + len, sizeof(msg) - len, "%s%d", len ? ", " : "rank"
+						"s ", u[i].rank);
+	}
+	if (!json_array_size(list)) {
+		json_decref(list);
+		return condition(j, C_STEPS, true, "StepsFound",
+				 "every rank that ran collectives or GEMMs made steps", now);
+	}
+	json_object_set_new(st, "stepless", list);
+	if (len < sizeof(msg))
+		snprintf(msg + len, sizeof(msg) - len, " ran collectives or GEMMs and made no step: "
+			 "no torch.optim optimizer step was seen (a framework the shim does not "
+			 "know, or a loop without one). Set TRAINSCOPE_STEP_FUNC="
+			 "module@object@function (each call of that function is one step), or call "
+			 "trainscope.step() at the end of each iteration");
+	return condition(j, C_STEPS, false, "NoSteps", msg, now);
 }
 
 static const char *const event_kinds[] = { "SlowRank", "FailSlow", "Hang" };
@@ -268,8 +306,10 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 			"rankStepsLate", (json_int_t)r->rank_steps_late,
 			"droppedInRings", (json_int_t)r->ring_dropped,
 			"batchesLost", (json_int_t)r->batches_lost));
-	if (st)
+	if (st) {
 		json_array_append_new(conds, ranks_known(j, st, now));
+		json_array_append_new(conds, steps_found(j, st, now));
+	}
 	if (st && r->nlost)
 		json_object_set_new(st, "lostRanks", lost_ranks(j));
 	if (st && hang && r->hang_rank >= 0)
@@ -407,9 +447,11 @@ void ts_report_print(json_t *root, void *file)
 		const char *status = json_string_value(json_object_get(s, "status"));
 		if (type && status && ((!strcmp(type, "Hang") && !strcmp(status, "True")) ||
 				       (!strcmp(type, "DataComplete") && !strcmp(status, "False")) ||
-				       (!strcmp(type, "RanksKnown") && !strcmp(status, "False"))))
+				       (!strcmp(type, "RanksKnown") && !strcmp(status, "False")) ||
+				       (!strcmp(type, "StepsFound") && !strcmp(status, "False"))))
 			fprintf(f, "  %s: %s\n", !strcmp(type, "Hang") ? "hang" :
-				!strcmp(type, "RanksKnown") ? "ranks" : "data",
+				!strcmp(type, "RanksKnown") ? "ranks" :
+				!strcmp(type, "StepsFound") ? "steps" : "data",
 				json_string_value(json_object_get(s, "message")));
 	}
 }

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Asserts a launcher test's report: check_launch.py REPORT.json ranked WORLD LAST_STEP |
-unranked PROCESSES
+unranked PROCESSES STEPS
 
 ranked: the analyzer saw WORLD ranks, analysed every step to LAST_STEP with every rank's
 step there (none missing), and says every process has a rank.
-unranked: the RanksKnown condition is False, its message names the cure (RANK), and the
-report lists PROCESSES processes that made steps with no rank."""
+unranked PROCESSES STEPS: the RanksKnown condition is False, its message names the cure
+(RANK), and the report lists PROCESSES processes that made STEPS steps each with no rank."""
 import json
 import sys
 
@@ -29,11 +29,12 @@ def main():
             st["stepsAnalyzed"] == last + 1 and data.get("rankStepsMissing") == 0 and \
             data.get("rankStepsExpected") == world * (last + 1) and ranks.get("status") == "True"
     else:
-        n = int(sys.argv[3])
+        n, steps = int(sys.argv[3]), int(sys.argv[4])
         listed = st.get("unranked", [])
-        where += ", %d unranked listed: %s" % (len(listed), ranks.get("message", ""))
+        where += ", %d unranked listed with %s steps: %s" % (
+            len(listed), [u["steps"] for u in listed], ranks.get("message", ""))
         ok = ranks.get("status") == "False" and "RANK" in ranks.get("message", "") and \
-            len(listed) == n and all(u["steps"] >= 10 for u in listed)
+            len(listed) == n and all(u["steps"] == steps for u in listed)
     print(("ok    " if ok else "FAIL  ") + where)
     return 0 if ok else 1
 

@@ -4,7 +4,8 @@
 # under the preload and the shim, over the test double of torch, started as torchrun,
 # Lightning's launcher, torch.multiprocessing.spawn, Ray Train, mpirun and srun start
 # theirs (e2e/launchers/launch.py says what each sets, and when). A job whose processes
-# can have no rank gets a report that says so and what to set.
+# can have no rank gets a report that says so and what to set, and so does a rank whose
+# loop's steps are not found.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -60,18 +61,35 @@ echo "== a job whose processes can have no rank"
 launch none || true
 wait_unranked() {
 	"$BIN/trainscope" report --dir "$REPORTS" --job launch-none --json >"$WORK/launch-none.json" \
-		2>/dev/null && python3 e2e/check_launch.py "$WORK/launch-none.json" unranked "$RANKS" \
+		2>/dev/null && python3 e2e/check_launch.py "$WORK/launch-none.json" unranked "$RANKS" "$STEPS" \
 		>/dev/null
 }
 wait_for 30 wait_unranked || true
-expect "the report: RanksKnown False with the cure, $RANKS processes listed" \
-	python3 e2e/check_launch.py "$WORK/launch-none.json" unranked "$RANKS"
+expect "the report: RanksKnown False with the cure, $RANKS processes listed, $STEPS steps each" \
+	python3 e2e/check_launch.py "$WORK/launch-none.json" unranked "$RANKS" "$STEPS"
 expect "the text report says it" \
 	sh -c "'$BIN/trainscope' report --dir '$REPORTS' --job launch-none | grep -q 'ranks: $RANKS processes made'"
 expect "the relay said it once per process, with the cure" \
 	test "$(grep -c 'steps with no rank: none of .* set RANK and WORLD_SIZE' "$WORK/launch-none.log")" -eq "$RANKS"
 expect "the analyzer counted them ($(metric trainscope_analyzer_unranked_processes_total))" \
 	test "$(metric trainscope_analyzer_unranked_processes_total)" = "$RANKS"
+echo "== a rank whose loop's steps are not found (collectives, no step)"
+RANK=0 WORLD_SIZE=1 "$BIN/trainscope" run --nats "$NATS_URL" --job nostep -- \
+	python3 e2e/launchers/nostep.py 200 >"$WORK/nostep.out" 2>"$WORK/nostep.log" || true
+nostep() {
+	"$BIN/trainscope" report --dir "$REPORTS" --job nostep --json >"$WORK/nostep.json" \
+		2>/dev/null && python3 -c '
+import json, sys
+st = json.load(open(sys.argv[1]))["status"]
+c = {x["type"]: x for x in st["conditions"]}["StepsFound"]
+s = st.get("stepless", [])
+sys.exit(0 if c["status"] == "False" and "TRAINSCOPE_STEP_FUNC" in c["message"] and
+         [(x["rank"], x["operations"]) for x in s] == [(0, 200)] else 1)' "$WORK/nostep.json"
+}
+expect "the report: StepsFound False naming TRAINSCOPE_STEP_FUNC, rank 0 with its 200 collectives" \
+	wait_for 30 nostep
+expect "the relay said it once, with the cure" \
+	test "$(grep -c 'made no step: .*TRAINSCOPE_STEP_FUNC' "$WORK/nostep.log")" -eq 1
 expect "every report fits the CRD" check_crd
 
 echo "launchers e2e: $pass passed, $fail failed"

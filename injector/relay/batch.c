@@ -150,6 +150,7 @@ int ts_batch_encode(const struct ts_batch_hdr *h, const struct ts_step_sum *step
 	b.final = h->final;
 	b.died = h->died;
 	b.unranked_steps = h->unranked_steps;
+	b.stepless_records = h->stepless_records;
 	if (h->hello) {
 		hello.start_time_ns = h->start_real_ns;
 		hello.version = (char *)TS_VERSION;

@@ -25,6 +25,8 @@ struct ts_batch_hdr {
 	bool final;               /* the producer exited: nothing follows */
 	bool died;                /* ... without its exit record, after making steps */
 	uint64_t unranked_steps;  /* a notice: the process made these with no rank (held) */
+	uint64_t stepless_records; /* a notice: the rank ran these collectives and GEMMs and
+				    * made no step */
 	const struct ts_hang_info *hang; /* append a Hang record */
 	const char *const *groups;       /* Hello groups ("layout:...", "nccl:...") */
 	size_t ngroups;

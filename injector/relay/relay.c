@@ -34,6 +34,10 @@ struct producer {
 	struct ts_ident id;       /* the ring's, as its TS_REC_IDENT records update it */
 	bool said_unranked;       /* its steps with no rank were logged and counted */
 	uint64_t unranked_ms;     /* when its first step with no rank was made */
+	uint64_t device_ops;      /* collectives and GEMMs it recorded */
+	uint64_t stepless_ms;     /* when the first of them came, while it made no step */
+	uint64_t next_stepless_ms;
+	bool said_stepless;       /* its device work with no step was logged and counted */
 	struct ts_agg agg;
 	uint64_t producer_id, seq;
 	uint64_t steps;           /* step sums made from its ring */
@@ -59,6 +63,9 @@ struct producer {
 #define UNRANKED_STEPS 10
 #define UNRANKED_MS 30000
 #define HELD_MAX 1024
+/* A rank that runs collectives or GEMMs and makes no step for this long (or to its end)
+ * has a loop whose steps were not found: said once, and to the analyzer. */
+#define STEPLESS_MS 120000
 
 /* A ring file the relay could not follow: said once, retried quietly at each scan. */
 struct refused {
@@ -741,6 +748,34 @@ static void unranked_round(struct relay *r, struct producer *p, bool done, uint6
 	}
 }
 
+/* A rank that runs collectives or GEMMs and makes no step (a training loop whose steps
+ * the shim did not find; a data-loader worker does neither): said once with the cure,
+ * and to the analyzer every HELLO_EVERY_MS, so that the report says what to set. */
+static void stepless_round(struct relay *r, struct producer *p, bool done, uint64_t now)
+{
+	if (p->steps || !p->device_ops)
+		return;
+	if (!p->stepless_ms)
+		p->stepless_ms = now;
+	if (!p->said_stepless && (done || now - p->stepless_ms >= STEPLESS_MS)) {
+		p->said_stepless = true;
+		r->st.stepless_producers++;
+		ts_warn("relay: %s (rank %d, pid %d) ran %" PRIu64 " collectives and GEMMs and made "
+			"no step: no torch.optim optimizer step was seen. Set TRAINSCOPE_STEP_FUNC="
+			"module@object@function (each call one step) or call trainscope.step() at "
+			"each iteration's end", p->path, p->id.rank, p->id.pid, p->device_ops);
+	}
+	if (p->said_stepless && (done || now >= p->next_stepless_ms)) {
+		struct ts_batch_hdr h = { .producer_id = p->producer_id, .seq = p->seq + 1,
+					  .stepless_records = p->device_ops };
+		p->next_stepless_ms = now + HELLO_EVERY_MS;
+		reserve(r, p, h.seq, 0);
+		if (!send_batch(r, p, p->subject, &h, NULL, 0))
+			r->st.batches++;
+		p->seq++;
+	}
+}
+
 /* A step summed up: pending for the next batch (which goes once full, for a rank). */
 static void take_step(struct relay *r, struct producer *p, const struct ts_step_sum *sum)
 {
@@ -778,6 +813,8 @@ static bool drain(struct relay *r, struct producer *p)
 			learn(r, p, &rec);
 			continue;
 		}
+		p->device_ops += rec.type == TS_REC_COLL || rec.type == TS_REC_GEMM ||
+				 rec.type == TS_REC_GRAPH_COLL;
 		if (!ts_agg_add(&p->agg, &rec, &sum))
 			continue;
 		do
@@ -831,6 +868,7 @@ static void round_all(struct relay *r, bool final)
 		if (p->id.rank < 0) {
 			unranked_round(r, p, done, now);
 		} else {
+			stepless_round(r, p, done, now);
 			if (final || done || (more && p->npending) ||
 			    now - p->last_flush_ms >= (uint64_t)r->opts.flush_ms)
 				publish(r, p, done);
@@ -963,6 +1001,9 @@ void relay_render_metrics(struct relay *r, struct ts_buf *b)
 	  "Processes whose rank came from the program (process group, communicator) after "
 	  "their ring was made.", s.ranks_learned);
 	M("bad_records_total", "counter", "Ring records refused as malformed.", s.bad_records);
+	M("stepless_producers_total", "counter",
+	  "Ranks that ran collectives or GEMMs and made no step (once each; the cure is logged "
+	  "and in the job's report).", s.stepless_producers);
 	M("steps_without_device_total", "counter",
 	  "Steps sent without their device time: the host ran more than 8 steps ahead of its "
 	  "GPU, or the library's device record never came.", s.steps_undeviced);

@@ -22,6 +22,7 @@ struct relay_stats {
 	uint64_t unranked_producers;    /* processes that stepped with no rank, once each */
 	uint64_t unranked_steps_dropped; /* their held steps past the bound or at their end */
 	uint64_t ranks_learned, bad_records;
+	uint64_t stepless_producers; /* ranks with collectives or GEMMs and no step, once each */
 	uint64_t steps_undeviced; /* steps sent without their device time (agg.h) */
 };
 
