@@ -49,34 +49,54 @@ static bool dns_char(char c, size_t at)
 	return lower_alnum(c) || (at > 0 && (c == '-' || c == '.'));
 }
 
-void ts_name_object(char *out, size_t n, const char *name)
+static bool dns_label_char(char c, size_t at)
 {
-	size_t k;
-
-	map_name(out, n, name, 253, true, dns_char, '-');
-	/* a subdomain ends with an alphanumeric: the hash suffix does, a trimmed name may not */
-	k = strlen(out);
-	if (k && !lower_alnum(out[k - 1])) {
-		char again[300];
-		snprintf(again, sizeof(again), "%s~", name); /* a changed name: hashed */
-		map_name(out, n, again, 253, true, dns_char, '-');
-	}
+	return lower_alnum(c) || (at > 0 && c == '-');
 }
 
-static bool valid(const char *s, size_t max, bool dots)
+/* A DNS-1123 label: 1 to 63 of [a-z0-9-], alphanumeric at both ends. */
+static bool valid_label(const char *s, size_t len)
 {
-	size_t len = strlen(s);
-
-	if (!len || len > max || !lower_alnum(s[0]) || !lower_alnum(s[len - 1]))
+	if (!len || len > 63 || !lower_alnum(s[0]) || !lower_alnum(s[len - 1]))
 		return false;
 	for (size_t i = 0; i < len; i++)
-		if (!lower_alnum(s[i]) && s[i] != '-' && !(dots && s[i] == '.'))
+		if (!lower_alnum(s[i]) && s[i] != '-')
 			return false;
 	return true;
 }
 
-bool ts_name_is_namespace(const char *ns) { return ns && valid(ns, 63, false); }
-bool ts_name_is_object(const char *name) { return name && valid(name, 253, true); }
+/* A DNS-1123 subdomain: labels joined by '.', at most max in all. */
+static bool valid_subdomain(const char *s, size_t max)
+{
+	size_t len = strlen(s);
+
+	if (!len || len > max)
+		return false;
+	for (const char *p = s, *dot;; p = dot + 1) {
+		dot = strchr(p, '.');
+		if (!valid_label(p, dot ? (size_t)(dot - p) : strlen(p)))
+			return false;
+		if (!dot)
+			return true;
+	}
+}
+
+/* At most 63 characters: the name is also the report's label value
+ * (trainscope.dev/job), which Kubernetes bounds so. A name whose mapping is no
+ * subdomain (a dot beside a dash, as "../x" gives) is mapped again without dots. */
+void ts_name_object(char *out, size_t n, const char *name)
+{
+	char again[300];
+
+	map_name(out, n, name, 63, true, dns_char, '-');
+	if (valid_subdomain(out, 63))
+		return;
+	snprintf(again, sizeof(again), "%s~", name); /* a changed name: hashed */
+	map_name(out, n, again, 63, true, dns_label_char, '-');
+}
+
+bool ts_name_is_namespace(const char *ns) { return ns && valid_label(ns, strlen(ns)); }
+bool ts_name_is_object(const char *name) { return name && valid_subdomain(name, 253); }
 
 bool ts_name_is_system_namespace(const char *ns)
 {

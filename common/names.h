@@ -8,8 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* A DNS-1123 subdomain (lowercase alphanumerics, '-' and '.', at most 253): the name of
- * a Kubernetes object made for it. */
+/* A DNS-1123 subdomain of at most 63 characters (labels of lowercase alphanumerics and
+ * '-', alphanumeric at both ends, joined by '.'), so also a label value: the name of a
+ * Kubernetes object made for it. */
 void ts_name_object(char *out, size_t n, const char *name);
 /* Whether the name, as it is, could be a Kubernetes namespace (a DNS-1123 label) or an
  * object such as a pod (a DNS-1123 subdomain). */

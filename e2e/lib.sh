@@ -36,6 +36,8 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 
 # start_jaeger: Jaeger all-in-one (tools.sh) on free loopback ports, traces in memory.
 # Sets JAEGER_OTLP (its OTLP/HTTP base URL) and JAEGER_QUERY (its query API).
+# The agent's UDP ports (unused here) are the system's to pick: free_port probes TCP, and
+# a UDP port it called free was once taken ("bind: address already in use").
 start_jaeger() {
 	local otlp_port query_port
 	otlp_port=$(free_port); query_port=$(free_port)
@@ -47,9 +49,9 @@ start_jaeger() {
 		--query.http-server.host-port "127.0.0.1:$query_port" \
 		--query.grpc-server.host-port "127.0.0.1:$(free_port)" \
 		--admin.http.host-port "127.0.0.1:$(free_port)" \
-		--processor.jaeger-binary.server-host-port "127.0.0.1:$(free_port)" \
-		--processor.jaeger-compact.server-host-port "127.0.0.1:$(free_port)" \
-		--processor.zipkin-compact.server-host-port "127.0.0.1:$(free_port)" \
+		--processor.jaeger-binary.server-host-port 127.0.0.1:0 \
+		--processor.jaeger-compact.server-host-port 127.0.0.1:0 \
+		--processor.zipkin-compact.server-host-port 127.0.0.1:0 \
 		--http-server.host-port "127.0.0.1:$(free_port)" >"$WORK/jaeger.log" 2>&1 &
 	PIDS="$PIDS $!"
 	JAEGER_OTLP="http://127.0.0.1:$otlp_port"

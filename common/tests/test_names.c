@@ -10,6 +10,86 @@
 
 #include "names.h"
 
+/* Kubernetes' own rules, written out apart from names.c: IsDNS1123Subdomain (labels of
+ * [a-z0-9]([-a-z0-9]*[a-z0-9])? joined by '.', at most 253) and IsValidLabelValue (at
+ * most 63, [A-Za-z0-9] at both ends, '-', '_', '.' inside). */
+static bool k8s_subdomain(const char *s)
+{
+	size_t len = strlen(s), start = 0;
+
+	if (!len || len > 253)
+		return false;
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && s[i] != '.')
+			continue;
+		size_t l = i - start;
+		const char *p = s + start;
+		if (!l || l > 63 || p[0] == '-' || p[l - 1] == '-')
+			return false;
+		for (size_t k = 0; k < l; k++)
+			if (!((p[k] >= 'a' && p[k] <= 'z') || (p[k] >= '0' && p[k] <= '9') ||
+			      p[k] == '-'))
+				return false;
+		start = i + 1;
+	}
+	return true;
+}
+
+static bool k8s_label_value(const char *s)
+{
+	size_t len = strlen(s);
+
+	if (len > 63)
+		return false;
+	for (size_t k = 0; k < len; k++) {
+		bool an = (s[k] >= 'a' && s[k] <= 'z') || (s[k] >= 'A' && s[k] <= 'Z') ||
+			  (s[k] >= '0' && s[k] <= '9');
+		if (!an && ((k == 0 || k == len - 1) || (s[k] != '-' && s[k] != '_' && s[k] != '.')))
+			return false;
+	}
+	return true;
+}
+
+/* Hostile and unlucky job names: each maps to a name both rules accept, and no two of
+ * them to one. */
+static void test_object_names_k8s_rules(void **state)
+{
+	static const char *const names[] = {
+		"../x", "x", "./x", "x/..", ".x", "x.", "a..b", "a.-b", "a-.b", "-a", "a-", "A.B",
+		"a.b", "llama.7b", "a b", "", "~", "..", "...", "a_b", "a/b", "Ünïcödé", "a\nb",
+		"0123456789012345678901234567890123456789012345678901234567890123",
+		"0123456789012345678901234567890123456789012345678901234567890124",
+		"a.0123456789012345678901234567890123456789012345678901234567890123456789",
+	};
+	enum { N = sizeof(names) / sizeof(names[0]) };
+	char out[N][300], big[400];
+
+	(void)state;
+	for (size_t i = 0; i < N; i++) {
+		ts_name_object(out[i], sizeof(out[i]), names[i]);
+		if (!k8s_subdomain(out[i]) || !k8s_label_value(out[i]) || !ts_name_is_object(out[i]))
+			fail_msg("'%s' mapped to '%s': not a DNS-1123 subdomain and label value",
+				 names[i], out[i]);
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(out[i], out[k]))
+				fail_msg("'%s' and '%s' both map to '%s'", names[k], names[i], out[i]);
+	}
+	ts_name_object(out[0], sizeof(out[0]), "llama.7b");
+	assert_string_equal(out[0], "llama.7b"); /* a valid name stays itself */
+	memset(big, 'a', 300);
+	big[300] = 0;
+	ts_name_object(out[0], sizeof(out[0]), big);
+	big[299] = 'b';
+	ts_name_object(out[1], sizeof(out[1]), big);
+	assert_true(k8s_label_value(out[0]) && k8s_label_value(out[1]));
+	assert_string_not_equal(out[0], out[1]); /* cut, but hashed apart */
+	/* the checks themselves: what Kubernetes refuses, they refuse */
+	assert_false(k8s_subdomain("x.-x-838c62fa"));
+	assert_false(ts_name_is_object("x.-x-838c62fa"));
+	assert_false(ts_name_is_object("a..b"));
+	assert_false(k8s_label_value(big));
+}
+
 static void test_object_names(void **state)
 {
 	char a[300], b[300], long_name[400];
@@ -33,7 +113,7 @@ static void test_object_names(void **state)
 	long_name[300] = 0;
 	ts_name_object(a, sizeof(a), long_name);
 	assert_true(ts_name_is_object(a));
-	assert_true(strlen(a) <= 253);
+	assert_true(strlen(a) <= 63);
 	assert_true(ts_name_is_namespace("team-a"));
 	assert_false(ts_name_is_namespace("../../escaped"));
 	assert_false(ts_name_is_namespace("Team"));
@@ -75,6 +155,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_object_names),
+		cmocka_unit_test(test_object_names_k8s_rules),
 		cmocka_unit_test(test_report_paths),
 		cmocka_unit_test(test_labels),
 	};

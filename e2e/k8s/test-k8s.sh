@@ -167,6 +167,13 @@ expect "a job with no rank: its SlowNodeReport has RanksKnown False, the cure in
 	wait_for 30 sh -c 'kubectl get snr norank -n team -o jsonpath="{.status.conditions[?(@.type==\"RanksKnown\")].status} {.status.conditions[?(@.type==\"RanksKnown\")].message}" | grep -q "^False .*Set RANK and WORLD_SIZE"'
 expect "... and a RankUnknown Warning Event on its pod" \
 	wait_for 30 sh -c "kubectl get events -n team --field-selector reason=RankUnknown -o jsonpath='{.items[*].involvedObject.name} {.items[*].type}' | grep -q 'trainer-0.*Warning'"
+# ---- a job named "../x": its report's name is one Kubernetes accepts (a dot beside a dash
+# was refused with 422, and the job had no report) --------------------------------------
+TRAINSCOPE_NAMESPACE=team TRAINSCOPE_POD=trainer-0 TRAINSCOPE_NODE=node-e2e \
+	"$BIN/trainscope" run --nats "$NATS_URL" --job "../x" -- \
+	"$BIN/workload" --ranks 2 --steps 30 --fault none >"$WORK/dotdot.log" 2>&1 || true
+expect "a job named ../x gets its SlowNodeReport (spec.job ../x)" wait_for 30 sh -c \
+	"kubectl get snr -n team -o jsonpath='{range .items[*]}{.metadata.name}={.spec.job}{\"\\n\"}{end}' | grep -qx 'x--x-[0-9a-f]*=\\.\\./x'"
 trace=$(kubectl get snr llm -n team -o jsonpath='{.status.traceID}')
 wait_for 30 sh -c "curl -sf '$JAEGER_QUERY/api/traces/$trace' >'$WORK/trace.json'"
 expect "Jaeger has the report's trace ($trace): step spans of all 8 ranks, names from the fixed set" \
