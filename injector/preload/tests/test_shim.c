@@ -263,6 +263,12 @@ static void test_step_func(void **state)
 	assert_string_equal(out, "3\n");
 	assert_int_equal(read_ring(dir, path, sizeof(path)).step_end, 3);
 	assert_int_equal(ts_test_rmdir(dir), 0);
+	/* with torch's optimizer and GradScaler in the same loop: still the function's 3 */
+	assert_non_null(mkdtemp(strcpy(dir, "/tmp/ts-shim-XXXXXX")));
+	assert_int_equal(python(FAKES "/stepfunc_amp.py", dir, env), 0);
+	assert_string_equal(out, "3\n");
+	assert_int_equal(read_ring(dir, path, sizeof(path)).step_end, 3);
+	assert_int_equal(ts_test_rmdir(dir), 0);
 }
 
 int main(void)

@@ -233,7 +233,8 @@ def _attach_torch(torch):
         sys.stderr.write("trainscope: dataloader not hooked: %r\n" % (e,))
     try:
         from torch.amp import grad_scaler
-        _wrap(grad_scaler.GradScaler, "step", lambda orig: _outer_step(orig, 1))
+        if not os.environ.get("TRAINSCOPE_STEP_FUNC"):  # that function's calls are the steps
+            _wrap(grad_scaler.GradScaler, "step", lambda orig: _outer_step(orig, 1))
     except Exception:
         pass  # a torch before torch.amp.GradScaler (2.3): its skipped steps are not seen
     dist = getattr(torch, "distributed", None)
@@ -337,8 +338,10 @@ def install():
     import gc
     gc.callbacks.append(_on_gc)
     sys.excepthook = _excepthook_chain(sys.excepthook)
-    watch = {"torch": _attach_torch, "deepspeed.runtime.engine": _attach_deepspeed}
+    watch = {"torch": _attach_torch}
     spec = os.environ.get("TRAINSCOPE_STEP_FUNC")
+    if not spec:
+        watch["deepspeed.runtime.engine"] = _attach_deepspeed
     if spec and spec.count("@") == 2:
         watch[spec.split("@", 1)[0]] = lambda m: _attach_step_func(m, spec)
     sys.meta_path.insert(0, _Finder(watch))
