@@ -286,6 +286,38 @@ static void test_report_dir_recovers(void **state)
 	rmdir(dir);
 }
 
+/* --report-dir on another filesystem than the working directory (a volume, a tmpfs):
+ * the temporary file is made beside the report, so the rename never crosses devices
+ * (it was made in the working directory: EXDEV, every time). */
+static void test_report_dir_other_filesystem(void **state)
+{
+	char dir[] = "/dev/shm/ts-report-XXXXXX", file[160];
+	struct ts_analyzer_opts o = { 0 };
+	struct ts_analyzer_stats st;
+	struct ts_analyzer *a;
+	struct stat here, there;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(stat(".", &here), 0);
+	assert_int_equal(stat(dir, &there), 0);
+	if (here.st_dev == there.st_dev)
+		print_message("note: %s is on the working directory's filesystem here\n", dir);
+	ts_params_defaults(&o.params);
+	o.report_dir = dir;
+	assert_int_equal(ts_analyzer_new(&a, &o), 0);
+	feed(a, "vol", 0, 1, 0, 8, false);
+	ts_analyzer_tick(a, T0);
+	ts_analyzer_get_stats(a, &st);
+	assert_int_equal(st.report_errors, 0);
+	snprintf(file, sizeof(file), "%s/ml_vol.json", dir);
+	assert_int_equal(access(file, R_OK), 0);
+	assert_int_equal(access(".tmp", F_OK), -1); /* nothing left where it runs */
+	ts_analyzer_free(a);
+	unlink(file);
+	rmdir(dir);
+}
+
 static void no_limits(struct ts_limits *l) { (void)l; }
 
 /* A batch claiming a job other than its subject's is refused and counted: a producer
@@ -359,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_step_jump_and_forget),
 		cmocka_unit_test(test_resend_out_of_order),
 		cmocka_unit_test(test_report_dir_recovers),
+		cmocka_unit_test(test_report_dir_other_filesystem),
 		cmocka_unit_test(test_new_attempt),
 		cmocka_unit_test(test_identity_matches_subject),
 		cmocka_unit_test(test_partition_token),
