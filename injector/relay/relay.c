@@ -686,6 +686,17 @@ static void learn(struct relay *r, struct producer *p, const struct ts_rec *rec)
 		p->said_unranked ? " (late): " : ": ", p->npending);
 }
 
+/* A notice with no records (h says what) on the rank's subject, next in its sequence. */
+static void send_notice(struct relay *r, struct producer *p, struct ts_batch_hdr *h)
+{
+	h->producer_id = p->producer_id;
+	h->seq = p->seq + 1;
+	reserve(r, p, h->seq, 0);
+	if (!send_batch(r, p, p->subject, h, NULL, 0))
+		r->st.batches++;
+	p->seq++;
+}
+
 /* The oldest held steps past HELD_MAX go, counted. */
 static void hold_bound(struct relay *r, struct producer *p)
 {
@@ -732,13 +743,9 @@ static void unranked_round(struct relay *r, struct producer *p, bool done, uint6
 				  now - p->unranked_ms >= UNRANKED_MS))
 		say_unranked(r, p);
 	if (p->said_unranked && (done || now >= p->next_hello_ms)) {
-		struct ts_batch_hdr h = { .producer_id = p->producer_id, .seq = p->seq + 1,
-					  .unranked_steps = p->steps };
+		struct ts_batch_hdr h = { .unranked_steps = p->steps };
 		p->next_hello_ms = now + HELLO_EVERY_MS;
-		reserve(r, p, h.seq, 0);
-		if (!send_batch(r, p, p->subject, &h, NULL, 0))
-			r->st.batches++;
-		p->seq++;
+		send_notice(r, p, &h);
 	}
 	if (done && p->npending) {
 		r->st.unranked_steps_dropped += (uint64_t)p->npending;
@@ -766,13 +773,9 @@ static void stepless_round(struct relay *r, struct producer *p, bool done, uint6
 			"each iteration's end", p->path, p->id.rank, p->id.pid, p->device_ops);
 	}
 	if (p->said_stepless && (done || now >= p->next_stepless_ms)) {
-		struct ts_batch_hdr h = { .producer_id = p->producer_id, .seq = p->seq + 1,
-					  .stepless_records = p->device_ops };
+		struct ts_batch_hdr h = { .stepless_records = p->device_ops };
 		p->next_stepless_ms = now + HELLO_EVERY_MS;
-		reserve(r, p, h.seq, 0);
-		if (!send_batch(r, p, p->subject, &h, NULL, 0))
-			r->st.batches++;
-		p->seq++;
+		send_notice(r, p, &h);
 	}
 }
 
