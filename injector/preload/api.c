@@ -74,6 +74,7 @@ static bool may_learn(const struct ts_ident *id, int32_t world, int how)
 int ts_lib_learn_rank(int32_t rank, int32_t world, int32_t local_rank, int how)
 {
 	int expect = 0, rc = -ENODEV;
+	bool take = how == TS_IDENT_PROGRAM || !ts_lib.late_how;
 	struct ts_ring *r;
 
 	if (rank < 0 || world <= rank)
@@ -82,8 +83,8 @@ int ts_lib_learn_rank(int32_t rank, int32_t world, int32_t local_rank, int how)
 		return -EBUSY;
 	if ((r = ts_lib_ring())) {
 		rc = 0;
-		if (may_learn(&r->id, world, how) &&
-		    ts_ident_set_rank(&r->id, rank, world, local_rank) > 0) {
+		take = take && may_learn(&r->id, world, how);
+		if (take && ts_ident_set_rank(&r->id, rank, world, local_rank) > 0) {
 			struct ts_rec rec = { .type = TS_REC_IDENT, .kind = (uint16_t)how,
 					      .t_ns = ts_mono_ns(), .a = (uint64_t)rank,
 					      .b = (uint64_t)world,
@@ -92,7 +93,7 @@ int ts_lib_learn_rank(int32_t rank, int32_t world, int32_t local_rank, int how)
 			ts_ring_push(r, &rec); /* after the header: the relay reads it then */
 		}
 	}
-	if (!ts_lib.late_how || how == TS_IDENT_PROGRAM) {
+	if (take) { /* what a fork's child will take too (a communicator's only when it told) */
 		ts_lib.late_rank = rank, ts_lib.late_world = world, ts_lib.late_local = local_rank;
 		ts_lib.late_how = how;
 	}

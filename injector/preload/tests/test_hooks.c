@@ -293,8 +293,19 @@ static void test_graph_colls(void **state)
  * gets a name of its own; each communicator numbers its collectives from 1. */
 static void test_comms(void **state)
 {
+	char *unranked[] = { "RANK=", "WORLD_SIZE=", NULL }, *ranked[] = { "RANK=1", "WORLD_SIZE=4",
+									   NULL };
+
 	(void)state;
-	run("comms", NULL, &o);
+	/* a launcher set a rank: the communicators' ranks leave it be */
+	run("comms", ranked, &o);
+	assert_int_equal(val(&o, "ring.rank"), 1);
+	assert_int_equal(val(&o, "ring.idents"), 0);
+	/* none set: the first communicator made from unique ids gives rank and world, once */
+	run("comms", unranked, &o);
+	assert_int_equal(val(&o, "ring.rank"), 2);
+	assert_int_equal(val(&o, "ring.world"), 4);
+	assert_int_equal(val(&o, "ring.idents"), 1);
 	assert_int_equal(val(&o, "ring.comms"), 5); /* 3, then 2 made by InitRankScalable */
 	assert_int_equal(vali(&o, "comm", 0, "nranks"), 4);
 	assert_int_equal(vali(&o, "comm", 0, "rank"), 2);

@@ -34,6 +34,7 @@ void tsd_drain(struct tsd_seen *s)
 		case TS_REC_GEMM: keep(s->gemm, &s->ngemm, TSD_MAXREC, &r); break;
 		case TS_REC_HANG: keep(s->hang, &s->nhang, 4, &r); break;
 		case TS_REC_COMM: keep(s->comm, &s->ncomm, 8, &r); break;
+		case TS_REC_IDENT: s->nident++; break;
 		case TS_REC_STEP_CTR:
 			s->ctr_launches += r.a;
 			s->ctr_api += r.reserved;

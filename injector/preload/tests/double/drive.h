@@ -10,7 +10,7 @@
 
 struct tsd_seen {
 	struct ts_ring *ring;
-	int gpu_steps, ncoll, ngemm, nhang, ncomm, ngcoll, npeer;
+	int gpu_steps, ncoll, ngemm, nhang, ncomm, ngcoll, npeer, nident;
 	struct ts_rec gpu_step[TSD_MAXREC], coll[TSD_MAXREC], gemm[TSD_MAXREC], hang[4], comm[8],
 		gcoll[TSD_MAXREC], peer[8];
 	uint64_t ctr_launches, ctr_api;

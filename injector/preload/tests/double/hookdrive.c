@@ -621,6 +621,10 @@ static void sc_comms(void)
 		tsd_kv("comm", i, "nranks", d.seen.comm[i].b);
 		tsd_kv("comm", i, "rank", d.seen.comm[i].c);
 	}
+	/* the rank as the ring now says it: the first communicator's, for a process that
+	 * had none (later ones, and splits, change nothing) */
+	printf("ring.rank %d\nring.world %d\nring.idents %d\n", d.seen.ring->id.rank,
+	       d.seen.ring->id.world_size, d.seen.nident);
 	printf("comm_ids_agree %d\n", d.seen.ncomm >= 2 && d.seen.comm[0].a == d.seen.comm[1].a);
 	printf("split_id_differs %d\n", d.seen.ncomm >= 3 && d.seen.comm[2].a != d.seen.comm[0].a);
 	/* two members of one communicator made by ncclCommInitRankScalable, non-blocking */
