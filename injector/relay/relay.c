@@ -1,10 +1,8 @@
-#include "relay.h"
-#include "agg.h"
-#include "batch.h"
+/* trainscope-relay: finds the rings of a folder, folds their records into per-step
+ * summaries, and publishes them in batches with a per-producer sequence (relay.h). */
+#include "relay_impl.h"
 #include "httpd.h"
 #include "log.h"
-#include "ring.h"
-#include "tsclock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -25,75 +23,6 @@
  * the others' steps late); relay_poll does not wait while a ring has records left. */
 #define DRAIN_STEPS 4
 #define DRAIN_RECORDS 4096 /* ... and records, for a ring whose records close no step */
-
-#define TS_RELAY_MAX_COMMS 32
-
-struct producer {
-	char path[4096];
-	struct ts_ring *ring;
-	struct ts_ident id;       /* the ring's, as its TS_REC_IDENT records update it */
-	bool said_unranked;       /* its steps with no rank were logged and counted */
-	uint64_t unranked_ms;     /* when its first step with no rank was made */
-	uint64_t device_ops;      /* collectives and GEMMs it recorded */
-	uint64_t stepless_ms;     /* when the first of them came, while it made no step */
-	uint64_t next_stepless_ms;
-	bool said_stepless;       /* its device work with no step was logged and counted */
-	struct ts_agg agg;
-	uint64_t producer_id, seq;
-	uint64_t steps;           /* step sums made from its ring */
-	bool hello_sent;
-	uint64_t last_flush_ms;
-	int npending, cap;
-	struct ts_step_sum *pending;
-	char subject[256];
-	char ctl_subject[256];  /* announcements for the node's agent */
-	uint64_t ctl_seq, next_hello_ms;
-	int side_fd;                  /* the relay's side file; -1: the identity is not kept */
-	uint64_t saved_seq, saved_ctl; /* what it says */
-	/* its Hello groups: the layout, then the communicators it announced */
-	char groups[1 + TS_RELAY_MAX_COMMS][64];
-	int ngroups;
-};
-
-#define HELLO_EVERY_MS 5000
-
-/* A process that steps with no rank is said to after this many steps or this long (a
- * launcher that gives none, or a rank learned too late); its steps are held, at most
- * HELD_MAX (the oldest go first, counted), to go out under the rank it may learn. */
-#define UNRANKED_STEPS 10
-#define UNRANKED_MS 30000
-#define HELD_MAX 1024
-/* A rank that runs collectives or GEMMs and makes no step for this long (or to its end)
- * has a loop whose steps were not found: said once, and to the analyzer. */
-#define STEPLESS_MS 120000
-
-/* A ring file the relay could not follow: said once, retried quietly at each scan. */
-struct refused {
-	char *path;
-	bool seen; /* still in the folder at the last scan */
-};
-
-struct relay {
-	struct relay_opts opts;
-	struct tsn *nats;
-	int inotify_fd;
-	bool rescan;
-	uint64_t last_scan_ms, relay_nonce;
-	bool backlog; /* the last round left records in a ring */
-	char pod_uid[64]; /* the relay's pod (TRAINSCOPE_POD_UID): the rings' pod, as a sidecar */
-	struct producer **prod;
-	int nprod, capprod;
-	struct relay_stats st;
-	uint64_t dropped_done; /* ring drops of producers already removed */
-	uint64_t undeviced_done; /* their steps sent without device time */
-	struct refused *refused;
-	int nrefused, caprefused;
-};
-
-static uint64_t mono_ms(void)
-{
-	return ts_mono_ns() / 1000000;
-}
 
 static uint64_t splitmix(uint64_t x)
 {
@@ -252,7 +181,7 @@ static void take_identity(struct relay *r, struct producer *p)
 
 /* The side file says at least seq and ctl_seq, or is gone: once a write failed, a record
  * left behind would hand seqs already sent to a relay after this one. */
-static void reserve(struct relay *r, struct producer *p, uint64_t seq, uint64_t ctl_seq)
+void relay_reserve(struct relay *r, struct producer *p, uint64_t seq, uint64_t ctl_seq)
 {
 	char side[4200];
 	int err;
@@ -269,27 +198,6 @@ static void reserve(struct relay *r, struct producer *p, uint64_t seq, uint64_t 
 	close(p->side_fd);
 	p->side_fd = -1;
 	unsaved(r, p, side, err);
-}
-
-/* The ring is the process's memory: its text is taken bounded, each string ended. */
-static void copy_ident(struct ts_ident *dst, const struct ts_ident *src)
-{
-	*dst = *src;
-	dst->ns[sizeof(dst->ns) - 1] = dst->job[sizeof(dst->job) - 1] = 0;
-	dst->pod[sizeof(dst->pod) - 1] = dst->node[sizeof(dst->node) - 1] = 0;
-	dst->container[sizeof(dst->container) - 1] = dst->groups[sizeof(dst->groups) - 1] = 0;
-	dst->dev_uuid[sizeof(dst->dev_uuid) - 1] = 0;
-}
-
-/* The rank's subjects, from its identity (again when it learns its rank). */
-static void set_subjects(struct producer *p)
-{
-	char leaf[16];
-
-	snprintf(leaf, sizeof(leaf), "%d", p->id.rank);
-	ts_subject(p->subject, sizeof(p->subject), p->id.ns, p->id.job, "rank", leaf);
-	ts_subject(p->ctl_subject, sizeof(p->ctl_subject), p->id.ns, p->id.job, "ctl",
-		   p->id.node);
 }
 
 static int add_producer(struct relay *r, const char *path)
@@ -317,10 +225,10 @@ static int add_producer(struct relay *r, const char *path)
 		r->capprod = cap;
 	}
 	ts_agg_init(&p->agg, p->ring->mono_to_real_ns);
-	copy_ident(&p->id, &p->ring->id);
+	relay_copy_ident(&p->id, &p->ring->id);
 	take_identity(r, p);
 	p->last_flush_ms = mono_ms();
-	set_subjects(p);
+	relay_set_subjects(p);
 	if (p->id.groups[0]) /* cut to what a Hello group holds */
 		snprintf(p->groups[p->ngroups++], sizeof(p->groups[0]), "layout:%.*s",
 			 (int)(sizeof(p->groups[0]) - 8), p->id.groups);
@@ -491,8 +399,8 @@ static int push_pending(struct producer *p, const struct ts_step_sum *s)
 }
 
 /* Encodes and queues one batch; returns 0 or a negative errno (counted). */
-static int send_batch(struct relay *r, struct producer *p, const char *subject,
-		      struct ts_batch_hdr *h, const struct ts_step_sum *steps, int n)
+int relay_send_batch(struct relay *r, struct producer *p, const char *subject,
+		     struct ts_batch_hdr *h, const struct ts_step_sum *steps, int n)
 {
 	uint8_t *buf;
 	size_t len;
@@ -518,7 +426,7 @@ static int send_batch(struct relay *r, struct producer *p, const char *subject,
 static void reserve_open(struct relay *r, struct producer *p)
 {
 	if (p->npending || !ts_agg_idle(&p->agg) || !ring_empty(p->ring))
-		reserve(r, p, p->seq + 1, 0);
+		relay_reserve(r, p, p->seq + 1, 0);
 }
 
 /* The node's agent learns its ranks from these; the final one says the rank is gone. */
@@ -528,8 +436,8 @@ static void announce(struct relay *r, struct producer *p, bool final)
 				  .hello = true, .final = final };
 
 	p->next_hello_ms = mono_ms() + HELLO_EVERY_MS;
-	reserve(r, p, 0, h.seq);
-	send_batch(r, p, p->ctl_subject, &h, NULL, 0);
+	relay_reserve(r, p, 0, h.seq);
+	relay_send_batch(r, p, p->ctl_subject, &h, NULL, 0);
 }
 
 static void publish(struct relay *r, struct producer *p, bool final)
@@ -550,8 +458,8 @@ static void publish(struct relay *r, struct producer *p, bool final)
 	p->last_flush_ms = mono_ms();
 	if (!p->npending && p->hello_sent && !final)
 		return;
-	reserve(r, p, h.seq, 0);
-	err = send_batch(r, p, p->subject, &h, p->pending, p->npending);
+	relay_reserve(r, p, h.seq, 0);
+	err = relay_send_batch(r, p, p->subject, &h, p->pending, p->npending);
 	if (err)
 		ts_warn("relay: %d steps of %s lost: %s", p->npending, p->subject, strerror(-err));
 	else
@@ -610,8 +518,8 @@ static void send_hang(struct relay *r, struct producer *p, const struct ts_rec *
 	if (ts_subject(subject, sizeof(subject), p->id.ns, p->id.job, "hang", leaf) > 0) {
 		struct ts_batch_hdr h = { .producer_id = p->producer_id, .seq = ++p->seq,
 					  .hang = &hang };
-		reserve(r, p, h.seq, 0);
-		if (!send_batch(r, p, subject, &h, NULL, 0))
+		relay_reserve(r, p, h.seq, 0);
+		if (!relay_send_batch(r, p, subject, &h, NULL, 0))
 			ts_warn("relay: rank %d reports a hang (op %u, seq %" PRIu64 ", %.0f s pending)",
 				p->id.rank, hang.op, hang.seq, (double)hang.pending_ns / 1e9);
 	}
@@ -638,145 +546,6 @@ static void add_comm(struct producer *p, const struct ts_rec *rec)
 	}
 	snprintf(p->groups[p->ngroups++], sizeof(p->groups[0]), "%s", g);
 	p->hello_sent = false;
-}
-
-/* The process's local rank and device as it learned them late: announced anew with the
- * next batch and to the node's agent. */
-static void take_device(struct producer *p, int32_t local, int32_t dev)
-{
-	p->id.local_rank = local;
-	p->id.dev_index = dev;
-	/* written into the header before the record was */
-	memcpy(p->id.dev_uuid, p->ring->id.dev_uuid, sizeof(p->id.dev_uuid));
-	p->id.dev_uuid[sizeof(p->id.dev_uuid) - 1] = 0;
-	p->hello_sent = false;
-	p->next_hello_ms = 0;
-}
-
-/* The rank the process learned after its ring was made (its process group, its
- * communicator): the steps held till now go out under it, and the rank is announced. */
-static void learn(struct relay *r, struct producer *p, const struct ts_rec *rec)
-{
-	int32_t rank = (int32_t)rec->a, world = (int32_t)rec->b;
-
-	if (rank < 0 || world <= rank || rec->a > INT32_MAX || rec->b > INT32_MAX) {
-		r->st.bad_records++;
-		return;
-	}
-	int32_t local = (int32_t)(int64_t)rec->c, dev = (int32_t)(int64_t)rec->d;
-	bool same = rank == p->id.rank && world == p->id.world_size;
-
-	if (same && local == p->id.local_rank && dev == p->id.dev_index)
-		return;
-	take_device(p, local, dev);
-	if (same) /* its device, learned at its first step */
-		return;
-	if (p->id.rank >= 0)
-		ts_warn("relay: %s: rank %d/%d becomes %d/%d (its program says so) after %" PRIu64
-			" batches went out under the first", p->path, p->id.rank,
-			p->id.world_size, rank, world, p->seq);
-	p->id.rank = rank;
-	p->id.world_size = world;
-	p->id.world_known = true;
-	set_subjects(p);
-	r->st.ranks_learned++;
-	ts_info("relay: %s (pid %d) is rank %d of %d, as its %s says%s%d steps held go out "
-		"under it", p->path, p->id.pid, rank, world,
-		rec->kind == TS_IDENT_COMM ? "NCCL/HCCL communicator" : "program",
-		p->said_unranked ? " (late): " : ": ", p->npending);
-}
-
-/* A notice with no records (h says what) on the rank's subject, next in its sequence. */
-static void send_notice(struct relay *r, struct producer *p, struct ts_batch_hdr *h)
-{
-	h->producer_id = p->producer_id;
-	h->seq = p->seq + 1;
-	reserve(r, p, h->seq, 0);
-	if (!send_batch(r, p, p->subject, h, NULL, 0))
-		r->st.batches++;
-	p->seq++;
-}
-
-/* The oldest held steps past HELD_MAX go, counted. */
-static void hold_bound(struct relay *r, struct producer *p)
-{
-	int over = p->npending - HELD_MAX;
-
-	if (over <= 0)
-		return;
-	memmove(p->pending, p->pending + over, (size_t)HELD_MAX * sizeof(*p->pending));
-	p->npending = HELD_MAX;
-	r->st.unranked_steps_dropped += (uint64_t)over;
-}
-
-/* Once per process: what it lacks and the cure, in the log and the metrics. */
-static void say_unranked(struct relay *r, struct producer *p)
-{
-	char vars[256];
-	size_t len = 0;
-
-	p->said_unranked = true;
-	r->st.unranked_producers++;
-	for (const struct ts_rank_source *s = ts_rank_sources; s->rank && len < sizeof(vars); s++)
-		len += (size_t)snprintf(vars + len, sizeof(vars) - len, "%s%s",
-					len ? ", " : "", s->rank);
-	ts_warn("relay: %s (pid %d, job %s/%s) made %" PRIu64 " steps with no rank: none of %s "
-		"is set and it made no torch.distributed process group or NCCL/HCCL communicator "
-		"of the whole job. Its steps are held (up to %d) until it does; set RANK and "
-		"WORLD_SIZE in its environment (or TRAINSCOPE_RANK and TRAINSCOPE_WORLD_SIZE). "
-		"The job's report says so too", p->path, p->id.pid, p->id.ns, p->id.job, p->steps,
-		vars, HELD_MAX);
-}
-
-/* A process with no rank: its steps are held, and once it has made a few (or at its
- * end) the analyzer is told, every HELLO_EVERY_MS, on its rank subject (".-1"), so the
- * job's report can say what to set. A process that never stepped (a launcher, a data
- * loader worker) says nothing. At its end, what is held is lost, and counted. */
-static void unranked_round(struct relay *r, struct producer *p, bool done, uint64_t now)
-{
-	if (!p->steps)
-		return;
-	if (!p->unranked_ms)
-		p->unranked_ms = now;
-	hold_bound(r, p);
-	if (!p->said_unranked && (done || p->steps >= UNRANKED_STEPS ||
-				  now - p->unranked_ms >= UNRANKED_MS))
-		say_unranked(r, p);
-	if (p->said_unranked && (done || now >= p->next_hello_ms)) {
-		struct ts_batch_hdr h = { .unranked_steps = p->steps };
-		p->next_hello_ms = now + HELLO_EVERY_MS;
-		send_notice(r, p, &h);
-	}
-	if (done && p->npending) {
-		r->st.unranked_steps_dropped += (uint64_t)p->npending;
-		ts_warn("relay: %s ended with no rank: its %d held steps are not published",
-			p->path, p->npending);
-		p->npending = 0;
-	}
-}
-
-/* A rank that runs collectives or GEMMs and makes no step (a training loop whose steps
- * the shim did not find; a data-loader worker does neither): said once with the cure,
- * and to the analyzer every HELLO_EVERY_MS, so that the report says what to set. */
-static void stepless_round(struct relay *r, struct producer *p, bool done, uint64_t now)
-{
-	if (p->steps || !p->device_ops)
-		return;
-	if (!p->stepless_ms)
-		p->stepless_ms = now;
-	if (!p->said_stepless && (done || now - p->stepless_ms >= STEPLESS_MS)) {
-		p->said_stepless = true;
-		r->st.stepless_producers++;
-		ts_warn("relay: %s (rank %d, pid %d) ran %" PRIu64 " collectives and GEMMs and made "
-			"no step: no torch.optim optimizer step was seen. Set TRAINSCOPE_STEP_FUNC="
-			"module@object@function (each call one step) or call trainscope.step() at "
-			"each iteration's end", p->path, p->id.rank, p->id.pid, p->device_ops);
-	}
-	if (p->said_stepless && (done || now >= p->next_stepless_ms)) {
-		struct ts_batch_hdr h = { .stepless_records = p->device_ops };
-		p->next_stepless_ms = now + HELLO_EVERY_MS;
-		send_notice(r, p, &h);
-	}
 }
 
 /* A step summed up: pending for the next batch (which goes once full, for a rank). */
@@ -813,7 +582,7 @@ static bool drain(struct relay *r, struct producer *p)
 			continue;
 		}
 		if (rec.type == TS_REC_IDENT) {
-			learn(r, p, &rec);
+			relay_learn(r, p, &rec);
 			continue;
 		}
 		p->device_ops += rec.type == TS_REC_COLL || rec.type == TS_REC_GEMM ||
@@ -869,9 +638,9 @@ static void round_all(struct relay *r, bool final)
 		/* a backlog goes out in batches of a round's steps, so that ranks stay abreast
 		 * in the stream too (the analyzer reads it in order) */
 		if (p->id.rank < 0) {
-			unranked_round(r, p, done, now);
+			relay_unranked_round(r, p, done, now);
 		} else {
-			stepless_round(r, p, done, now);
+			relay_stepless_round(r, p, done, now);
 			if (final || done || (more && p->npending) ||
 			    now - p->last_flush_ms >= (uint64_t)r->opts.flush_ms)
 				publish(r, p, done);
