@@ -108,19 +108,14 @@ static json_t *lost_ranks(struct ts_job *j)
  * (ts_rank_sources) or a process group or communicator of the whole job. */
 static void unranked_cure(char *msg, size_t n, int count, uint64_t steps)
 {
-	size_t len = (size_t)snprintf(msg, n, "%d process%s made %llu steps with no rank: no "
-				      "launcher variable (", count, count > 1 ? "es" : "",
-				      (unsigned long long)steps);
+	char vars[256];
 
-	for (const struct ts_rank_source *s = ts_rank_sources; s->rank && len < n; s++)
-		len += (size_t)snprintf(msg + len, n - len, "%s%s", s == ts_rank_sources ? "" : ", ",
-					s->rank);
-	if (len < n)
-		snprintf(msg + len, n - len, ") and no torch.distributed process group or "
-			 "NCCL/HCCL communicator of the whole job gave one; their steps wait in the "
-			 "relay. Set RANK and WORLD_SIZE in each process's environment (or "
-			 "TRAINSCOPE_RANK and TRAINSCOPE_WORLD_SIZE), or call "
-			 "torch.distributed.init_process_group");
+	snprintf(msg, n, "%d process%s made %llu steps with no rank: no launcher variable (%s) "
+		 "and no torch.distributed process group or NCCL/HCCL communicator of the whole "
+		 "job gave one; their steps wait in the relay. Set RANK and WORLD_SIZE in each "
+		 "process's environment (or TRAINSCOPE_RANK and TRAINSCOPE_WORLD_SIZE), or call "
+		 "torch.distributed.init_process_group", count, count > 1 ? "es" : "",
+		 (unsigned long long)steps, ts_rank_source_names(vars, sizeof(vars)));
 }
 
 static json_t *ranks_known(struct ts_job *j, json_t *st, uint64_t now)

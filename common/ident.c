@@ -104,6 +104,17 @@ const struct ts_rank_source ts_rank_sources[] = {
 	{ NULL, NULL, NULL },
 };
 
+const char *ts_rank_source_names(char *buf, size_t n)
+{
+	size_t len = 0;
+
+	if (n)
+		buf[0] = 0;
+	for (const struct ts_rank_source *s = ts_rank_sources; s->rank && len < n; s++)
+		len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? ", " : "", s->rank);
+	return buf;
+}
+
 /* The first source whose rank variable is a number >= 0, or NULL. */
 static const struct ts_rank_source *rank_source(int32_t *rank)
 {

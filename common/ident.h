@@ -27,6 +27,8 @@ struct ts_rank_source {
 };
 /* Believed in this order; the list ends with an entry of NULLs. */
 extern const struct ts_rank_source ts_rank_sources[];
+/* Their rank variables' names, ", "-separated, into buf (cut to n). Returns buf. */
+const char *ts_rank_source_names(char *buf, size_t n);
 
 /* Fills id from TRAINSCOPE_NAMESPACE/JOB/POD/NODE/CONTAINER/GROUPS, the first launcher
  * of ts_rank_sources whose rank variable is set, and the process itself. Missing values

@@ -41,7 +41,7 @@ def popen(env, argv):
 def wait_all(procs):
     rc = 0
     for p in procs:
-        r = p.wait() if hasattr(p, "wait") else (p.join() or p.exitcode)
+        r = p.wait()  # every child is waited for, whatever the first one's status
         rc = rc or r
     return rc
 

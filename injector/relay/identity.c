@@ -103,19 +103,15 @@ static void hold_bound(struct relay *r, struct producer *p)
 static void say_unranked(struct relay *r, struct producer *p)
 {
 	char vars[256];
-	size_t len = 0;
 
 	p->said_unranked = true;
 	r->st.unranked_producers++;
-	for (const struct ts_rank_source *s = ts_rank_sources; s->rank && len < sizeof(vars); s++)
-		len += (size_t)snprintf(vars + len, sizeof(vars) - len, "%s%s",
-					len ? ", " : "", s->rank);
 	ts_warn("relay: %s (pid %d, job %s/%s) made %" PRIu64 " steps with no rank: none of %s "
 		"is set and it made no torch.distributed process group or NCCL/HCCL communicator "
 		"of the whole job. Its steps are held (up to %d) until it does; set RANK and "
 		"WORLD_SIZE in its environment (or TRAINSCOPE_RANK and TRAINSCOPE_WORLD_SIZE). "
 		"The job's report says so too", p->path, p->id.pid, p->id.ns, p->id.job, p->steps,
-		vars, HELD_MAX);
+		ts_rank_source_names(vars, sizeof(vars)), HELD_MAX);
 }
 
 /* A process with no rank: its steps are held, and once it has made a few (or at its
