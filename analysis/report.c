@@ -236,6 +236,48 @@ static json_t *network_json(const struct ts_net_verdict *v)
 			 "confirmedStep", (json_int_t)v->confirmed_step, "evidence", v->evidence);
 }
 
+/* A share of the step time, rounded to 3 decimals like every ratio of the report. */
+static double share3(double v)
+{
+	return round(v * 1000) / 1000;
+}
+
+/* The costliest ranks of the lost time, with their pods and nodes. */
+static json_t *lost_ranks_json(struct ts_job *j, const struct ts_lost_time *l)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < l->nranks && i < TS_LOST_RANKS; i++) {
+		const struct ts_lost_rank *k = &l->rank[i];
+		struct ts_rank_meta *m = ts_job_rank(j, k->rank);
+		if (share3(k->share) > 0)
+			json_array_append_new(a, json_pack("{s:i, s:o, s:s, s:s, s:s}", "rank", k->rank,
+							   "share", num_or_null(k->share), "cause",
+							   ts_cause_names[k->cause % TS_CAUSE_COUNT],
+							   "pod", m ? m->pod : "", "node",
+							   m ? m->node : ""));
+	}
+	return a;
+}
+
+/* Where the last analysis window's step time went (status.lostTime): the shares lost to
+ * slow ranks, stages and data imbalance, the ranks' share by cause (those that cost
+ * any), the share in transfers, and the costliest ranks. */
+static json_t *lost_time_json(struct ts_job *j, const struct ts_lost_time *l)
+{
+	json_t *by = json_object();
+
+	for (int c = 0; c < TS_CAUSE_COUNT; c++)
+		if (share3(l->cause[c]) > 0)
+			json_object_set_new(by, ts_cause_names[c], num_or_null(l->cause[c]));
+	return json_pack("{s:o, s:o, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "share",
+			 num_or_null(l->share), "stepMs", num_or_null(l->step_ms), "fromStep",
+			 (json_int_t)l->from_step, "toStep", (json_int_t)l->to_step, "ranks",
+			 num_or_null(l->ranks), "stages", num_or_null(l->stages), "data",
+			 num_or_null(l->data), "communication", num_or_null(l->comm), "byCause", by,
+			 "topRanks", lost_ranks_json(j, l));
+}
+
 /* What kubectl's DEGRADATION column shows: the first slow rank's excess over its peers,
  * else the job's step-time change, in percent. */
 static json_t *percent(const struct ts_job_result *r)
@@ -311,6 +353,8 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 		json_object_set_new(st, "hang", hang_json(r));
 	if (st && r->net.scope != TS_NET_NONE)
 		json_object_set_new(st, "network", network_json(&r->net));
+	if (st && r->lost.valid)
+		json_object_set_new(st, "lostTime", lost_time_json(j, &r->lost));
 	if (st) {
 		json_object_set_new(st, "history", history_json(r));
 		json_object_set_new(st, "degradation", percent(r));
@@ -398,6 +442,31 @@ int ts_report_write(struct ts_job *j, const char *dir, const char *trouble)
 	return err;
 }
 
+/* The lostTime line: the shares in percent, the ranks that cost at least 1 % named. */
+static void print_lost_time(FILE *f, json_t *lt)
+{
+	json_t *k;
+	size_t i, n = 0;
+
+	fprintf(f, "  lost time (steps %lld-%lld, mean step %.1f ms): %.0f%% \u2014 ranks %.0f%%",
+		(long long)json_integer_value(json_object_get(lt, "fromStep")),
+		(long long)json_integer_value(json_object_get(lt, "toStep")),
+		json_number_value(json_object_get(lt, "stepMs")),
+		100 * json_number_value(json_object_get(lt, "share")),
+		100 * json_number_value(json_object_get(lt, "ranks")));
+	json_array_foreach(json_object_get(lt, "topRanks"), i, k) {
+		const char *cause = json_string_value(json_object_get(k, "cause"));
+		if (json_number_value(json_object_get(k, "share")) >= 0.005)
+			fprintf(f, "%srank %lld %s %.0f%%", n++ ? ", " : " (",
+				(long long)json_integer_value(json_object_get(k, "rank")),
+				cause ? cause : "-", 100 * json_number_value(json_object_get(k, "share")));
+	}
+	fprintf(f, "%s, stages %.0f%%, data/sequence imbalance %.0f%%; transfers take %.0f%% of "
+		"the step\n", n ? ")" : "", 100 * json_number_value(json_object_get(lt, "stages")),
+		100 * json_number_value(json_object_get(lt, "data")),
+		100 * json_number_value(json_object_get(lt, "communication")));
+}
+
 void ts_report_print(json_t *root, void *file)
 {
 	FILE *f = file;
@@ -418,6 +487,8 @@ void ts_report_print(json_t *root, void *file)
 			json_number_value(json_object_get(stime, "baselineMs")),
 			json_number_value(json_object_get(stime, "currentMs")),
 			100 * json_number_value(json_object_get(stime, "degradation")));
+	if (json_object_get(st, "lostTime"))
+		print_lost_time(f, json_object_get(st, "lostTime"));
 	if (!json_array_size(slow))
 		fprintf(f, "  no slow rank\n");
 	json_array_foreach(slow, i, s)

@@ -1,7 +1,8 @@
 /* The Communication cause on synthetic 16-rank jobs of layout tp4-pp2-dp2 on 4 nodes
  * (4 ranks each: tp within a node, pp and dp across nodes): a node's network, a link,
  * the job's network, a compute straggler that must not look like one, and a node the
- * communicators cannot place but its TCP retransmits do. */
+ * communicators cannot place but its TCP retransmits do. And a job's lost time as the
+ * report's status and its text give it, and leave it out before it is known. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -341,6 +342,98 @@ static void test_condition_times(void **state)
 	ts_job_free(j);
 }
 
+/* A lost time the outputs show as given: rank 6 costs 40 % in Storage, rank 2 0.2 %. */
+static void set_lost(struct ts_job *j, bool valid)
+{
+	struct ts_job_result *r = (struct ts_job_result *)ts_job_result(j);
+
+	r->lost = (struct ts_lost_time){
+		.valid = valid, .from_step = 100, .to_step = 119, .step_ms = 210.34, .share = 0.42,
+		.ranks = 0.4023, .stages = 0, .data = 0.0177, .comm = 0.05,
+		.nranks = 2, .rank = { { 6, TS_CAUSE_STORAGE, 0.4001 }, { 2, TS_CAUSE_COMPUTE, 0.0022 } },
+	};
+	r->lost.cause[TS_CAUSE_STORAGE] = 0.4001;
+	r->lost.cause[TS_CAUSE_COMPUTE] = 0.0022;
+	snprintf(ts_job_rank(j, 6)->pod, sizeof(ts_job_rank(j, 6)->pod), "net-worker-6");
+}
+
+/* The report's text, as trainscope run and trainscope report print it. */
+static char *report_text(json_t *rep)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	assert_non_null(f);
+	ts_report_print(rep, f);
+	fclose(f);
+	return text;
+}
+
+static double num(json_t *o, const char *key)
+{
+	assert_true(json_is_number(json_object_get(o, key)));
+	return json_number_value(json_object_get(o, key));
+}
+
+static void expect_lost_status(json_t *lt)
+{
+	json_t *top = json_object_get(lt, "topRanks"), *t0 = json_array_get(top, 0);
+
+	assert_true(num(lt, "share") == 0.42 && num(lt, "ranks") == 0.402);
+	assert_true(num(lt, "stages") == 0 && num(lt, "data") == 0.018);
+	assert_true(num(lt, "communication") == 0.05 && num(lt, "stepMs") == 210.34);
+	assert_int_equal(json_integer_value(json_object_get(lt, "fromStep")), 100);
+	assert_int_equal(json_integer_value(json_object_get(lt, "toStep")), 119);
+	assert_true(num(json_object_get(lt, "byCause"), "Storage") == 0.4);
+	assert_true(num(json_object_get(lt, "byCause"), "Compute") == 0.002);
+	assert_int_equal(json_object_size(json_object_get(lt, "byCause")), 2);
+	assert_int_equal(json_array_size(top), 2);
+	assert_int_equal(json_integer_value(json_object_get(t0, "rank")), 6);
+	assert_true(num(t0, "share") == 0.4);
+	assert_string_equal(json_string_value(json_object_get(t0, "cause")), "Storage");
+	assert_string_equal(json_string_value(json_object_get(t0, "pod")), "net-worker-6");
+	assert_string_equal(json_string_value(json_object_get(t0, "node")), "n1");
+}
+
+/* status.lostTime and the report's text line carry the job's lost time once it is known
+ * (the analysed job's own: its last window), and none before. */
+static void test_lost_time_outputs(void **state)
+{
+	struct net_sim s = { true, -1, -1, false, 6, -1, 11 };
+	uint64_t first;
+	struct ts_job *j = run(&s, 60, &first);
+
+	(void)state;
+	json_t *rep = ts_report_json(j, NULL);
+	json_t *lt = json_object_get(json_object_get(rep, "status"), "lostTime");
+	assert_true(ts_job_result(j)->lost.valid);
+	json_int_t to = json_integer_value(json_object_get(lt, "toStep"));
+	assert_true(to > json_integer_value(json_object_get(lt, "fromStep")));
+	assert_true(to <= json_integer_value(json_object_get(json_object_get(rep, "status"),
+							     "lastStep")));
+	json_decref(rep);
+
+	set_lost(j, true);
+	rep = ts_report_json(j, NULL);
+	expect_lost_status(json_object_get(json_object_get(rep, "status"), "lostTime"));
+	char *text = report_text(rep);
+	assert_non_null(strstr(text, "  lost time (steps 100-119, mean step 210.3 ms): 42% \u2014 "
+				     "ranks 40% (rank 6 Storage 40%), stages 0%, data/sequence "
+				     "imbalance 2%; transfers take 5% of the step\n"));
+	free(text);
+	json_decref(rep);
+
+	set_lost(j, false);
+	rep = ts_report_json(j, NULL);
+	assert_null(json_object_get(json_object_get(rep, "status"), "lostTime"));
+	text = report_text(rep);
+	assert_null(strstr(text, "lost time"));
+	free(text);
+	json_decref(rep);
+	ts_job_free(j);
+}
+
 static void test_healthy(void **state)
 {
 	for (unsigned seed = 1; seed < 6; seed++) {
@@ -365,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_nic_errors_place_node),
 		cmocka_unit_test(test_peer_sends_place_link),
 		cmocka_unit_test(test_condition_times),
+		cmocka_unit_test(test_lost_time_outputs),
 		cmocka_unit_test(test_healthy),
 	};
 

@@ -132,8 +132,8 @@ expect "the report is owned by the pod's controller, Job llm (deleted with it)" 
 	"kubectl get snr llm -n team -o jsonpath='{.metadata.ownerReferences[*].kind}/{.metadata.ownerReferences[*].name}/{.metadata.ownerReferences[*].uid}' | grep -qx 'Job/llm/$job_uid'"
 kubectl get snr llm -n team -o wide >"$WORK/snr-wide.txt"
 sed 's/^/      /' "$WORK/snr-wide.txt"
-expect "-o wide: the slow rank's pod, node, method and onset step; DEGRADATION in percent" \
-	grep -qE '^llm +FailSlow +8 +5\(Compute\) +Compute +\+[0-9]+\.[0-9]%  +trainer-0 +node-e2e +[A-Z+]+ +[0-9]+ ' \
+expect "-o wide: the slow rank's pod, node, method and onset step; DEGRADATION in percent, LOST a share" \
+	grep -qE '^llm +FailSlow +8 +5\(Compute\) +Compute +\+[0-9]+\.[0-9]% +([0-9.]+|<none>) +trainer-0 +node-e2e +[A-Z+]+ +[0-9]+ ' \
 	"$WORK/snr-wide.txt"
 kubectl get snr llm -n team -o json >"$WORK/snr-llm.json"
 "$BIN/trainscope" report --dir "$REPORTS" --job llm --namespace team --json >"$WORK/llm-now.json"
