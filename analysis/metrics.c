@@ -129,6 +129,34 @@ static void job_families(struct jm *m, int n, struct ts_buf *b)
 			       TS_STEP_BUCKETS, m[i].r->step_le, m[i].r->step_count, m[i].r->step_sum_s);
 }
 
+/* Where the jobs' step time went over their last analysis window (ts_lost_time), for
+ * jobs that had a full one: the kinds, and the ranks' share by cause. */
+static void lost_families(struct jm *m, int n, struct ts_buf *b)
+{
+	static const char *const kind[] = { "total", "ranks", "stages", "data", "communication" };
+
+	family(b, "trainscope_job_lost_time_ratio", "gauge",
+	       "Share of the job's step time over its last analysis window lost to ranks slower "
+	       "than their peers (ranks), per-step variation among replicas (data) and heavier "
+	       "pipeline stages (stages); total is their sum. communication: the share spent in "
+	       "transfers, where time goes, not a loss.");
+	for (int i = 0; i < n; i++) {
+		const struct ts_lost_time *l = &m[i].r->lost;
+		const double v[] = { l->share, l->ranks, l->stages, l->data, l->comm };
+		for (size_t k = 0; l->valid && k < sizeof(v) / sizeof(v[0]); k++)
+			ts_buf_printf(b, "trainscope_job_lost_time_ratio{%s,kind=\"%s\"} %.6g\n",
+				      m[i].labels, kind[k], isfinite(v[k]) ? v[k] : 0.0);
+	}
+	family(b, "trainscope_job_lost_time_cause_ratio", "gauge",
+	       "The ranks' share of the lost time (kind=\"ranks\"), by the phase that costs each "
+	       "slow rank the most.");
+	for (int i = 0; i < n; i++)
+		for (int c = 0; m[i].r->lost.valid && c < TS_CAUSE_COUNT; c++)
+			ts_buf_printf(b, "trainscope_job_lost_time_cause_ratio{%s,cause=\"%s\"} %.6g\n",
+				      m[i].labels, ts_cause_names[c],
+				      isfinite(m[i].r->lost.cause[c]) ? m[i].r->lost.cause[c] : 0.0);
+}
+
 static void rank_families(struct jm *m, int n, struct ts_buf *b)
 {
 	char rl[400];
@@ -180,6 +208,7 @@ void ts_jobs_render_metrics(struct ts_job *const *jobs, int njobs, int top_k, st
 			free(m[n].busy), free(m[n].ranks), memset(&m[n], 0, sizeof(m[n]));
 	if (m) {
 		job_families(m, n, b);
+		lost_families(m, n, b);
 		rank_families(m, n, b);
 	}
 	for (int i = 0; i < n; i++)

@@ -1,6 +1,6 @@
-/* The jobs' Prometheus series: state, step-time histogram, and per-rank series with
- * cardinality bounded by design (the slowest few ranks and every named one; quantiles
- * over all ranks). Labels k8s_namespace and training_job leave a scrape's own
+/* The jobs' Prometheus series: state, step-time histogram, lost time, and per-rank
+ * series with cardinality bounded by design (the slowest few ranks and every named one;
+ * quantiles over all ranks). Labels k8s_namespace and training_job leave a scrape's own
  * namespace and job labels alone. */
 #ifndef TS_METRICS_H
 #define TS_METRICS_H

@@ -2,7 +2,7 @@
  * (4 ranks each: tp within a node, pp and dp across nodes): a node's network, a link,
  * the job's network, a compute straggler that must not look like one, and a node the
  * communicators cannot place but its TCP retransmits do. And a job's lost time as the
- * report's status and its text give it, and leave it out before it is known. */
+ * report's status, its text and /metrics give it, and leave it out before it is known. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analysis/job.h"
+#include "analysis/metrics.h"
 #include "analysis/report.h"
 
 #define MS 1000000ull
@@ -396,13 +397,14 @@ static void expect_lost_status(json_t *lt)
 	assert_string_equal(json_string_value(json_object_get(t0, "node")), "n1");
 }
 
-/* status.lostTime and the report's text line carry the job's lost time once it is known
- * (the analysed job's own: its last window), and none before. */
+/* status.lostTime, the report's text line and the /metrics gauges carry the job's lost
+ * time once it is known (the analysed job's own: its last window), and none before. */
 static void test_lost_time_outputs(void **state)
 {
 	struct net_sim s = { true, -1, -1, false, 6, -1, 11 };
 	uint64_t first;
 	struct ts_job *j = run(&s, 60, &first);
+	struct ts_buf m = { 0 };
 
 	(void)state;
 	json_t *rep = ts_report_json(j, NULL);
@@ -423,14 +425,30 @@ static void test_lost_time_outputs(void **state)
 				     "imbalance 2%; transfers take 5% of the step\n"));
 	free(text);
 	json_decref(rep);
+	ts_jobs_render_metrics(&j, 1, 5, &m);
+	assert_non_null(strstr(m.data, "# TYPE trainscope_job_lost_time_ratio gauge\n"));
+	assert_non_null(strstr(m.data, "trainscope_job_lost_time_ratio{k8s_namespace=\"ns\","
+				       "training_job=\"net\",kind=\"total\"} 0.42\n"));
+	assert_non_null(strstr(m.data, ",kind=\"ranks\"} 0.4023\n"));
+	assert_non_null(strstr(m.data, ",kind=\"communication\"} 0.05\n"));
+	assert_non_null(strstr(m.data, "trainscope_job_lost_time_cause_ratio{k8s_namespace=\"ns\","
+				       "training_job=\"net\",cause=\"Storage\"} 0.4001\n"));
+	assert_non_null(strstr(m.data, ",cause=\"Device\"} 0\n"));
+	ts_buf_free(&m);
 
 	set_lost(j, false);
+	memset(&m, 0, sizeof(m));
 	rep = ts_report_json(j, NULL);
 	assert_null(json_object_get(json_object_get(rep, "status"), "lostTime"));
 	text = report_text(rep);
 	assert_null(strstr(text, "lost time"));
 	free(text);
 	json_decref(rep);
+	ts_jobs_render_metrics(&j, 1, 5, &m);
+	assert_non_null(strstr(m.data, "# TYPE trainscope_job_lost_time_ratio gauge\n"));
+	assert_null(strstr(m.data, "trainscope_job_lost_time_ratio{"));
+	assert_null(strstr(m.data, "trainscope_job_lost_time_cause_ratio{"));
+	ts_buf_free(&m);
 	ts_job_free(j);
 }
 
