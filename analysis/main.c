@@ -388,14 +388,36 @@ static void otlp_slow_ranks(struct cli *c, json_t *report, uint64_t now_ns)
 	}
 }
 
+/* The report's lost time, for the train.window span of the trace its window ends in. */
+static void otlp_lost_time(struct cli *c, json_t *report)
+{
+	json_t *md = json_object_get(report, "metadata");
+	json_t *lt = json_object_get(json_object_get(report, "status"), "lostTime");
+	json_t *top = json_array_get(json_object_get(lt, "topRanks"), 0);
+	struct ts_otlp_lost l = {
+		(uint64_t)json_integer_value(json_object_get(lt, "toStep")),
+		json_number_value(json_object_get(lt, "share")),
+		json_number_value(json_object_get(lt, "ranks")),
+		json_number_value(json_object_get(lt, "stages")),
+		json_number_value(json_object_get(lt, "data")),
+		top ? (int)json_integer_value(json_object_get(top, "rank")) : -1,
+	};
+
+	if (lt)
+		ts_otlp_lost_time(c->otlp, json_string_value(json_object_get(md, "namespace")),
+				  json_string_value(json_object_get(md, "name")), &l);
+}
+
 static void on_report(void *ctx, json_t *report, uint64_t now_ns)
 {
 	struct cli *c = ctx;
 
 	if (c->k8s)
 		ts_k8sw_publish(c->k8s, report, now_ns);
-	if (c->otlp)
+	if (c->otlp) {
 		otlp_slow_ranks(c, report, now_ns);
+		otlp_lost_time(c, report);
+	}
 }
 
 static void on_forget(void *ctx, struct ts_job *j)

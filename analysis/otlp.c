@@ -159,6 +159,8 @@ static void close_window(struct ts_otlp *x, struct ojob *j, struct owin *win)
 	s->attr[3] = j->nranks;
 	s->attr[4] = (int64_t)win->sampled_out;
 	s->attr[5] = (int64_t)win->over_size;
+	s->has_lost = win->has_lost;
+	s->lost = win->lost;
 	if ((s->error = win->errors > 0))
 		snprintf(s->status, sizeof(s->status), "%llu steps of ranks named slow",
 			 (unsigned long long)win->errors);
@@ -351,6 +353,18 @@ void ts_otlp_slow_rank(struct ts_otlp *x, const struct ts_otlp_who *who, const u
 	snprintf(s->evidence, sizeof(s->evidence), "%s", evidence ? evidence : "");
 	snprintf(s->status, sizeof(s->status), "rank %d slow: %s", who->rank, s->cause);
 	pthread_mutex_unlock(&x->lock);
+}
+
+void ts_otlp_lost_time(struct ts_otlp *x, const char *ns, const char *job,
+		       const struct ts_otlp_lost *l)
+{
+	struct ojob *j = find_job(x, ns, job);
+	uint64_t w = l->to_step / (uint64_t)x->o.window_steps;
+
+	if (j && j->win[w & 1].w == (int64_t)w) {
+		j->win[w & 1].has_lost = true;
+		j->win[w & 1].lost = *l;
+	}
 }
 
 void ts_otlp_job_end(struct ts_otlp *x, const char *ns, const char *job)

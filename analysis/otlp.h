@@ -3,8 +3,9 @@
  * A job attempt is cut into windows of steps, one trace each: a root span
  * `train.window` (linked to the window before), under it a `train.step` span per kept
  * rank per step with `train.phase.<name>` children, and `slow_rank` spans when a rank
- * is named. Span names come from that fixed set, whatever the job's size. Large jobs
- * keep the steps of a few healthy ranks per window (a different few each window) and
+ * is named; the root carries the job's lost time when the analyzer gave one. Span
+ * names come from that fixed set, whatever the job's size. Large jobs keep the steps
+ * of a few healthy ranks per window (a different few each window) and
  * of every named rank, and a window's trace stops growing at a byte budget, so a
  * backend's per-trace limit (Tempo: 5 MB) is never passed.
  *
@@ -82,6 +83,18 @@ void ts_otlp_step(struct ts_otlp *x, const struct ts_otlp_who *who, const uint8_
  * now on. */
 void ts_otlp_slow_rank(struct ts_otlp *x, const struct ts_otlp_who *who, const uint8_t trace[16],
 		       uint64_t since_ns, uint64_t now_ns, const char *cause, const char *evidence);
+/* Where the job's step time went over an analysis window (job.h's ts_lost_time): shares
+ * of the step time, and the rank that cost the most (-1: none). */
+struct ts_otlp_lost {
+	uint64_t to_step;  /* the analysis window's last step */
+	double share, ranks, stages, data;
+	int top_rank;
+};
+/* The job's lost time as of to_step: the train.window span of the trace that holds
+ * to_step carries the last one given while that window is open (trainscope.lost_time.*
+ * attributes); a window closed already, or never opened, takes none. */
+void ts_otlp_lost_time(struct ts_otlp *x, const char *ns, const char *job,
+		       const struct ts_otlp_lost *l);
 /* The job ended or was forgotten: its open windows are closed. */
 void ts_otlp_job_end(struct ts_otlp *x, const char *ns, const char *job);
 void ts_otlp_get_stats(struct ts_otlp *x, struct ts_otlp_stats *out);

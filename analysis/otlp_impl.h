@@ -23,6 +23,8 @@ struct qspan {
 	int rank;              /* -1: the job's window */
 	char status[96];       /* status message when error */
 	char cause[32], evidence[320]; /* slow-rank spans */
+	bool has_lost;         /* a window's lost time */
+	struct ts_otlp_lost lost;
 };
 
 /* A window of one job: what its trace holds so far. */
@@ -31,6 +33,8 @@ struct owin {
 	uint64_t start, end, first_step, last_step;
 	size_t bytes;
 	uint64_t sampled_out, over_size, errors;
+	bool has_lost;         /* the last lost time whose analysis window ended in it */
+	struct ts_otlp_lost lost;
 };
 
 struct onamed {

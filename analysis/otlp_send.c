@@ -18,7 +18,7 @@ typedef Trainscope__Otlp__AnyValue AnyValue;
 typedef Trainscope__Otlp__Span Span;
 
 #define RES_ATTRS 11 /* resource attributes trainscope sets at most */
-#define SPAN_ATTRS 8 /* a span's and its event's attributes at most */
+#define SPAN_ATTRS 12 /* a span's and its event's attributes at most */
 
 struct enc {
 	KeyValue *kv;
@@ -48,6 +48,15 @@ static KeyValue *kv_int(struct enc *e, const char *k, int64_t v)
 
 	kv->value->value_case = TRAINSCOPE__OTLP__ANY_VALUE__VALUE_INT_VALUE;
 	kv->value->int_value = v;
+	return kv;
+}
+
+static KeyValue *kv_double(struct enc *e, const char *k, double v)
+{
+	KeyValue *kv = kv_str(e, k, "");
+
+	kv->value->value_case = TRAINSCOPE__OTLP__ANY_VALUE__VALUE_DOUBLE_VALUE;
+	kv->value->double_value = v;
 	return kv;
 }
 
@@ -106,6 +115,17 @@ static void resource(const struct ts_otlp *x, struct enc *e, const struct qspan 
 			kv_str(e, x->res_kv[i], x->res_kv[i + 1]);
 }
 
+/* A window's lost time: shares of its step time, and the rank that cost the most. */
+static void lost_attrs(struct enc *e, const struct ts_otlp_lost *l)
+{
+	kv_double(e, "trainscope.lost_time.share", l->share);
+	kv_double(e, "trainscope.lost_time.ranks", l->ranks);
+	kv_double(e, "trainscope.lost_time.stages", l->stages);
+	kv_double(e, "trainscope.lost_time.data", l->data);
+	if (l->top_rank >= 0)
+		kv_int(e, "trainscope.lost_time.top_rank", l->top_rank);
+}
+
 static void span_attrs(struct enc *e, const struct qspan *s)
 {
 	switch (s->kind) {
@@ -116,6 +136,8 @@ static void span_attrs(struct enc *e, const struct qspan *s)
 		kv_int(e, "trainscope.ranks", s->attr[3]);
 		kv_int(e, "trainscope.steps_sampled_out", s->attr[4]);
 		kv_int(e, "trainscope.spans_over_size", s->attr[5]);
+		if (s->has_lost)
+			lost_attrs(e, &s->lost);
 		break;
 	case Q_STEP:
 	case Q_PHASE:

@@ -2,7 +2,7 @@
  * names from the fixed set, a trace per window of steps linked to the one before,
  * healthy ranks sampled and named ranks kept, the per-trace byte budget, span status,
  * resource attributes, headers from OTEL_EXPORTER_OTLP_HEADERS, a retry after the
- * collector's 503, and the settings the environment gets wrong. */
+ * collector's 503, the settings the environment gets wrong, and a window's lost time. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <math.h>
 #include <time.h>
 #include <zlib.h>
 
@@ -29,6 +30,8 @@ struct rspan {
 	int rank;
 	int64_t step;
 	size_t bytes;
+	int64_t window, lost_top;             /* -1: none */
+	double lost[4];                       /* share, ranks, stages, data; NAN: none */
 };
 
 struct receiver {
@@ -60,6 +63,15 @@ static int64_t int_attr(Trainscope__Otlp__KeyValue **kv, size_t n, const char *k
 	return -1;
 }
 
+static double double_attr(Trainscope__Otlp__KeyValue **kv, size_t n, const char *k)
+{
+	for (size_t a = 0; a < n; a++)
+		if (!strcmp(kv[a]->key, k) &&
+		    kv[a]->value->value_case == TRAINSCOPE__OTLP__ANY_VALUE__VALUE_DOUBLE_VALUE)
+			return kv[a]->value->double_value;
+	return NAN;
+}
+
 /* A span's bytes at a backend: its own, and its resource's once per ResourceSpans. */
 static void one(struct receiver *r, Trainscope__Otlp__ResourceSpans *rs, Trainscope__Otlp__Span *sp,
 		bool first)
@@ -85,6 +97,14 @@ static void one(struct receiver *r, Trainscope__Otlp__ResourceSpans *rs, Trainsc
 	o->error = sp->status && sp->status->code == TRAINSCOPE__OTLP__STATUS__STATUS_CODE__STATUS_CODE_ERROR;
 	snprintf(o->name, sizeof(o->name), "%s", sp->name);
 	o->step = int_attr(sp->attributes, sp->n_attributes, "trainscope.step");
+	o->window = int_attr(sp->attributes, sp->n_attributes, "trainscope.window");
+	o->lost_top = int_attr(sp->attributes, sp->n_attributes, "trainscope.lost_time.top_rank");
+	static const char *const lost[4] = { "share", "ranks", "stages", "data" };
+	for (int i = 0; i < 4; i++) {
+		char key[48];
+		snprintf(key, sizeof(key), "trainscope.lost_time.%s", lost[i]);
+		o->lost[i] = double_attr(sp->attributes, sp->n_attributes, key);
+	}
 	o->rank = -1;
 	for (size_t a = 0; a < rs->resource->n_attributes; a++)
 		if (!strcmp(rs->resource->attributes[a]->key, "trainscope.rank"))
@@ -457,6 +477,63 @@ static void test_unreachable_collector_counts_drops(void **state)
 	assert_int_equal(st.sent, 0);
 }
 
+static const struct rspan *window_span(const struct receiver *r, int64_t w)
+{
+	for (int i = 0; i < r->spans && i < MAXS; i++)
+		if (!strcmp(r->s[i].name, "train.window") && r->s[i].window == w)
+			return &r->s[i];
+	return NULL;
+}
+
+/* The lost time the analyzer last gave for a window while it was open rides on its
+ * train.window span; a window given none, or given one after it closed, carries none. */
+static void test_window_lost_time(void **state)
+{
+	struct receiver r = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct ts_otlp_who who = { "team", "llm", "llm-0", "node-0", 0 };
+	struct ts_otlp_phase ph[] = { { "compute", 50 } };
+	char url[64], err[256];
+	struct ts_otlp *x;
+	uint8_t tid[16];
+	struct MHD_Daemon *d = serve(&r, url, sizeof(url));
+
+	(void)state;
+	struct ts_otlp_opts o = { .endpoint = url, .flush_ms = 50, .window_steps = 10 };
+	assert_int_equal(ts_otlp_new(&x, &o, err, sizeof(err)), 0);
+	ts_otlp_trace_id("team", "llm", 1000, tid);
+	for (uint64_t s = 0; s < 25; s++) {
+		ts_otlp_step(x, &who, tid, s, 1000 + s * 100, 1090 + s * 100, ph, 1);
+		if (s == 7)
+			ts_otlp_lost_time(x, "team", "llm", &(struct ts_otlp_lost){ 5, 0.1, 0.1, 0, 0, 3 });
+		if (s == 9)
+			ts_otlp_lost_time(x, "team", "llm",
+					  &(struct ts_otlp_lost){ 9, 0.42, 0.4, 0.005, 0.015, 5 });
+	}
+	/* window 0 closed when window 2 opened: too late for it */
+	ts_otlp_lost_time(x, "team", "llm", &(struct ts_otlp_lost){ 3, 0.9, 0.9, 0, 0, 1 });
+	ts_otlp_lost_time(x, "team", "llm", &(struct ts_otlp_lost){ 22, 0.02, 0, 0, 0.02, -1 });
+	ts_otlp_lost_time(x, "team", "other", &(struct ts_otlp_lost){ 22, 0.5, 0.5, 0, 0, 1 });
+	ts_otlp_free(x);
+	pthread_mutex_lock(&r.lock);
+	assert_int_equal(named(&r, "train.window"), 3);
+	const struct rspan *w0 = window_span(&r, 0), *w1 = window_span(&r, 1);
+	const struct rspan *w2 = window_span(&r, 2);
+	assert_non_null(w0), assert_non_null(w1), assert_non_null(w2);
+	assert_true(w0->lost[0] == 0.42 && w0->lost[1] == 0.4 && w0->lost[2] == 0.005 &&
+		    w0->lost[3] == 0.015);
+	assert_int_equal(w0->lost_top, 5);
+	for (int i = 0; i < 4; i++)
+		assert_true(isnan(w1->lost[i]));
+	assert_int_equal(w1->lost_top, -1);
+	assert_true(w2->lost[0] == 0.02 && w2->lost[3] == 0.02);
+	assert_int_equal(w2->lost_top, -1); /* no rank cost any */
+	for (int i = 0; i < r.spans; i++)
+		assert_true(!strcmp(r.s[i].name, "train.window") || isnan(r.s[i].lost[0]));
+	pthread_mutex_unlock(&r.lock);
+	MHD_stop_daemon(d);
+	free(r.s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -465,6 +542,7 @@ int main(void)
 		cmocka_unit_test(test_trace_budget_counts),
 		cmocka_unit_test(test_env_settings),
 		cmocka_unit_test(test_unreachable_collector_counts_drops),
+		cmocka_unit_test(test_window_lost_time),
 	};
 	return cmocka_run_group_tests_name("otlp", tests, NULL, NULL);
 }
