@@ -123,6 +123,8 @@ int ts_job_size_world(struct ts_job *j, int world)
 	j->sigma_at = 0;
 	ts_job_group_ranks(j);
 	j->hist_n = j->hist_next = 0;
+	for (size_t i = 0; i < sizeof(j->step_hist) / sizeof(j->step_hist[0]); i++)
+		j->step_hist[i] = NAN;
 	j->res.world = world;
 	j->res.hang_rank = j->res.hang_stacks_rank = -1;
 	return 0;
@@ -562,6 +564,7 @@ static void push_history(struct ts_job *j, struct row *r)
 			j->tdir[idx(j, k, m)] =
 				(int8_t)ts_ksigma_update(&j->ks[idx(j, k, m)], &j->p.time, v);
 		}
+	j->step_hist[j->hist_next] = (float)j->step_ms;
 	j->hist_next = (j->hist_next + 1) % (int)W(j);
 	if (j->hist_n < (int)W(j))
 		j->hist_n++;
@@ -907,6 +910,7 @@ static void evaluate_row(struct ts_job *j, struct row *r)
 		space_metric(j, m);
 	update_alarms(j, t);
 	compose(j, t);
+	ts_job_lost_time(j);
 }
 
 static enum ts_state state_of(const struct ts_job *j)

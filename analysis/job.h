@@ -161,6 +161,33 @@ struct ts_lag {
 	double sum_s, max_s;
 };
 
+/* Where the job's step time went over its last analysis window (space.window_size
+ * steps): what-ifs on the job's own dependency structure, a synchronous step being
+ * bounded by its slowest rank. Shares are of the window's summed step time. */
+enum ts_cause { TS_CAUSE_COMPUTE, TS_CAUSE_COMM, TS_CAUSE_HOST, TS_CAUSE_STORAGE,
+		TS_CAUSE_DEVICE, TS_CAUSE_COUNT };
+extern const char *const ts_cause_names[TS_CAUSE_COUNT];
+#define TS_LOST_RANKS 3
+struct ts_lost_rank {
+	int rank;
+	enum ts_cause cause;  /* the phase that costs it the most time */
+	double share;         /* the step time the job would save at its peers' pace */
+};
+struct ts_lost_time {
+	bool valid;
+	uint64_t from_step, to_step;
+	double step_ms;       /* the window's mean step */
+	double share;         /* ranks + stages + data together */
+	double ranks;         /* ranks slower than their peers, persistently */
+	double stages;        /* peer classes (pipeline stages) heavier than the others */
+	double data;          /* per-step variation that moves among replicas */
+	double comm;          /* transfers (the last arriving rank's collective time): where
+			       * time goes, not a loss */
+	double cause[TS_CAUSE_COUNT]; /* `ranks` split by the phase that costs it */
+	int nranks;
+	struct ts_lost_rank rank[TS_LOST_RANKS]; /* the costliest, most first */
+};
+
 struct ts_job_result {
 	enum ts_state state;
 	int world;
@@ -192,6 +219,7 @@ struct ts_job_result {
 	/* the job's step times, as a Prometheus histogram (cumulative buckets) */
 	uint64_t step_le[TS_STEP_BUCKETS], step_count;
 	double step_sum_s;
+	struct ts_lost_time lost;
 };
 
 struct ts_job;

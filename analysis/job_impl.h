@@ -41,6 +41,7 @@ struct ts_job {
 	float *hist;                        /* [world][M][space_window] per-step values */
 	int hist_n;                         /* filled entries of each window */
 	int hist_next;
+	float step_hist[64];                /* the job's step time in each window slot */
 	struct ts_ksigma *ks;               /* [world][M] */
 	int8_t *dir;                        /* [world][M] SPACE verdict of the last window */
 	int8_t *tdir;                       /* [world][M] TIME verdict of the last step */
@@ -110,6 +111,9 @@ void ts_job_history_close(struct ts_job *j, enum ts_event_kind kind, int rank, i
 /* job_unranked.c: the summary while unranked processes are the only news; true when
  * their list changed since the last call. */
 bool ts_job_unranked_summary(struct ts_job *j);
+/* job_lost.c: res.lost from the window (after the verdicts: a slow rank's cause is
+ * its verdict's). */
+void ts_job_lost_time(struct ts_job *j);
 /* job_hang.c: names the ranks that did not enter the op the others wait in. */
 void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns);
 

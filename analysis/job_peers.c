@@ -213,8 +213,13 @@ static void learn(struct ts_job *j)
 			if (!isnan(s))
 				j->vals[n++] = s;
 		}
-		if (n)
-			j->sigma[m] = (float)ts_median(j->vals, (size_t)n, j->scratch);
+		/* the noise may fall at once but rise only by a quarter a relearn: a job of
+		 * two ranks, one turned slow, would otherwise learn the fault as noise
+		 * (each rank's excess is over the other) before the sum can reach it */
+		if (n) {
+			float s = (float)ts_median(j->vals, (size_t)n, j->scratch);
+			j->sigma[m] = j->sigma[m] >= 0 ? fminf(s, 1.25f * j->sigma[m]) : s;
+		}
 		ts_debug("%s/%s: step %llu: %s noise %.4f of a step (%d ranks)", j->ns, j->name,
 			 (unsigned long long)j->res.last_step, ts_metric_names[m], j->sigma[m], n);
 		for (int k = 0; k < j->world; k++) {
@@ -282,12 +287,19 @@ static void raised(struct ts_job *j, int k, int m, struct ts_change *c)
 		ts_change_value(c), ts_change_ref(c), (unsigned long long)c->onset);
 }
 
-/* The median of the rank's last few excesses (change.smooth_steps): pauses of a step
- * or two (a GC, a page-fault storm) are not a change, and a slowdown lasts. */
+/* What the rank's last excesses say (change.smooth_steps of them, n): their median,
+ * so that pauses of a step or two (a GC, a page-fault storm) are not a change and a
+ * slowdown that lasts is; or, when it is more, a change that hits every other step
+ * (loader workers that take turns): the trimmed mean of the same steps, if 2n + 1
+ * steps agree (their 60th percentile: pauses that came close together fall short). */
 static double smoothed(struct ts_job *j, int k, int m, size_t slot)
 {
-	return ts_median_recent(ehist_at(j, k, m), (size_t)j->p.space_window, slot,
-				(size_t)j->p.change.smooth_steps);
+	const float *e = ehist_at(j, k, m);
+	size_t w = (size_t)j->p.space_window, n = (size_t)j->p.change.smooth_steps;
+	double alt = fmin(ts_trimmed_mean_recent(e, w, slot, n),
+			  ts_quantile_recent(e, w, slot, 2 * n + 1, 0.6));
+
+	return fmax(ts_median_recent(e, w, slot, n), alt);
 }
 
 static void judge(struct ts_job *j, const struct row *r, int k, int m, double ref)

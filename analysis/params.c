@@ -140,7 +140,7 @@ void ts_params_defaults(struct ts_params *p)
 		p->expert[i] = -1;
 	p->alarm_filter_window_size = 5;
 	p->clear_after_steps = 30;
-	p->change = (struct ts_change_opts){ .drift = 0.015, .drift_sigmas = 1, .threshold = 15, .max_z = 3,
+	p->change = (struct ts_change_opts){ .drift = 0.015, .drift_sigmas = 0.8, .threshold = 13, .max_z = 3,
 					     .min_sigma = 0.002, .smooth_steps = 7 };
 	p->net_drift = 0.05;
 	p->net_min_sigma = 0.01;

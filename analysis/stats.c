@@ -51,3 +51,38 @@ double ts_median_recent(const float *ring, size_t w, size_t last, size_t want)
 	}
 	return n ? ts_median(v, n, tmp) : NAN;
 }
+
+double ts_trimmed_mean_recent(const float *ring, size_t w, size_t last, size_t want)
+{
+	double v[15], sum = 0;
+	size_t n = 0, cut;
+
+	for (size_t i = 0; i < want && i < w && i < 15; i++) {
+		float x = ring[(last + w - i) % w];
+		if (!isnan(x))
+			v[n++] = x;
+	}
+	if (!n)
+		return NAN;
+	ts_sort(v, n);
+	cut = (n - 1) / 3;
+	for (size_t i = cut; i < n - cut; i++)
+		sum += v[i];
+	return sum / (double)(n - 2 * cut);
+}
+
+double ts_quantile_recent(const float *ring, size_t w, size_t last, size_t want, double q)
+{
+	double v[15];
+	size_t n = 0;
+
+	for (size_t i = 0; i < want && i < w && i < 15; i++) {
+		float x = ring[(last + w - i) % w];
+		if (!isnan(x))
+			v[n++] = x;
+	}
+	if (!n)
+		return NAN;
+	ts_sort(v, n);
+	return v[(size_t)(q * (double)(n - 1) + 0.5)];
+}

@@ -13,5 +13,11 @@ void ts_sort(double *v, size_t n);
 /* Median of the last want values of a ring of w floats whose newest is at slot last,
  * NaNs passed over (want is capped at 15); NaN when none. */
 double ts_median_recent(const float *ring, size_t w, size_t last, size_t want);
+/* The mean of the same values with a third of them, less one, cut off each end (7
+ * values: the middle 3): a change that hits every other step moves it as much as a
+ * lasting one half its size, and a pause of a step or two does not. NaN when none. */
+double ts_trimmed_mean_recent(const float *ring, size_t w, size_t last, size_t want);
+/* The q-quantile (0..1, nearest rank) of the same values; NaN when none. */
+double ts_quantile_recent(const float *ring, size_t w, size_t last, size_t want, double q);
 
 #endif

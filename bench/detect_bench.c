@@ -21,12 +21,12 @@
 #define MS 1000000ull
 #define MAX_RUNS 32
 
-enum fault { F_NONE, F_COMPUTE, F_STORAGE, F_HOST, F_NETWORK, F_HANG };
+enum fault { F_NONE, F_COMPUTE, F_STORAGE, F_HOST, F_NETWORK, F_HANG, F_STARVED };
 static const char *const fault_names[] = { "healthy", "compute", "storage", "host", "network",
-					   "hang" };
+					   "hang", "starved" };
 static const char *const fault_cause[] = { "", "Compute", "Storage", "HostCPU",
-					   "Communication", "" };
-static const int fault_metric[] = { -1, TS_M_COMPUTE, TS_M_DATALOADER, TS_M_LAUNCH, -1, -1 };
+					   "Communication", "", "HostCPU" };
+static const int fault_metric[] = { -1, TS_M_COMPUTE, TS_M_DATALOADER, TS_M_LAUNCH, -1, -1, -1 };
 
 enum shape { PERSISTENT, TRANSIENT, GRADUAL };
 
@@ -49,13 +49,25 @@ struct scenario {
 	int net_node, net_peer; /* network: 0 job-wide, else node n - 1's NIC (and peer:
 				 * the link between them) transfers `size` slower */
 	bool silent;            /* the ranks run `layout` but announce only communicators */
+	int every;              /* the fault hits every N-th step only (loader workers that
+				 * alternate); 0: every step */
+	double seqvar;          /* per-step work of each replica varies by this share (sd):
+				 * sequence-length imbalance, moving among replicas */
+	bool agent;             /* the node agent reports run-queue delay (a starved rank's
+				 * preemptor too) */
+	bool gloo;              /* no communicator is announced (gloo, a custom barrier) */
 };
 
 struct outcome {
 	bool named, cause_ok, false_rank, failslow;
 	int latency;            /* steps from onset to naming; -1: never */
 	long onset_err;         /* the onset the analyzer dated minus the true one */
-	bool culprit_ok;
+	bool culprit_ok, false_net;
+	int from;               /* the first step a rank can be named at: the onset, or the
+				 * first full window after the warm-up */
+	bool lost_valid;
+	double lost[3], truth[3]; /* ranks, stages, data: the analyzer's last window, and
+				   * the what-ifs replayed over the same steps */
 };
 
 /* splitmix64: rand_r's 32-bit LCG repeats itself at power-of-two lags, and a rank's
@@ -80,6 +92,8 @@ static double fault_now(const struct scenario *sc, int step)
 	if (sc->fault == F_NONE || sc->fault == F_HANG || step < sc->onset)
 		return 0;
 	if (sc->shape == TRANSIENT && step >= sc->onset + sc->duration)
+		return 0;
+	if (sc->every > 1 && step % sc->every)
 		return 0;
 	if (sc->shape == GRADUAL && step < sc->onset + sc->duration)
 		return sc->size * (step - sc->onset + 1) / sc->duration;
@@ -172,64 +186,153 @@ static void topo_init(struct topo *t, const struct scenario *sc)
 				t->slow[d][k] = sc->fault == F_NETWORK && net_hit(sc, t, d, k);
 }
 
-/* One step of every rank into the job. */
-static void feed(struct ts_job *j, const struct scenario *sc, const struct topo *t, int step,
-		 uint64_t *seed, double *busy)
-{
-	const double dl = 4, launch = 3, compute = 60, ckpt = 120, coll = 12;
-	int bad = faulty_rank(sc);
-	double f = fault_now(sc, step), wide = step >= sc->onset ? 1 + sc->jobwide : 1;
-	uint64_t t0 = 1000000 * MS + (uint64_t)step * 200 * MS;
-	static struct ts_rank_step rs[MAX_WORLD];
-	static double at[MAX_WORLD];
-	static struct topo done; /* each group's end per communicator */
+/* A step's draws for one rank, so that the what-ifs (truth) replay the same step. */
+struct draw {
+	double noise[3];   /* dataloader, launch, compute */
+	double spike, ckpt, var; /* a pause's extra share, the checkpoint, the replica's
+				  * per-step work factor (sequence length) */
+};
 
-	for (int k = 0; k < sc->world; k++) {
-		int stage = stage_of(sc, k);
-		double work = (stage == sc->stages - 1 ? 1 + sc->stage_extra : 1) * wide;
-		struct ts_rank_step *r = &rs[k];
-		memset(r, 0, sizeof(*r));
-		r->step = (uint64_t)step;
-		r->m[TS_M_DATALOADER] = dl * work * (1 + sc->jitter * gauss(seed));
-		r->m[TS_M_LAUNCH] = launch * work * (1 + sc->jitter * gauss(seed));
-		r->m[TS_M_COMPUTE] = compute * work * (1 + sc->jitter * gauss(seed));
-		if (sc->spike_rate > 0 && uniform(seed) < sc->spike_rate)
-			r->m[TS_M_COMPUTE] += sc->spike_size * compute * work;
-		r->m[TS_M_CHECKPOINT] = sc->ckpt_every && step % sc->ckpt_every == 0 ?
-			ckpt * (1 + sc->jitter * gauss(seed)) : 0;
-		r->m[TS_M_RUNQ] = r->m[TS_M_OFFCPU] = NAN; /* no node agent */
-		if (k == bad && f > 0 && fault_metric[sc->fault] >= 0)
-			r->m[fault_metric[sc->fault]] += f * (dl + launch + compute) * work;
-		busy[k] = r->m[TS_M_DATALOADER] + r->m[TS_M_LAUNCH] + r->m[TS_M_COMPUTE] +
-			  r->m[TS_M_CHECKPOINT];
-		at[k] = busy[k];
+enum variant { V_ACTUAL, V_NO_FAULT, V_NO_VAR, V_BALANCED, V_COUNT };
+static const double dl_ms = 4, launch_ms = 3, compute_ms = 60, ckpt_ms = 120, coll_ms = 12;
+
+/* The replica a rank is in: its dp coordinate, else itself. */
+static int replica_of(const struct scenario *sc, int k)
+{
+	struct ts_layout l;
+	char err[128];
+	int dp;
+
+	if (!sc->layout || ts_layout_parse(&l, sc->layout, err, sizeof(err)))
+		return k;
+	dp = ts_layout_coord(&l, k, "dp");
+	return dp < 0 ? k : dp;
+}
+
+/* Rank k's phases (ms) in a step under a what-if: each variant drops what the one
+ * before it dropped too (the fault, then per-step variation, then stage imbalance). */
+static void phases(const struct scenario *sc, int k, int step, const struct draw *d,
+		   enum variant v, double ph[4])
+{
+	int stage = stage_of(sc, k);
+	double extra = v >= V_BALANCED ? sc->stage_extra / (sc->stages > 1 ? sc->stages : 1)
+		     : stage == sc->stages - 1 ? sc->stage_extra : 0;
+	double wide = step >= sc->onset ? 1 + sc->jobwide : 1;
+	double work = (1 + extra) * wide * (v >= V_NO_VAR ? 1 : d->var);
+	double f = v >= V_NO_FAULT || k != faulty_rank(sc) ? 0 : fault_now(sc, step);
+	bool var = v < V_NO_VAR;
+
+	ph[0] = dl_ms * work * (1 + (var ? d->noise[0] : 0));
+	ph[1] = launch_ms * work * (1 + (var ? d->noise[1] : 0));
+	ph[2] = compute_ms * work * (1 + (var ? d->noise[2] : 0) + (var ? d->spike : 0));
+	ph[3] = d->ckpt;
+	if (f > 0 && sc->fault == F_STARVED) { /* the device waits for the host: both grow */
+		ph[2] += 0.7 * f * (dl_ms + launch_ms + compute_ms) * work;
+		ph[1] += 0.3 * f * (dl_ms + launch_ms + compute_ms) * work;
+	} else if (f > 0 && fault_metric[sc->fault] >= 0) {
+		ph[fault_metric[sc->fault] == TS_M_DATALOADER ? 0 : fault_metric[sc->fault] ==
+		   TS_M_LAUNCH ? 1 : 2] += f * (dl_ms + launch_ms + compute_ms) * work;
 	}
-	/* the communicators in order: each ends when its last member entered, plus its
-	 * transfer (the collective's share of the step, split over them) */
+}
+
+/* The communicators in order, from each rank's busy time at[]: each ends when its last
+ * member entered, plus its transfer tr[d][key]. rs (may be NULL) gets each rank's
+ * time per communicator. Returns the step's end (ms). */
+static double comms(const struct scenario *sc, const struct topo *t, double *at,
+		    double tr[][MAX_WORLD], struct ts_rank_step *rs)
+{
+	static double done[TS_LAYOUT_MAX_DIMS][MAX_WORLD];
+	double end = 0;
+
 	for (int d = 0; d < t->nd; d++) {
 		for (int k = 0; k < sc->world; k++)
-			done.done[d][group_key(t, d, k)] = 0;
+			done[d][group_key(t, d, k)] = 0;
 		for (int k = 0; k < sc->world; k++) {
-			double *g = &done.done[d][group_key(t, d, k)];
+			double *g = &done[d][group_key(t, d, k)];
 			*g = fmax(*g, at[k]);
 		}
+		for (int k = 0; k < sc->world; k++)
+			if (group_key(t, d, k) == k)
+				done[d][k] += tr[d][k];
 		for (int k = 0; k < sc->world; k++) {
-			int key = group_key(t, d, k);
-			if (group_key(t, d, k) != k)
-				continue;
-			double tr = coll / t->nd * (1 + sc->jitter * gauss(seed));
-			done.done[d][key] += t->slow[d][key] && f > 0 ? tr * (1 + f) : tr;
-		}
-		for (int k = 0; k < sc->world; k++) {
-			struct ts_rank_step *r = &rs[k];
-			double end = done.done[d][group_key(t, d, k)];
-			r->comm[r->ncomm++] = (struct ts_comm_time){
-				.id = comm_id(d, group_key(t, d, k)), .nranks = (uint32_t)t->size[d],
-				.count = 1, .p2p = t->p2p[d], .ms = end - at[k], .mb = 64 };
-			r->m[TS_M_COLLECTIVE] += end - at[k];
-			at[k] = end;
+			double e = done[d][group_key(t, d, k)];
+			if (rs) {
+				struct ts_rank_step *r = &rs[k];
+				r->comm[r->ncomm++] = (struct ts_comm_time){
+					.id = comm_id(d, group_key(t, d, k)),
+					.nranks = (uint32_t)t->size[d], .count = 1, .p2p = t->p2p[d],
+					.ms = e - at[k], .mb = 64 };
+				r->m[TS_M_COLLECTIVE] += e - at[k];
+			}
+			at[k] = e;
 		}
 	}
+	for (int k = 0; k < sc->world; k++)
+		end = fmax(end, at[k]);
+	return end;
+}
+
+/* What the node agent says of each rank: its run-queue delay, and the starved rank's
+ * preemptor. */
+static void agent(struct ts_job *j, const struct scenario *sc, int step, uint64_t t_ns,
+		  uint64_t *seed)
+{
+	for (int k = 0; k < sc->world; k++) {
+		struct ts_host_view v = { .valid = true, .time_ns = t_ns };
+		bool starved = k == faulty_rank(sc) && fault_now(sc, step) > 0;
+		v.runq_ms_per_s = 2 * (1 + 0.3 * fabs(gauss(seed))) + (starved ? 1100 : 0);
+		v.offcpu_ms_per_s = 50 * (1 + 0.05 * gauss(seed));
+		v.oncpu_ms_per_s = 950;
+		if (starved)
+			snprintf(v.top_comm, sizeof(v.top_comm), "stress-ng"), v.top_pid = 4242,
+			v.top_ms_per_s = 1100;
+		ts_job_host_view(j, k, &v);
+	}
+}
+
+/* One step of every rank into the job; its step time under each what-if into cf. */
+static void feed(struct ts_job *j, const struct scenario *sc, const struct topo *t, int step,
+		 uint64_t *seed, double cf[V_COUNT])
+{
+	static struct ts_rank_step rs[MAX_WORLD];
+	static struct draw dr[MAX_WORLD];
+	static double at[MAX_WORLD], rvar[MAX_WORLD], tr[TS_LAYOUT_MAX_DIMS][MAX_WORLD];
+	double f = fault_now(sc, step), ph[4];
+	uint64_t t0 = 1000000 * MS + (uint64_t)step * 200 * MS;
+
+	for (int k = 0; k < sc->world; k++) /* a replica's sequences are its own */
+		rvar[k] = sc->seqvar > 0 ? fmax(0.5, 1 + sc->seqvar * gauss(seed)) : 1;
+	for (int k = 0; k < sc->world; k++) {
+		struct draw *d = &dr[k];
+		for (int i = 0; i < 3; i++)
+			d->noise[i] = sc->jitter * gauss(seed);
+		d->spike = sc->spike_rate > 0 && uniform(seed) < sc->spike_rate ? sc->spike_size : 0;
+		d->ckpt = sc->ckpt_every && step % sc->ckpt_every == 0 ?
+			ckpt_ms * (1 + sc->jitter * gauss(seed)) : 0;
+		d->var = rvar[replica_of(sc, k)];
+	}
+	for (int d = 0; d < t->nd; d++)
+		for (int k = 0; k < sc->world; k++)
+			if (group_key(t, d, k) == k) {
+				double x = coll_ms / t->nd * (1 + sc->jitter * gauss(seed));
+				tr[d][k] = t->slow[d][k] && f > 0 ? x * (1 + f) : x;
+			}
+	for (int v = V_COUNT - 1; v >= 0; v--) {
+		for (int k = 0; k < sc->world; k++) {
+			struct ts_rank_step *r = &rs[k];
+			phases(sc, k, step, &dr[k], (enum variant)v, ph);
+			at[k] = ph[0] + ph[1] + ph[2] + ph[3];
+			if (v != V_ACTUAL)
+				continue;
+			memset(r, 0, sizeof(*r));
+			r->step = (uint64_t)step;
+			r->m[TS_M_DATALOADER] = ph[0], r->m[TS_M_LAUNCH] = ph[1];
+			r->m[TS_M_COMPUTE] = ph[2], r->m[TS_M_CHECKPOINT] = ph[3];
+		}
+		cf[v] = comms(sc, t, at, tr, v == V_ACTUAL ? rs : NULL);
+	}
+	if (sc->agent)
+		agent(j, sc, step, t0 + (uint64_t)(cf[V_ACTUAL] * MS), seed);
 	for (int k = 0; k < sc->world; k++) {
 		rs[k].start_ns = t0;
 		rs[k].end_ns = t0 + (uint64_t)(at[k] * MS);
@@ -247,7 +350,7 @@ static void groups(struct ts_job *j, const struct scenario *sc, const struct top
 	snprintf(lay, sizeof(lay), "layout:%s", sc->layout ? sc->layout : "");
 	for (int k = 0; k < sc->world; k++) {
 		int n = 0;
-		for (int d = 0; d < t->nd; d++) {
+		for (int d = 0; d < t->nd && !sc->gloo; d++) {
 			int key = group_key(t, d, k);
 			snprintf(comm[d], sizeof(comm[d]), "nccl:%llx:%d:%d",
 				 (unsigned long long)comm_id(d, key), t->size[d],
@@ -270,8 +373,8 @@ static void hang(struct ts_job *j, const struct scenario *sc, struct outcome *o,
 
 	for (int k = 0; k < sc->world; k++)
 		if (k != bad)
-			ts_job_rank_hang(j, k, "AllReduce", comm_id(0, 0), (uint64_t)sc->onset * 3 + 1,
-					 310 * 1000 * MS, "");
+			ts_job_rank_hang(j, k, "AllReduce", sc->gloo ? 0 : comm_id(0, 0),
+					 (uint64_t)sc->onset * 3 + 1, 310 * 1000 * MS, "");
 	ts_job_tick(j, now + 400ull * 1000 * MS);
 	const struct ts_job_result *r = ts_job_result(j);
 	o->culprit_ok = r->state == TS_STATE_HANG && r->nculprits == 1 && r->culprits[0] == bad;
@@ -317,12 +420,12 @@ static void judge_step(const struct scenario *sc, const struct ts_job_result *r,
 
 	o->failslow |= r->state == TS_STATE_FAILSLOW;
 	if (v->scope != TS_NET_NONE && (!net || st < sc->onset))
-		o->false_rank = true; /* a network alarm with none to find */
+		o->false_net = true; /* a network alarm with none to find */
 	if (net && v->scope != TS_NET_NONE && st >= sc->onset)
 		o->cause_ok = true;
 	if (net && !o->named && st >= sc->onset && net_right(sc, v)) {
 		o->named = true;
-		o->latency = (int)r->last_step - sc->onset;
+		o->latency = (int)r->last_step - o->from;
 		o->onset_err = (long)v->onset_step - sc->onset;
 	}
 	for (int i = 0; i < r->nslow; i++) {
@@ -333,19 +436,40 @@ static void judge_step(const struct scenario *sc, const struct ts_job_result *r,
 		}
 		if (!o->named && !net) {
 			o->named = true;
-			o->latency = (int)r->last_step - sc->onset;
+			o->latency = (int)r->last_step - o->from;
 			o->onset_err = (long)s->onset_step - sc->onset;
 			o->cause_ok = !strcmp(s->cause, fault_cause[sc->fault]);
 		}
 	}
 }
 
+/* The analyzer's lost time at the end against the what-ifs replayed over its window. */
+static void lost_truth(const struct ts_job_result *r, double (*cf)[V_COUNT], int steps,
+		       struct outcome *o)
+{
+	const struct ts_lost_time *l = &r->lost;
+	double sum = 0, part[3] = { 0, 0, 0 };
+
+	if (!l->valid || l->to_step >= (uint64_t)steps)
+		return;
+	for (uint64_t s = l->from_step; s <= l->to_step; s++) {
+		sum += cf[s][V_ACTUAL];
+		part[0] += cf[s][V_ACTUAL] - cf[s][V_NO_FAULT];
+		part[2] += cf[s][V_NO_FAULT] - cf[s][V_NO_VAR];
+		part[1] += cf[s][V_NO_VAR] - cf[s][V_BALANCED];
+	}
+	o->lost_valid = sum > 0;
+	o->lost[0] = l->ranks, o->lost[1] = l->stages, o->lost[2] = l->data;
+	for (int i = 0; i < 3; i++)
+		o->truth[i] = sum > 0 ? part[i] / sum : 0;
+}
+
 static int run_one(const struct scenario *sc, uint64_t seed, struct outcome *o)
 {
 	static struct topo t;
+	static double cf[1024][V_COUNT];
 	struct ts_params p;
 	struct ts_job *j;
-	double busy[MAX_WORLD];
 	int steps = sc->fault == F_HANG ? sc->onset : sc->steps;
 	uint64_t now = 0;
 
@@ -353,16 +477,19 @@ static int run_one(const struct scenario *sc, uint64_t seed, struct outcome *o)
 	o->latency = -1;
 	ts_params_defaults(&p);
 	p.hang_timeout_s = 300;
-	if (ts_job_new(&j, "bench", sc->name, sc->world, &p))
+	o->from = sc->onset > p.fs.task_stable_step + p.space_window ?
+		sc->onset : p.fs.task_stable_step + p.space_window;
+	if (steps > 1024 || ts_job_new(&j, "bench", sc->name, sc->world, &p))
 		return -ENOMEM;
 	topo_init(&t, sc);
 	groups(j, sc, &t);
 	for (int st = 0; st < steps; st++) {
-		feed(j, sc, &t, st, &seed, busy);
+		feed(j, sc, &t, st, &seed, cf[st]);
 		now = 1000000 * MS + (uint64_t)st * 200 * MS;
 		ts_job_tick(j, now);
 		judge_step(sc, ts_job_result(j), st, o);
 	}
+	lost_truth(ts_job_result(j), cf, steps, o);
 	if (sc->fault == F_HANG)
 		hang(j, sc, o, now);
 	ts_job_free(j);
@@ -374,14 +501,29 @@ static int cmp_int(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
+/* "a (t)": the analyzer's mean share against the truth's, in percent. */
+static void lost_cell(const struct outcome *o, int n, int i)
+{
+	double a = 0, t = 0;
+	int got = 0;
+
+	for (int r = 0; r < n; r++)
+		if (o[r].lost_valid)
+			a += o[r].lost[i], t += o[r].truth[i], got++;
+	if (got)
+		printf("%4.1f (%4.1f) | ", 100 * a / got, 100 * t / got);
+	else
+		printf("         - | ");
+}
+
 static void report(const struct scenario *sc, const struct outcome *o, int n, double secs)
 {
-	int named = 0, cause = 0, falses = 0, lat[MAX_RUNS], nl = 0;
+	int named = 0, cause = 0, falses = 0, fnet = 0, lat[MAX_RUNS], nl = 0;
 	long onset_err = 0;
 	char size[16] = "-";
 
 	for (int i = 0; i < n; i++) {
-		named += o[i].named, falses += o[i].false_rank;
+		named += o[i].named, falses += o[i].false_rank, fnet += o[i].false_net;
 		cause += (o[i].named || sc->fault == F_NETWORK) && o[i].cause_ok;
 		if (o[i].latency >= 0)
 			lat[nl++] = o[i].latency, onset_err += labs(o[i].onset_err);
@@ -397,12 +539,14 @@ static void report(const struct scenario *sc, const struct outcome *o, int n, do
 		       sc->fault == F_NETWORK ? (double)cause / n : named ? (double)cause / named : 0);
 	else
 		printf("   - |    - | ");
-	printf("%3d | ", falses);
+	printf("%3d | %3d | ", falses, fnet);
 	if (nl && sc->fault != F_HANG)
 		printf("%3d | %3d | %4.1f | ", lat[nl / 2], lat[(nl * 9) / 10 < nl ? (nl * 9) / 10 : nl - 1],
 		       (double)onset_err / nl);
 	else
 		printf("  - |   - |    - | ");
+	for (int i = 0; i < 3; i++)
+		lost_cell(o, n, i);
 	printf("%5.1f |\n", secs);
 	fflush(stdout);
 }
@@ -421,6 +565,13 @@ static void report(const struct scenario *sc, const struct outcome *o, int n, do
 /* node, peer: 0 job-wide; else node n - 1's network, or the link between two nodes */
 #define NET(nm, w, lay, sz, node, peer, runs) \
 	{ nm, w, lay, 1, 0, F_NETWORK, sz, PERSISTENT, 100, 0, 300, runs, 0.02, 0, 0, 0, 0, node, peer }
+
+/* The knobs added for issue 33, named: layout, stages, extra, fault, size, onset, every,
+ * seqvar, agent, silent (communicators only) */
+#define SC(nm, w, lay, stg, ext, f, sz, on, ev, sv, ag, sil, n)                             \
+	{ .name = nm, .world = w, .layout = lay, .stages = stg, .stage_extra = ext, .fault = f, \
+	  .size = sz, .shape = PERSISTENT, .onset = on, .steps = f == F_NONE ? 400 : 300,      \
+	  .runs = n, .jitter = 0.02, .every = ev, .seqvar = sv, .agent = ag, .silent = sil }
 
 static const struct scenario matrix[] = {
 	HEALTHY("healthy", 16, NULL, 1, 0, 0, 0, 20),
@@ -468,7 +619,27 @@ static const struct scenario matrix[] = {
 	NET("tp8-pp2-dp4: link node 2 - 3 30%", 64, "tp8-pp2-dp4", 0.30, 3, 4, 10),
 	NET("one communicator: node 1's network 30%", 16, NULL, 0.30, 2, 0, 10),
 	NET("tp8-pp4-dp32: node 77's network 30%", 1024, "tp8-pp4-dp32", 0.30, 78, 0, 3),
+	SC("storage +250% every other step", 2, NULL, 1, 0, F_STORAGE, 2.5, 100, 2, 0, false, false, 10),
+	SC("storage +250% every other step", 16, NULL, 1, 0, F_STORAGE, 2.5, 100, 2, 0, false, false, 10),
+	SC("host-starved, device estimate grows", 2, NULL, 1, 0, F_STARVED, 0.6, 100, 0, 0, true, false, 10),
+	SC("host-starved, device estimate grows", 16, NULL, 1, 0, F_STARVED, 0.6, 100, 0, 0, true, false, 10),
+	SC("compute 5% from step 0", 16, NULL, 1, 0, F_COMPUTE, 0.05, 0, 0, 0, false, false, 20),
+	SC("pp4-dp4: compute 135% from step 0", 16, "pp4-dp4", 4, 0, F_COMPUTE, 1.35, 0, 0, 0, false, false, 10),
+	SC("pp4-dp2, last stage +62%", 8, "pp4-dp2", 4, 0.62, F_NONE, 0, 200, 0, 0, false, false, 10),
+	SC("pp4-dp2, last stage +62%, communicators only", 8, "pp4-dp2", 4, 0.62, F_NONE, 0, 200, 0, 0, false, true, 10),
+	SC("pp2-dp32: sequence imbalance 15%", 64, "pp2-dp32", 2, 0, F_NONE, 0, 200, 0, 0.15, false, false, 10),
+	SC("pp2-dp32: sequence imbalance 15%, communicators only", 64, "pp2-dp32", 2, 0, F_NONE, 0, 200, 0, 0.15, false, true, 10),
+	SC("pp2-dp32: sequence imbalance 15% + compute 10%", 64, "pp2-dp32", 2, 0, F_COMPUTE, 0.10, 100, 0, 0.15, false, false, 10),
+	SC("pp4-dp2, last stage +62% + sequence imbalance 15%", 8, "pp4-dp2", 4, 0.62, F_NONE, 0, 200, 0, 0.15, false, false, 10),
+	{ .name = "tp8-pp2-dp4: link node 2 - 3 30%, sequence imbalance 15%", .world = 64,
+	  .layout = "tp8-pp2-dp4", .stages = 1, .fault = F_NETWORK, .size = 0.30, .onset = 100,
+	  .steps = 300, .runs = 10, .jitter = 0.02, .net_node = 3, .net_peer = 4, .seqvar = 0.15 },
+	{ .name = "pp4-dp4, last stage +25%, nothing announced", .world = 16, .layout = "pp4-dp4",
+	  .stages = 4, .stage_extra = 0.25, .fault = F_NONE, .onset = 200, .steps = 400, .runs = 10,
+	  .jitter = 0.02, .silent = true, .gloo = true },
 	FAULT("hang: one rank never enters", 8, NULL, 1, 0, F_HANG, 0, PERSISTENT, 60, 0, 5),
+	{ .name = "hang, gloo: one rank never enters", .world = 8, .stages = 1, .fault = F_HANG,
+	  .onset = 60, .steps = 300, .runs = 5, .jitter = 0.02, .gloo = true },
 	FAULT("hang: one rank never enters", 1024, NULL, 1, 0, F_HANG, 0, PERSISTENT, 60, 0, 2),
 };
 
@@ -504,8 +675,9 @@ int main(int argc, char **argv)
 	setenv("TRAINSCOPE_LOG", "warn", 0);
 	ts_log_init("detect-bench");
 	printf("| scenario | ranks | fault | size | runs | recall | cause ok | false-rank runs | "
-	       "median steps | p90 steps | onset error | seconds |\n");
-	printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	       "false-network runs | median steps | p90 steps | onset error | lost: ranks %% "
+	       "(truth) | stages %% (truth) | variation %% (truth) | seconds |\n");
+	printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (size_t i = 0; i < sizeof(matrix) / sizeof(matrix[0]); i++) {
 		const struct scenario *sc = &matrix[i];
 		struct outcome o[MAX_RUNS];
@@ -522,7 +694,7 @@ int main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		report(sc, o, runs, (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9);
 		for (int r = 0, said = 0; r < runs && sc->fault == F_NONE; r++)
-			if (o[r].false_rank && !said++) {
+			if ((o[r].false_rank || o[r].false_net) && !said++) {
 				fprintf(stderr, "detect_bench: healthy scenario '%s' (%d ranks) named "
 					"a rank\n", sc->name, sc->world);
 				false_alarm = true;

@@ -1,0 +1,288 @@
+/* Lost time: where a window's step time went, by what-ifs on the job's own dependency
+ * structure. A synchronous step ends when its slowest rank has worked (data-parallel
+ * collectives wait for the last replica; a pipeline step is bounded by its slowest
+ * stage), so with busy(k, t) a rank's own time in step t the step is max_k busy plus
+ * transfers, and each what-if replaces busy and takes the max again:
+ *
+ *   ranks   every rank at its peers' pace: its persistent excess over its peer class
+ *           (mean over the window, less the class's typical excess) taken away;
+ *   data    per-step variation among the ranks of a class removed (each at its class's
+ *           mean that step): sequence-length or data imbalance, and noise;
+ *   stages  every class's work the mean of all classes (pipeline stages balanced).
+ *
+ * They are taken in that order, each from the last, so the three add up. */
+#include "job_impl.h"
+#include "stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const ts_cause_names[TS_CAUSE_COUNT] = { "Compute", "Communication", "HostCPU",
+						      "Storage", "Device" };
+
+/* The rank's own phases: their sum is its busy time, and their cause its lost time's. */
+static const int own[] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_DATALOADER, TS_M_CHECKPOINT };
+static const enum ts_cause own_cause[] = { TS_CAUSE_COMPUTE, TS_CAUSE_HOST, TS_CAUSE_STORAGE,
+					   TS_CAUSE_STORAGE };
+#define NOWN (sizeof(own) / sizeof(own[0]))
+
+struct lost_ctx {
+	int world, w, nclass;
+	float *busy;   /* [world][w]: NAN where the rank's step is missing */
+	float *fix;    /* [world][w]: busy less the rank's persistent excess */
+	double *exc;   /* [world][NOWN + 1]: mean excess over the class, per phase and busy */
+	double *loss;  /* [world]: ms the rank cost the window */
+	double *tmp;   /* 2 * world + 2 * w */
+	double *cm, *g; /* [nclass <= world], [w]: see levels() */
+};
+
+static float hist_at(const struct ts_job *j, int k, int m, int t)
+{
+	size_t w = (size_t)j->p.space_window;
+
+	return j->hist[((size_t)k * TS_M_COUNT + (size_t)m) * w + (size_t)t];
+}
+
+/* The median over rank k's class at slot t of v ([world][w]), NAN for none. */
+static double class_median_at(const struct ts_job *j, struct lost_ctx *c, const float *v,
+			      int cls, int t)
+{
+	int n = 0;
+
+	for (int i = j->cstart[cls]; i < j->cstart[cls + 1]; i++) {
+		float x = v[(size_t)j->order[i] * (size_t)c->w + (size_t)t];
+		if (!isnan(x))
+			c->tmp[n++] = x;
+	}
+	return n ? ts_median(c->tmp, (size_t)n, c->tmp + c->world) : NAN;
+}
+
+/* Each rank's mean excess over its class's median, per own phase and for busy. */
+static void excesses(const struct ts_job *j, struct lost_ctx *c, float *phase)
+{
+	size_t w = (size_t)c->w;
+
+	for (size_t p = 0; p <= NOWN; p++) {
+		const float *v = c->busy;
+		if (p < NOWN) {
+			for (int k = 0; k < c->world; k++)
+				for (int t = 0; t < c->w; t++)
+					phase[(size_t)k * w + (size_t)t] = hist_at(j, k, own[p], t);
+			v = phase;
+		}
+		for (int k = 0; k < c->world; k++)
+			c->exc[(size_t)k * (NOWN + 1) + p] = 0;
+		for (int t = 0; t < c->w; t++)
+			for (int cls = 0; cls < c->nclass; cls++) {
+				double med = class_median_at(j, c, v, cls, t);
+				for (int i = j->cstart[cls]; i < j->cstart[cls + 1]; i++) {
+					int k = j->order[i];
+					float x = v[(size_t)k * w + (size_t)t];
+					if (!isnan(x) && !isnan(med))
+						c->exc[(size_t)k * (NOWN + 1) + p] += (x - med) / c->w;
+				}
+			}
+	}
+}
+
+/* busy less each rank's persistent excess: its mean excess beyond its class's typical
+ * one (variation that moves among ranks raises every rank's mean alike). */
+static void persistent(const struct ts_job *j, struct lost_ctx *c)
+{
+	size_t w = (size_t)c->w;
+
+	for (int cls = 0; cls < c->nclass; cls++) {
+		int lo = j->cstart[cls], hi = j->cstart[cls + 1], n = 0;
+		for (int i = lo; i < hi; i++)
+			c->tmp[n++] = c->exc[(size_t)j->order[i] * (NOWN + 1) + NOWN];
+		double typ = ts_median(c->tmp, (size_t)n, c->tmp + c->world);
+		for (int i = lo; i < hi; i++) {
+			int k = j->order[i];
+			/* a rank with no peer is its own reference: nothing to take away */
+			double p = hi - lo > 1 ? fmax(0, c->exc[(size_t)k * (NOWN + 1) + NOWN] - typ) : 0;
+			for (size_t t = 0; t < w; t++)
+				c->fix[(size_t)k * w + t] = c->busy[(size_t)k * w + t] - (float)p;
+		}
+	}
+}
+
+static double max_of(const float *v, int world, int w, int t)
+{
+	double m = NAN;
+
+	for (int k = 0; k < world; k++) {
+		float x = v[(size_t)k * (size_t)w + (size_t)t];
+		if (!isnan(x) && !(x <= m))
+			m = x;
+	}
+	return m;
+}
+
+/* The what-ifs at slot t, into l (ms); the ranks' shares of their step's loss. cm[c]
+ * is class c's mean fixed busy time over the window, g the job's mean over ranks at
+ * each slot and gm its mean over the window: what is left without per-step variation
+ * is the class's own level moved by what moves the whole job (a checkpoint, a
+ * job-wide slowdown). */
+static void what_if(struct lost_ctx *c, int t, const double *cm,
+		    const double *g, double gm, struct ts_lost_time *l)
+{
+	double a = max_of(c->busy, c->world, c->w, t), b = max_of(c->fix, c->world, c->w, t);
+	double cmax = NAN, csum = 0, over = 0;
+	int ncls = 0;
+
+	if (isnan(a) || isnan(b) || isnan(g[t]))
+		return;
+	for (int cls = 0; cls < c->nclass; cls++) {
+		if (isnan(cm[cls]))
+			continue;
+		cmax = ncls++ ? fmax(cmax, cm[cls]) : cm[cls];
+		csum += cm[cls];
+	}
+	l->ranks += a - b;
+	l->data += b - (cmax + g[t] - gm);
+	l->stages += cmax - csum / ncls;
+	/* the step's loss to slow ranks goes to those above what the fixed job reaches */
+	for (int k = 0; k < c->world; k++)
+		over += fmax(0, c->busy[(size_t)k * (size_t)c->w + (size_t)t] - b);
+	for (int k = 0; k < c->world && over > 0; k++)
+		c->loss[k] += (a - b) * fmax(0, c->busy[(size_t)k * (size_t)c->w + (size_t)t] - b) /
+			      over;
+}
+
+/* cm[class]: the class's mean fixed busy time over the window; g[slot]: the job's mean
+ * over ranks; returns the mean of g. */
+static double levels(const struct ts_job *j, const struct lost_ctx *c, double *cm, double *g)
+{
+	double gs = 0;
+	int gn = 0;
+
+	for (int cls = 0; cls < c->nclass; cls++) {
+		double s = 0;
+		int n = 0;
+		for (int i = j->cstart[cls]; i < j->cstart[cls + 1]; i++)
+			for (int t = 0; t < c->w; t++) {
+				float x = c->fix[(size_t)j->order[i] * (size_t)c->w + (size_t)t];
+				if (!isnan(x))
+					s += x, n++;
+			}
+		cm[cls] = n ? s / n : NAN;
+	}
+	for (int t = 0; t < c->w; t++) {
+		double s = 0;
+		int n = 0;
+		for (int k = 0; k < c->world; k++) {
+			float x = c->fix[(size_t)k * (size_t)c->w + (size_t)t];
+			if (!isnan(x))
+				s += x, n++;
+		}
+		g[t] = n ? s / n : NAN;
+		if (n)
+			gs += g[t], gn++;
+	}
+	return gn ? gs / gn : NAN;
+}
+
+/* The rank's cause: its verdict's when it has one, else its costliest phase. */
+static enum ts_cause rank_cause(const struct ts_job *j, const struct lost_ctx *c, int k)
+{
+	size_t best = 0;
+
+	for (int i = 0; i < j->res.nslow; i++)
+		if (j->res.slow[i].rank == k)
+			for (int x = 0; x < TS_CAUSE_COUNT; x++)
+				if (!strcmp(j->res.slow[i].cause, ts_cause_names[x]))
+					return (enum ts_cause)x;
+	for (size_t p = 1; p < NOWN; p++)
+		if (c->exc[(size_t)k * (NOWN + 1) + p] > c->exc[(size_t)k * (NOWN + 1) + best])
+			best = p;
+	return own_cause[best];
+}
+
+/* The costliest ranks, most first, into l->rank; their causes into l->cause. */
+static void top_ranks(const struct ts_job *j, struct lost_ctx *c, struct ts_lost_time *l,
+		      double total)
+{
+	for (int k = 0; k < c->world; k++) {
+		if (!(c->loss[k] > 0))
+			continue;
+		enum ts_cause why = rank_cause(j, c, k);
+		double share = c->loss[k] / total;
+		l->cause[why] += share;
+		int at = l->nranks < TS_LOST_RANKS ? l->nranks++ : TS_LOST_RANKS;
+		while (at > 0 && l->rank[at - 1].share < share) {
+			if (at < TS_LOST_RANKS)
+				l->rank[at] = l->rank[at - 1];
+			at--;
+		}
+		if (at < TS_LOST_RANKS)
+			l->rank[at] = (struct ts_lost_rank){ k, why, share };
+	}
+}
+
+static int ctx_init(struct lost_ctx *c, const struct ts_job *j)
+{
+	size_t n = (size_t)j->world * (size_t)j->p.space_window;
+
+	memset(c, 0, sizeof(*c));
+	c->world = j->world, c->w = j->p.space_window, c->nclass = j->nclass;
+	c->busy = malloc(3 * n * sizeof(float));
+	c->exc = malloc(((size_t)j->world * (NOWN + 5) + 3 * (size_t)c->w) * sizeof(double));
+	if (!c->busy || !c->exc) {
+		free(c->busy), free(c->exc);
+		return -1;
+	}
+	c->fix = c->busy + n;
+	c->loss = c->exc + (size_t)j->world * (NOWN + 1);
+	c->tmp = c->loss + j->world;
+	c->cm = c->tmp + 2 * (size_t)j->world + 2 * (size_t)c->w;
+	c->g = c->cm + j->world;
+	memset(c->loss, 0, (size_t)j->world * sizeof(double));
+	for (int k = 0; k < j->world; k++)
+		for (int t = 0; t < c->w; t++) {
+			float s = 0;
+			for (size_t p = 0; p < NOWN; p++)
+				s += hist_at(j, k, own[p], t);
+			c->busy[(size_t)k * (size_t)c->w + (size_t)t] = s;
+		}
+	return 0;
+}
+
+void ts_job_lost_time(struct ts_job *j)
+{
+	struct ts_lost_time *l = &j->res.lost;
+	struct lost_ctx c;
+	double total = 0, comm = 0;
+	int rows = 0;
+
+	memset(l, 0, sizeof(*l));
+	if (j->hist_n < j->p.space_window || ctx_init(&c, j))
+		return;
+	excesses(j, &c, c.fix);
+	persistent(j, &c);
+	double gm = levels(j, &c, c.cm, c.g);
+	for (int t = 0; t < c.w; t++) {
+		double step = j->step_hist[t];
+		if (!(step > 0))
+			continue;
+		double least = NAN;
+		for (int k = 0; k < j->world; k++) {
+			float x = hist_at(j, k, TS_M_COLLECTIVE, t);
+			if (!isnan(x) && !(x >= least))
+				least = x;
+		}
+		total += step, rows++;
+		comm += isnan(least) ? 0 : least;
+		what_if(&c, t, c.cm, c.g, gm, l);
+	}
+	if (rows && total > 0) {
+		l->valid = true;
+		l->to_step = j->res.last_step;
+		l->from_step = l->to_step + 1 - (uint64_t)c.w;
+		l->step_ms = total / rows;
+		l->ranks /= total, l->data /= total, l->stages /= total, l->comm = comm / total;
+		l->share = l->ranks + l->data + l->stages;
+		top_ranks(j, &c, l, total);
+	}
+	free(c.busy), free(c.exc);
+}
