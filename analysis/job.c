@@ -616,7 +616,9 @@ static int time_verdict(struct ts_job *j, int k, int m)
 		return 0;
 	for (int r = 0; r < j->world; r++)
 		hits += j->tdir[idx(j, r, m)] > 0;
-	return hits * 2 < j->world || j->world == 1 ? j->tdir[idx(j, k, m)] : 0;
+	/* of two ranks, one alone is the minority */
+	return hits * 2 < j->world || j->world == 1 || (j->world == 2 && hits == 1) ?
+		j->tdir[idx(j, k, m)] : 0;
 }
 
 /* Host metrics come from one sample a second while steps come many times a second: a
@@ -713,9 +715,11 @@ static bool gpu_blocks_launches(struct ts_job *j, int k)
 	       !j->alarm[idx(j, k, TS_M_OFFCPU)];
 }
 
-/* The rank's cause: the alarmed metric that stands out most. A high collective time is
- * not a cause by itself: in synchronous training the ranks that wait for a slow one
- * show it. Communication needs evidence beyond one rank (a node's ranks together). */
+/* The rank's cause: the alarmed metric that costs it the most time (ms per step over
+ * its reference; a near-zero phase's large relative excess is little time). A high
+ * collective time is not a cause by itself: in synchronous training the ranks that
+ * wait for a slow one show it. Communication needs evidence beyond one rank (a node's
+ * ranks together). */
 static int pick_metric(struct ts_job *j, int k)
 {
 	int best = -1;
@@ -725,13 +729,45 @@ static int pick_metric(struct ts_job *j, int k)
 		size_t i = idx(j, k, m);
 		if (!j->alarm[i] || m == TS_M_COLLECTIVE)
 			continue;
-		double d = rel(j->hit_value[i], j->hit_median[i]);
+		double d = j->hit_value[i] - j->hit_median[i];
 		if (best < 0 || d > bd)
 			best = m, bd = d;
 	}
 	if (best == TS_M_LAUNCH && gpu_blocks_launches(j, k))
 		best = TS_M_COMPUTE;
 	return best;
+}
+
+/* The median of rank k's last change.smooth_steps run-queue delays (ms per step). */
+static double recent_runq(const struct ts_job *j, int k)
+{
+	size_t last = (size_t)((j->hist_next + (int)W(j) - 1) % (int)W(j));
+
+	return ts_median_recent(&j->hist[idx(j, k, TS_M_RUNQ) * W(j)], W(j), last,
+				(size_t)j->p.change.smooth_steps);
+}
+
+/* A starved host feeds its GPU late: the device-busy estimate grows with the gaps, and
+ * the rank's compute or launch time looks slow. It is the host's doing when the rank's
+ * run-queue delay (the node agent's) has grown past the others' and accounts for at
+ * least half the time it lost, and its GEMMs (timed on the device) are not slower.
+ * *runq and *ref get the rank's delay and the others' median (ms per step). */
+static bool host_starves(struct ts_job *j, int k, int m, double *runq, double *ref)
+{
+	size_t i = idx(j, k, m);
+	int n = 0;
+
+	if ((m != TS_M_COMPUTE && m != TS_M_LAUNCH) || j->alarm[idx(j, k, TS_M_GEMM)])
+		return false;
+	*runq = recent_runq(j, k);
+	for (int r = 0; r < j->world && !isnan(*runq); r++) {
+		double v = r == k ? NAN : recent_runq(j, r);
+		if (!isnan(v))
+			j->vals[n++] = v;
+	}
+	*ref = n ? ts_median(j->vals, (size_t)n, j->scratch) : NAN;
+	return !isnan(*ref) && *runq - *ref >= 0.5 * (j->hit_value[i] - j->hit_median[i]) &&
+	       *runq >= 2 * *ref + 1;
 }
 
 /* Appends to a fixed buffer; the text is cut, never overrun. */
@@ -816,7 +852,14 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 	/* launch time too small a share of the step to be named can still stand out */
 	double lv = j->alarm[l] ? j->hit_value[l] : j->win_median[l];
 	double lm = j->alarm[l] ? j->hit_median[l] : j->group_median[TS_M_LAUNCH];
-	if (m == TS_M_COMPUTE && (j->alarm[l] || j->dir[l] > 0))
+	double runq, rref;
+	bool starved = host_starves(j, k, m, &runq, &rref);
+	if (starved) {
+		s->cause = "HostCPU";
+		appendf(s->evidence, sizeof(s->evidence), "; the host starves it: run-queue delay "
+			"%.1f ms/step vs %.1f ms of the others' (the GPU waits for the host)",
+			runq, rref);
+	} else if (m == TS_M_COMPUTE && (j->alarm[l] || j->dir[l] > 0))
 		appendf(s->evidence, sizeof(s->evidence), "; launch %.2f ms vs %.2f ms (%+.0f%%): "
 			"launches wait for the busy GPU", lv, lm, 100 * rel(lv, lm));
 	if (m == TS_M_GEMM && s->value_ms > 0)
@@ -824,7 +867,7 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 			"run at %.0f%% of the throughput of the others' on the same work: the GPU "
 			"itself is slower (shared with another process, throttled or faulty)",
 			100 * s->median_ms / s->value_ms);
-	if (m == TS_M_COMPUTE || m == TS_M_GEMM)
+	if ((m == TS_M_COMPUTE && !starved) || m == TS_M_GEMM)
 		device_evidence(j, k, s);
 	if (!strcmp(s->cause, "HostCPU") && j->meta[k].blame.top_comm[0])
 		appendf(s->evidence, sizeof(s->evidence), ", preempted by %s (pid %d, %.1f ms/s)",

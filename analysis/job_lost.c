@@ -31,6 +31,7 @@ struct lost_ctx {
 	int world, w, nclass;
 	float *busy;   /* [world][w]: NAN where the rank's step is missing */
 	float *fix;    /* [world][w]: busy less the rank's persistent excess */
+	float *ref;    /* [world][w]: each rank's reference for busy (its peers') */
 	double *exc;   /* [world][NOWN + 1]: mean excess over the class, per phase and busy */
 	double *loss;  /* [world]: ms the rank cost the window */
 	double *tmp;   /* 2 * world + 2 * w */
@@ -44,25 +45,52 @@ static float hist_at(const struct ts_job *j, int k, int m, int t)
 	return j->hist[((size_t)k * TS_M_COUNT + (size_t)m) * w + (size_t)t];
 }
 
-/* The median over rank k's class at slot t of v ([world][w]), NAN for none. */
+/* Classes this small compare each rank with the median of the others (job_peers.c). */
+#define LEAVE_ONE_OUT_MAX 4
+
+/* The median of v ([world][w]) over class cls at slot t, rank skip left out (-1: none);
+ * NAN for none. */
 static double class_median_at(const struct ts_job *j, struct lost_ctx *c, const float *v,
-			      int cls, int t)
+			      int cls, int t, int skip)
 {
 	int n = 0;
 
 	for (int i = j->cstart[cls]; i < j->cstart[cls + 1]; i++) {
 		float x = v[(size_t)j->order[i] * (size_t)c->w + (size_t)t];
-		if (!isnan(x))
+		if (j->order[i] != skip && !isnan(x))
 			c->tmp[n++] = x;
 	}
 	return n ? ts_median(c->tmp, (size_t)n, c->tmp + c->world) : NAN;
 }
 
-/* Each rank's mean excess over its class's median, per own phase and for busy. */
+/* Each rank's reference at slot t in v: its class's median, or the others' in a small
+ * class; into ref ([world][w]) when not NULL. Adds each rank's excess / w into exc at
+ * column p. */
+static void refs_at(const struct ts_job *j, struct lost_ctx *c, const float *v, int t, size_t p,
+		    float *ref)
+{
+	for (int cls = 0; cls < c->nclass; cls++) {
+		int lo = j->cstart[cls], hi = j->cstart[cls + 1];
+		double med = hi - lo > LEAVE_ONE_OUT_MAX ? class_median_at(j, c, v, cls, t, -1) : NAN;
+		for (int i = lo; i < hi; i++) {
+			int k = j->order[i];
+			size_t at = (size_t)k * (size_t)c->w + (size_t)t;
+			double r = hi - lo > LEAVE_ONE_OUT_MAX ? med : class_median_at(j, c, v, cls, t, k);
+			if (ref)
+				ref[at] = (float)r;
+			if (!isnan(v[at]) && !isnan(r))
+				c->exc[(size_t)k * (NOWN + 1) + p] += (v[at] - r) / c->w;
+		}
+	}
+}
+
+/* Each rank's mean excess over its reference, per own phase and (last) for busy, whose
+ * references go to c->ref. */
 static void excesses(const struct ts_job *j, struct lost_ctx *c, float *phase)
 {
 	size_t w = (size_t)c->w;
 
+	memset(c->exc, 0, (size_t)c->world * (NOWN + 1) * sizeof(double));
 	for (size_t p = 0; p <= NOWN; p++) {
 		const float *v = c->busy;
 		if (p < NOWN) {
@@ -71,23 +99,31 @@ static void excesses(const struct ts_job *j, struct lost_ctx *c, float *phase)
 					phase[(size_t)k * w + (size_t)t] = hist_at(j, k, own[p], t);
 			v = phase;
 		}
-		for (int k = 0; k < c->world; k++)
-			c->exc[(size_t)k * (NOWN + 1) + p] = 0;
 		for (int t = 0; t < c->w; t++)
-			for (int cls = 0; cls < c->nclass; cls++) {
-				double med = class_median_at(j, c, v, cls, t);
-				for (int i = j->cstart[cls]; i < j->cstart[cls + 1]; i++) {
-					int k = j->order[i];
-					float x = v[(size_t)k * w + (size_t)t];
-					if (!isnan(x) && !isnan(med))
-						c->exc[(size_t)k * (NOWN + 1) + p] += (x - med) / c->w;
-				}
-			}
+			refs_at(j, c, v, t, p, p == NOWN ? c->ref : NULL);
 	}
 }
 
-/* busy less each rank's persistent excess: its mean excess beyond its class's typical
- * one (variation that moves among ranks raises every rank's mean alike). */
+/* A rank is persistently slower than its peers when its mean excess beyond its class's
+ * typical one (variation that moves among ranks raises every rank's mean alike) is
+ * three standard errors of its own excesses: a rank whose loader makes every other step
+ * wait is, and a rank slow by chance in a few steps is not. */
+static bool is_persistent(const struct lost_ctx *c, int k, double typ)
+{
+	double mean = c->exc[(size_t)k * (NOWN + 1) + NOWN], ss = 0;
+	int n = 0;
+
+	for (int t = 0; t < c->w; t++) {
+		size_t at = (size_t)k * (size_t)c->w + (size_t)t;
+		double e = (double)c->busy[at] - c->ref[at];
+		if (!isnan(e))
+			ss += (e - mean) * (e - mean), n++;
+	}
+	return n > 2 && mean - typ > 0 && mean - typ > 3 * sqrt(ss / (n - 1) / n);
+}
+
+/* busy with each persistently slow rank at its peers' pace: never above its
+ * reference (plus the class's typical excess). */
 static void persistent(const struct ts_job *j, struct lost_ctx *c)
 {
 	size_t w = (size_t)c->w;
@@ -100,9 +136,12 @@ static void persistent(const struct ts_job *j, struct lost_ctx *c)
 		for (int i = lo; i < hi; i++) {
 			int k = j->order[i];
 			/* a rank with no peer is its own reference: nothing to take away */
-			double p = hi - lo > 1 ? fmax(0, c->exc[(size_t)k * (NOWN + 1) + NOWN] - typ) : 0;
-			for (size_t t = 0; t < w; t++)
-				c->fix[(size_t)k * w + t] = c->busy[(size_t)k * w + t] - (float)p;
+			bool slow = hi - lo > 1 && is_persistent(c, k, typ);
+			for (size_t t = 0; t < w; t++) {
+				size_t at = (size_t)k * w + t;
+				c->fix[at] = slow && c->busy[at] > c->ref[at] + typ ?
+					(float)(c->ref[at] + typ) : c->busy[at];
+			}
 		}
 	}
 }
@@ -233,6 +272,7 @@ static int ctx_init(struct lost_ctx *c, const struct ts_job *j)
 		return -1;
 	}
 	c->fix = c->busy + n;
+	c->ref = c->busy + 2 * n;
 	c->loss = c->exc + (size_t)j->world * (NOWN + 1);
 	c->tmp = c->loss + j->world;
 	c->cm = c->tmp + 2 * (size_t)j->world + 2 * (size_t)c->w;

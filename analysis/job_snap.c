@@ -88,6 +88,7 @@ static void arrays_io(struct ts_snap *s, struct ts_job *j)
 	TS_SNAP_ARR(s, j->res.ever_alarmed, n);
 	TS_SNAP_ARR(s, j->fs.hist, j->fs.hcap);
 	TS_SNAP_ARR(s, j->fs.win, fw);
+	TS_SNAP_ARR(s, j->fs.done, fw);
 	ts_job_net_io(s, j);
 }
 
@@ -112,7 +113,7 @@ static void adopt_scalars(struct ts_job *j, const struct ts_job *saved)
 	j->chg = NULL, j->ehist = NULL, j->base = NULL, j->order = NULL, j->cstart = NULL;
 	j->res.slow = NULL, j->res.ever_alarmed = NULL;
 	j->net = NULL;
-	j->fs.hist = NULL, j->fs.win = NULL;
+	j->fs.hist = NULL, j->fs.win = NULL, j->fs.done = NULL;
 	j->world = 0;
 }
 
@@ -126,9 +127,10 @@ static int remake(struct ts_job *j, const struct ts_job *saved)
 		return -ENOMEM;
 	if (fs.hcap != j->fs.hcap)
 		return -EBADMSG;
-	fs.hist = j->fs.hist, fs.win = j->fs.win;
+	fs.hist = j->fs.hist, fs.win = j->fs.win, fs.done = j->fs.done;
 	j->fs = fs;
 	j->hist_n = saved->hist_n, j->hist_next = saved->hist_next;
+	memcpy(j->step_hist, saved->step_hist, sizeof(j->step_hist));
 	j->res.hang_rank = saved->res.hang_rank;
 	j->res.hang_stacks_rank = saved->res.hang_stacks_rank;
 	memcpy(j->sigma, saved->sigma, sizeof(j->sigma));

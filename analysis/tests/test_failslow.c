@@ -74,12 +74,45 @@ static void test_below_degree_threshold(void **state)
 	ts_failslow_free(&f);
 }
 
+/* Loader workers that take turns: every other step waits. The median step is the
+ * short one; the job still runs at half its speed. */
+static void test_every_other_step_slow(void **state)
+{
+	struct ts_failslow f;
+	int raised_at = -1;
+
+	(void)state;
+	ts_failslow_init(&f, &o);
+	for (int i = 0; i < 60; i++)
+		ts_failslow_add(&f, &o, noisy(i));
+	for (int i = 0; i < 30 && raised_at < 0; i++)
+		if (ts_failslow_add(&f, &o, i % 2 ? 300.0 : noisy(i)))
+			raised_at = i;
+	assert_true(raised_at >= 2 && raised_at <= 8);
+	assert_true(f.degradation > 0.5);
+	ts_failslow_free(&f);
+}
+
+/* A job that always alternated is its own baseline. */
+static void test_alternating_from_start(void **state)
+{
+	struct ts_failslow f;
+
+	(void)state;
+	ts_failslow_init(&f, &o);
+	for (int i = 0; i < 300; i++)
+		assert_false(ts_failslow_add(&f, &o, i % 2 ? 300.0 : noisy(i)));
+	ts_failslow_free(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_no_alarm_on_warmup_or_spike),
 		cmocka_unit_test(test_sustained_slowdown),
 		cmocka_unit_test(test_below_degree_threshold),
+		cmocka_unit_test(test_every_other_step_slow),
+		cmocka_unit_test(test_alternating_from_start),
 	};
 	return cmocka_run_group_tests_name("failslow", tests, NULL, NULL);
 }
