@@ -752,6 +752,141 @@ static void test_hang_no_guess(void **state)
 	ts_job_free(j);
 }
 
+/* A job of world ranks that announced no communicator, 20 steps done by T0 + 1.9 s. */
+#define T0 (1000000 * MS)
+static struct ts_job *unannounced_job(int world, const char *name)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	struct sim s = { world, -1, 0, TS_M_COMPUTE, 1, 11 };
+
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", name, world, &p), 0);
+	for (int st = 0; st < 20; st++) {
+		feed_step(j, &s, (uint64_t)st);
+		ts_job_tick(j, T0 + (uint64_t)st * 100 * MS);
+	}
+	return j;
+}
+
+#define GUESSED "communicator unknown: gloo or a custom barrier; the job's ranks taken as its members"
+
+/* gloo: every hang watch says comm 0 and nobody announced a communicator. The job's ranks
+ * stand for the members: once a majority waits in AllReduce seq 181, rank 5 (which never
+ * entered) is named, the reason saying the members were guessed; once it enters too,
+ * the op itself does not complete. */
+static void test_hang_gloo_culprit(void **state)
+{
+	struct ts_job *j = unannounced_job(8, "gloo");
+	const struct ts_job_result *r = ts_job_result(j);
+
+	(void)state;
+	for (int k = 0; k < 4; k++)
+		ts_job_rank_hang(j, k, "AllReduce", 0, 181, 300 * 1000 * MS, "");
+	ts_job_tick(j, T0 + 3000 * MS);
+	assert_int_equal(r->state, TS_STATE_HANG);
+	assert_int_equal(r->nculprits, 0); /* 4 of 8: no majority yet */
+	for (int k = 4; k < 8; k++)
+		if (k != 5)
+			ts_job_rank_hang(j, k, "AllReduce", 0, 181, 300 * 1000 * MS, "");
+	ts_job_tick(j, T0 + 4000 * MS);
+	assert_int_equal(r->nculprits, 1);
+	assert_int_equal(r->culprits[0], 5);
+	assert_int_equal(r->hang_rank, 5);
+	assert_int_equal(r->hang_waiting, 7);
+	assert_int_equal(r->hang_members, 8);
+	assert_int_equal(r->hang_comm, 0);
+	assert_int_equal(r->hang_seq, 181);
+	assert_non_null(strstr(r->reason, "rank 5 did not enter AllReduce (seq 181) that 7 of 8 "
+				       "ranks wait in (" GUESSED ")"));
+	assert_non_null(strstr(r->reason, "rank 5 is in no collective (last step 19)"));
+	ts_job_rank_hang(j, 5, "AllReduce", 0, 181, 300 * 1000 * MS, "");
+	ts_job_tick(j, T0 + 5000 * MS);
+	assert_int_equal(r->state, TS_STATE_HANG);
+	assert_int_equal(r->nculprits, 0);
+	assert_non_null(strstr(r->reason, "all 8 ranks wait in AllReduce (seq 181; " GUESSED
+				       "): every member entered, the op itself does not complete"));
+	ts_job_free(j);
+}
+
+/* gloo, five ranks: rank 3 exited, rank 4 was killed, ranks 0-2 wait in a barrier (a
+ * majority). Neither rank gone is named: the reason says every rank still running
+ * entered, and the lost rank's account follows. */
+static void test_hang_gloo_gone(void **state)
+{
+	struct ts_job *j = unannounced_job(5, "gone");
+	const struct ts_job_result *r = ts_job_result(j);
+
+	(void)state;
+	ts_job_rank_final(j, 3);
+	ts_job_rank_died(j, 4);
+	for (int k = 0; k < 3; k++)
+		ts_job_rank_hang(j, k, "Barrier", 0, 40, 300 * 1000 * MS, "");
+	ts_job_tick(j, T0 + 3000 * MS);
+	assert_int_equal(r->state, TS_STATE_HANG);
+	assert_int_equal(r->nculprits, 0);
+	assert_int_equal(r->hang_waiting, 3);
+	assert_int_equal(r->hang_members, 5);
+	assert_non_null(strstr(r->reason, "3 of 5 ranks wait in Barrier (seq 40; " GUESSED
+				       "): every rank still running entered, the other 2 exited "
+				       "or were lost; then the job ended abnormally: rank 4"));
+	assert_null(strstr(r->reason, "did not enter"));
+	assert_null(strstr(r->reason, "the op itself"));
+	ts_job_free(j);
+}
+
+/* gloo: rank 2 is named once most ranks wait, then killed to end the job. It is no
+ * longer running, but the naming stands; the lost ranks' account follows it. */
+static void test_hang_gloo_named_then_lost(void **state)
+{
+	struct ts_job *j = unannounced_job(4, "killed");
+	const struct ts_job_result *r = ts_job_result(j);
+
+	(void)state;
+	for (int k = 0; k < 4; k++)
+		if (k != 2)
+			ts_job_rank_hang(j, k, "Barrier", 0, 7, 300 * 1000 * MS, "");
+	ts_job_tick(j, T0 + 3000 * MS);
+	assert_int_equal(r->nculprits, 1);
+	assert_int_equal(r->culprits[0], 2);
+	ts_job_rank_died(j, 2);
+	ts_job_tick(j, T0 + 4000 * MS);
+	assert_int_equal(r->state, TS_STATE_HANG);
+	assert_int_equal(r->nculprits, 1);
+	assert_int_equal(r->culprits[0], 2);
+	assert_non_null(strstr(r->reason, "rank 2 did not enter Barrier (seq 7) that 3 of 4"));
+	assert_non_null(strstr(r->reason, "; then the job ended abnormally: rank 2"));
+	ts_job_free(j);
+}
+
+/* A known communicator still sets the members, not the job's ranks: ranks 0-3 announced
+ * 0xaa, ranks 4-7 (busy elsewhere) did not. Ranks 0-2 wait in it: only rank 3 is
+ * named, with the communicator, and nothing is said to be guessed. */
+static void test_hang_known_comm_not_world(void **state)
+{
+	struct ts_job *j = unannounced_job(8, "known");
+	const struct ts_job_result *r = ts_job_result(j);
+
+	(void)state;
+	for (int k = 0; k < 4; k++) {
+		char grp[32];
+		const char *g[] = { grp };
+		snprintf(grp, sizeof(grp), "nccl:aa:4:%d", k);
+		ts_job_rank_groups(j, k, g, 1);
+	}
+	for (int k = 0; k < 3; k++)
+		ts_job_rank_hang(j, k, "AllGather", 0xaa, 5, 300 * 1000 * MS, "");
+	ts_job_tick(j, T0 + 3000 * MS);
+	assert_int_equal(r->nculprits, 1);
+	assert_int_equal(r->culprits[0], 3);
+	assert_int_equal(r->hang_waiting, 3);
+	assert_int_equal(r->hang_members, 4);
+	assert_non_null(strstr(r->reason, "rank 3 did not enter AllGather (communicator "
+				       "00000000000000aa, seq 5) that 3 of 4 ranks wait in"));
+	assert_null(strstr(r->reason, "taken as its members"));
+	ts_job_free(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -776,6 +911,10 @@ int main(void)
 		cmocka_unit_test(test_hang_culprit),
 		cmocka_unit_test(test_hang_killed),
 		cmocka_unit_test(test_hang_no_guess),
+		cmocka_unit_test(test_hang_gloo_culprit),
+		cmocka_unit_test(test_hang_gloo_gone),
+		cmocka_unit_test(test_hang_gloo_named_then_lost),
+		cmocka_unit_test(test_hang_known_comm_not_world),
 	};
 	return cmocka_run_group_tests_name("job", tests, NULL, NULL);
 }
