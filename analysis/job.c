@@ -875,6 +875,10 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 			j->meta[k].blame.top_ms_per_s);
 	appendf(s->evidence, sizeof(s->evidence), "; collective %.2f ms vs %.2f ms (%+.0f%%)%s", cv,
 		cmed, 100 * rel(cv, cmed), cv < cmed ? ": the others wait for it" : "");
+	if (j->res.net.explained_rank == k)
+		appendf(s->evidence, sizeof(s->evidence), "; its communicators' transfers slowed "
+			"with it (%d of %d, worst %+.0f%%): its GPU runs their kernels slower too",
+			j->res.net.slow_comms, j->res.net.comms, 100 * j->res.net.excess);
 }
 
 static void compose(struct ts_job *j, uint64_t t_ns)

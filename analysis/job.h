@@ -144,6 +144,11 @@ struct ts_net_verdict {
 	double value_ms, ref_ms, excess; /* the worst alarmed communicator's transfer time */
 	uint64_t onset_step, confirmed_step, onset_ns;
 	char evidence[320];
+	/* alarmed communicators held back: every one has this slow rank in it (a GPU
+	 * shared with another process runs NCCL's kernels slower too: one cause, its
+	 * evidence); -1 none. held_why: or why else no verdict was raised ("" none) */
+	int explained_rank;
+	char held_why[160];
 };
 #define TS_HANG_MAX_CULPRITS 8
 /* The upper bounds (s) of the step-time histogram's buckets (+Inf is the count). */

@@ -8,7 +8,10 @@
  * node's other inter-node communicators are fine, a node pair, or the job's network as
  * a whole (every communicator slower, or no node in common): FailSlow with cause
  * Communication and no rank blamed. The agent's TCP retransmits per node are evidence,
- * and name the node when the communicators cannot (one communicator over all nodes). */
+ * and name the node when the communicators cannot (one communicator over all nodes).
+ * No verdict is raised for transfers that cost the job no step time (waits that follow
+ * data-dependent work, overlapped transfers), nor for communicators that all hold one
+ * rank already found slow: its slower GPU explains them (one cause, one verdict). */
 #include "hash.h"
 #include "job_impl.h"
 #include "log.h"
@@ -507,6 +510,54 @@ static void describe(struct ts_job *j, struct ts_net_verdict *v)
 		 (unsigned long long)w->id, v->value_ms, v->ref_ms, 100 * v->excess);
 }
 
+/* A rank with an alarm on its own work (compute, GEMMs, launch, data) that is in every
+ * alarmed communicator, else -1. */
+static int explained_by(const struct ts_job *j)
+{
+	for (int k = 0; k < j->world; k++) {
+		bool slow = false, all = true;
+		/* on its way to an alarm too: the rank's sum rises as its transfers' do */
+		for (int m = 0; m < TS_M_COUNT && !slow; m++) {
+			size_t i = (size_t)k * TS_M_COUNT + (size_t)m;
+			slow = ts_job_by_change(m) && (j->alarm[i] ||
+						       j->chg[i].s > j->p.change.threshold / 3);
+		}
+		for (int i = 0; slow && all && i < j->net->n; i++) {
+			const struct comm *c = &j->net->c[i];
+			all = !c->judged || !c->chg.alarm || ts_rank_in_comm(&j->meta[k], c->id);
+		}
+		if (slow && all)
+			return k;
+	}
+	return -1;
+}
+
+/* The alarmed transfers cost the job step time: its mean step over the last
+ * change.smooth_steps steps rose past the fail-slow baseline by at least half the worst
+ * communicator's added time (transfers on the critical path add theirs; waits that
+ * follow data-dependent work, or transfers overlapped with compute, add little). Else
+ * says why in held_why. */
+static bool costs_steps(struct ts_job *j, struct ts_net_verdict *v)
+{
+	int w = j->p.space_window, last = (j->hist_next + w - 1) % w, n = 0;
+	double sum = 0, added = v->value_ms - v->ref_ms;
+
+	for (int i = 0; i < j->p.change.smooth_steps && i < w; i++) {
+		float x = j->step_hist[(last + w - i) % w];
+		if (x > 0)
+			sum += x, n++;
+	}
+	if (!n || !(j->fs.baseline > 0) || !(added > 0))
+		return true; /* nothing to judge by */
+	double rise = sum / n - j->fs.baseline;
+	if (rise >= 0.5 * added)
+		return true;
+	snprintf(v->held_why, sizeof(v->held_why), "transfer time up %.2f ms on %d of %d "
+		 "communicators, the step %+.2f ms: no step time lost to the network",
+		 added, v->slow_comms, v->comms, rise);
+	return false;
+}
+
 /* Opens, updates and closes the network's event in the history. */
 static void history(struct ts_job *j, uint64_t step, uint64_t t_ns)
 {
@@ -563,10 +614,13 @@ void ts_job_net_row(struct ts_job *j, uint64_t step, uint64_t t_ns)
 		n->first_alarm = step;
 	/* communicators on their way to an alarm would change the place: wait for them,
 	 * a bounded number of steps */
+	v->explained_rank = -1;
 	if (v->slow_comms && (!rising || was != TS_NET_NONE ||
 			      step >= n->first_alarm + 2 * (uint64_t)j->p.change.smooth_steps)) {
 		describe(j, v);
-		place(j, v);
+		if ((v->explained_rank = explained_by(j)) < 0 &&
+		    (was != TS_NET_NONE || costs_steps(j, v)))
+			place(j, v);
 	}
 	if (v->scope != was)
 		ts_info("%s/%s: network verdict at step %llu: %s %s%s%s", j->ns, j->name,

@@ -56,6 +56,9 @@ struct scenario {
 	bool agent;             /* the node agent reports run-queue delay (a starved rank's
 				 * preemptor too) */
 	bool gloo;              /* no communicator is announced (gloo, a custom barrier) */
+	bool shared_gpu;        /* the faulty rank's communicators' transfers slow with its
+				 * compute (another process on its GPU runs NCCL's kernels
+				 * slower too): still one cause */
 };
 
 struct outcome {
@@ -290,15 +293,19 @@ static void agent(struct ts_job *j, const struct scenario *sc, int step, uint64_
 	}
 }
 
-/* One step of every rank into the job; its step time under each what-if into cf. */
-static void feed(struct ts_job *j, const struct scenario *sc, const struct topo *t, int step,
-		 uint64_t *seed, double cf[V_COUNT])
+/* One step of every rank into the job; its step time under each what-if into cf (each
+ * from all ranks starting together). In the job the ranks run on from where each
+ * ended its last step: one that ended early waits for the others in the step's first
+ * collective, as in a real synchronous job, so a late rank costs every rank's step.
+ * clock[] holds each rank's time (ms); returns the step's last end. */
+static double feed(struct ts_job *j, const struct scenario *sc, const struct topo *t, int step,
+		   uint64_t *seed, double cf[V_COUNT], double *clock)
 {
 	static struct ts_rank_step rs[MAX_WORLD];
 	static struct draw dr[MAX_WORLD];
 	static double at[MAX_WORLD], rvar[MAX_WORLD], tr[TS_LAYOUT_MAX_DIMS][MAX_WORLD];
-	double f = fault_now(sc, step), ph[4];
-	uint64_t t0 = 1000000 * MS + (uint64_t)step * 200 * MS;
+	double f = fault_now(sc, step), ph[4], last;
+	const uint64_t t0 = 1000000 * MS;
 
 	for (int k = 0; k < sc->world; k++) /* a replica's sequences are its own */
 		rvar[k] = sc->seqvar > 0 ? fmax(0.5, 1 + sc->seqvar * gauss(seed)) : 1;
@@ -315,29 +322,36 @@ static void feed(struct ts_job *j, const struct scenario *sc, const struct topo 
 		for (int k = 0; k < sc->world; k++)
 			if (group_key(t, d, k) == k) {
 				double x = coll_ms / t->nd * (1 + sc->jitter * gauss(seed));
-				tr[d][k] = t->slow[d][k] && f > 0 ? x * (1 + f) : x;
+				bool slow = t->slow[d][k] || (sc->shared_gpu &&
+					group_key(t, d, faulty_rank(sc)) == k);
+				tr[d][k] = slow && f > 0 ? x * (1 + f) : x;
 			}
 	for (int v = V_COUNT - 1; v >= 0; v--) {
 		for (int k = 0; k < sc->world; k++) {
-			struct ts_rank_step *r = &rs[k];
 			phases(sc, k, step, &dr[k], (enum variant)v, ph);
 			at[k] = ph[0] + ph[1] + ph[2] + ph[3];
-			if (v != V_ACTUAL)
-				continue;
-			memset(r, 0, sizeof(*r));
-			r->step = (uint64_t)step;
-			r->m[TS_M_DATALOADER] = ph[0], r->m[TS_M_LAUNCH] = ph[1];
-			r->m[TS_M_COMPUTE] = ph[2], r->m[TS_M_CHECKPOINT] = ph[3];
 		}
-		cf[v] = comms(sc, t, at, tr, v == V_ACTUAL ? rs : NULL);
+		cf[v] = comms(sc, t, at, tr, NULL);
 	}
-	if (sc->agent)
-		agent(j, sc, step, t0 + (uint64_t)(cf[V_ACTUAL] * MS), seed);
 	for (int k = 0; k < sc->world; k++) {
-		rs[k].start_ns = t0;
+		struct ts_rank_step *r = &rs[k];
+		phases(sc, k, step, &dr[k], V_ACTUAL, ph);
+		memset(r, 0, sizeof(*r));
+		r->step = (uint64_t)step;
+		r->m[TS_M_DATALOADER] = ph[0], r->m[TS_M_LAUNCH] = ph[1];
+		r->m[TS_M_COMPUTE] = ph[2], r->m[TS_M_CHECKPOINT] = ph[3];
+		r->start_ns = t0 + (uint64_t)(clock[k] * MS);
+		at[k] = clock[k] + ph[0] + ph[1] + ph[2] + ph[3];
+	}
+	last = comms(sc, t, at, tr, rs);
+	if (sc->agent)
+		agent(j, sc, step, t0 + (uint64_t)(last * MS), seed);
+	for (int k = 0; k < sc->world; k++) {
 		rs[k].end_ns = t0 + (uint64_t)(at[k] * MS);
+		clock[k] = at[k];
 		ts_job_add_step(j, k, sc->world, &rs[k]);
 	}
+	return last;
 }
 
 /* What each rank's relay says in its Hello: the layout and its communicators; and the
@@ -467,7 +481,7 @@ static void lost_truth(const struct ts_job_result *r, double (*cf)[V_COUNT], int
 static int run_one(const struct scenario *sc, uint64_t seed, struct outcome *o)
 {
 	static struct topo t;
-	static double cf[1024][V_COUNT];
+	static double cf[1024][V_COUNT], clock[MAX_WORLD];
 	struct ts_params p;
 	struct ts_job *j;
 	int steps = sc->fault == F_HANG ? sc->onset : sc->steps;
@@ -483,9 +497,9 @@ static int run_one(const struct scenario *sc, uint64_t seed, struct outcome *o)
 		return -ENOMEM;
 	topo_init(&t, sc);
 	groups(j, sc, &t);
+	memset(clock, 0, sizeof(clock));
 	for (int st = 0; st < steps; st++) {
-		feed(j, sc, &t, st, &seed, cf[st]);
-		now = 1000000 * MS + (uint64_t)st * 200 * MS;
+		now = 1000000 * MS + (uint64_t)(feed(j, sc, &t, st, &seed, cf[st], clock) * MS);
 		ts_job_tick(j, now);
 		judge_step(sc, ts_job_result(j), st, o);
 	}
@@ -641,6 +655,12 @@ static const struct scenario matrix[] = {
 	{ .name = "pp4-dp4, last stage +25%, nothing announced", .world = 16, .layout = "pp4-dp4",
 	  .stages = 4, .stage_extra = 0.25, .fault = F_NONE, .onset = 200, .steps = 400, .runs = 10,
 	  .jitter = 0.02, .silent = true, .gloo = true },
+	{ .name = "compute 30%, its transfers 30% slower (shared GPU)", .world = 16, .stages = 1,
+	  .fault = F_COMPUTE, .size = 0.30, .onset = 100, .steps = 300, .runs = 10,
+	  .jitter = 0.02, .shared_gpu = true },
+	{ .name = "tp8-pp2-dp4: compute 30%, its transfers 30% slower", .world = 64,
+	  .layout = "tp8-pp2-dp4", .stages = 1, .fault = F_COMPUTE, .size = 0.30, .onset = 100,
+	  .steps = 300, .runs = 10, .jitter = 0.02, .shared_gpu = true },
 	FAULT("hang: one rank never enters", 8, NULL, 1, 0, F_HANG, 0, PERSISTENT, 60, 0, 5),
 	{ .name = "hang, gloo: one rank never enters", .world = 8, .stages = 1, .fault = F_HANG,
 	  .onset = 60, .steps = 300, .runs = 5, .jitter = 0.02, .gloo = true },

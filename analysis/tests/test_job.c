@@ -249,6 +249,95 @@ static void test_runq_names_preemptor(void **state)
 	ts_job_free(j);
 }
 
+/* One step of two synchronous ranks: rank 1 gets extra ms in metric m (and launch),
+ * rank 0 waits for it in the collective. */
+static void two_ranks_step(struct ts_job *j, uint64_t st, unsigned *seed, enum ts_metric m,
+			   double extra, double launch_extra)
+{
+	double base[TS_M_COUNT] = { 30, 5, 0.5, 20, 0 };
+	uint64_t t0 = 1000000 * MS + st * 100 * MS;
+
+	for (int r = 0; r < 2; r++) {
+		struct ts_rank_step rs = { .step = st, .start_ns = t0 };
+		for (int k = 0; k < TS_M_COUNT; k++)
+			rs.m[k] = jitter(seed, base[k], 0.03);
+		if (r == 1)
+			rs.m[m] += extra, rs.m[TS_M_LAUNCH] += launch_extra;
+		else
+			rs.m[TS_M_COLLECTIVE] += extra + launch_extra;
+		rs.end_ns = t0 + (uint64_t)((56 + extra + launch_extra) * MS);
+		assert_int_equal(ts_job_add_step(j, r, 2, &rs), 0);
+	}
+}
+
+/* Two ranks, rank 1's host starved from step 100 (8 busy loops on its cores): its GPU
+ * waits for launches, so its compute (device-busy estimate) and launch times grow, and
+ * its run-queue delay with them. Named HostCPU with the preemptor, not Compute. */
+static void test_starved_host_two_ranks(void **state)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	unsigned seed = 5;
+
+	(void)state;
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", "starved", 2, &p), 0);
+	for (uint64_t st = 0; st < 200; st++) {
+		uint64_t now = 1000000 * MS + st * 100 * MS;
+		bool on = st >= 100;
+		for (int r = 0; r < 2 && st % 10 == 0; r++) {
+			struct ts_host_view v = { .valid = true, .time_ns = now, .runq_ms_per_s = 2 };
+			if (r == 1 && on) {
+				v.runq_ms_per_s = 1100, v.top_pid = 4242, v.top_ms_per_s = 900;
+				snprintf(v.top_comm, sizeof(v.top_comm), "stress");
+			}
+			ts_job_host_view(j, r, &v);
+		}
+		two_ranks_step(j, st, &seed, TS_M_COMPUTE, on ? 28 : 0, on ? 12 : 0);
+		ts_job_tick(j, now);
+	}
+	const struct ts_job_result *r = ts_job_result(j);
+	assert_int_equal(r->nslow, 1);
+	assert_int_equal(r->slow[0].rank, 1);
+	assert_string_equal(r->slow[0].cause, "HostCPU");
+	assert_non_null(strstr(r->slow[0].evidence, "the host starves it"));
+	assert_non_null(strstr(r->slow[0].evidence, "preempted by stress (pid 4242"));
+	assert_null(strstr(r->slow[0].evidence, "launches wait for the busy GPU"));
+	ts_job_free(j);
+}
+
+/* Two ranks, rank 1's data loader waits 170 ms every other step from step 100 (two
+ * workers that take turns): the median step is the short one, the job runs at half its
+ * speed. Named Storage; the job is fail-slow; lost time gives rank 1 most of it. */
+static void test_every_other_step_waits(void **state)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	unsigned seed = 9;
+
+	(void)state;
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", "loader", 2, &p), 0);
+	for (uint64_t st = 0; st < 200; st++) {
+		two_ranks_step(j, st, &seed, TS_M_DATALOADER, st >= 100 && st % 2 ? 170 : 0, 0);
+		ts_job_tick(j, 1000000 * MS + st * 100 * MS);
+	}
+	const struct ts_job_result *r = ts_job_result(j);
+	assert_int_equal(r->state, TS_STATE_FAILSLOW);
+	assert_true(r->degradation > 0.5);
+	assert_int_equal(r->nslow, 1);
+	assert_int_equal(r->slow[0].rank, 1);
+	assert_string_equal(r->slow[0].cause, "Storage");
+	assert_true(r->lost.valid);
+	assert_true(r->lost.nranks >= 1);
+	assert_int_equal(r->lost.rank[0].rank, 1);
+	assert_int_equal(r->lost.rank[0].cause, TS_CAUSE_STORAGE);
+	/* 85 ms of a 141 ms mean step: 60 % */
+	assert_true(r->lost.rank[0].share > 0.5 && r->lost.rank[0].share < 0.7);
+	assert_true(r->lost.cause[TS_CAUSE_STORAGE] > 0.5);
+	ts_job_free(j);
+}
+
 static void test_healthy_names_nobody(void **state)
 {
 	struct sim s = { 8, -1, 0, TS_M_COMPUTE, 1, 3 };
@@ -897,6 +986,8 @@ int main(void)
 		cmocka_unit_test(test_busy_gpu_blocks_launches),
 		cmocka_unit_test(test_throttled_gpu_is_device),
 		cmocka_unit_test(test_runq_names_preemptor),
+		cmocka_unit_test(test_starved_host_two_ranks),
+		cmocka_unit_test(test_every_other_step_waits),
 		cmocka_unit_test(test_healthy_names_nobody),
 		cmocka_unit_test(test_hang_and_finish),
 		cmocka_unit_test(test_missing_rank_does_not_stall),
