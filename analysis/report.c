@@ -353,6 +353,8 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 		json_object_set_new(st, "hang", hang_json(r));
 	if (st && r->net.scope != TS_NET_NONE)
 		json_object_set_new(st, "network", network_json(&r->net));
+	else if (st && r->net.held_why[0])
+		json_object_set_new(st, "networkHeld", json_string(r->net.held_why));
 	if (st && r->lost.valid)
 		json_object_set_new(st, "lostTime", lost_time_json(j, &r->lost));
 	if (st) {
@@ -506,6 +508,9 @@ void ts_report_print(json_t *root, void *file)
 			json_string_value(json_object_get(net, "scope")) ?
 				json_string_value(json_object_get(net, "scope")) : "-",
 			json_string_value(json_object_get(net, "evidence")));
+	if (json_string_value(json_object_get(st, "networkHeld")))
+		fprintf(f, "  communication: no verdict: %s\n",
+			json_string_value(json_object_get(st, "networkHeld")));
 	fprintf(f, "  summary: %s\n", json_string_value(json_object_get(st, "summary"))[0] ?
 					      json_string_value(json_object_get(st, "summary")) : "-");
 	json_array_foreach(json_object_get(st, "conditions"), i, s) {

@@ -33,6 +33,8 @@ struct net_sim {
 	bool nic;           /* the lossy node's port errors are high, not its retransmits */
 	bool peers;         /* NCCL's per-peer sends around a ring communicator (RING_COMM):
 			     * inter-node ones, slow between slow_node and peer */
+	bool overlapped;    /* the slow transfers cost the step nothing (overlapped with
+			     * compute, or waits that follow data-dependent work) */
 };
 
 #define RING_COMM 0xfeedull
@@ -73,10 +75,17 @@ static void step(struct ts_job *j, struct net_sim *s, uint64_t st)
 {
 	uint64_t t0 = 1000000 * MS + st * 100 * MS;
 	int nd = s->layout ? 3 : 1;
-	bool on = st >= ONSET;
+	bool on = st >= ONSET, slow_net = false;
+	double extra = on && s->straggler >= 0 ? 9 : 0;
 
+	/* a synchronous job's step waits for its slowest transfer and its slowest rank */
+	for (int d = 0; d < nd && on; d++)
+		for (int k = 0; k < WORLD; k++)
+			slow_net |= hit(s, d, k);
+	extra += slow_net && !s->overlapped ? 1.6 * nd : 0;
 	for (int k = 0; k < WORLD; k++) {
-		struct ts_rank_step rs = { .step = st, .start_ns = t0, .end_ns = t0 + 60 * MS };
+		struct ts_rank_step rs = { .step = st, .start_ns = t0,
+					   .end_ns = t0 + (uint64_t)((60 + extra) * MS) };
 		double compute = 30 * noise(&s->seed, 0.02) * (on && k == s->straggler ? 1.3 : 1);
 		rs.m[TS_M_COMPUTE] = compute;
 		rs.m[TS_M_DATALOADER] = 5 * noise(&s->seed, 0.02);
@@ -162,6 +171,31 @@ static void expect_ranks_on(const struct ts_job_result *r, const char *a, const 
 		assert_string_equal(r->slow[i].cause, "Communication");
 		assert_true(!strcmp(node, a) || (b && !strcmp(node, b)));
 	}
+}
+
+/* Node n1's transfers 40 % slower, the step time unchanged: no network verdict, and
+ * the analyzer says why it held one back. */
+static void test_no_step_cost_no_verdict(void **state)
+{
+	struct net_sim s = { true, 1, -1, false, -1, -1, 3 };
+	uint64_t first;
+
+	(void)state;
+	s.overlapped = true;
+	struct ts_job *j = run(&s, 100, &first);
+	const struct ts_job_result *r = ts_job_result(j);
+	assert_int_equal(first, 0);
+	assert_int_equal(r->net.scope, TS_NET_NONE);
+	assert_true(r->net.slow_comms > 0);
+	assert_non_null(strstr(r->net.held_why, "no step time lost to the network"));
+	assert_int_equal(r->nslow, 0);
+	json_t *rep = ts_report_json(j, NULL);
+	json_t *st = json_object_get(rep, "status");
+	assert_null(json_object_get(st, "network"));
+	assert_non_null(strstr(json_string_value(json_object_get(st, "networkHeld")),
+			       "no step time lost"));
+	json_decref(rep);
+	ts_job_free(j);
 }
 
 static void test_node(void **state)
@@ -469,6 +503,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_node),
+		cmocka_unit_test(test_no_step_cost_no_verdict),
 		cmocka_unit_test(test_link),
 		cmocka_unit_test(test_job_wide),
 		cmocka_unit_test(test_straggler_is_not_network),
