@@ -849,6 +849,9 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 	else if (ts_job_by_change(m) && peers > 0 && j->classes_from_comms && peers + 1 < j->world)
 		appendf(s->evidence, sizeof(s->evidence), " (%d peers by their communicators)",
 			peers);
+	else if (ts_job_by_change(m) && peers > 0 && j->classes_inferred && peers + 1 < j->world)
+		appendf(s->evidence, sizeof(s->evidence), " (%d peers inferred from their times: "
+			"set TRAINSCOPE_GROUPS to be sure)", peers);
 	/* launch time too small a share of the step to be named can still stand out */
 	double lv = j->alarm[l] ? j->hit_value[l] : j->win_median[l];
 	double lm = j->alarm[l] ? j->hit_median[l] : j->group_median[TS_M_LAUNCH];

@@ -69,6 +69,9 @@ struct ts_job {
 	bool classes_dirty;                 /* communicators changed: classes to relearn */
 	uint64_t classes_at;                /* the step they were last learned at */
 	bool classes_from_comms;
+	bool classes_inferred;              /* from the ranks' own times (job_peers.c) */
+	bool infer_tried;
+	int infer_stride, infer_positions;  /* class = rank / stride % positions */
 	struct ts_layout layout;
 	char layout_text[64];
 	float sigma[TS_M_COUNT];            /* the job's noise of the excess, share of a step */

@@ -130,10 +130,14 @@ bool ts_job_group_ranks(struct ts_job *j)
 	bool layout = j->has_layout && ts_layout_world(&j->layout) == n, changed = false;
 	bool comms = !layout && comm_classes(j, j->outl);
 
+	bool inferred = !layout && !comms && j->classes_inferred;
+
 	for (int k = 0; k < n; k++) {
 		int c = layout ? ts_layout_class(&j->layout, k) : 0;
 		if (comms) /* outl[k]: the class's lowest rank, whose class is known */
 			c = j->outl[k] == k ? next++ : j->meta[j->outl[k]].peer_class;
+		if (inferred)
+			c = k / j->infer_stride % j->infer_positions;
 		c = c < 0 ? 0 : c;
 		changed |= j->meta[k].peer_class != c;
 		j->meta[k].peer_class = c;
@@ -141,6 +145,7 @@ bool ts_job_group_ranks(struct ts_job *j)
 			nc = c + 1;
 	}
 	j->classes_from_comms = comms;
+	j->classes_inferred = inferred;
 	j->classes_dirty = false;
 	memset(j->cstart, 0, (size_t)(n + 1) * sizeof(int));
 	for (int k = 0; k < n; k++)
@@ -361,6 +366,108 @@ static void regrouped(struct ts_job *j, const struct row *r)
 	j->sigma_at = 0;
 }
 
+/* Ranks per inferred class at least: two or three ranks slow together from the start
+ * must not make a class of their own (and so hide). */
+#define INFER_MIN_CLASS 4
+
+/* Each rank's own time per step over the window (median), into v; tmp holds 2 * w. */
+static void window_busy(struct ts_job *j, double *v, double *tmp)
+{
+	static const int own[] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_DATALOADER, TS_M_CHECKPOINT };
+	size_t w = (size_t)j->p.space_window;
+
+	for (int k = 0; k < j->world; k++) {
+		for (size_t t = 0; t < w; t++) {
+			tmp[t] = 0;
+			for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+				tmp[t] += j->hist[cell(j, k, own[i]) * w + t];
+		}
+		v[k] = ts_median(tmp, w, tmp + w);
+	}
+}
+
+static int cmp_by_value(const void *a, const void *b, void *v)
+{
+	double x = ((const double *)v)[*(const int *)a], y = ((const double *)v)[*(const int *)b];
+
+	return (x > y) - (x < y);
+}
+
+/* Levels: ranks sorted by busy time v, cut where the gap between neighbours is over 5 %
+ * of the median and 8 times the median gap. level[k] gets rank k's; returns how many.
+ * ord holds world ints, gap 2 * world doubles. */
+static int busy_levels(int n, const double *v, int *level, int *ord, double *gap)
+{
+	int nl = 1;
+
+	for (int k = 0; k < n; k++)
+		ord[k] = k;
+	qsort_r(ord, (size_t)n, sizeof(int), cmp_by_value, (void *)v);
+	for (int i = 0; i + 1 < n; i++)
+		gap[i] = v[ord[i + 1]] - v[ord[i]];
+	double mg = n > 1 ? ts_median(gap, (size_t)n - 1, gap + n) : 0;
+	double med = v[ord[n / 2]];
+	for (int i = 0; i < n; i++) {
+		if (i && v[ord[i]] - v[ord[i - 1]] > fmax(0.05 * med, 8 * mg))
+			nl++;
+		level[ord[i]] = nl - 1;
+	}
+	return nl;
+}
+
+/* The coarsest rank arithmetic the levels follow: the level is a function of
+ * k / stride % positions, with classes of INFER_MIN_CLASS ranks or more. seen holds
+ * world ints. */
+static bool shaped(int n, const int *level, int *seen, int *stride, int *positions)
+{
+	for (int m = 2; m * INFER_MIN_CLASS <= n; m++)
+		for (int s = 1; s * m <= n; s++) {
+			bool ok = n % (s * m) == 0;
+			for (int c = 0; c < m; c++)
+				seen[c] = -1;
+			for (int k = 0; k < n && ok; k++) {
+				int c = k / s % m;
+				ok = seen[c] < 0 || seen[c] == level[k];
+				seen[c] = level[k];
+			}
+			if (ok) {
+				*stride = s, *positions = m;
+				return true;
+			}
+		}
+	return false;
+}
+
+/* With no layout and no communicator (gloo, NCCL not seen), all ranks would be peers
+ * and a heavier pipeline stage's ranks would be named: once, at the first full window,
+ * the ranks' own times may fall into levels that follow rank arithmetic (a stage's
+ * ranks a block, or every m-th rank). Then the positions are the classes, as a layout
+ * would make them, and the log says so. */
+static void infer_classes(struct ts_job *j, const struct row *r)
+{
+	int n = j->world, stride, positions;
+	size_t w = (size_t)j->p.space_window;
+	double *v = malloc((3 * (size_t)n + 2 * w) * sizeof(double));
+	int *ints = malloc(3 * (size_t)n * sizeof(int));
+
+	j->infer_tried = true;
+	if (v && ints) {
+		window_busy(j, v, v + 3 * n);
+		if (busy_levels(n, v, ints, ints + n, v + n) > 1 &&
+		    shaped(n, ints, ints + 2 * n, &stride, &positions)) {
+			j->infer_stride = stride, j->infer_positions = positions;
+			j->classes_inferred = true;
+			ts_job_group_ranks(j);
+			ts_info("%s/%s: step %llu: %d peer classes inferred from the ranks' own "
+				"times (class = rank / %d %% %d); TRAINSCOPE_GROUPS says it for sure",
+				j->ns, j->name, (unsigned long long)r->step, j->nclass, stride,
+				positions);
+			regrouped(j, r);
+		}
+	}
+	free(v), free(ints);
+}
+
 void ts_job_change_row(struct ts_job *j, const struct row *r)
 {
 	size_t slot = (size_t)((j->hist_next + j->p.space_window - 1) % j->p.space_window);
@@ -373,6 +480,9 @@ void ts_job_change_row(struct ts_job *j, const struct row *r)
 		if (ts_job_group_ranks(j))
 			regrouped(j, r);
 	}
+	if (!j->infer_tried && j->hist_n >= j->p.space_window && !j->classes_from_comms &&
+	    !(j->has_layout && ts_layout_world(&j->layout) == j->world) && j->world >= 2 * INFER_MIN_CLASS)
+		infer_classes(j, r);
 	if (!(j->step_ms > 0))
 		return;
 	for (int m = 0; m < TS_M_COUNT; m++) {

@@ -12,9 +12,59 @@ static bool replica(const char *dim)
 	return !strcmp(dim, "dp") || !strcmp(dim, "cp");
 }
 
+/* Megatron's form, "megatron:tp=2,pp=4,dp=8" with an optional order=tp-cp-ep-dp-pp (its
+ * default, fastest-varying first: the pipeline outermost), into ours ("tp2-dp8-pp4"):
+ * dimensions in that order, those not given left out. */
+static int megatron_text(const char *spec, char *out, size_t n, char *err, size_t errlen)
+{
+	char order[64] = "tp-cp-ep-dp-pp", sizes[8][8] = { { 0 } }, names[8][8] = { { 0 } };
+	const char *p = spec;
+	int ns = 0;
+	size_t len = 0;
+
+	while (*p) {
+		char key[16] = "", val[64] = "";
+		if (sscanf(p, "%15[^=,]=%63[^,]", key, val) != 2) {
+			snprintf(err, errlen, "layout 'megatron:%s': expected tp=2,pp=4,dp=8 (and "
+				 "order=tp-cp-ep-dp-pp, Megatron's default)", spec);
+			return -EINVAL;
+		}
+		if (!strcmp(key, "order"))
+			snprintf(order, sizeof(order), "%s", val);
+		else if (ns < 8)
+			snprintf(names[ns], sizeof(names[ns]), "%s", key),
+			snprintf(sizes[ns++], sizeof(sizes[0]), "%s", val);
+		p += strcspn(p, ",");
+		p += *p == ',';
+	}
+	out[0] = 0;
+	char *save = NULL;
+
+	for (char *d = strtok_r(order, "-", &save); d; d = strtok_r(NULL, "-", &save))
+		for (int i = 0; i < ns; i++)
+			if (!strcmp(names[i], d) && len < n)
+				len += (size_t)snprintf(out + len, n - len, "%s%s%s", len ? "-" : "",
+							d, sizes[i]);
+	for (int i = 0; i < ns; i++)
+		if (!strstr(out, names[i])) {
+			snprintf(err, errlen, "layout 'megatron:%s': '%s' is not in the order %s",
+				 spec, names[i], order);
+			return -EINVAL;
+		}
+	return 0;
+}
+
 int ts_layout_parse(struct ts_layout *l, const char *text, char *err, size_t errlen)
 {
 	const char *p = text;
+	char mtext[128];
+
+	if (text && !strncmp(text, "megatron:", 9)) {
+		int rc = megatron_text(text + 9, mtext, sizeof(mtext), err, errlen);
+		if (rc)
+			return rc;
+		p = text = mtext;
+	}
 
 	memset(l, 0, sizeof(*l));
 	while (p && *p) {

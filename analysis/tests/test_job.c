@@ -624,6 +624,17 @@ static void test_layout(void **state)
 	ts_layout_coords(&l, 11, coords, sizeof(coords));
 	assert_string_equal(coords, "tp1-pp1-dp1");
 	assert_int_equal(ts_layout_parse(&l, "pp4,dp4", err, sizeof(err)), 0);
+	/* Megatron's own form: its default order puts the pipeline outermost */
+	assert_int_equal(ts_layout_parse(&l, "megatron:pp=4,tp=2,dp=8", err, sizeof(err)), 0);
+	assert_int_equal(ts_layout_world(&l), 64);
+	assert_int_equal(ts_layout_coord(&l, 17, "tp"), 1);
+	assert_int_equal(ts_layout_coord(&l, 17, "dp"), 0);
+	assert_int_equal(ts_layout_coord(&l, 17, "pp"), 1);
+	assert_int_equal(ts_layout_parse(&l, "megatron:tp=2,pp=2,order=pp-tp", err, sizeof(err)), 0);
+	assert_int_equal(ts_layout_coord(&l, 1, "pp"), 1);
+	assert_int_equal(ts_layout_parse(&l, "megatron:tp=2,xx=2", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "'xx' is not in the order"));
+	assert_int_equal(ts_layout_parse(&l, "megatron:tp2", err, sizeof(err)), -EINVAL);
 	assert_int_equal(ts_layout_parse(&l, "pp0-dp4", err, sizeof(err)), -EINVAL);
 	assert_int_equal(ts_layout_parse(&l, "pp4-pp2", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "twice"));
@@ -651,18 +662,24 @@ static void pp_groups(struct ts_job *j, bool layout)
 	}
 }
 
-/* 4 stages x 4 replicas, stage 3 heavier by design: healthy under its layout, or with
- * no layout by the peers its communicators give; then one rank of stage 1 slows by
- * 10 % and is named against its stage's peers alone. */
-static void pipeline_peers(bool layout)
+/* How the ranks' peers are known: */
+enum { BY_COMMS, BY_LAYOUT, BY_TIMES };
+
+/* 4 stages x 4 replicas, stage 3 heavier by design: healthy under its layout, with no
+ * layout by the peers its communicators give, with neither (gloo) by the ranks' own
+ * times; then one rank of stage 1 slows by 10 % and is named against its stage's peers
+ * alone. */
+static void pipeline_peers(int how)
 {
+	bool layout = how == BY_LAYOUT;
 	struct ts_params p;
 	struct ts_job *j;
 	unsigned seed = 5;
 
 	ts_params_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "pp", 16, &p), 0);
-	pp_groups(j, layout);
+	if (how != BY_TIMES)
+		pp_groups(j, layout);
 	for (int st = 0; st < 200; st++) {
 		uint64_t t0 = 1000000 * MS + (uint64_t)st * 100 * MS;
 		for (int k = 0; k < 16; k++) {
@@ -676,7 +693,7 @@ static void pipeline_peers(bool layout)
 			rs.m[TS_M_LAUNCH] = jitter(&seed, 2, 0.02);
 			rs.m[TS_M_COLLECTIVE] = 90 - rs.m[TS_M_COMPUTE];
 			rs.m[TS_M_RUNQ] = rs.m[TS_M_OFFCPU] = NAN;
-			for (int d = 0; d < 3; d++)
+			for (int d = 0; d < 3 && how != BY_TIMES; d++)
 				rs.comm[rs.ncomm++] = (struct ts_comm_time){
 					.id = pp_comm(d, k), .nranks = d == 2 ? 16 : 4, .count = 2,
 					.p2p = d == 0 ? 2 : 0, .ms = 3, .mb = 8 };
@@ -695,7 +712,8 @@ static void pipeline_peers(bool layout)
 	assert_true(r->slow[0].onset_step >= 118 && r->slow[0].onset_step <= 123);
 	assert_true(r->slow[0].confirmed_step <= 130);
 	assert_non_null(strstr(r->slow[0].evidence, layout ? "3 peers under layout pp4-dp4"
-							   : "3 peers by their communicators"));
+					: how == BY_COMMS ? "3 peers by their communicators"
+					: "3 peers inferred from their times"));
 	/* a layout that does not cover the job is refused, and said */
 	char err[160];
 	assert_int_equal(ts_job_set_layout(j, "pp2-dp4", err, sizeof(err)), -EINVAL);
@@ -706,13 +724,19 @@ static void pipeline_peers(bool layout)
 static void test_pipeline_peers(void **state)
 {
 	(void)state;
-	pipeline_peers(true);
+	pipeline_peers(BY_LAYOUT);
 }
 
 static void test_pipeline_peers_from_comms(void **state)
 {
 	(void)state;
-	pipeline_peers(false);
+	pipeline_peers(BY_COMMS);
+}
+
+static void test_pipeline_peers_from_times(void **state)
+{
+	(void)state;
+	pipeline_peers(BY_TIMES);
 }
 
 /* Seven ranks wait in AllReduce seq 31 on their communicator; rank 3 never entered it.
@@ -999,6 +1023,7 @@ int main(void)
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_pipeline_peers),
 		cmocka_unit_test(test_pipeline_peers_from_comms),
+		cmocka_unit_test(test_pipeline_peers_from_times),
 		cmocka_unit_test(test_hang_culprit),
 		cmocka_unit_test(test_hang_killed),
 		cmocka_unit_test(test_hang_no_guess),
