@@ -958,6 +958,11 @@ static void evaluate_row(struct ts_job *j, struct row *r)
 	j->since_verdict = 0;
 	for (int m = 0; m < TS_M_COUNT; m++)
 		space_metric(j, m);
+	if (!j->job_base_set) {
+		for (int m = 0; m < TS_M_COUNT; m++)
+			j->job_base[m] = j->group_median[m];
+		j->job_base_set = true;
+	}
 	update_alarms(j, t);
 	compose(j, t);
 	ts_job_lost_time(j);
@@ -1092,6 +1097,41 @@ static void net_reason(struct ts_job *j)
 		 "%+.0f%%)", v->slow_comms, v->comms, 100 * v->excess);
 }
 
+/* The job slowed as a whole (no rank stands out: every rank of a one-node job starved
+ * together, a job-wide slowdown): the phase that grew the most ms per step on the
+ * median rank since the first full window, against the job's own past, into the
+ * reason. Collective time grows with transfers and with the waits of a slower rank
+ * alike: Communication only when nothing else grew as much. */
+static void jobwide_cause(struct ts_job *j)
+{
+	static const int phase[] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_DATALOADER, TS_M_CHECKPOINT,
+				     TS_M_RUNQ, TS_M_COLLECTIVE };
+	size_t last = (size_t)((j->hist_next + (int)W(j) - 1) % (int)W(j));
+	int best = -1;
+	double grew = 0, now_best = 0;
+
+	for (size_t p = 0; p < sizeof(phase) / sizeof(phase[0]) && j->job_base_set; p++) {
+		int m = phase[p], n = 0;
+		for (int k = 0; k < j->world; k++) {
+			double v = ts_median_recent(&j->hist[idx(j, k, m) * W(j)], W(j), last,
+						    (size_t)j->p.change.smooth_steps);
+			if (!isnan(v))
+				j->vals[n++] = v;
+		}
+		double now = n ? ts_median(j->vals, (size_t)n, j->scratch) : NAN;
+		double d = now - j->job_base[m];
+		bool more = best < 0 || (m == TS_M_COLLECTIVE ? d > 2 * grew : d > grew);
+		if (!isnan(d) && d > 0.05 * j->fs.baseline && more)
+			best = m, grew = d, now_best = now;
+	}
+	if (best < 0)
+		return;
+	appendf(j->res.reason, sizeof(j->res.reason), "; the whole job: %s %.1f ms/step vs %.1f "
+		"ms at its start (%s%s)", ts_metric_names[best], now_best, j->job_base[best],
+		metric_cause[best], best == TS_M_RUNQ ? ": its ranks wait for CPU together, "
+		"a host or a node starved" : "");
+}
+
 static void lag(struct ts_lag *l, uint64_t now_ns, uint64_t end_ns)
 {
 	double s = now_ns > end_ns ? (double)(now_ns - end_ns) / 1e9 : 0;
@@ -1154,10 +1194,13 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 	j->res.current_ms = j->fs.current;
 	j->res.degradation = j->fs.degradation;
 	j->res.reason[0] = 0;
-	if (j->fs.slow)
+	if (j->fs.slow) {
 		snprintf(j->res.reason, sizeof(j->res.reason),
 			 "step time %.1f ms vs baseline %.1f ms (%+.0f%%)", j->fs.current,
 			 j->fs.baseline, 100 * j->fs.degradation);
+		if (!j->res.nslow)
+			jobwide_cause(j);
+	}
 	net_reason(j);
 	hang_cleared(j);
 	if (j->hang_first_ns)

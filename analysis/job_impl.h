@@ -52,6 +52,9 @@ struct ts_job {
 	float *hit_value, *hit_median;      /* [world][M] the numbers of the last hit */
 	uint64_t *judged_sample;            /* [world][M] host sample a verdict was counted on */
 	double group_median[TS_M_COUNT];
+	double job_base[TS_M_COUNT];        /* the median rank's window median at the first
+					     * full window (NAN before): what grew job-wide */
+	bool job_base_set;
 	double step_ms;                     /* the job's step time at the last evaluation */
 	uint8_t trace_id[16];
 	bool has_trace;

@@ -338,6 +338,45 @@ static void test_every_other_step_waits(void **state)
 	ts_job_free(j);
 }
 
+/* A one-node job of two ranks whose host is starved as a whole from step 100: both
+ * ranks slow alike, none stands out; the job is fail-slow and its reason says what grew
+ * against the job's own start: run-queue delay, HostCPU. */
+static void test_whole_node_starved(void **state)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	unsigned seed = 3;
+
+	(void)state;
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", "node", 2, &p), 0);
+	for (uint64_t st = 0; st < 200; st++) {
+		uint64_t t0 = 1000000 * MS + st * 100 * MS;
+		bool on = st >= 100;
+		for (int r = 0; r < 2 && st % 10 == 0; r++) {
+			struct ts_host_view v = { .valid = true, .time_ns = t0,
+						  .runq_ms_per_s = on ? 600 : 2 };
+			ts_job_host_view(j, r, &v);
+		}
+		for (int r = 0; r < 2; r++) {
+			struct ts_rank_step rs = { .step = st, .start_ns = t0,
+						   .end_ns = t0 + (uint64_t)((on ? 90 : 56) * MS) };
+			rs.m[TS_M_COMPUTE] = jitter(&seed, on ? 50 : 30, 0.03);
+			rs.m[TS_M_COLLECTIVE] = jitter(&seed, 5, 0.03);
+			rs.m[TS_M_LAUNCH] = jitter(&seed, on ? 12 : 0.5, 0.03);
+			rs.m[TS_M_DATALOADER] = jitter(&seed, 20, 0.03);
+			assert_int_equal(ts_job_add_step(j, r, 2, &rs), 0);
+		}
+		ts_job_tick(j, t0 + 90 * MS);
+	}
+	const struct ts_job_result *r = ts_job_result(j);
+	assert_int_equal(r->state, TS_STATE_FAILSLOW);
+	assert_int_equal(r->nslow, 0);
+	assert_non_null(strstr(r->reason, "the whole job: runq"));
+	assert_non_null(strstr(r->reason, "HostCPU"));
+	ts_job_free(j);
+}
+
 static void test_healthy_names_nobody(void **state)
 {
 	struct sim s = { 8, -1, 0, TS_M_COMPUTE, 1, 3 };
@@ -1012,6 +1051,7 @@ int main(void)
 		cmocka_unit_test(test_runq_names_preemptor),
 		cmocka_unit_test(test_starved_host_two_ranks),
 		cmocka_unit_test(test_every_other_step_waits),
+		cmocka_unit_test(test_whole_node_starved),
 		cmocka_unit_test(test_healthy_names_nobody),
 		cmocka_unit_test(test_hang_and_finish),
 		cmocka_unit_test(test_missing_rank_does_not_stall),
