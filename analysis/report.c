@@ -450,7 +450,7 @@ static void print_lost_time(FILE *f, json_t *lt)
 	json_t *k;
 	size_t i, n = 0;
 
-	fprintf(f, "  lost time (steps %lld-%lld, mean step %.1f ms): %.0f%% \u2014 ranks %.0f%%",
+	fprintf(f, "  lost time (steps %lld-%lld, mean step %.1f ms): %.0f%%: ranks %.0f%%",
 		(long long)json_integer_value(json_object_get(lt, "fromStep")),
 		(long long)json_integer_value(json_object_get(lt, "toStep")),
 		json_number_value(json_object_get(lt, "stepMs")),
@@ -463,7 +463,8 @@ static void print_lost_time(FILE *f, json_t *lt)
 				(long long)json_integer_value(json_object_get(k, "rank")),
 				cause ? cause : "-", 100 * json_number_value(json_object_get(k, "share")));
 	}
-	fprintf(f, "%s, stages %.0f%%, data/sequence imbalance %.0f%%; transfers take %.0f%% of "
+	fprintf(f, "%s, stages %.0f%%, variation among ranks %.0f%% (data, sequence lengths, "
+		"noise); transfers take %.0f%% of "
 		"the step\n", n ? ")" : "", 100 * json_number_value(json_object_get(lt, "stages")),
 		100 * json_number_value(json_object_get(lt, "data")),
 		100 * json_number_value(json_object_get(lt, "communication")));

@@ -454,9 +454,10 @@ static void test_lost_time_outputs(void **state)
 	rep = ts_report_json(j, NULL);
 	expect_lost_status(json_object_get(json_object_get(rep, "status"), "lostTime"));
 	char *text = report_text(rep);
-	assert_non_null(strstr(text, "  lost time (steps 100-119, mean step 210.3 ms): 42% \u2014 "
-				     "ranks 40% (rank 6 Storage 40%), stages 0%, data/sequence "
-				     "imbalance 2%; transfers take 5% of the step\n"));
+	assert_non_null(strstr(text, "  lost time (steps 100-119, mean step 210.3 ms): 42%: "
+				     "ranks 40% (rank 6 Storage 40%), stages 0%, variation among "
+				     "ranks 2% (data, sequence lengths, noise); transfers take 5% "
+				     "of the step\n"));
 	free(text);
 	json_decref(rep);
 	ts_jobs_render_metrics(&j, 1, 5, &m);
