@@ -43,6 +43,7 @@ struct ts_analyzer {
 	char ext_why[320];        /* ts_analyzer_set_trouble's */
 	char said_why[660];       /* the trouble the reports say now: both */
 	bool limit_said[L_COUNT];
+	struct ts_ns_refusals ns_refused[TS_NS_REFUSALS + 1]; /* the last: every other */
 	struct producer *prod; /* open addressing, power-of-two size */
 	size_t nprod, capprod;
 	uint64_t now_ns, next_prune_ns; /* the last tick; when silent producers are next forgotten */
@@ -184,6 +185,79 @@ static int jobs_reserve(struct ts_analyzer *a)
 	return 0;
 }
 
+/* Counts a new job refused in namespace ns; the first refusal of each namespace named
+ * is logged. Returns -ERANGE. */
+static int refuse_in_ns(struct ts_analyzer *a, const char *ns, const char *name, const char *why)
+{
+	struct ts_ns_refusals *r = &a->ns_refused[TS_NS_REFUSALS];
+
+	for (int i = 0; i < TS_NS_REFUSALS; i++)
+		if (!a->ns_refused[i].ns[0] || !strcmp(a->ns_refused[i].ns, ns)) {
+			r = &a->ns_refused[i];
+			break;
+		}
+	if (!r->count)
+		ts_warn("analyzer: %s/%s: new job refused: %s (the first in %s; "
+			"trainscope_analyzer_jobs_refused_total counts them)", ns, name, why,
+			r == &a->ns_refused[TS_NS_REFUSALS] ? "the namespaces past the first 16"
+							    : "this namespace");
+	if (r != &a->ns_refused[TS_NS_REFUSALS])
+		snprintf(r->ns, sizeof(r->ns), "%s", ns);
+	r->count++;
+	a->st.over_limit[L_JOBS]++;
+	return -ERANGE;
+}
+
+/* Jobs of namespace ns followed now. */
+static int jobs_in_ns(const struct ts_analyzer *a, const char *ns)
+{
+	int n = 0;
+
+	for (int i = 0; i < a->njobs; i++)
+		n += !strcmp(ts_job_ns(a->jobs[i]), ns);
+	return n;
+}
+
+/* A full table gives up the job that finished first, of namespace ns (NULL: any); its
+ * report is published as it goes: a finished job need not stay in memory, and a flood of
+ * short jobs must not keep a real one out until their ttl. False when none finished. */
+static bool give_up_finished(struct ts_analyzer *a, const char *ns)
+{
+	int best = -1;
+	uint64_t first = UINT64_MAX;
+
+	for (int i = 0; i < a->njobs; i++) {
+		uint64_t q = ts_job_quiet_since_ns(a->jobs[i]);
+		if (ts_job_finished(a->jobs[i]) && q < first &&
+		    (!ns || !strcmp(ts_job_ns(a->jobs[i]), ns)))
+			best = i, first = q;
+	}
+	if (best < 0)
+		return false;
+	ts_debug("analyzer: gave up finished job %s/%s for a new one (its report stays)",
+		 ts_job_ns(a->jobs[best]), ts_job_name(a->jobs[best]));
+	drop_job(a, best);
+	a->st.jobs_given_up++;
+	return true;
+}
+
+/* Room for a new job of namespace ns: under the namespace's share of the table (its own
+ * finished jobs give way), and a place free or a finished job's. 0 or -ERANGE (refused
+ * in that namespace, counted). */
+static int job_room(struct ts_analyzer *a, const char *ns, const char *name)
+{
+	int share = (int)(limits(a)->max_jobs * limits(a)->namespace_share);
+
+	if (share < 1)
+		share = 1;
+	if (jobs_in_ns(a, ns) >= share && !give_up_finished(a, ns))
+		return refuse_in_ns(a, ns, name, "its namespace holds its share of "
+				    "limits.max_jobs (limits.namespace_share), none finished");
+	if (a->njobs >= limits(a)->max_jobs && !give_up_finished(a, NULL))
+		return refuse_in_ns(a, ns, name, "limits.max_jobs jobs followed, none finished");
+	return 0;
+}
+
 /* The job, made when new: 0, -ERANGE (past a limit: counted) or -ENOMEM. */
 static int job_get(struct ts_analyzer *a, const char *ns, const char *name, int world,
 		   struct ts_job **out)
@@ -194,8 +268,8 @@ static int job_get(struct ts_analyzer *a, const char *ns, const char *name, int 
 		return 0;
 	if (world < 1)
 		world = 1;
-	if (a->njobs >= limits(a)->max_jobs)
-		return over_limit(a, L_JOBS, ns, name, "a new job");
+	if (job_room(a, ns, name))
+		return -ERANGE;
 	if (jobs_reserve(a))
 		return -ENOMEM;
 	if (budget_world(a, NULL, world, ns, name))
@@ -871,6 +945,8 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	  "(retried).", s.report_errors);
 	M("report_dir_failing", "gauge", "1 while report files cannot be written (a full disk).",
 	  a->report_failures > 0);
+	M("jobs_given_up_total", "counter", "Finished jobs whose place in the job table went "
+	  "to a new one (their reports stay).", s.jobs_given_up);
 	M("control_messages_total", "counter", "Rank announcements seen (for node agents).",
 	  s.control);
 	M("host_samples_total", "counter", "Node agents' host samples joined.", s.host_samples);
@@ -895,6 +971,15 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	for (int l = 0; l < L_COUNT; l++)
 		ts_buf_printf(b, "trainscope_analyzer_refused_over_limit_total{limit=\"%s\"} %" PRIu64 "\n",
 			      limit_names[l], s.over_limit[l]);
+	ts_buf_printf(b, "# HELP trainscope_analyzer_jobs_refused_total New jobs refused, by "
+			 "namespace (its share of limits.max_jobs, or the table full of running "
+			 "jobs); past 16 namespaces as (other).\n"
+			 "# TYPE trainscope_analyzer_jobs_refused_total counter\n");
+	for (int i = 0; i <= TS_NS_REFUSALS; i++)
+		if (a->ns_refused[i].count)
+			ts_buf_printf(b, "trainscope_analyzer_jobs_refused_total{k8s_namespace=\"%s\"} "
+				      "%" PRIu64 "\n", i < TS_NS_REFUSALS ? a->ns_refused[i].ns :
+				      "(other)", a->ns_refused[i].count);
 	ts_jobs_render_metrics(a->jobs, a->njobs, a->opts.params.metrics_top_ranks, b);
 }
 

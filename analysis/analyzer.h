@@ -39,7 +39,14 @@ struct ts_analyzer_stats {
 	uint64_t other_partition; /* mapped under another partition count */
 	uint64_t producers;  /* producers followed now (silent ones forgotten after job_ttl_s) */
 	uint64_t over_limit[4]; /* jobs, world, memory, step_jump */
+	uint64_t jobs_given_up;  /* finished jobs whose place went to a new one */
 };
+/* New jobs refused in one namespace (its share of the job table, or the table full). */
+struct ts_ns_refusals {
+	char ns[64];
+	uint64_t count;
+};
+#define TS_NS_REFUSALS 16 /* namespaces counted by name; the rest as one */
 
 struct ts_analyzer;
 

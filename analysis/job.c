@@ -231,6 +231,8 @@ bool ts_job_finished_news(struct ts_job *j)
 	return j->finish_told = true;
 }
 
+bool ts_job_finished(const struct ts_job *j) { return j->finished_ns != 0; }
+
 uint64_t ts_job_quiet_since_ns(const struct ts_job *j)
 {
 	return j->finished_ns ? j->finished_ns : j->last_data_ns;

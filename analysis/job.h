@@ -242,6 +242,8 @@ size_t ts_job_bytes(const struct ts_params *p, int world);
 int ts_job_world(const struct ts_job *j);
 /* The lowest step not evaluated yet: steps below it come late. */
 uint64_t ts_job_next_step(const struct ts_job *j);
+/* Every rank of the job ended, as of the last tick. */
+bool ts_job_finished(const struct ts_job *j);
 /* When the job's ranks had all ended, else when its last step came, as of the ticks. */
 uint64_t ts_job_quiet_since_ns(const struct ts_job *j);
 

@@ -88,7 +88,11 @@ static const struct ts_cfg_field fields[] = {
 	F("lateness_s", TS_CFG_DOUBLE, lateness_s, 0, 1e6,
 	  "... and this many seconds after its first rank came (a backlog drained after a "
 	  "relay restart comes rank by rank)"),
-	F("limits.max_jobs", TS_CFG_INT, limits.max_jobs, 1, 1e6, "jobs followed at once"),
+	F("limits.max_jobs", TS_CFG_INT, limits.max_jobs, 1, 1e6, "jobs followed at once; when "
+	  "full, a finished job's place goes to a new one (its report stays)"),
+	F("limits.namespace_share", TS_CFG_DOUBLE, limits.namespace_share, 0.001, 1,
+	  "the share of limits.max_jobs one namespace may hold: a flood of jobs from one "
+	  "namespace is refused in that namespace only"),
 	F("limits.max_world", TS_CFG_INT, limits.max_world, 1, 1 << 20,
 	  "ranks in one job; higher rank numbers and world sizes are refused"),
 	F("limits.memory_mb", TS_CFG_INT, limits.memory_mb, 1, 1 << 20,
@@ -150,7 +154,8 @@ void ts_params_defaults(struct ts_params *p)
 	p->rank_lost_s = 30;
 	p->lag_steps = 16;
 	p->lateness_s = 10;
-	p->limits = (struct ts_limits){ .max_jobs = 1024, .max_world = 32768, .memory_mb = 512,
+	p->limits = (struct ts_limits){ .max_jobs = 1024, .namespace_share = 0.5,
+					.max_world = 32768, .memory_mb = 512,
 					.max_step_jump = 1000000, .job_ttl_s = 3600,
 					.reorder_steps = 1024, .reorder_mb = 16 };
 	p->metrics_top_ranks = 5;

@@ -12,6 +12,7 @@
 /* What one analyzer takes on: past these, data is refused, counted and logged once. */
 struct ts_limits {
 	int max_jobs;              /* jobs followed at once */
+	double namespace_share;    /* of max_jobs, the most one namespace may hold */
 	int max_world;             /* ranks in one job (rank numbers below it) */
 	int memory_mb;             /* the state of all jobs together (ts_job_bytes) */
 	int max_step_jump;         /* steps a rank may land past its job's highest step */

@@ -24,6 +24,7 @@
 static uint64_t next_seq; /* 0: the producer's next */
 static const char *subject_job; /* non-NULL: the subject names this job, not the batch's */
 static const char *subject_tail = ""; /* after the rank: a partition token ".3" */
+static const char *feed_ns = "ml";      /* the namespace batches claim and publish in */
 
 /* Packs a batch of steps [first, first + n) of one rank and feeds it. */
 static int feed(struct ts_analyzer *a, const char *job, int rank, int world, uint64_t first,
@@ -39,12 +40,15 @@ static int feed(struct ts_analyzer *a, const char *job, int rank, int world, uin
 	size_t len;
 
 	assert_true(n <= 8);
-	id.namespace_ = "ml";
+	id.namespace_ = (char *)feed_ns;
 	id.job = (char *)job;
 	id.rank = rank;
 	id.world_size = world;
 	b.id = &id;
-	b.producer_id = 0x1000 + (uint64_t)(rank & 0xffff) + ((uint64_t)job[0] << 32);
+	uint64_t h = 1469598103934665603ull; /* FNV-1a of the job's name: a producer a job */
+	for (const char *c = job; *c; c++)
+		h = (h ^ (uint8_t)*c) * 1099511628211ull;
+	b.producer_id = 0x1000 + (uint64_t)(rank & 0xffff) + ((h & 0xffffff) << 32);
 	b.seq = next_seq ? next_seq : ++seq[(b.producer_id ^ (b.producer_id >> 32)) & 0xffff];
 	b.final = final;
 	for (int i = 0; i < n; i++) {
@@ -66,8 +70,8 @@ static int feed(struct ts_analyzer *a, const char *job, int rank, int world, uin
 	len = trainscope__v1__batch__get_packed_size(&b);
 	assert_true(len <= sizeof(buf));
 	trainscope__v1__batch__pack(&b, buf);
-	snprintf(subject, sizeof(subject), "ts.v1.ml.%s.rank.%d%s", subject_job ? subject_job : job,
-		 rank, subject_tail);
+	snprintf(subject, sizeof(subject), "ts.v1.%s.%s.rank.%d%s", feed_ns,
+		 subject_job ? subject_job : job, rank, subject_tail);
 	return ts_analyzer_ingest(a, subject, buf, len);
 }
 
@@ -82,7 +86,7 @@ static struct ts_analyzer *analyzer(void (*set)(struct ts_limits *))
 	return a;
 }
 
-static void three_jobs(struct ts_limits *l) { l->max_jobs = 3; }
+static void three_jobs(struct ts_limits *l) { l->max_jobs = 3; l->namespace_share = 1; }
 
 static void test_max_jobs(void **state)
 {
@@ -105,7 +109,76 @@ static void test_max_jobs(void **state)
 	ts_analyzer_free(a);
 }
 
-static void short_ttl(struct ts_limits *l) { l->max_jobs = 3; l->job_ttl_s = 10; }
+static void short_ttl(struct ts_limits *l)
+{
+	l->max_jobs = 3, l->namespace_share = 1, l->job_ttl_s = 10;
+}
+
+static void as_shipped(struct ts_limits *l) { (void)l; }
+
+/* 10,000 one-batch jobs from one namespace that end at once, then a real job from
+ * another: the table (1,024 jobs) gives up finished jobs for new ones, so the real job
+ * is followed and judged; the flood's refusals are counted in its namespace alone. */
+static void test_flood_of_finished_jobs(void **state)
+{
+	struct ts_analyzer *a = analyzer(as_shipped);
+	struct ts_analyzer_stats st;
+	struct ts_buf m = { 0 };
+	char name[16];
+
+	(void)state;
+	feed_ns = "flood";
+	for (int i = 0; i < 10000; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		feed(a, name, 0, 1, 0, 1, true);
+		if (i % 100 == 99) /* the analyzer ticks every 100 ms */
+			ts_analyzer_tick(a, T0 + (uint64_t)i * MS);
+	}
+	feed_ns = "ml";
+	for (int step = 0; step < 60; step += 4) {
+		assert_int_equal(feed(a, "real", 0, 2, (uint64_t)step, 4, false), 0);
+		assert_int_equal(feed(a, "real", 1, 2, (uint64_t)step, 4, false), 0);
+		ts_analyzer_tick(a, T0 + 20000 * MS + (uint64_t)step * 100 * MS);
+	}
+	struct ts_job *j = ts_analyzer_job(a, "ml", "real");
+	assert_non_null(j);
+	assert_true(ts_job_result(j)->steps_evaluated > 40);
+	ts_analyzer_get_stats(a, &st);
+	assert_true(st.jobs_given_up >= 10000 - 1024);
+	ts_analyzer_render_metrics(a, &m);
+	assert_null(strstr(m.data, "jobs_refused_total{k8s_namespace=\"ml\"}"));
+	assert_non_null(strstr(m.data, "trainscope_analyzer_jobs_given_up_total"));
+	free(m.data);
+	ts_analyzer_free(a);
+	feed_ns = "ml";
+}
+
+static void four_jobs_half(struct ts_limits *l) { l->max_jobs = 4; l->namespace_share = 0.5; }
+
+/* Running jobs from one namespace take at most its share: a third from team-a is refused
+ * there, counted there, and team-b's jobs still come in. */
+static void test_namespace_share(void **state)
+{
+	struct ts_analyzer *a = analyzer(four_jobs_half);
+	struct ts_buf m = { 0 };
+
+	(void)state;
+	feed_ns = "team-a";
+	assert_int_equal(feed(a, "a1", 0, 2, 0, 4, false), 0);
+	assert_int_equal(feed(a, "a2", 0, 2, 0, 4, false), 0);
+	assert_int_equal(feed(a, "a3", 0, 2, 0, 4, false), -ERANGE);
+	feed_ns = "team-b";
+	assert_int_equal(feed(a, "b1", 0, 2, 0, 4, false), 0);
+	assert_int_equal(feed(a, "b2", 0, 2, 0, 4, false), 0);
+	assert_non_null(ts_analyzer_job(a, "team-b", "b2"));
+	ts_analyzer_render_metrics(a, &m);
+	assert_non_null(strstr(m.data, "trainscope_analyzer_jobs_refused_total{k8s_namespace="
+				       "\"team-a\"} 1\n"));
+	assert_null(strstr(m.data, "k8s_namespace=\"team-b\"} "));
+	free(m.data);
+	feed_ns = "ml";
+	ts_analyzer_free(a);
+}
 
 /* Jobs that went silent give their places back after job_ttl_s. */
 static void test_silent_jobs_forgotten(void **state)
@@ -122,8 +195,8 @@ static void test_silent_jobs_forgotten(void **state)
 	assert_int_equal(feed(a, "late", 0, 2, 0, 4, false), -ERANGE);
 	struct ts_analyzer_stats st;
 	ts_analyzer_get_stats(a, &st);
-	assert_int_equal(st.producers, 2); /* feed: one per job initial and rank; the refused
-					    * one was sequence-checked first */
+	assert_int_equal(st.producers, 4); /* feed: one per job and rank; the refused one was
+					    * sequence-checked first */
 	ts_analyzer_tick(a, T0 + 11000 * MS);
 	assert_null(ts_analyzer_job(a, "ml", "s0"));
 	/* their producers are forgotten too: a long life of processes leaves no entries */
@@ -386,6 +459,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_max_jobs),
+		cmocka_unit_test(test_flood_of_finished_jobs),
+		cmocka_unit_test(test_namespace_share),
 		cmocka_unit_test(test_silent_jobs_forgotten),
 		cmocka_unit_test(test_world_and_memory),
 		cmocka_unit_test(test_step_jump_and_forget),
