@@ -301,10 +301,12 @@ static double smoothed(struct ts_job *j, int k, int m, size_t slot)
 {
 	const float *e = ehist_at(j, k, m);
 	size_t w = (size_t)j->p.space_window, n = (size_t)j->p.change.smooth_steps;
-	double alt = fmin(ts_trimmed_mean_recent(e, w, slot, n),
-			  ts_quantile_recent(e, w, slot, 2 * n + 1, 0.6));
+	double median, trim;
 
-	return fmax(ts_median_recent(e, w, slot, n), alt);
+	ts_median_trim_recent(e, w, slot, n, &median, &trim);
+	if (!(trim > median)) /* the longer look can only lower it */
+		return median;
+	return fmax(median, fmin(trim, ts_quantile_recent(e, w, slot, 2 * n + 1, 0.6)));
 }
 
 static void judge(struct ts_job *j, const struct row *r, int k, int m, double ref)

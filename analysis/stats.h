@@ -17,6 +17,9 @@ double ts_median_recent(const float *ring, size_t w, size_t last, size_t want);
  * values: the middle 3): a change that hits every other step moves it as much as a
  * lasting one half its size, and a pause of a step or two does not. NaN when none. */
 double ts_trimmed_mean_recent(const float *ring, size_t w, size_t last, size_t want);
+/* Both of the above from one sort (the median as ts_median_recent's). */
+void ts_median_trim_recent(const float *ring, size_t w, size_t last, size_t want,
+			   double *median, double *trim);
 /* The q-quantile (0..1, nearest rank) of the same values; NaN when none. */
 double ts_quantile_recent(const float *ring, size_t w, size_t last, size_t want, double q);
 
