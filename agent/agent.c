@@ -54,6 +54,7 @@ struct agent {
 	uint64_t nonce, last_tick_ns;
 	uint64_t hellos, bad_ctl, samples, device_samples, publish_errors, unresolved;
 	uint64_t refused;   /* announced processes not traced: ts_ranks_verify said no */
+	uint64_t table_full; /* announcements dropped: every slot held, none stale */
 	struct ts_preemptor pre[4096]; /* one period's preemptors, taken from the kernel */
 	struct host_rec *recs;         /* [TS_MAX_SLOTS] */
 	Trainscope__V1__Record **recp; /* [TS_MAX_SLOTS] */
@@ -94,14 +95,23 @@ static void on_ctl(const char *subject, const void *data, size_t len, void *clos
 	} else {
 		ident_from_pb(&id, b->id);
 		a->hellos++;
-		if (!(e = ts_ranks_hello(&a->ranks, &id, now_ms())))
-			ts_warn("agent: more than %d ranks on this node: rank %d of %s not traced",
-				TS_MAX_SLOTS, id.rank, id.job);
-		else {
+		const char *uid = b->id->pod_uid ? b->id->pod_uid : "";
+		if (!(e = ts_ranks_hello(&a->ranks, &id, now_ms()))) {
+			if (!a->table_full++)
+				ts_warn("agent: more than %d ranks on this node, none of them stale: "
+					"rank %d of %s/%s not traced (the first; "
+					"trainscope_agent_announcements_dropped_total counts them)",
+					TS_MAX_SLOTS, id.rank, id.ns, id.job);
+		} else {
 			if (b->final)
 				e->final = true;
-			snprintf(e->pod_uid, sizeof(e->pod_uid), "%s",
-				 b->id->pod_uid ? b->id->pod_uid : "");
+			/* a refusal stands for the pod that announced: another pod's word for
+			 * the same process is checked anew (a forger came first) */
+			if (!e->resolved && strcmp(e->pod_uid, uid)) {
+				snprintf(e->pod_uid, sizeof(e->pod_uid), "%s", uid);
+				e->refused = false;
+				e->next_try_ms = 0;
+			}
 		}
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -131,43 +141,64 @@ static bool refuse(struct agent *a, struct ts_rank_entry *e)
 	return true;
 }
 
-/* Starts, keeps or stops tracing each known rank. */
+/* Looks for an unresolved rank's process, and traces it once it checks out. */
+static void resolve(struct agent *a, struct ts_rank_entry *e, uint64_t now)
+{
+	if (ts_ranks_resolve(&a->ranks, &e->id, &e->host_tgid, &e->id.cgroup_id)) {
+		ts_ranks_missed(e, now);
+		return;
+	}
+	if (refuse(a, e))
+		return;
+	if (ts_probe_trace(a->probe, e->host_tgid, e->id.cgroup_id, e->slot)) {
+		ts_ranks_missed(e, now);
+		return;
+	}
+	e->resolved = true;
+	memset(&e->prev, 0, sizeof(e->prev));
+	ts_info("agent: tracing rank %d of %s/%s: host pid %u, cgroup %" PRIu64, e->id.rank,
+		e->id.ns, e->id.job, e->host_tgid, e->id.cgroup_id);
+}
+
+/* Looks a pass may take for unresolved ranks (each walks /proc): a flood of
+ * announcements whose processes do not exist costs a bounded share of a core. */
+#define RESOLVE_PER_PASS 4
+
+/* Starts, keeps or stops tracing each known rank. Unresolved ranks due a look are
+ * looked for fewest failed looks first, so a rank just announced goes before a flood's
+ * entries that failed before. */
 static void follow(struct agent *a)
 {
 	uint64_t now = now_ms();
+	int budget = RESOLVE_PER_PASS;
 
-	a->unresolved = 0;
 	for (int i = 0; i < TS_MAX_SLOTS; i++) {
 		struct ts_rank_entry *e = &a->ranks.e[i];
 		if (!e->used)
 			continue;
 		bool gone = e->final || now - e->last_hello_ms > (uint64_t)a->opts.forget_after_ms ||
 			    (e->resolved && !process_alive(e->host_tgid));
-		if (gone) {
-			if (e->resolved)
-				ts_probe_untrace(a->probe, e->host_tgid, e->id.cgroup_id);
-			ts_info("agent: rank %d of %s/%s (pid %u) left", e->id.rank, e->id.ns, e->id.job,
-				e->host_tgid);
-			ts_ranks_forget(&a->ranks, e);
+		if (!gone)
 			continue;
-		}
-		if (e->resolved || e->refused)
-			continue;
-		if (ts_ranks_resolve(&a->ranks, &e->id, &e->host_tgid, &e->id.cgroup_id)) {
-			a->unresolved++;
-			continue;
-		}
-		if (refuse(a, e))
-			continue;
-		if (ts_probe_trace(a->probe, e->host_tgid, e->id.cgroup_id, e->slot)) {
-			a->unresolved++;
-			continue;
-		}
-		e->resolved = true;
-		memset(&e->prev, 0, sizeof(e->prev));
-		ts_info("agent: tracing rank %d of %s/%s: host pid %u, cgroup %" PRIu64, e->id.rank,
-			e->id.ns, e->id.job, e->host_tgid, e->id.cgroup_id);
+		if (e->resolved)
+			ts_probe_untrace(a->probe, e->host_tgid, e->id.cgroup_id);
+		ts_info("agent: rank %d of %s/%s (pid %u) left", e->id.rank, e->id.ns, e->id.job,
+			e->host_tgid);
+		ts_ranks_forget(&a->ranks, e);
 	}
+	for (uint32_t tries = 0; tries <= TS_RESOLVE_MAX_TRIES && budget > 0; tries++)
+		for (int i = 0; i < TS_MAX_SLOTS && budget > 0; i++) {
+			struct ts_rank_entry *e = &a->ranks.e[i];
+			if (e->used && !e->resolved && !e->refused && e->tries == tries &&
+			    ts_ranks_due(e, now)) {
+				resolve(a, e, now);
+				budget--;
+			}
+		}
+	a->unresolved = 0;
+	for (int i = 0; i < TS_MAX_SLOTS; i++)
+		a->unresolved += a->ranks.e[i].used && !a->ranks.e[i].resolved &&
+				 !a->ranks.e[i].refused;
 }
 
 static struct job_seq *job_seq(struct agent *a, const char *ns, const char *job)
@@ -479,6 +510,9 @@ void agent_render_metrics(void *agent, struct ts_buf *b)
 		ns.connected);
 	pthread_mutex_lock(&a->lock);
 	ts_prom(b, "trainscope_agent_hellos_total", "counter", "Rank announcements received.", a->hellos);
+	ts_prom(b, "trainscope_agent_announcements_dropped_total", "counter",
+		"Announcements dropped: every slot held by a traced or recently announced "
+		"rank.", a->table_full);
 	ts_prom(b, "trainscope_agent_refused_announcements_total", "counter",
 		"Announced processes not traced: pid 1, the agent, or (pods only) not in the "
 		"announcing pod's cgroup.", a->refused);

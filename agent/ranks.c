@@ -57,14 +57,37 @@ struct ts_rank_entry *ts_ranks_hello(struct ts_ranks *t, const struct ts_ident *
 	for (uint32_t i = 0; i < TS_MAX_SLOTS && !free_e; i++)
 		if (t->e[i].refused) /* forged announcements cannot crowd out real ranks */
 			free_e = &t->e[i];
+	struct ts_rank_entry *oldest = NULL; /* unresolved past its grace */
+	for (uint32_t i = 0; i < TS_MAX_SLOTS && !free_e; i++) {
+		struct ts_rank_entry *e = &t->e[i];
+		if (!e->resolved && now_ms - e->first_hello_ms >= TS_UNRESOLVED_GRACE_MS &&
+		    (!oldest || e->first_hello_ms < oldest->first_hello_ms))
+			oldest = e;
+	}
+	if (!free_e)
+		free_e = oldest;
 	if (!free_e)
 		return NULL;
 	memset(free_e, 0, sizeof(*free_e));
 	free_e->used = true;
 	free_e->id = *id;
 	free_e->slot = (uint32_t)(free_e - t->e);
-	free_e->last_hello_ms = now_ms;
+	free_e->last_hello_ms = free_e->first_hello_ms = free_e->next_try_ms = now_ms;
 	return free_e;
+}
+
+bool ts_ranks_due(const struct ts_rank_entry *e, uint64_t now_ms)
+{
+	return now_ms >= e->next_try_ms;
+}
+
+void ts_ranks_missed(struct ts_rank_entry *e, uint64_t now_ms)
+{
+	uint64_t wait = 250ull << (e->tries < 8 ? e->tries : 8);
+
+	if (e->tries < TS_RESOLVE_MAX_TRIES)
+		e->tries++;
+	e->next_try_ms = now_ms + (wait < TS_RESOLVE_BACKOFF_MAX_MS ? wait : TS_RESOLVE_BACKOFF_MAX_MS);
 }
 
 void ts_ranks_forget(struct ts_ranks *t, struct ts_rank_entry *e)

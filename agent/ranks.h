@@ -17,8 +17,19 @@ struct ts_rank_entry {
 	uint32_t host_tgid;     /* the same process seen from the agent */
 	uint32_t slot;
 	uint64_t last_hello_ms;
+	uint64_t first_hello_ms; /* when it took its slot */
+	uint64_t next_try_ms;    /* unresolved: when to look for its process again */
+	uint32_t tries;          /* ... and how many looks failed (the wait doubles) */
 	struct ts_slot_acc prev; /* counters at the last sample */
 };
+/* An unresolved entry this old may give its slot to a new announcement when the table
+ * is full: a real rank resolves within it, announcements whose process never appears do
+ * not hold slots for good. */
+#define TS_UNRESOLVED_GRACE_MS 5000
+/* The longest wait between two looks for an unresolved entry's process. */
+#define TS_RESOLVE_BACKOFF_MAX_MS 30000
+/* Failed looks counted at most (the order in which entries are looked at). */
+#define TS_RESOLVE_MAX_TRIES 16
 
 struct ts_ranks {
 	struct ts_rank_entry e[TS_MAX_SLOTS];
@@ -29,7 +40,9 @@ struct ts_ranks {
 /* host_cgroup: where the host's cgroup tree is mounted (its cgroup2 hierarchy there or
  * in its unified/ folder); NULL or "": the first cgroup2 mount this process sees. */
 void ts_ranks_init(struct ts_ranks *t, const char *host_cgroup);
-/* Adds or refreshes a rank from its Hello. Returns its entry, or NULL when full. */
+/* Adds or refreshes a rank from its Hello. When the table is full a refused entry, else
+ * the oldest entry unresolved for TS_UNRESOLVED_GRACE_MS, gives up its slot. Returns the
+ * entry, or NULL when full. */
 struct ts_rank_entry *ts_ranks_hello(struct ts_ranks *t, const struct ts_ident *id, uint64_t now_ms);
 /* Finds the host tgid of the process whose innermost pid is id->pid: among the
  * processes of its cgroup, or, when that is unknown or not visible here, the one whose
@@ -39,6 +52,11 @@ struct ts_rank_entry *ts_ranks_hello(struct ts_ranks *t, const struct ts_ident *
 int ts_ranks_resolve(const struct ts_ranks *t, const struct ts_ident *id, uint32_t *host_tgid,
 		     uint64_t *cgroup_id);
 void ts_ranks_forget(struct ts_ranks *t, struct ts_rank_entry *e);
+/* Whether an unresolved entry's process is due another look at now_ms. */
+bool ts_ranks_due(const struct ts_rank_entry *e, uint64_t now_ms);
+/* A look found nothing: the next waits twice as long (up to TS_RESOLVE_BACKOFF_MAX_MS), so
+ * a flood of announcements whose processes do not exist costs little CPU. */
+void ts_ranks_missed(struct ts_rank_entry *e, uint64_t now_ms);
 /* Whether host process host_tgid may be traced as the rank announced: never pid 1 or the
  * agent itself; with pods_only, only a process whose cgroup is the announcing pod's
  * (pod_uid in its path: kubelet's cgroupfs and systemd layouts). Returns 0, or -EPERM

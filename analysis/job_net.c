@@ -510,8 +510,10 @@ static void describe(struct ts_job *j, struct ts_net_verdict *v)
 		 (unsigned long long)w->id, v->value_ms, v->ref_ms, 100 * v->excess);
 }
 
-/* A rank with an alarm on its own work (compute, GEMMs, launch, data) that is in every
- * alarmed communicator, else -1. */
+/* A rank with an alarm on its own work or its host (compute, GEMMs, launch, data, run
+ * queue, off-CPU) that is in every alarmed communicator (the collectives timed with no
+ * communicator, id 0, hold every rank), else -1: a starved host runs even the last
+ * arriver's part of a CPU collective late. */
 static int explained_by(const struct ts_job *j)
 {
 	for (int k = 0; k < j->world; k++) {
@@ -519,12 +521,13 @@ static int explained_by(const struct ts_job *j)
 		/* on its way to an alarm too: the rank's sum rises as its transfers' do */
 		for (int m = 0; m < TS_M_COUNT && !slow; m++) {
 			size_t i = (size_t)k * TS_M_COUNT + (size_t)m;
-			slow = ts_job_by_change(m) && (j->alarm[i] ||
-						       j->chg[i].s > j->p.change.threshold / 3);
+			slow = m != TS_M_COLLECTIVE && (j->alarm[i] || (ts_job_by_change(m) &&
+					j->chg[i].s > j->p.change.threshold / 3));
 		}
 		for (int i = 0; slow && all && i < j->net->n; i++) {
 			const struct comm *c = &j->net->c[i];
-			all = !c->judged || !c->chg.alarm || ts_rank_in_comm(&j->meta[k], c->id);
+			all = !c->judged || !c->chg.alarm || !c->id ||
+			      ts_rank_in_comm(&j->meta[k], c->id);
 		}
 		if (slow && all)
 			return k;

@@ -226,6 +226,45 @@ static void test_verify(void **state)
 	assert_string_equal(e->id.job, "real");
 }
 
+/* 300 announcements whose processes never appear: once past their grace the oldest
+ * gives its slot to a new announcement, a real rank's included; each is looked for
+ * less and less often. */
+static void test_unresolved_flood(void **state)
+{
+	static struct ts_ranks t;
+	char proc[128], cg[128];
+	struct ts_ident id = { .ns = "ns", .job = "flood", .pid = 99999 };
+
+	(void)state;
+	init(&t, proc, cg);
+	for (int r = 0; r < 300; r++) {
+		id.rank = r;
+		struct ts_rank_entry *e = ts_ranks_hello(&t, &id, 1000 + (uint64_t)r);
+		if (r < TS_MAX_SLOTS)
+			assert_non_null(e);
+		else
+			assert_null(e); /* all within their grace */
+	}
+	struct ts_ident real = { .ns = "ns", .job = "real", .rank = 0, .pid = 7 };
+	assert_null(ts_ranks_hello(&t, &real, 2000));
+	struct ts_rank_entry *e = ts_ranks_hello(&t, &real, 1000 + TS_UNRESOLVED_GRACE_MS);
+	assert_non_null(e);
+	assert_string_equal(e->id.job, "real");
+	assert_true(ts_ranks_due(e, 1000 + TS_UNRESOLVED_GRACE_MS));
+	/* the flood's first entry gave way (the oldest) */
+	id.rank = 0;
+	for (int i = 0; i < TS_MAX_SLOTS; i++)
+		assert_false(t.e[i].used && !strcmp(t.e[i].id.job, "flood") && t.e[i].id.rank == 0);
+	/* looks back off: 250 ms, 500 ms, ... at most TS_RESOLVE_BACKOFF_MAX_MS */
+	uint64_t now = 10000;
+	for (int i = 0; i < 20; i++) {
+		ts_ranks_missed(e, now);
+		assert_false(ts_ranks_due(e, now + 1));
+		assert_true(e->next_try_ms - now <= TS_RESOLVE_BACKOFF_MAX_MS);
+	}
+	assert_int_equal(e->next_try_ms - now, TS_RESOLVE_BACKOFF_MAX_MS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +272,7 @@ int main(void)
 		cmocka_unit_test(test_resolve_without_cgroup),
 		cmocka_unit_test(test_hello_bookkeeping),
 		cmocka_unit_test(test_verify),
+		cmocka_unit_test(test_unresolved_flood),
 	};
 	return cmocka_run_group_tests_name("agent ranks", tests, setup, teardown);
 }
