@@ -44,6 +44,9 @@ struct tsn_sub {
 	natsSubscription *sub;
 	char durable[128], filter[256];
 	uint64_t last_stream_seq; /* of the messages fetched: where a recreated consumer resumes */
+	uint64_t last_dseq;       /* the consumer's delivery sequence of the last one; 0: none yet */
+	bool rewind;              /* deliveries never arrived: the consumer is made again */
+	natsSubscription *retired; /* the one before sub: messages it gave may still be acked */
 };
 
 static int64_t now_ms(void)
@@ -755,6 +758,7 @@ static int pull_subscribe(struct tsn_sub *s)
 	jsErrCode jerr = 0;
 	natsStatus st;
 
+	s->last_dseq = 0; /* a consumer made or bound afresh counts its deliveries anew */
 	jsSubOptions_Init(&so);
 	so.Stream = TSN_STREAM;
 	so.Config.AckPolicy = js_AckAll; /* acking a message acks those before it */
@@ -816,6 +820,23 @@ uint64_t tsn_sub_last_seq(const struct tsn_sub *s)
 	return s->last_stream_seq;
 }
 
+/* The subscription given up. One that delivered messages is freed only when the next
+ * one is given up, or at the end: the last may still be acknowledged (natsMsg_Ack reads
+ * its subscription; the analyzer holds it until its snapshot is stored). Never
+ * unsubscribed: nats.c would delete a consumer it made. */
+static void retire_sub(struct tsn_sub *s)
+{
+	if (!s->sub)
+		return;
+	if (s->last_dseq) {
+		natsSubscription_Destroy(s->retired);
+		s->retired = s->sub;
+	} else {
+		natsSubscription_Destroy(s->sub);
+	}
+	s->sub = NULL;
+}
+
 int tsn_sub_check(struct tsn_sub *s)
 {
 	jsConsumerInfo *ci = NULL;
@@ -829,9 +850,39 @@ int tsn_sub_check(struct tsn_sub *s)
 		return -EAGAIN; /* the server away: nothing to say of the consumer */
 	ts_warn("nats: durable consumer %s vanished (deleted by another client?): making it "
 		"again from stream sequence %" PRIu64, s->durable, s->last_stream_seq + 1);
-	natsSubscription_Destroy(s->sub);
-	s->sub = NULL;
+	retire_sub(s);
+	s->rewind = false; /* made again after the last message fetched, as a rewind would */
 	return pull_subscribe(s) ? -EAGAIN : 1;
+}
+
+/* The consumer deleted and made again after the last message fetched: what it delivered
+ * that never arrived comes again, not only after its ack wait (and, acknowledged "all",
+ * never). Returns 0 or -EAGAIN (tried again at the next fetch). */
+static int rewind_consumer(struct tsn_sub *s)
+{
+	jsErrCode jerr = 0;
+
+	retire_sub(s);
+	if (js_DeleteConsumer(s->n->js, TSN_STREAM, s->durable, NULL, &jerr) != NATS_OK &&
+	    jerr != JSConsumerNotFoundErr)
+		return -EAGAIN;
+	s->rewind = false;
+	return pull_subscribe(s);
+}
+
+/* Messages i and on of the list dropped: never handed to the caller (none left: the list
+ * freed, as one that timed out). */
+static void truncate_list(natsMsgList *list, int i)
+{
+	if (!i) {
+		natsMsgList_Destroy(list);
+		return;
+	}
+	for (int k = i; k < list->Count; k++) {
+		natsMsg_Destroy(list->Msgs[k]);
+		list->Msgs[k] = NULL;
+	}
+	list->Count = i;
 }
 
 int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_ms)
@@ -840,6 +891,8 @@ int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_m
 	natsStatus st;
 
 	memset(list, 0, sizeof(*list));
+	if (s->rewind && rewind_consumer(s))
+		return -EAGAIN;
 	if (!s->sub && pull_subscribe(s))
 		return -EAGAIN;
 	st = natsSubscription_Fetch(list, s->sub, batch, timeout_ms, &jerr);
@@ -847,11 +900,30 @@ int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_m
 		return -EAGAIN;
 	for (int i = 0; i < list->Count; i++) {
 		jsMsgMetaData *md = NULL;
-		if (natsMsg_GetMetaData(&md, list->Msgs[i]) == NATS_OK &&
-		    md->Sequence.Stream > s->last_stream_seq)
+		if (natsMsg_GetMetaData(&md, list->Msgs[i]) != NATS_OK)
+			continue;
+		/* The consumer numbers its deliveries 1, 2, 3...: a jump is deliveries lost on
+		 * the way (the server this connection used died with them in its buffers). The
+		 * consumer holds them as delivered until its ack wait, and acknowledging a later
+		 * one acknowledges them: the rest is dropped and the stream read again after
+		 * the last one taken. */
+		if (s->last_dseq && md->Sequence.Consumer > s->last_dseq + 1) {
+			ts_warn("nats: durable consumer %s: %" PRIu64 " deliveries never arrived "
+				"(a server lost with them?): reading the stream again from sequence "
+				"%" PRIu64, s->durable, md->Sequence.Consumer - s->last_dseq - 1,
+				s->last_stream_seq + 1);
+			jsMsgMetaData_Destroy(md);
+			truncate_list(list, i);
+			s->rewind = true;
+			break;
+		}
+		s->last_dseq = md->Sequence.Consumer;
+		if (md->Sequence.Stream > s->last_stream_seq)
 			s->last_stream_seq = md->Sequence.Stream;
 		jsMsgMetaData_Destroy(md);
 	}
+	if (s->rewind)
+		rewind_consumer(s); /* failing, tried again at the next fetch */
 	return list->Count;
 }
 
@@ -867,6 +939,7 @@ void tsn_unsubscribe(struct tsn_sub *s)
 	if (!s)
 		return;
 	natsSubscription_Destroy(s->sub);
+	natsSubscription_Destroy(s->retired);
 	free(s);
 }
 

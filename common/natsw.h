@@ -142,7 +142,10 @@ int tsn_subscribe_after(struct tsn *n, const char *durable, const char *filter, 
 			struct tsn_sub **out);
 /* The stream sequence of the last message fetched (or the replay's start). */
 uint64_t tsn_sub_last_seq(const struct tsn_sub *s);
-/* Fetches up to batch messages. Returns the count (0 on timeout) or -EAGAIN while the
+/* Fetches up to batch messages, in the order the consumer delivered them and with none
+ * missing: deliveries that never arrived (the server the connection used died) are
+ * followed by none of their successors; the consumer is made again after the last one
+ * returned, so they come next. Returns the count (0 on timeout) or -EAGAIN while the
  * server is away. Messages are acknowledged with natsMsg_Ack by the caller. */
 int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_ms);
 void tsn_unsubscribe(struct tsn_sub *s);

@@ -1,5 +1,6 @@
 /* Integration with a real nats-server: the publisher's outbox, acknowledgements and
- * resends across a server restart, and the analyzer's refusal of bad messages. */
+ * resends across a server restart, deliveries lost on the way read again, and the
+ * analyzer's refusal of bad messages. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -187,6 +188,66 @@ static void test_outbox_bound_drops_oldest(void **state)
 	natsd_cleanup(&d);
 }
 
+/* Deliveries lost on the way (here taken by another fetcher of the durable consumer and
+ * never acknowledged, as a server that dies takes them) come next, in order: not after
+ * the 120 s ack wait, nor lost for good once a later one is acknowledged (ack all). */
+static void test_lost_deliveries_come_next(void **state)
+{
+	struct natsd d = { 0 };
+	struct tsn_opts o = { 0 };
+	struct tsn_sub *sub = NULL;
+	natsSubscription *thief = NULL;
+	jsSubOptions so;
+	jsErrCode jerr = 0;
+	natsMsgList l;
+	struct tsn *n;
+	int got[30], ngot = 0;
+	double deadline;
+
+	(void)state;
+	assert_int_equal(natsd_start(&d, 0), 0);
+	o.url = d.url;
+	assert_int_equal(tsn_open(&n, &o), 0);
+	publish_n(n, 0, 30);
+	assert_int_equal(tsn_flush(n, 10000), 0);
+	deadline = now_s() + 20;
+	while (tsn_subscribe(n, "it-lost", SUBJ, &sub) && now_s() < deadline)
+		nats_Sleep(100);
+	assert_non_null(sub);
+	while (ngot < 10 && now_s() < deadline) { /* messages 0-9, the last acknowledged */
+		if (tsn_fetch(sub, &l, 10 - ngot, 500) <= 0)
+			continue;
+		for (int i = 0; i < l.Count; i++)
+			got[ngot++] = atoi(natsMsg_GetData(l.Msgs[i]) + 8);
+		natsMsg_Ack(l.Msgs[l.Count - 1], NULL);
+		natsMsgList_Destroy(&l);
+	}
+	jsSubOptions_Init(&so);
+	so.Stream = "TRAINSCOPE";
+	so.Consumer = "it-lost";
+	assert_int_equal(js_PullSubscribe(&thief, tsn_jsctx(n), SUBJ, "it-lost", NULL, &so, &jerr),
+			 NATS_OK);
+	assert_int_equal(natsSubscription_Fetch(&l, thief, 7, 5000, &jerr), NATS_OK);
+	assert_int_equal(l.Count, 7); /* messages 10-16 delivered, never to sub */
+	natsMsgList_Destroy(&l);
+	natsSubscription_Destroy(thief);
+	while (ngot < 30 && now_s() < deadline) {
+		int k = tsn_fetch(sub, &l, 30 - ngot, 500);
+		for (int i = 0; i < k; i++)
+			got[ngot++] = atoi(natsMsg_GetData(l.Msgs[i]) + 8);
+		if (k > 0) {
+			natsMsg_Ack(l.Msgs[k - 1], NULL);
+			natsMsgList_Destroy(&l);
+		}
+	}
+	assert_int_equal(ngot, 30);
+	for (int i = 0; i < 30; i++)
+		assert_int_equal(got[i], i);
+	tsn_unsubscribe(sub);
+	tsn_close(n);
+	natsd_cleanup(&d);
+}
+
 static void publish_batch(struct tsn *n, uint64_t seq, int step)
 {
 	struct ts_ident id = { .ns = "it", .job = "job", .rank = 0, .world_size = 1 };
@@ -265,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_subject_drains_on_acks),
 		cmocka_unit_test(test_server_restart_loses_nothing),
 		cmocka_unit_test(test_outbox_bound_drops_oldest),
+		cmocka_unit_test(test_lost_deliveries_come_next),
 		cmocka_unit_test(test_analyzer_refuses_bad_input),
 	};
 	ts_log_set_level(TS_LOG_ERROR);
