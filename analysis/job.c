@@ -59,7 +59,7 @@ static void rows_free(struct ts_job *j)
 
 static void per_rank_free(struct ts_job *j)
 {
-	for (int i = 0; j->ks && i < j->world * TS_M_COUNT; i++)
+	for (int i = 0; j->ks && i < j->world_cap * TS_M_COUNT; i++)
 		ts_ksigma_free(&j->ks[i]);
 	free(j->ks), free(j->meta), free(j->hist), free(j->dir), free(j->tdir), free(j->hits);
 	free(j->misses), free(j->alarm), free(j->since), free(j->win_median), free(j->scratch);
@@ -69,9 +69,11 @@ static void per_rank_free(struct ts_job *j)
 	j->ks = NULL;
 }
 
-int ts_job_size_world(struct ts_job *j, int world)
+/* Everything sized by the world, for cap ranks (cap >= world); per-rank history
+ * restarts. */
+static int alloc_world(struct ts_job *j, int world, int cap)
 {
-	size_t n = (size_t)world, nm = n * TS_M_COUNT;
+	size_t n = (size_t)cap, nm = n * TS_M_COUNT;
 	struct ts_rank_meta *old_meta = j->meta;
 	int old_world = j->world;
 
@@ -79,6 +81,7 @@ int ts_job_size_world(struct ts_job *j, int world)
 	per_rank_free(j);
 	rows_free(j);
 	j->world = world;
+	j->world_cap = cap;
 	j->rows = calloc((size_t)j->cap, sizeof(*j->rows));
 	j->meta = calloc(n, sizeof(*j->meta));
 	j->hist = calloc(nm * W(j), sizeof(float));
@@ -115,7 +118,7 @@ int ts_job_size_world(struct ts_job *j, int world)
 		if (ts_ksigma_init(&j->ks[i], j->p.time.training_window_size))
 			return -ENOMEM;
 	for (size_t i = 0; i < nm * W(j); i++)
-		j->ehist[i] = NAN;
+		j->ehist[i] = j->hist[i] = NAN; /* no step yet: missing, not 0 ms */
 	for (size_t i = 0; i < nm; i++)
 		j->base[i] = NAN;
 	for (int m = 0; m < TS_M_COUNT; m++)
@@ -128,6 +131,30 @@ int ts_job_size_world(struct ts_job *j, int world)
 	j->res.world = world;
 	j->res.hang_rank = j->res.hang_stacks_rank = -1;
 	return 0;
+}
+
+int ts_job_size_world(struct ts_job *j, int world)
+{
+	return alloc_world(j, world, world);
+}
+
+/* The world grows to nw: within the arrays' room the ranks so far keep their history
+ * and the steps in flight stay (a world that grows a rank a batch costs a regrouping,
+ * not everything reallocated: 16,384 ranks took minutes); past it the room grows by a
+ * quarter at least and everything restarts. 0 or -ENOMEM. */
+static int grow_world(struct ts_job *j, int nw)
+{
+	if (nw <= j->world_cap) {
+		j->world = j->res.world = nw;
+		if (ts_job_group_ranks(j))
+			ts_job_relearn(j, j->res.last_step, j->now_ns);
+		return 0;
+	}
+	int cap = j->world_cap + j->world_cap / 4;
+	cap = cap > nw ? cap : nw;
+	cap = cap < j->p.limits.max_world ? cap : nw;
+	j->any_step = false; /* a new world: restart step alignment */
+	return alloc_world(j, nw, cap);
 }
 
 static int ring_rows(const struct ts_params *p)
@@ -389,7 +416,7 @@ static int grow_rows(struct ts_job *j)
 	rows = calloc((size_t)cap, sizeof(*rows));
 	made = calloc((size_t)j->cap, sizeof(*made));
 	for (int i = 0; rows && made && i < j->cap; i++, fresh++)
-		if (row_alloc(&made[i], (size_t)j->world))
+		if (row_alloc(&made[i], (size_t)j->world_cap))
 			break;
 	if (!rows || !made || fresh < j->cap) {
 		for (int i = 0; made && i <= fresh && i < j->cap; i++)
@@ -487,12 +514,9 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 	if (j->any_step && s->step > j->max_step &&
 	    s->step - j->max_step > (uint64_t)j->p.limits.max_step_jump)
 		return -EDOM;
-	if (rank >= j->world || world > j->world) {
-		int nw = world > rank + 1 ? world : rank + 1;
-		if (ts_job_size_world(j, nw))
-			return -ENOMEM;
-		j->any_step = false; /* a new world: restart step alignment */
-	}
+	if ((rank >= j->world || world > j->world) &&
+	    grow_world(j, world > rank + 1 ? world : rank + 1))
+		return -ENOMEM;
 	if (!j->any_step) {
 		j->any_step = true;
 		j->next_eval = s->step;

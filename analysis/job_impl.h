@@ -22,6 +22,7 @@ struct ts_job {
 	char ns[64], name[64];
 	struct ts_params p;
 	int world, cap;           /* cap: rows in the step ring (grows to ts_job_max_rows) */
+	int world_cap;            /* ranks the per-rank arrays hold (world grows in them) */
 	uint64_t now_ns;          /* the last tick's time */
 	bool unstamped;           /* rows were made before the first tick: no first_ns yet */
 	struct row *rows;
@@ -99,7 +100,8 @@ struct ts_job {
 	int *outl;                          /* world ints */
 };
 
-/* (Re)allocates everything sized by the world; per-rank history restarts. */
+/* (Re)allocates everything sized by the world, for world ranks exactly; per-rank
+ * history restarts. */
 int ts_job_size_world(struct ts_job *j, int world);
 /* job_peers.c: which metrics the change points judge; ranks grouped by peer class
  * (after the world or the layout changed); a step's excess over peers. */
@@ -108,6 +110,9 @@ bool ts_job_by_change(int m);
 int ts_job_peers(const struct ts_job *j, int k);
 /* True when a rank changed class. */
 bool ts_job_group_ranks(struct ts_job *j);
+/* Ranks changed class: their change points and the noise are learned again (alarms
+ * closed at step, t_ns). */
+void ts_job_relearn(struct ts_job *j, uint64_t step, uint64_t t_ns);
 void ts_job_change_row(struct ts_job *j, const struct row *r);
 /* job_history.c */
 struct ts_event *ts_job_history_open(struct ts_job *j, enum ts_event_kind kind, int rank, int m);

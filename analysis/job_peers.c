@@ -347,17 +347,22 @@ static void judge(struct ts_job *j, const struct row *r, int k, int m, double re
  * over other peers, so the change points and the noise are learned again. */
 static void regrouped(struct ts_job *j, const struct row *r)
 {
-	size_t w = (size_t)j->p.space_window;
-
 	ts_info("%s/%s: step %llu: %d peer classes from the communicators", j->ns, j->name,
 		(unsigned long long)r->step, j->nclass);
+	ts_job_relearn(j, r->step, r->end_max);
+}
+
+void ts_job_relearn(struct ts_job *j, uint64_t step, uint64_t t_ns)
+{
+	size_t w = (size_t)j->p.space_window;
+
 	for (int m = 0; m < TS_M_COUNT; m++) {
 		if (!ts_job_by_change(m))
 			continue;
 		for (int k = 0; k < j->world; k++) {
 			size_t i = cell(j, k, m);
 			if (j->alarm[i])
-				ts_job_history_close(j, TS_EV_SLOW_RANK, k, m, r->step, r->end_max);
+				ts_job_history_close(j, TS_EV_SLOW_RANK, k, m, step, t_ns);
 			j->alarm[i] = false;
 			memset(&j->chg[i], 0, sizeof(j->chg[i]));
 			for (size_t s = 0; s < w; s++)
@@ -464,7 +469,7 @@ static void infer_classes(struct ts_job *j, const struct row *r)
 				"times (class = rank / %d %% %d); TRAINSCOPE_GROUPS says it for sure",
 				j->ns, j->name, (unsigned long long)r->step, j->nclass, stride,
 				positions);
-			regrouped(j, r);
+			ts_job_relearn(j, r->step, r->end_max);
 		}
 	}
 	free(v), free(ints);

@@ -153,6 +153,23 @@ static void test_flood_of_finished_jobs(void **state)
 	feed_ns = "ml";
 }
 
+/* A job whose world grows a rank a batch (each rank's first batch names a world one
+ * larger): 16,384 ranks are taken, each rank's steps counted, the job's world the last. */
+static void test_world_grows_a_rank_a_batch(void **state)
+{
+	struct ts_analyzer *a = analyzer(as_shipped);
+	const int n = 16384;
+
+	(void)state;
+	for (int r = 0; r < n; r++)
+		assert_int_equal(feed(a, "grow", r, r + 1, 0, 2, false), 0);
+	struct ts_job *j = ts_analyzer_job(a, "ml", "grow");
+	assert_non_null(j);
+	assert_int_equal(ts_job_world(j), n);
+	ts_analyzer_tick(a, T0 + 1000 * MS);
+	ts_analyzer_free(a);
+}
+
 static void four_jobs_half(struct ts_limits *l) { l->max_jobs = 4; l->namespace_share = 0.5; }
 
 /* Running jobs from one namespace take at most its share: a third from team-a is refused
@@ -461,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_max_jobs),
 		cmocka_unit_test(test_flood_of_finished_jobs),
 		cmocka_unit_test(test_namespace_share),
+		cmocka_unit_test(test_world_grows_a_rank_a_batch),
 		cmocka_unit_test(test_silent_jobs_forgotten),
 		cmocka_unit_test(test_world_and_memory),
 		cmocka_unit_test(test_step_jump_and_forget),
