@@ -8,6 +8,7 @@
 #include "log.h"
 #include "signals.h"
 #include "natsw.h"
+#include "natskv.h"
 #include "snapshot.h"
 #include "tsclock.h"
 
@@ -101,7 +102,18 @@ struct cli {
 	uint64_t consumer_recreated; /* the durable consumer vanished and was made again */
 	int stall_s;                 /* /healthz fails when the consume loop stops this long */
 	_Atomic uint64_t heartbeat_ns; /* the consume loop's last turn */
+	/* the lease on the durable (natskv.h): one analyzer consumes it, another waits */
+	struct tsn_kv *lease_kv;
+	char owner[160];
+	uint64_t lease_at_ns;        /* when it was last taken or renewed */
+	_Atomic bool standby;
+	char standby_why[512];       /* read by /healthz while standby */
 };
+
+/* Two analyzers on one durable consumer would each get part of its messages and judge
+ * no job whole: the first holds a lease on it, renewed every LEASE_S / 3; another one
+ * waits and says so, and takes over once the lease is LEASE_S old (its holder killed). */
+#define LEASE_S 10.0
 
 /* The ordinal ending a StatefulSet pod's name (trainscope-analyzer-2): -1 without one. */
 static int pod_ordinal(void)
@@ -264,6 +276,8 @@ static int health(void *ctx, struct ts_buf *out)
 	struct ts_snapshot_stats ss;
 	struct ts_snapshots *snap = atomic_load(&c->snap);
 
+	if (atomic_load(&c->standby)) /* alive, and says why it takes no part */
+		ts_buf_printf(out, "%s\n", c->standby_why);
 	if (beat && now > beat && now - beat >= (uint64_t)c->stall_s * 1000000000ull) {
 		ts_buf_printf(out, "stalled: the consume loop has not turned for %llu s\n",
 			      (unsigned long long)((now - beat) / 1000000000ull));
@@ -548,12 +562,49 @@ static void snapshot(struct cli *c, struct ts_analyzer *a, uint64_t now)
 	pthread_mutex_unlock(&core_lock);
 }
 
+/* Takes or renews the lease on the durable. 0 (held), 1 (another analyzer holds it:
+ * standby, said once a spell) or -EAGAIN. Without the bucket (no snapshots) there is
+ * no lease: 0. */
+static int lease(struct cli *c, struct tsn *n)
+{
+	char holder[256] = "", why[256] = "";
+	double age = 0;
+	int rc;
+
+	if (c->snapshot_s <= 0)
+		return 0;
+	if (!c->lease_kv && tsn_kv_open(n, c->snapshot_bucket, &c->lease_kv, why, sizeof(why)))
+		return -EAGAIN;
+	rc = tsn_kv_lease(c->lease_kv, c->durable, c->owner, LEASE_S, holder, sizeof(holder),
+			  &age, why, sizeof(why));
+	if (rc == 1 && !atomic_load(&c->standby)) {
+		snprintf(c->standby_why, sizeof(c->standby_why), "standby: durable consumer %s is "
+			 "held by analyzer %s (its lease renewed %.0f s ago): two analyzers on one "
+			 "durable would each get part of its messages and judge no job whole; this "
+			 "one waits, and takes over when that one stops (give each analyzer its own "
+			 "--partition of --partitions, or its own --durable)", c->durable, holder, age);
+		ts_warn("analyzer: %s", c->standby_why);
+		atomic_store(&c->standby, true);
+	}
+	if (rc == 0) {
+		if (atomic_load(&c->standby))
+			ts_info("analyzer: the lease on durable %s is ours: taking over", c->durable);
+		atomic_store(&c->standby, false);
+		c->lease_at_ns = ts_real_ns();
+	}
+	return rc;
+}
+
 /* With snapshots: the last one restored and the stream replayed after it; a first
- * start (none stored) resumes the durable consumer; one unreadable replays it all. */
+ * start (none stored) resumes the durable consumer; one unreadable replays it all. The
+ * lease comes first: a standby restores nothing until it takes over. */
 static int start(struct cli *c, struct ts_analyzer *a, struct tsn *n, struct tsn_sub **sub)
 {
 	struct ts_snapshots *snap = NULL;
 	char why[256] = "";
+
+	if (lease(c, n))
+		return -EAGAIN;
 
 	if (c->snapshot_s > 0 && !c->snap) {
 		if (ts_snapshots_open(&snap, n, c->snapshot_bucket, c->durable, c->snapshot_s, why,
@@ -584,7 +635,7 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 
 	for (int tries = 0; !ts_stop_requested() && start(c, a, n, &sub); tries++) {
 		atomic_store(&c->heartbeat_ns, ts_real_ns());
-		if (tries % 30 == 0) /* the cause is said above, once */
+		if (tries % 30 == 0 && !atomic_load(&c->standby)) /* the cause is said above */
 			ts_warn("analyzer: waiting for JetStream at %s", c->nats.url);
 		nats_Sleep(1000);
 	}
@@ -603,6 +654,13 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 		if (c->snap)
 			snapshot(c, a, now);
 		atomic_store(&c->heartbeat_ns, now);
+		if (c->lease_kv && now - c->lease_at_ns > (uint64_t)(LEASE_S / 3 * 1e9) &&
+		    lease(c, n) == 1) {
+			ts_error("analyzer: lost the lease on durable %s: stopping, so that two "
+				 "analyzers do not split its messages", c->durable);
+			tsn_unsubscribe(sub); /* no last snapshot: the state is the new holder's */
+			return 1;
+		}
 		/* another client may delete the consumer: nothing would arrive again */
 		if (now - last_check > 5000000000ull) {
 			if (tsn_sub_check(sub) == 1)
@@ -623,6 +681,8 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 	if (c->snap) /* a clean stop resumes exactly here */
 		ts_snapshots_tick(c->snap, a, &core_lock, ts_real_ns(), true);
 	tsn_unsubscribe(sub);
+	if (c->lease_kv) /* a successor need not wait for it to age */
+		tsn_kv_release(c->lease_kv, c->durable, c->owner);
 	return 0;
 }
 
@@ -658,10 +718,15 @@ int main(int argc, char **argv)
 			c.metrics_addr ? c.metrics_addr : "127.0.0.1", ts_httpd_port(http));
 	}
 	ts_info("analyzer: reports in %s", c.ao.report_dir);
+	char host[64] = "";
+	gethostname(host, sizeof(host) - 1);
+	snprintf(c.owner, sizeof(c.owner), "%s pid %d, started %llu", host, (int)getpid(),
+		 (unsigned long long)(ts_real_ns() / 1000000));
 	rc = run(&c, a, n);
 out:
 	ts_httpd_stop(http);
 	ts_snapshots_close(c.snap);
+	tsn_kv_close(c.lease_kv);
 	tsn_close(n);
 	ts_analyzer_free(a);
 	ts_otlp_free(c.otlp);

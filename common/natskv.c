@@ -1,5 +1,6 @@
 #include "natskv.h"
 #include "hash.h"
+#include "tsclock.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -160,4 +161,68 @@ int tsn_kv_get_blob(struct tsn_kv *k, const char *key, void **data, size_t *len)
 	*data = buf;
 	*len = h.bytes;
 	return 0;
+}
+
+/* The lease's value: "<owner>\n<unix ms when taken>". */
+static void lease_parse(const char *v, char *owner, size_t n, uint64_t *ms)
+{
+	const char *nl = strchr(v, '\n');
+	size_t len = nl ? (size_t)(nl - v) : strlen(v);
+
+	snprintf(owner, n, "%.*s", (int)len, v);
+	*ms = nl ? strtoull(nl + 1, NULL, 10) : 0;
+}
+
+int tsn_kv_lease(struct tsn_kv *k, const char *key, const char *owner, double ttl_s,
+		 char *holder, size_t holdlen, double *age_s, char *why, size_t whylen)
+{
+	char name[256], value[320], other[256] = "";
+	uint64_t now = ts_real_ns() / 1000000, taken = 0, rev = 0, newrev;
+	kvEntry *e = NULL;
+	natsStatus s;
+
+	snprintf(name, sizeof(name), "%s.lease", key);
+	snprintf(value, sizeof(value), "%s\n%" PRIu64, owner, now);
+	s = kvStore_Get(&e, k->kv, name);
+	if (s == NATS_OK) {
+		lease_parse(kvEntry_ValueString(e), other, sizeof(other), &taken);
+		rev = kvEntry_Revision(e);
+		kvEntry_Destroy(e);
+	} else if (s != NATS_NOT_FOUND) {
+		say(why, whylen, s);
+		return -EAGAIN;
+	}
+	double age = taken && now > taken ? (double)(now - taken) / 1e3 : 0;
+	if (rev && strcmp(other, owner) && age < ttl_s) {
+		snprintf(holder, holdlen, "%s", other);
+		*age_s = age;
+		return 1;
+	}
+	s = rev ? kvStore_Update(&newrev, k->kv, name, value, (int)strlen(value), rev)
+		: kvStore_Create(&newrev, k->kv, name, value, (int)strlen(value));
+	if (s == NATS_OK)
+		return 0;
+	const char *last = nats_GetLastError(NULL);
+	say(why, whylen, s);
+	if (!last || !strstr(last, "wrong last sequence"))
+		return -EAGAIN;
+	/* another taker won the race between the read and the write */
+	snprintf(holder, holdlen, "another analyzer (it took the lease just now)");
+	*age_s = 0;
+	return 1;
+}
+
+void tsn_kv_release(struct tsn_kv *k, const char *key, const char *owner)
+{
+	char name[256], other[256];
+	uint64_t taken;
+	kvEntry *e = NULL;
+
+	snprintf(name, sizeof(name), "%s.lease", key);
+	if (kvStore_Get(&e, k->kv, name) != NATS_OK)
+		return;
+	lease_parse(kvEntry_ValueString(e), other, sizeof(other), &taken);
+	kvEntry_Destroy(e);
+	if (!strcmp(other, owner))
+		kvStore_Delete(k->kv, name);
 }

@@ -21,4 +21,14 @@ int tsn_kv_put_blob(struct tsn_kv *kv, const char *key, const void *data, size_t
  * (chunks missing or not matching the head) or -EAGAIN. */
 int tsn_kv_get_blob(struct tsn_kv *kv, const char *key, void **data, size_t *len);
 
+/* A lease on key: held by owner (any text without a newline) for ttl_s after each take,
+ * as the holder's clock says. Takes it when free, stale (past ttl_s) or already the
+ * owner's, with a compare-and-set on the key's revision so two takers cannot both win.
+ * Returns 0 (held by owner now), 1 (another's and fresh: holder gets its owner text and
+ * *age_s its age), or -EAGAIN with why. */
+int tsn_kv_lease(struct tsn_kv *kv, const char *key, const char *owner, double ttl_s,
+		 char *holder, size_t holdlen, double *age_s, char *why, size_t whylen);
+/* Gives up a lease owner holds (nothing when another holds it). */
+void tsn_kv_release(struct tsn_kv *kv, const char *key, const char *owner);
+
 #endif

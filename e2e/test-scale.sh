@@ -46,6 +46,22 @@ for k in 0 1; do
 	wait_for 60 consuming "$k" 1 || die "analyzer $k did not start: $(tail -5 "$WORK/a$k/log")"
 done
 grep -h "consuming" "$WORK"/a?/log | sed 's/^/      /'
+
+# ---- a second analyzer on partition 0's durable: it waits, says why, and takes no part ----
+mkdir -p "$WORK/adup"
+"$BIN/trainscope-analyzer" --nats "$CLUSTER_URLS" --partitions 2 --partition 0 \
+	--report-dir "$WORK/adup/reports" --metrics-port 0 --snapshot-s 1 --quiet \
+	>>"$WORK/adup/out" 2>>"$WORK/adup/log" &
+dup=$!
+PIDS="$PIDS $dup"
+standby() { grep -q "standby: durable consumer trainscope-analyzer-p0 is held" "$WORK/adup/log"; }
+dup_health() { curl -sf -m 2 "$(metrics_of dup | sed 's/metrics$/healthz/')" | grep -q standby; }
+expect "a second analyzer on one durable waits and says why" wait_for 30 standby
+grep -h "standby:" "$WORK/adup/log" | head -1 | cut -c1-160 | sed 's/^/      /'
+expect "  ... its /healthz says standby, and it consumes nothing" \
+	eval 'wait_for 10 dup_health && ! grep -q consuming "$WORK/adup/log"'
+kill "$dup"
+wait "$dup" 2>/dev/null || true
 stream_cfg() {
 	curl -sf "http://127.0.0.1:${NATS_MON[1]}/jsz?streams=true&config=true" | python3 -c '
 import json, sys
