@@ -10,6 +10,16 @@ $(BUILD)/test/test_names: $(BUILD)/obj/common/tests/test_names.o $(COMMON_OBJS)
 	$(call link,$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/test_names
 
+# make fuzz, target names: any name from the wire through every mapping (k8s_rules.h).
+$(BUILD)/fuzz/fuzz_names: common/tests/fuzz_names.c common/names.c common/tests/k8s_rules.h \
+		common/names.h | fuzz-deps
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ    $@"
+	@$(FUZZ_CC) $(INCS) -Icommon/tests $(filter %.c,$^) -o $@
+FUZZERS += names
+FUZZ_SEEDS_names := common/tests/corpus/names
+FUZZ_ARGS_names := -max_len=600
+
 # nkeys and JWTs (OpenSSL): for the NATS auth callout and its test only.
 NKEYS_OBJS := $(BUILD)/obj/common/nkeys.o
 CRYPTO_LIBS := $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
