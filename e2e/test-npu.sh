@@ -52,7 +52,8 @@ sys.exit(0 if s["state"] == "Hang" and h.get("culprits") == [3] and h.get("op") 
          and h.get("seq") == 61 and h.get("waiting") == 3 else 1)
 PY
 }
-hang_reported() { wait_for 30 hang_named >/dev/null && hang_named; }
+# on a miss, the report as it stands is printed (the check's own line)
+hang_reported() { wait_for 30 hang_named >/dev/null || { hang_named; return 1; }; hang_named; }
 expect "NPU job, rank 3 never enters an HCCL all-reduce: Hang, rank 3 named, AllReduce seq 61" \
 	hang_reported
 [ "$fails" -eq 0 ] || { cp "$ANALYZER_LOG" /tmp/test-npu-analyzer.log 2>/dev/null; exit 1; }
