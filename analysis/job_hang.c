@@ -197,6 +197,11 @@ void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns)
 	if (!waiting)
 		return;
 	const struct ts_rank_meta *w = &j->meta[who];
+	/* waiting ranks that then ended (their sync gave up, an exit record sent) were
+	 * still victims: the naming made while more of them waited in this op stands */
+	if (res->nculprits && res->hang_comm == w->hang_comm && res->hang_seq == w->hang_seq &&
+	    waiting < res->hang_waiting)
+		return;
 	bool known = comm_known(j, w->hang_comm);
 	ncul = find_culprits(j, w, known, cul, &members);
 	if (!known && !ncul && named_gone(j))
