@@ -767,9 +767,7 @@ static int pick_metric(struct ts_job *j, int k)
 /* The median of rank k's last change.smooth_steps run-queue delays (ms per step). */
 static double recent_runq(const struct ts_job *j, int k)
 {
-	size_t last = (size_t)((j->hist_next + (int)W(j) - 1) % (int)W(j));
-
-	return ts_median_recent(&j->hist[idx(j, k, TS_M_RUNQ) * W(j)], W(j), last,
+	return ts_median_recent(&j->hist[idx(j, k, TS_M_RUNQ) * W(j)], W(j), ts_job_last_slot(j),
 				(size_t)j->p.change.smooth_steps);
 }
 
@@ -947,14 +945,24 @@ static void observe_step(struct ts_job_result *r, double s)
 				&r->step_sum_s, s);
 }
 
+const int ts_own_phases[TS_OWN_PHASES] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_DATALOADER,
+					     TS_M_CHECKPOINT };
+
+float ts_job_busy_at(const struct ts_job *j, int k, size_t t)
+{
+	float s = 0;
+
+	for (int i = 0; i < TS_OWN_PHASES; i++)
+		s += j->hist[idx(j, k, ts_own_phases[i]) * W(j) + t];
+	return s;
+}
+
 void ts_job_rank_busy_ms(const struct ts_job *j, double *out)
 {
-	static const int own[] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_DATALOADER, TS_M_CHECKPOINT };
-
 	for (int k = 0; k < j->world; k++) {
 		out[k] = j->hist_n && j->meta[k].seen ? 0 : NAN;
-		for (size_t i = 0; i < sizeof(own) / sizeof(own[0]) && !isnan(out[k]); i++)
-			out[k] += (double)j->win_median[idx(j, k, own[i])];
+		for (int i = 0; i < TS_OWN_PHASES && !isnan(out[k]); i++)
+			out[k] += (double)j->win_median[idx(j, k, ts_own_phases[i])];
 	}
 }
 
@@ -1132,7 +1140,7 @@ static void jobwide_cause(struct ts_job *j)
 {
 	static const int phase[] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_DATALOADER, TS_M_CHECKPOINT,
 				     TS_M_RUNQ, TS_M_COLLECTIVE };
-	size_t last = (size_t)((j->hist_next + (int)W(j) - 1) % (int)W(j));
+	size_t last = ts_job_last_slot(j);
 	int best = -1;
 	double grew = 0, now_best = 0;
 

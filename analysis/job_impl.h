@@ -100,6 +100,17 @@ struct ts_job {
 	int *outl;                          /* world ints */
 };
 
+/* A rank's own phases: their sum is its busy time (the wait in collectives is not). */
+#define TS_OWN_PHASES 4
+extern const int ts_own_phases[TS_OWN_PHASES];
+/* Rank k's busy time in window slot t: NAN where its step is missing. */
+float ts_job_busy_at(const struct ts_job *j, int k, size_t t);
+/* The window slot the last step evaluated went to. */
+static inline size_t ts_job_last_slot(const struct ts_job *j)
+{
+	return (size_t)((j->hist_next + j->p.space_window - 1) % j->p.space_window);
+}
+
 /* (Re)allocates everything sized by the world, for world ranks exactly; per-rank
  * history restarts. */
 int ts_job_size_world(struct ts_job *j, int world);

@@ -21,11 +21,10 @@
 const char *const ts_cause_names[TS_CAUSE_COUNT] = { "Compute", "Communication", "HostCPU",
 						      "Storage", "Device" };
 
-/* The rank's own phases: their sum is its busy time, and their cause its lost time's. */
-static const int own[] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_DATALOADER, TS_M_CHECKPOINT };
-static const enum ts_cause own_cause[] = { TS_CAUSE_COMPUTE, TS_CAUSE_HOST, TS_CAUSE_STORAGE,
-					   TS_CAUSE_STORAGE };
-#define NOWN (sizeof(own) / sizeof(own[0]))
+/* The cause of the time each of the rank's own phases (ts_own_phases) costs. */
+static const enum ts_cause own_cause[TS_OWN_PHASES] = { TS_CAUSE_COMPUTE, TS_CAUSE_HOST,
+							 TS_CAUSE_STORAGE, TS_CAUSE_STORAGE };
+#define NOWN ((size_t)TS_OWN_PHASES)
 
 struct lost_ctx {
 	int world, w, nclass;
@@ -96,7 +95,7 @@ static void excesses(const struct ts_job *j, struct lost_ctx *c, float *phase)
 		if (p < NOWN) {
 			for (int k = 0; k < c->world; k++)
 				for (int t = 0; t < c->w; t++)
-					phase[(size_t)k * w + (size_t)t] = hist_at(j, k, own[p], t);
+					phase[(size_t)k * w + (size_t)t] = hist_at(j, k, ts_own_phases[p], t);
 			v = phase;
 		}
 		for (int t = 0; t < c->w; t++)
@@ -279,12 +278,8 @@ static int ctx_init(struct lost_ctx *c, const struct ts_job *j)
 	c->g = c->cm + j->world;
 	memset(c->loss, 0, (size_t)j->world * sizeof(double));
 	for (int k = 0; k < j->world; k++)
-		for (int t = 0; t < c->w; t++) {
-			float s = 0;
-			for (size_t p = 0; p < NOWN; p++)
-				s += hist_at(j, k, own[p], t);
-			c->busy[(size_t)k * (size_t)c->w + (size_t)t] = s;
-		}
+		for (int t = 0; t < c->w; t++)
+			c->busy[(size_t)k * (size_t)c->w + (size_t)t] = ts_job_busy_at(j, k, (size_t)t);
 	return 0;
 }
 

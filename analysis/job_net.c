@@ -542,7 +542,7 @@ static int explained_by(const struct ts_job *j)
  * says why in held_why. */
 static bool costs_steps(struct ts_job *j, struct ts_net_verdict *v)
 {
-	int w = j->p.space_window, last = (j->hist_next + w - 1) % w, n = 0;
+	int w = j->p.space_window, last = (int)ts_job_last_slot(j), n = 0;
 	double sum = 0, added = v->value_ms - v->ref_ms;
 
 	for (int i = 0; i < j->p.change.smooth_steps && i < w; i++) {

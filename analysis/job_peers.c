@@ -317,7 +317,7 @@ static void judge(struct ts_job *j, const struct row *r, int k, int m, double re
 	o.drift = fmax(o.drift, o.drift_sigmas * j->sigma[m]);
 	struct ts_change *c = &j->chg[i];
 	double v = r->m[i], e = (v - ref) / j->step_ms;
-	size_t slot = (size_t)((j->hist_next + j->p.space_window - 1) % j->p.space_window);
+	size_t slot = ts_job_last_slot(j);
 
 	if (isnan(ref) || isnan(v))
 		return;
@@ -380,15 +380,11 @@ void ts_job_relearn(struct ts_job *j, uint64_t step, uint64_t t_ns)
 /* Each rank's own time per step over the window (median), into v; tmp holds 2 * w. */
 static void window_busy(struct ts_job *j, double *v, double *tmp)
 {
-	static const int own[] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_DATALOADER, TS_M_CHECKPOINT };
 	size_t w = (size_t)j->p.space_window;
 
 	for (int k = 0; k < j->world; k++) {
-		for (size_t t = 0; t < w; t++) {
-			tmp[t] = 0;
-			for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
-				tmp[t] += j->hist[cell(j, k, own[i]) * w + t];
-		}
+		for (size_t t = 0; t < w; t++)
+			tmp[t] = ts_job_busy_at(j, k, t);
 		v[k] = ts_median(tmp, w, tmp + w);
 	}
 }
@@ -477,7 +473,7 @@ static void infer_classes(struct ts_job *j, const struct row *r)
 
 void ts_job_change_row(struct ts_job *j, const struct row *r)
 {
-	size_t slot = (size_t)((j->hist_next + j->p.space_window - 1) % j->p.space_window);
+	size_t slot = ts_job_last_slot(j);
 
 	/* communicators come with the first steps; later ones (a rank's oldest giving way
 	 * to a new one) regroup at most once a window: it costs a sort over all ranks */

@@ -112,14 +112,6 @@ double ts_median_recent(const float *ring, size_t w, size_t last, size_t want)
 	return median;
 }
 
-double ts_trimmed_mean_recent(const float *ring, size_t w, size_t last, size_t want)
-{
-	double median, trim;
-
-	ts_median_trim_recent(ring, w, last, want, &median, &trim);
-	return trim;
-}
-
 double ts_quantile_recent(const float *ring, size_t w, size_t last, size_t want, double q)
 {
 	double v[15];
