@@ -163,14 +163,23 @@ int tsn_kv_get_blob(struct tsn_kv *k, const char *key, void **data, size_t *len)
 	return 0;
 }
 
-/* The lease's value: "<owner>\n<unix ms when taken>". */
-static void lease_parse(const char *v, char *owner, size_t n, uint64_t *ms)
+/* The lease under name, read: its owner text, when it was taken (unix ms, from its
+ * value "<owner>\n<ms>") and its revision. Returns kvStore_Get's status (NATS_OK: read;
+ * NATS_NOT_FOUND: none). */
+static natsStatus lease_read(struct tsn_kv *k, const char *name, char *owner, size_t n,
+			     uint64_t *taken, uint64_t *rev)
 {
-	const char *nl = strchr(v, '\n');
-	size_t len = nl ? (size_t)(nl - v) : strlen(v);
+	kvEntry *e = NULL;
+	natsStatus s = kvStore_Get(&e, k->kv, name);
 
-	snprintf(owner, n, "%.*s", (int)len, v);
-	*ms = nl ? strtoull(nl + 1, NULL, 10) : 0;
+	if (s != NATS_OK)
+		return s;
+	const char *v = kvEntry_ValueString(e), *nl = strchr(v, '\n');
+	snprintf(owner, n, "%.*s", (int)(nl ? (size_t)(nl - v) : strlen(v)), v);
+	*taken = nl ? strtoull(nl + 1, NULL, 10) : 0;
+	*rev = kvEntry_Revision(e);
+	kvEntry_Destroy(e);
+	return NATS_OK;
 }
 
 int tsn_kv_lease(struct tsn_kv *k, const char *key, const char *owner, double ttl_s,
@@ -178,17 +187,12 @@ int tsn_kv_lease(struct tsn_kv *k, const char *key, const char *owner, double tt
 {
 	char name[256], value[320], other[256] = "";
 	uint64_t now = ts_real_ns() / 1000000, taken = 0, rev = 0, newrev;
-	kvEntry *e = NULL;
 	natsStatus s;
 
 	snprintf(name, sizeof(name), "%s.lease", key);
 	snprintf(value, sizeof(value), "%s\n%" PRIu64, owner, now);
-	s = kvStore_Get(&e, k->kv, name);
-	if (s == NATS_OK) {
-		lease_parse(kvEntry_ValueString(e), other, sizeof(other), &taken);
-		rev = kvEntry_Revision(e);
-		kvEntry_Destroy(e);
-	} else if (s != NATS_NOT_FOUND) {
+	s = lease_read(k, name, other, sizeof(other), &taken, &rev);
+	if (s != NATS_OK && s != NATS_NOT_FOUND) {
 		say(why, whylen, s);
 		return -EAGAIN;
 	}
@@ -215,14 +219,10 @@ int tsn_kv_lease(struct tsn_kv *k, const char *key, const char *owner, double tt
 void tsn_kv_release(struct tsn_kv *k, const char *key, const char *owner)
 {
 	char name[256], other[256];
-	uint64_t taken;
-	kvEntry *e = NULL;
+	uint64_t taken, rev;
 
 	snprintf(name, sizeof(name), "%s.lease", key);
-	if (kvStore_Get(&e, k->kv, name) != NATS_OK)
-		return;
-	lease_parse(kvEntry_ValueString(e), other, sizeof(other), &taken);
-	kvEntry_Destroy(e);
-	if (!strcmp(other, owner))
+	if (lease_read(k, name, other, sizeof(other), &taken, &rev) == NATS_OK &&
+	    !strcmp(other, owner))
 		kvStore_Delete(k->kv, name);
 }
