@@ -290,7 +290,7 @@ static int health(void *ctx, struct ts_buf *out)
 	    now - ss.failing_since_ns < (uint64_t)c->stall_s * 1000000000ull)
 		return 0;
 	/* a restart would not help, but it must be seen: what is analysed stays unacked */
-	ts_buf_printf(out, "JetStream refuses writes: no state snapshot stored for %llu s: %s\n",
+	ts_buf_printf(out, "JetStream refuses writes: the analyzer's state not stored for %llu s: %s\n",
 		      (unsigned long long)((now - ss.failing_since_ns) / 1000000000ull), ss.why);
 	return 1;
 }
@@ -311,10 +311,10 @@ static void render(void *ctx, struct ts_buf *out)
 		ts_prom(out, "trainscope_analyzer_snapshots_total", "counter",
 			"State snapshots stored.", ss.saved);
 		ts_prom(out, "trainscope_analyzer_snapshot_failures_total", "counter",
-			"State snapshots JetStream did not store (the server's words are logged).",
+			"Writes of the analyzer's state (snapshots, its lease) JetStream did not take (the server's words are logged).",
 			ss.failed);
 		ts_prom(out, "trainscope_analyzer_snapshot_failing", "gauge",
-			"1 while the last state snapshot could not be stored.",
+			"1 while JetStream refuses the analyzer's state (the last snapshot or lease write failed).",
 			ss.failing_since_ns ? 1 : 0);
 		ts_prom(out, "trainscope_analyzer_snapshot_bytes", "gauge",
 			"Size of the last state snapshot.", ss.bytes);
@@ -550,12 +550,12 @@ static void consume(struct cli *c, struct ts_analyzer *a, struct tsn_sub *sub)
 static void snapshot(struct cli *c, struct ts_analyzer *a, uint64_t now)
 {
 	struct ts_snapshot_stats ss;
-	char why[320] = "";
+	char why[360] = "";
 
 	ts_snapshots_tick(c->snap, a, &core_lock, now, false);
 	ts_snapshots_get_stats(c->snap, &ss);
 	if (ss.failing_since_ns)
-		snprintf(why, sizeof(why), "JetStream refuses the analyzer's state snapshots: %s",
+		snprintf(why, sizeof(why), "JetStream refuses the analyzer's writes (state snapshots, lease): %s",
 			 ss.why);
 	pthread_mutex_lock(&core_lock);
 	ts_analyzer_set_trouble(a, why[0] ? why : NULL);
@@ -577,6 +577,8 @@ static int lease(struct cli *c, struct tsn *n)
 		return -EAGAIN;
 	rc = tsn_kv_lease(c->lease_kv, c->durable, c->owner, LEASE_S, holder, sizeof(holder),
 			  &age, why, sizeof(why));
+	if (c->snap && rc <= 0)
+		ts_snapshots_note_write(c->snap, rc ? why : NULL, ts_real_ns());
 	if (rc == 1 && !atomic_load(&c->standby)) {
 		snprintf(c->standby_why, sizeof(c->standby_why), "standby: durable consumer %s is "
 			 "held by analyzer %s (its lease renewed %.0f s ago): two analyzers on one "

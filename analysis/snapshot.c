@@ -123,6 +123,22 @@ static void stored(struct ts_snapshots *s, size_t bytes, uint64_t now_ns)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void ts_snapshots_note_write(struct ts_snapshots *s, const char *why, uint64_t now_ns)
+{
+	if (why) {
+		failed(s, why, now_ns);
+		return;
+	}
+	if (s->held) /* a snapshot waits: only its own store clears the failure */
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (s->st.failing_since_ns)
+		ts_info("analyzer: JetStream takes the analyzer's writes again after %.0f s",
+			(double)(now_ns - s->st.failing_since_ns) / 1e9);
+	s->st.failing_since_ns = 0;
+	pthread_mutex_unlock(&s->lock);
+}
+
 int ts_snapshots_tick(struct ts_snapshots *s, struct ts_analyzer *a, pthread_mutex_t *lock,
 		      uint64_t now_ns, bool force)
 {
