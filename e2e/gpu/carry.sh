@@ -8,7 +8,8 @@ cp "$(command -v nats-server)" build/carry/bin/
 # tc (iproute2), for the per-peer run's loopback delay where the machine allows one
 tc=$(command -v tc || true)
 [ -n "$tc" ] && cp "$tc" build/carry/bin/
-for b in build/bin/trainscope build/bin/trainscope-relay build/bin/trainscope-analyzer $tc; do
+for b in build/bin/trainscope build/bin/trainscope-relay build/bin/trainscope-analyzer \
+	build/bin/trainscope-agent $tc; do
 	ldd "$b" | awk '/=> \//{print $3}'
 done | sort -u | grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
 	xargs -r -I{} cp -L {} build/carry/lib/

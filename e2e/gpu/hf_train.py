@@ -1,13 +1,30 @@
 """HuggingFace transformers.Trainer: GPT-2 from its config (no download) on random
 tokens, gradient accumulation, data-loader workers; started by torchrun or accelerate
-launch. From --noisy-from a GEMM neighbour joins GPU --noisy-rank. Each rank writes the
-Trainer's own optimizer step count (state.global_step) to --out.rank<N>.json. It never
-imports trainscope."""
+launch. From --noisy-from a GEMM neighbour joins GPU --noisy-rank. Host-bound faults,
+from the optimizer step --fault-from on rank --fault-rank: --slow-data-ms (each item its
+dataset reads waits so long, as slow storage would) and --hogs (so many busy loops on
+that rank's cores, with --pin cores per rank). Each rank writes the Trainer's own
+optimizer step count (state.global_step) to --out.rank<N>.json. It never imports
+trainscope."""
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
+import time
+
+
+def pin():
+    """--pin N: this rank on cores [N*LOCAL_RANK, N*(LOCAL_RANK+1)), before torch starts
+    threads (affinity is per thread; the ones made later, loader workers too, inherit)."""
+    if "--pin" in sys.argv:
+        n = int(sys.argv[sys.argv.index("--pin") + 1])
+        lr = int(os.environ.get("LOCAL_RANK", "0"))
+        os.sched_setaffinity(0, range(n * lr, n * (lr + 1)))
+
+
+pin()
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, \
@@ -20,7 +37,13 @@ from train import Tokens, device_counters, start_noisy  # noqa: E402
 class LMTokens(Tokens):
     """train.py's random tokens as a causal LM's inputs and labels."""
 
+    slow_s, slow_after, reads = 0.0, 0, 0
+
     def __getitem__(self, i):
+        # the count is per process: each loader worker reads its share of the items
+        self.reads += 1
+        if self.slow_s and self.reads > self.slow_after:
+            time.sleep(self.slow_s)
         ids = super().__getitem__(i)[:-1]
         return {"input_ids": ids, "labels": ids.clone()}
 
@@ -39,6 +62,24 @@ class Neighbour(TrainerCallback):
             self.proc.kill()
 
 
+class Hogs(TrainerCallback):
+    """n busy loops on this rank's cores from optimizer step at, as another tenant's
+    processes on the same host would."""
+
+    def __init__(self, rank, at, n):
+        self.rank, self.at, self.n, self.procs = rank, at, n, []
+
+    def on_step_begin(self, args, state, control, **kw):
+        if self.n and args.process_index == self.rank and state.global_step == self.at and \
+                not self.procs:
+            self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                          for _ in range(self.n)]
+
+    def on_train_end(self, args, state, control, **kw):
+        for p in self.procs:
+            p.kill()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=200)
@@ -49,6 +90,11 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--noisy-rank", type=int, default=-1)
     ap.add_argument("--noisy-from", type=int, default=60)
+    ap.add_argument("--fault-rank", type=int, default=1)
+    ap.add_argument("--fault-from", type=int, default=60)
+    ap.add_argument("--slow-data-ms", type=float, default=0)
+    ap.add_argument("--hogs", type=int, default=0)
+    ap.add_argument("--pin", type=int, default=0)
     ap.add_argument("--out", default="")
     a = ap.parse_args()
     cfg = GPT2Config(n_layer=a.layers, n_positions=a.seq)
@@ -60,8 +106,12 @@ def main():
                              save_strategy="no", logging_steps=10 ** 6,
                              disable_tqdm=True)
     data = LMTokens(a.steps * a.batch * a.accum * 8, a.seq, cfg.vocab_size)
+    if a.slow_data_ms and args.process_index == a.fault_rank:
+        data.slow_s = a.slow_data_ms / 1000
+        data.slow_after = a.fault_from * a.batch * a.accum // max(a.workers, 1)
     tr = Trainer(model=model, args=args, train_dataset=data,
-                 callbacks=[Neighbour(a.noisy_rank, a.noisy_from)])
+                 callbacks=[Neighbour(a.noisy_rank, a.noisy_from),
+                            Hogs(a.fault_rank, a.fault_from, a.hogs)])
     tr.train()
     rank = args.process_index
     if a.out:

@@ -5,6 +5,8 @@
 #   e2e/gpu/run.sh detect    noisy neighbour and hang, through relay, NATS and analyzer
 #   e2e/gpu/run.sh frameworks Lightning DDP, mp.spawn, HF Trainer (torchrun, accelerate)
 #                            with a GEMM neighbour; a user's NCCL profiler plugin chained
+#   e2e/gpu/run.sh hostbound HF Trainer with slow storage, CPU hogs on one rank's cores
+#                            (node agent as root); Lightning DDP with a GEMM neighbour
 #   e2e/gpu/run.sh coverage  kernels counted against torch.profiler: eager, torch.compile
 #                            default and reduce-overhead (CUDA graphs), FSDP
 #   e2e/gpu/run.sh graphcoll collectives captured into a CUDA graph, counted per replay
@@ -149,8 +151,9 @@ smoke) smoke ;;
 overhead) overhead ;;
 detect) source e2e/gpu/detect.sh; detect ;;
 frameworks) source e2e/gpu/frameworks.sh; frameworks ;;
+hostbound) source e2e/gpu/frameworks.sh; source e2e/gpu/hostbound.sh; hostbound ;;
 coverage) coverage; share_probe ;;
 launchbound) launchbound ;;
 graphcoll) graphcoll ;;
-*) echo "usage: $0 smoke|overhead|detect|frameworks|coverage|launchbound|graphcoll" >&2; exit 2 ;;
+*) echo "usage: $0 smoke|overhead|detect|frameworks|hostbound|coverage|launchbound|graphcoll" >&2; exit 2 ;;
 esac
