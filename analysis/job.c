@@ -65,7 +65,7 @@ static void per_rank_free(struct ts_job *j)
 	free(j->misses), free(j->alarm), free(j->since), free(j->win_median), free(j->scratch);
 	free(j->vals), free(j->outl), free(j->res.slow), free(j->hit_value), free(j->hit_median);
 	free(j->res.ever_alarmed), free(j->judged_sample), free(j->chg), free(j->ehist);
-	free(j->base), free(j->order), free(j->cstart);
+	free(j->base), free(j->order), free(j->cstart), free(j->class_wait);
 	j->ks = NULL;
 }
 
@@ -97,6 +97,7 @@ static int alloc_world(struct ts_job *j, int world, int cap)
 	j->ehist = malloc(nm * W(j) * sizeof(float));
 	j->base = malloc(nm * sizeof(float));
 	j->order = calloc(n, sizeof(int)), j->cstart = calloc(n + 1, sizeof(int));
+	j->class_wait = calloc(n, sizeof(float));
 	j->vals = calloc(n, sizeof(double));
 	j->outl = calloc(n, sizeof(int));
 	j->res.slow = calloc(n, sizeof(*j->res.slow));
@@ -104,7 +105,8 @@ static int alloc_world(struct ts_job *j, int world, int cap)
 	if (!j->rows || !j->meta || !j->hist || !j->ks || !j->dir || !j->tdir || !j->hits ||
 	    !j->misses || !j->alarm || !j->since || !j->win_median || !j->scratch || !j->vals ||
 	    !j->outl || !j->res.slow || !j->hit_value || !j->hit_median || !j->res.ever_alarmed ||
-	    !j->judged_sample || !j->chg || !j->ehist || !j->base || !j->order || !j->cstart) {
+	    !j->judged_sample || !j->chg || !j->ehist || !j->base || !j->order || !j->cstart ||
+	    !j->class_wait) {
 		free(old_meta);
 		return -ENOMEM;
 	}
@@ -468,13 +470,22 @@ static void host_metrics(struct ts_job *j, int rank, const struct ts_rank_step *
 	m[TS_M_OFFCPU] = fresh ? (float)(h->offcpu_ms_per_s * step_ms / 1000) : NAN;
 }
 
+/* A preemptor worth naming: its time is at least 1 ms/s and half the one held, or the
+ * one held is BLAME_KEEP_NS old. The hog of an alarm stays named through the quiet
+ * samples of the job's end (a kworker at 0.0 ms/s is no one's cause). */
+#define BLAME_KEEP_NS (30ull * 1000000000ull)
+
 void ts_job_host_view(struct ts_job *j, int rank, const struct ts_host_view *v)
 {
+	struct ts_host_view *b;
+
 	if (rank < 0 || rank >= j->world)
 		return;
 	j->meta[rank].host = *v;
-	if (v->top_comm[0])
-		j->meta[rank].blame = *v;
+	b = &j->meta[rank].blame;
+	if (v->top_comm[0] && v->top_ms_per_s >= 1 &&
+	    (v->top_ms_per_s >= 0.5 * b->top_ms_per_s || v->time_ns > b->time_ns + BLAME_KEEP_NS))
+		*b = *v;
 }
 
 void ts_job_device_view(struct ts_job *j, const char *node, int device_index,
@@ -819,21 +830,25 @@ static double median_clock(struct ts_job *j)
 	return n ? ts_median(j->vals, (size_t)n, j->scratch) : NAN;
 }
 
-/* A compute outlier on a GPU that reports XID errors, hardware throttling or a clock
- * well below the others' is the device's doing: cause Device. */
+/* A compute outlier on a GPU that reports XID errors, or hardware throttling or a clock
+ * well below the others' that accounts for at least half its excess, is the device's
+ * doing: cause Device. A clock 12 % down under a 4x slower GEMM (a GPU shared with
+ * another process, which also heats it) is evidence, not the cause. */
 static void device_evidence(struct ts_job *j, int k, struct ts_slow_rank *s)
 {
 	const struct ts_device_view *d = &j->meta[k].dev;
 	double med = median_clock(j);
-	bool slow_clock = d->valid && d->sm_clock_mhz && med > 0 && d->sm_clock_mhz < 0.9 * med;
+	bool clocked = d->valid && d->sm_clock_mhz && med > 0;
+	bool slow_clock = clocked && d->sm_clock_mhz < 0.9 * med;
+	bool explains = !clocked || med / d->sm_clock_mhz - 1 >= 0.5 * s->degradation;
 
 	if (!d->valid || !(d->xid_errors || (d->throttle_reasons & TS_THROTTLE_HW_MASK) || slow_clock))
 		return;
-	s->cause = "Device";
+	if (d->xid_errors || explains)
+		s->cause = "Device";
 	appendf(s->evidence, sizeof(s->evidence), "; GPU %s: SM clock %u MHz vs median %.0f MHz, "
-		"throttle reasons 0x%llx, %u XID errors, %u C",
-			j->meta[k].device, d->sm_clock_mhz, med,
-			(unsigned long long)d->throttle_reasons, d->xid_errors, d->temperature_c);
+		"throttle 0x%llx, %u XIDs, %u C", j->meta[k].device, d->sm_clock_mhz, med,
+		(unsigned long long)d->throttle_reasons, d->xid_errors, d->temperature_c);
 }
 
 static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uint64_t t_ns)
@@ -891,9 +906,8 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 			"launches wait for the busy GPU", lv, lm, 100 * rel(lv, lm));
 	if (m == TS_M_GEMM && s->value_ms > 0)
 		appendf(s->evidence, sizeof(s->evidence), " (GEMM-time equivalent): its GEMMs "
-			"run at %.0f%% of the throughput of the others' on the same work: the GPU "
-			"itself is slower (shared with another process, throttled or faulty)",
-			100 * s->median_ms / s->value_ms);
+			"run at %.0f%% of its peers' throughput: its GPU is slower (shared, "
+			"throttled or faulty)", 100 * s->median_ms / s->value_ms);
 	if ((m == TS_M_COMPUTE && !starved) || m == TS_M_GEMM)
 		device_evidence(j, k, s);
 	if (!strcmp(s->cause, "HostCPU") && j->meta[k].blame.top_comm[0])
@@ -908,16 +922,52 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 			j->res.net.slow_comms, j->res.net.comms, 100 * j->res.net.excess);
 }
 
+/* Each peer class's least collective wait (window medians), into class_wait. */
+static void class_waits(struct ts_job *j)
+{
+	for (int c = 0; c < j->nclass; c++) {
+		float least = NAN;
+		for (int i = j->cstart[c]; i < j->cstart[c + 1]; i++) {
+			float w = j->win_median[idx(j, j->order[i], TS_M_COLLECTIVE)];
+			if (!(w >= least))
+				least = w;
+		}
+		j->class_wait[c] = least;
+	}
+}
+
+/* In synchronous training the job waits for its slowest rank, which waits least. A rank
+ * whose alarmed phase costs it no time over its reference, or that waits in its
+ * collectives for a peer longer than half again what its phase costs, is not what the
+ * job waits for: its rise follows the wait (NCCL's kernels spin beside its GEMMs while
+ * the peer is late). Ranks with no peer are judged on their own past alone. */
+static bool waits_for_peer(struct ts_job *j, int k, int m, bool *waits_known)
+{
+	size_t i = idx(j, k, m);
+	double d = j->hit_value[i] - j->hit_median[i];
+
+	if (ts_job_peers(j, k) < 1)
+		return false;
+	if (!(d > 0))
+		return true;
+	if (!*waits_known)
+		class_waits(j), *waits_known = true;
+	double wait = j->win_median[idx(j, k, TS_M_COLLECTIVE)] -
+		      j->class_wait[j->meta[k].peer_class];
+	return wait > 1.5 * d;
+}
+
 static void compose(struct ts_job *j, uint64_t t_ns)
 {
 	struct ts_job_result *res = &j->res;
 	size_t len = 0;
+	bool waits_known = false;
 
 	res->nslow = 0;
 	res->summary[0] = 0;
 	for (int k = 0; k < j->world; k++) {
 		int m = pick_metric(j, k);
-		if (m < 0)
+		if (m < 0 || waits_for_peer(j, k, m, &waits_known))
 			continue;
 		struct ts_slow_rank *s = &res->slow[res->nslow++];
 		describe(j, k, m, s, t_ns);

@@ -89,7 +89,7 @@ struct ts_rank_meta {
 	uint64_t last_step;
 	uint64_t watched_step, watched_ns; /* last_step as of the tick that saw it change */
 	struct ts_host_view host;
-	struct ts_host_view blame; /* the last view that named a preemptor */
+	struct ts_host_view blame; /* the last view that named a preemptor worth naming */
 	struct ts_device_view dev;
 	int peer_class;            /* ranks of one class do the same work (peers.h) */
 	/* NCCL communicators the rank is in (Hello groups "nccl:<hash>:<size>:<rank>") */

@@ -69,6 +69,7 @@ struct ts_job {
 	float *base;                        /* [world][M] own baseline, for ranks with no peer */
 	int *order, *cstart;                /* ranks by peer class: [world], [world + 1] */
 	int nclass;
+	float *class_wait;                  /* [world] per class: its least collective wait */
 	bool has_layout, layout_warned, fs_open, hang_open;
 	bool classes_dirty;                 /* communicators changed: classes to relearn */
 	uint64_t classes_at;                /* the step they were last learned at */

@@ -111,6 +111,7 @@ static void adopt_scalars(struct ts_job *j, const struct ts_job *saved)
 	j->win_median = NULL, j->hit_value = NULL, j->hit_median = NULL, j->judged_sample = NULL;
 	j->scratch = NULL, j->vals = NULL, j->outl = NULL;
 	j->chg = NULL, j->ehist = NULL, j->base = NULL, j->order = NULL, j->cstart = NULL;
+	j->class_wait = NULL;
 	j->res.slow = NULL, j->res.ever_alarmed = NULL;
 	j->net = NULL;
 	j->fs.hist = NULL, j->fs.win = NULL, j->fs.done = NULL;
