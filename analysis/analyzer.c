@@ -52,6 +52,7 @@ struct ts_analyzer {
 };
 
 static int publish_report(struct ts_analyzer *a, struct ts_job *j);
+static const char *trouble(const struct ts_analyzer *a);
 static void drop_job(struct ts_analyzer *a, int i);
 
 int ts_analyzer_new(struct ts_analyzer **out, const struct ts_analyzer_opts *opts)
@@ -218,8 +219,38 @@ static int jobs_in_ns(const struct ts_analyzer *a, const char *ns)
 	return n;
 }
 
-/* A full table gives up the job that finished first, of namespace ns (NULL: any); its
- * report is published as it goes: a finished job need not stay in memory, and a flood of
+/* Job i's tick: its verdict brought up to date, its report published when it changed,
+ * its end told once. */
+static void tick_job(struct ts_analyzer *a, int i, uint64_t now_ns)
+{
+	struct ts_job *j = a->jobs[i];
+	enum ts_state before = ts_job_result(j)->state;
+	char summary[512];
+
+	snprintf(summary, sizeof(summary), "%s", ts_job_result(j)->summary);
+	bool changed = ts_job_tick(j, now_ns);
+	ts_job_take_lag(j, &a->lag);
+	if (changed || a->dirty[i]) {
+		a->dirty[i] = publish_report(a, j) != 0;
+		json_t *rep = a->opts.on_report ? ts_report_json(j, trouble(a)) : NULL;
+		if (rep)
+			a->opts.on_report(a->opts.on_report_ctx, rep, now_ns);
+		json_decref(rep);
+	}
+	if (a->opts.on_finish && ts_job_finished_news(j))
+		a->opts.on_finish(a->opts.on_report_ctx, j);
+	const struct ts_job_result *r = ts_job_result(j);
+	if (a->opts.print_changes && (r->state != before || strcmp(summary, r->summary))) {
+		json_t *rep = ts_report_json(j, trouble(a));
+		if (rep)
+			ts_report_print(rep, stdout);
+		fflush(stdout);
+		json_decref(rep);
+	}
+}
+
+/* A full table gives up the job that finished first (or ended since the last tick), of
+ * namespace ns (NULL: any); its report is published as it goes: a finished job need not stay in memory, and a flood of
  * short jobs must not keep a real one out until their ttl. False when none finished. */
 static bool give_up_finished(struct ts_analyzer *a, const char *ns)
 {
@@ -227,13 +258,18 @@ static bool give_up_finished(struct ts_analyzer *a, const char *ns)
 	uint64_t first = UINT64_MAX;
 
 	for (int i = 0; i < a->njobs; i++) {
-		uint64_t q = ts_job_quiet_since_ns(a->jobs[i]);
-		if (ts_job_finished(a->jobs[i]) && q < first &&
-		    (!ns || !strcmp(ts_job_ns(a->jobs[i]), ns)))
+		struct ts_job *j = a->jobs[i];
+		uint64_t q = ts_job_finished(j) ? ts_job_quiet_since_ns(j) : 0;
+		if ((ts_job_finished(j) || ts_job_exited(j)) && q < first &&
+		    (!ns || !strcmp(ts_job_ns(j), ns)))
 			best = i, first = q;
 	}
 	if (best < 0)
 		return false;
+	/* ended since the last tick (a burst of short jobs comes faster than ticks): its
+	 * last steps judged, its end told, before it goes */
+	if (!ts_job_finished(a->jobs[best]))
+		tick_job(a, best, a->now_ns);
 	ts_debug("analyzer: gave up finished job %s/%s for a new one (its report stays)",
 		 ts_job_ns(a->jobs[best]), ts_job_name(a->jobs[best]));
 	drop_job(a, best);
@@ -853,30 +889,7 @@ void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
 	prune_producers(a, now_ns);
 	update_trouble(a);
 	for (int i = 0; i < a->njobs; i++) {
-		struct ts_job *j = a->jobs[i];
-		enum ts_state before = ts_job_result(j)->state;
-		char summary[512];
-
-		snprintf(summary, sizeof(summary), "%s", ts_job_result(j)->summary);
-		bool changed = ts_job_tick(j, now_ns);
-		ts_job_take_lag(j, &a->lag);
-		if (changed || a->dirty[i]) {
-			a->dirty[i] = publish_report(a, j) != 0;
-			json_t *rep = a->opts.on_report ? ts_report_json(j, trouble(a)) : NULL;
-			if (rep)
-				a->opts.on_report(a->opts.on_report_ctx, rep, now_ns);
-			json_decref(rep);
-		}
-		if (a->opts.on_finish && ts_job_finished_news(j))
-			a->opts.on_finish(a->opts.on_report_ctx, j);
-		const struct ts_job_result *r = ts_job_result(j);
-		if (a->opts.print_changes && (r->state != before || strcmp(summary, r->summary))) {
-			json_t *rep = ts_report_json(j, trouble(a));
-			if (rep)
-				ts_report_print(rep, stdout);
-			fflush(stdout);
-			json_decref(rep);
-		}
+		tick_job(a, i, now_ns);
 		if (forget_quiet(a, i, now_ns))
 			i--;
 	}

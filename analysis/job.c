@@ -262,6 +262,10 @@ bool ts_job_finished_news(struct ts_job *j)
 
 bool ts_job_finished(const struct ts_job *j) { return j->finished_ns != 0; }
 
+static bool all_final(const struct ts_job *j);
+
+bool ts_job_exited(const struct ts_job *j) { return j->any_step && all_final(j); }
+
 uint64_t ts_job_quiet_since_ns(const struct ts_job *j)
 {
 	return j->finished_ns ? j->finished_ns : j->last_data_ns;
@@ -752,6 +756,8 @@ static bool gpu_blocks_launches(struct ts_job *j, int k)
 	       !j->alarm[idx(j, k, TS_M_OFFCPU)];
 }
 
+static bool host_starves(struct ts_job *j, int k, int m, double *runq, double *ref);
+
 /* The rank's cause: the alarmed metric that costs it the most time (ms per step over
  * its reference; a near-zero phase's large relative excess is little time). A high
  * collective time is not a cause by itself: in synchronous training the ranks that
@@ -772,6 +778,13 @@ static int pick_metric(struct ts_job *j, int k)
 	}
 	if (best == TS_M_LAUNCH && gpu_blocks_launches(j, k))
 		best = TS_M_COMPUTE;
+	/* a starved host: what it costs the step (compute or launch, alarmed first) names
+	 * the verdict, its run-queue delay is the evidence */
+	static const int effects[] = { TS_M_COMPUTE, TS_M_LAUNCH };
+	double runq, ref;
+	for (size_t e = 0; (best == TS_M_RUNQ || best == TS_M_OFFCPU) && e < 2; e++)
+		if (j->alarm[idx(j, k, effects[e])] && host_starves(j, k, effects[e], &runq, &ref))
+			return effects[e];
 	return best;
 }
 
@@ -780,6 +793,28 @@ static double recent_runq(const struct ts_job *j, int k)
 {
 	return ts_median_recent(&j->hist[idx(j, k, TS_M_RUNQ) * W(j)], W(j), ts_job_last_slot(j),
 				(size_t)j->p.change.smooth_steps);
+}
+
+/* The node agent's latest view of rank k's run-queue delay, in ms per step: NAN with
+ * none of the last HOST_VIEW_MAX_AGE_NS. */
+static double runq_now(const struct ts_job *j, int k)
+{
+	const struct ts_host_view *h = &j->meta[k].host;
+
+	if (!h->valid || h->time_ns + HOST_VIEW_MAX_AGE_NS < j->now_ns)
+		return NAN;
+	return h->runq_ms_per_s * j->step_ms / 1000;
+}
+
+/* A compute or launch alarm raised after the node agent's last sample of the rank: the
+ * samples come every second or so and tell of the second before, so whether its host
+ * starves it is not known yet. The rank is named once the next one is in. */
+static bool host_pending(const struct ts_job *j, int k, int m)
+{
+	const struct ts_host_view *h = &j->meta[k].host;
+
+	return (m == TS_M_COMPUTE || m == TS_M_LAUNCH) && !isnan(runq_now(j, k)) &&
+	       h->time_ns < j->since[idx(j, k, m)];
 }
 
 /* A starved host feeds its GPU late: the device-busy estimate grows with the gaps, and
@@ -794,7 +829,8 @@ static bool host_starves(struct ts_job *j, int k, int m, double *runq, double *r
 
 	if ((m != TS_M_COMPUTE && m != TS_M_LAUNCH) || j->alarm[idx(j, k, TS_M_GEMM)])
 		return false;
-	*runq = recent_runq(j, k);
+	/* the steps' own delays lag the agent's samples: its latest view counts at once */
+	*runq = fmax(recent_runq(j, k), runq_now(j, k));
 	for (int r = 0; r < j->world && !isnan(*runq); r++) {
 		double v = r == k ? NAN : recent_runq(j, r);
 		if (!isnan(v))
@@ -967,7 +1003,7 @@ static void compose(struct ts_job *j, uint64_t t_ns)
 	res->summary[0] = 0;
 	for (int k = 0; k < j->world; k++) {
 		int m = pick_metric(j, k);
-		if (m < 0 || waits_for_peer(j, k, m, &waits_known))
+		if (m < 0 || waits_for_peer(j, k, m, &waits_known) || host_pending(j, k, m))
 			continue;
 		struct ts_slow_rank *s = &res->slow[res->nslow++];
 		describe(j, k, m, s, t_ns);

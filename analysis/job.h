@@ -244,6 +244,9 @@ int ts_job_world(const struct ts_job *j);
 uint64_t ts_job_next_step(const struct ts_job *j);
 /* Every rank of the job ended, as of the last tick. */
 bool ts_job_finished(const struct ts_job *j);
+/* Every rank that stepped has sent its exit record (or was lost) since the last tick:
+ * the next tick finishes the job. */
+bool ts_job_exited(const struct ts_job *j);
 /* When the job's ranks had all ended, else when its last step came, as of the ticks. */
 uint64_t ts_job_quiet_since_ns(const struct ts_job *j);
 

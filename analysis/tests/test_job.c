@@ -328,12 +328,16 @@ static void two_ranks_step(struct ts_job *j, uint64_t st, unsigned *seed, enum t
 
 /* Two ranks, rank 1's host starved from step 100 (8 busy loops on its cores): its GPU
  * waits for launches, so its compute (device-busy estimate) and launch times grow, and
- * its run-queue delay with them. Named HostCPU with the preemptor, not Compute. */
+ * its run-queue delay with them. The agent's samples come a second apart and tell of the
+ * second before them: the steps' run-queue delay lags theirs. Named HostCPU with the
+ * preemptor from the start, never Compute, and within 10 steps of the compute alarm. */
 static void test_starved_host_two_ranks(void **state)
 {
 	struct ts_params p;
 	struct ts_job *j;
 	unsigned seed = 5;
+	uint64_t first = 0;
+	bool other_cause = false;
 
 	(void)state;
 	ts_params_defaults(&p);
@@ -341,17 +345,30 @@ static void test_starved_host_two_ranks(void **state)
 	for (uint64_t st = 0; st < 200; st++) {
 		uint64_t now = 1000000 * MS + st * 100 * MS;
 		bool on = st >= 100;
+		/* the steps of (st - 10, st] that were starved */
+		double share = st < 100 ? 0 : st >= 110 ? 1 : (double)(st - 100 + 1) / 10;
 		for (int r = 0; r < 2 && st % 10 == 0; r++) {
 			struct ts_host_view v = { .valid = true, .time_ns = now, .runq_ms_per_s = 2 };
-			if (r == 1 && on) {
-				v.runq_ms_per_s = 1100, v.top_pid = 4242, v.top_ms_per_s = 900;
+			if (r == 1 && share > 0) {
+				v.runq_ms_per_s = 2 + 1098 * share, v.top_pid = 4242;
+				v.top_ms_per_s = 900 * share;
 				snprintf(v.top_comm, sizeof(v.top_comm), "stress");
 			}
 			ts_job_host_view(j, r, &v);
 		}
 		two_ranks_step(j, st, &seed, TS_M_COMPUTE, on ? 28 : 0, on ? 12 : 0);
 		ts_job_tick(j, now);
+		const struct ts_job_result *r = ts_job_result(j);
+		for (int i = 0; i < r->nslow; i++) {
+			other_cause |= strcmp(r->slow[i].cause, "HostCPU") != 0;
+			if (!first)
+				first = st;
+		}
 	}
+	print_message("starved from step 100: first named at step %llu\n",
+		      (unsigned long long)first);
+	assert_false(other_cause);
+	assert_true(first >= 100 && first <= 115);
 	const struct ts_job_result *r = ts_job_result(j);
 	assert_int_equal(r->nslow, 1);
 	assert_int_equal(r->slow[0].rank, 1);
