@@ -34,3 +34,10 @@ for job in "${jobs[@]}"; do
 	echo "== $job"
 	"$BIN/trainscope" report --dir "$REPORTS" --job "$job" || true
 done
+# TIMELINES=DIR: each job's timeline (trainscope timeline) written there too
+if [ -n "${TIMELINES:-}" ]; then
+	mkdir -p "$TIMELINES"
+	for job in "${jobs[@]}"; do
+		"$BIN/trainscope" timeline --nats "$NATS_URL" --job "$job" --out "$TIMELINES/$job.json" 2>&1 | tail -1
+	done
+fi
