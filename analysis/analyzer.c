@@ -726,8 +726,11 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, size_t base,
 		if ((rc = job_get(a, id->namespace_, id->job, id->world_size, &j)))
 			return rc;
 	}
-	if (dropped || lost)
+	if (dropped || lost) { /* news for the report, a gap filled late too */
 		ts_job_data_loss(j, dropped, lost);
+		for (int i = 0; i < a->njobs; i++)
+			a->dirty[i] |= a->jobs[i] == j;
+	}
 	if (kind == K_RANK && unranked_notice(b))
 		return unranked(a, j, b);
 	if (kind == K_RANK && has_steps(b))

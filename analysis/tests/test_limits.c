@@ -304,6 +304,45 @@ static void test_resend_out_of_order(void **state)
 	ts_analyzer_free(a);
 }
 
+/* A gap filled after the job's last step was judged (a batch stored out of order, the
+ * relay's resend): the report says so too, not only the metric. It kept "1 batch lost:
+ * the verdict stands on incomplete data" for good (a GPU run with nothing missing). */
+static void test_gap_filled_late_reported(void **state)
+{
+	char dir[] = "/tmp/ts-report-XXXXXX", file[160], text[8192];
+	struct ts_analyzer_opts o = { 0 };
+	struct ts_analyzer *a;
+	FILE *f;
+	size_t n;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	ts_params_defaults(&o.params);
+	o.report_dir = dir;
+	assert_int_equal(ts_analyzer_new(&a, &o), 0);
+	snprintf(file, sizeof(file), "%s/ml_gap.json", dir);
+	for (uint64_t seq = 1; seq <= 4; seq++)
+		if (seq != 3) {
+			next_seq = seq;
+			feed(a, "gap", 0, 1, (seq - 1) * 8, 8, false);
+		}
+	ts_analyzer_tick(a, T0 + 4000 * MS);
+	for (int pass = 0; pass < 2; pass++) {
+		assert_non_null(f = fopen(file, "r"));
+		n = fread(text, 1, sizeof(text) - 1, f);
+		text[n] = 0;
+		fclose(f);
+		assert_non_null(strstr(text, pass ? "\"batchesLost\": 0" : "\"batchesLost\": 1"));
+		next_seq = 3; /* the missing batch, what it holds long judged: late */
+		feed(a, "gap", 0, 1, 0, 8, false);
+		ts_analyzer_tick(a, T0 + 5000 * MS);
+	}
+	next_seq = 0;
+	ts_analyzer_free(a);
+	unlink(file);
+	rmdir(dir);
+}
+
 /* A job name run again after its ranks exited is a new run: its state starts afresh
  * instead of the new steps being dropped as late behind the old run. */
 static void test_new_attempt(void **state)
@@ -485,6 +524,7 @@ int main(void)
 		cmocka_unit_test(test_world_and_memory),
 		cmocka_unit_test(test_step_jump_and_forget),
 		cmocka_unit_test(test_resend_out_of_order),
+		cmocka_unit_test(test_gap_filled_late_reported),
 		cmocka_unit_test(test_report_dir_recovers),
 		cmocka_unit_test(test_report_dir_other_filesystem),
 		cmocka_unit_test(test_new_attempt),
