@@ -2,7 +2,7 @@
  * hostile producer would, for the fault-injection suite (e2e/test-faults.sh). Test-only.
  *
  *   forge --nats URL [--ns NS] [--payload-ns NS] [--job NAME] [--jobs N] [--rank R] [--world W]
- *         [--step S] [--steps N] [--producer ID] [--seq Q]
+ *         [--step S] [--steps N] [--producer ID] [--seq Q] [--final]
  *   forge --nats URL --delete-consumer NAME
  *   forge --nats URL --fill-store BYTES | --free-store
  *   forge --nats URL --announce NODE --pid P [--cgroup-id C] [--pod-uid U] [--rank R]
@@ -10,7 +10,7 @@
  *
  * One batch per job (--jobs N: jobs NAME-0 .. NAME-(N-1)), each holding --steps steps
  * from --step, of rank R of a world of W, as producer ID (default: a new one per job)
- * from sequence Q; --payload-ns names another namespace in the batch than its subject. Exit 0 once JetStream stored them all. --delete-consumer deletes a
+ * from sequence Q (--final: the producer's last, as one that exited sends); --payload-ns names another namespace in the batch than its subject. Exit 0 once JetStream stored them all. --delete-consumer deletes a
  * durable consumer of the stream, as any client with the rights can. --fill-store fills
  * JetStream's store with BYTES in a stream FORGE_FILLER (another tenant filling it);
  * --free-store deletes it. --announce publishes a relay's announcement of rank R, process
@@ -36,6 +36,7 @@ struct forge {
 	const char *ns, *job, *payload_ns;
 	long jobs, steps;
 	int rank, world;
+	bool final;
 	uint64_t step, producer, seq;
 	const char *pod_uid;
 	int pid;
@@ -88,6 +89,7 @@ static int publish_one(struct tsn *n, const struct forge *f, const char *job, ui
 	b.id = &id;
 	b.producer_id = producer;
 	b.seq = f->seq;
+	b.final = f->final;
 	for (long i = 0; i < f->steps; i++) {
 		Trainscope__V1__Record r0 = TRAINSCOPE__V1__RECORD__INIT;
 		Trainscope__V1__Step s0 = TRAINSCOPE__V1__STEP__INIT;
@@ -229,7 +231,7 @@ int main(int argc, char **argv)
 		{ "announce", required_argument, NULL, 'a' }, { "pid", required_argument, NULL, 'P' },
 		{ "cgroup-id", required_argument, NULL, 'c' }, { "pod-uid", required_argument, NULL, 'U' },
 		{ "try", required_argument, NULL, 't' }, { "payload-ns", required_argument, NULL, 'Y' },
-		{ 0 }
+		{ "final", no_argument, NULL, 'E' },        { 0 }
 	};
 	struct forge f = { .ns = "default", .job = "forged", .jobs = 1, .steps = 1, .world = 1,
 			   .seq = 1 };
@@ -263,6 +265,7 @@ int main(int argc, char **argv)
 		case 'U': f.pod_uid = optarg; break;
 		case 't': probe = optarg; break;
 		case 'Y': f.payload_ns = optarg; break;
+		case 'E': f.final = true; break;
 		default: fprintf(stderr, "forge: see the comment at the top of e2e/faults/forge.c\n"); return 2;
 		}
 	}
