@@ -153,17 +153,39 @@ static int over_limit(struct ts_analyzer *a, enum limit l, const char *ns, const
 	return -ERANGE;
 }
 
-/* Whether the job may hold world ranks under the memory budget; accounts for it. */
+static int refuse_in_ns(struct ts_analyzer *a, enum limit l, const char *ns, const char *name,
+			const char *why);
+
+/* The state bytes of namespace ns's jobs. */
+static size_t ns_bytes(const struct ts_analyzer *a, const char *ns)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < a->njobs; i++)
+		if (!strcmp(ts_job_ns(a->jobs[i]), ns))
+			n += ts_job_bytes(&a->opts.params, ts_job_world(a->jobs[i]));
+	return n;
+}
+
+/* Whether the job may hold world ranks under the memory budget, and its namespace under
+ * its share of it (limits.namespace_share: a few huge jobs of one tenant must not take
+ * every other's room); accounts for it. */
 static int budget_world(struct ts_analyzer *a, struct ts_job *j, int world, const char *ns,
 			const char *name)
 {
 	const struct ts_params *p = &a->opts.params;
 	size_t have = j ? ts_job_bytes(p, ts_job_world(j)) : 0, want = ts_job_bytes(p, world);
+	size_t budget = (size_t)limits(a)->memory_mb << 20;
 
 	if (world > limits(a)->max_world)
 		return over_limit(a, L_WORLD, ns, name, "a world this large");
-	if (want > have && a->job_bytes - have + want > (size_t)limits(a)->memory_mb << 20)
+	if (want > have && a->job_bytes - have + want > budget)
 		return over_limit(a, L_MEMORY, ns, name, "the state of a job this large");
+	if (want > have && (double)(ns_bytes(a, ns) - have + want) >
+				   limits(a)->namespace_share * (double)budget) {
+		return refuse_in_ns(a, L_MEMORY, ns, name, "its namespace's jobs hold its share "
+				    "of limits.memory_mb (limits.namespace_share)");
+	}
 	a->job_bytes = a->job_bytes - have + want;
 	return 0;
 }
@@ -186,9 +208,10 @@ static int jobs_reserve(struct ts_analyzer *a)
 	return 0;
 }
 
-/* Counts a new job refused in namespace ns; the first refusal of each namespace named
- * is logged. Returns -ERANGE. */
-static int refuse_in_ns(struct ts_analyzer *a, const char *ns, const char *name, const char *why)
+/* Counts a job refused (or kept from growing) in namespace ns, past limit l; the first
+ * refusal of each namespace named is logged. Returns -ERANGE. */
+static int refuse_in_ns(struct ts_analyzer *a, enum limit l, const char *ns, const char *name,
+			const char *why)
 {
 	struct ts_ns_refusals *r = &a->ns_refused[TS_NS_REFUSALS];
 
@@ -198,14 +221,14 @@ static int refuse_in_ns(struct ts_analyzer *a, const char *ns, const char *name,
 			break;
 		}
 	if (!r->count)
-		ts_warn("analyzer: %s/%s: new job refused: %s (the first in %s; "
+		ts_warn("analyzer: %s/%s: refused: %s (the first in %s; "
 			"trainscope_analyzer_jobs_refused_total counts them)", ns, name, why,
 			r == &a->ns_refused[TS_NS_REFUSALS] ? "the namespaces past the first 16"
 							    : "this namespace");
 	if (r != &a->ns_refused[TS_NS_REFUSALS])
 		snprintf(r->ns, sizeof(r->ns), "%s", ns);
 	r->count++;
-	a->st.over_limit[L_JOBS]++;
+	a->st.over_limit[l]++;
 	return -ERANGE;
 }
 
@@ -287,10 +310,10 @@ static int job_room(struct ts_analyzer *a, const char *ns, const char *name)
 	if (share < 1)
 		share = 1;
 	if (jobs_in_ns(a, ns) >= share && !give_up_finished(a, ns))
-		return refuse_in_ns(a, ns, name, "its namespace holds its share of "
+		return refuse_in_ns(a, L_JOBS, ns, name, "its namespace holds its share of "
 				    "limits.max_jobs (limits.namespace_share), none finished");
 	if (a->njobs >= limits(a)->max_jobs && !give_up_finished(a, NULL))
-		return refuse_in_ns(a, ns, name, "limits.max_jobs jobs followed, none finished");
+		return refuse_in_ns(a, L_JOBS, ns, name, "limits.max_jobs jobs followed, none finished");
 	return 0;
 }
 
@@ -987,9 +1010,10 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 	for (int l = 0; l < L_COUNT; l++)
 		ts_buf_printf(b, "trainscope_analyzer_refused_over_limit_total{limit=\"%s\"} %" PRIu64 "\n",
 			      limit_names[l], s.over_limit[l]);
-	ts_buf_printf(b, "# HELP trainscope_analyzer_jobs_refused_total New jobs refused, by "
-			 "namespace (its share of limits.max_jobs, or the table full of running "
-			 "jobs); past 16 namespaces as (other).\n"
+	ts_buf_printf(b, "# HELP trainscope_analyzer_jobs_refused_total Jobs refused (or kept "
+			 "from growing), by namespace: its share of limits.max_jobs or of "
+			 "limits.memory_mb, or the table full of running jobs; past 16 namespaces "
+			 "as (other).\n"
 			 "# TYPE trainscope_analyzer_jobs_refused_total counter\n");
 	for (int i = 0; i <= TS_NS_REFUSALS; i++)
 		if (a->ns_refused[i].count)

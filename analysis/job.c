@@ -191,7 +191,7 @@ size_t ts_job_bytes(const struct ts_params *p, int world)
 			    2 + 2 * sizeof(uint16_t) + sizeof(bool) + 2 * sizeof(uint64_t) +
 			    4 * sizeof(float) + sizeof(struct ts_change);
 	size_t per_rank = sizeof(struct ts_rank_meta) + sizeof(struct ts_slow_rank) + 1 +
-			  3 * sizeof(double) + 3 * sizeof(int) +
+			  3 * sizeof(double) + 3 * sizeof(int) + sizeof(float) +
 			  (size_t)ts_job_max_rows(p, world) * (1 + (TS_M_COUNT + 1) * sizeof(float));
 	/* and per row, whatever the world: the struct and its three allocations' headers */
 	size_t per_row = sizeof(struct row) + 3 * 16;

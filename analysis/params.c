@@ -91,8 +91,9 @@ static const struct ts_cfg_field fields[] = {
 	F("limits.max_jobs", TS_CFG_INT, limits.max_jobs, 1, 1e6, "jobs followed at once; when "
 	  "full, a finished job's place goes to a new one (its report stays)"),
 	F("limits.namespace_share", TS_CFG_DOUBLE, limits.namespace_share, 0.001, 1,
-	  "the share of limits.max_jobs one namespace may hold: a flood of jobs from one "
-	  "namespace is refused in that namespace only"),
+	  "the share of limits.max_jobs and of limits.memory_mb one namespace may hold: a "
+	  "flood of jobs, or of huge ones, from one namespace is refused in that namespace "
+	  "only"),
 	F("limits.max_world", TS_CFG_INT, limits.max_world, 1, 1 << 20,
 	  "ranks in one job; higher rank numbers and world sizes are refused"),
 	F("limits.memory_mb", TS_CFG_INT, limits.memory_mb, 1, 1 << 20,

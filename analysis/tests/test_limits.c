@@ -116,6 +116,34 @@ static void short_ttl(struct ts_limits *l)
 
 static void as_shipped(struct ts_limits *l) { (void)l; }
 
+/* Room for three jobs of 4,096 ranks in limits.memory_mb, half of it a namespace's: a
+ * second such job of team-a is refused there, counted there, and team-b's comes in. */
+static void test_namespace_memory_share(void **state)
+{
+	struct ts_analyzer_opts o = { 0 };
+	struct ts_analyzer *a;
+	struct ts_buf m = { 0 };
+
+	(void)state;
+	ts_params_defaults(&o.params);
+	o.params.limits.memory_mb = (int)((3 * ts_job_bytes(&o.params, 4096) >> 20) + 1);
+	assert_int_equal(ts_analyzer_new(&a, &o), 0);
+	feed_ns = "team-a";
+	assert_int_equal(feed(a, "big1", 0, 4096, 0, 4, false), 0);
+	assert_int_equal(feed(a, "big2", 0, 4096, 0, 4, false), -ERANGE);
+	assert_int_equal(feed(a, "small", 0, 2, 0, 4, false), 0);
+	feed_ns = "team-b";
+	assert_int_equal(feed(a, "big1", 0, 4096, 0, 4, false), 0);
+	ts_analyzer_render_metrics(a, &m);
+	assert_non_null(strstr(m.data, "trainscope_analyzer_jobs_refused_total{k8s_namespace="
+				       "\"team-a\"} 1\n"));
+	assert_non_null(strstr(m.data, "refused_over_limit_total{limit=\"memory\"} 1\n"));
+	assert_null(strstr(m.data, "k8s_namespace=\"team-b\"} "));
+	free(m.data);
+	feed_ns = "ml";
+	ts_analyzer_free(a);
+}
+
 /* 10,000 one-batch jobs from one namespace that end at once, 2,000 between two ticks,
  * then a real job from another: the table (1,024 jobs, 512 a namespace) gives up ended
  * jobs for new ones, those that ended since the last tick too, so none is refused and
@@ -519,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_max_jobs),
 		cmocka_unit_test(test_flood_of_finished_jobs),
 		cmocka_unit_test(test_namespace_share),
+		cmocka_unit_test(test_namespace_memory_share),
 		cmocka_unit_test(test_world_grows_a_rank_a_batch),
 		cmocka_unit_test(test_silent_jobs_forgotten),
 		cmocka_unit_test(test_world_and_memory),
