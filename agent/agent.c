@@ -96,6 +96,13 @@ static void on_ctl(const char *subject, const void *data, size_t len, void *clos
 		ident_from_pb(&id, b->id);
 		a->hellos++;
 		const char *uid = b->id->pod_uid ? b->id->pod_uid : "";
+		/* one process is one rank: the pod that announced it renames it (two entries
+		 * would publish its samples as both ranks; the old rank's would mix two) */
+		if ((e = ts_ranks_renamed(&a->ranks, &id)) && !strcmp(e->pod_uid, uid)) {
+			ts_info("agent: pid %d of %s/%s is rank %d now (announced as rank %d)",
+				id.pid, id.ns, id.job, id.rank, e->id.rank);
+			e->id = id;
+		}
 		if (!(e = ts_ranks_hello(&a->ranks, &id, now_ms()))) {
 			if (!a->table_full++)
 				ts_warn("agent: more than %d ranks on this node, none of them stale: "

@@ -76,6 +76,17 @@ struct ts_rank_entry *ts_ranks_hello(struct ts_ranks *t, const struct ts_ident *
 	return free_e;
 }
 
+struct ts_rank_entry *ts_ranks_renamed(struct ts_ranks *t, const struct ts_ident *id)
+{
+	for (uint32_t i = 0; i < TS_MAX_SLOTS; i++) {
+		struct ts_rank_entry *e = &t->e[i];
+		if (e->used && e->id.pid == id->pid && e->id.rank != id->rank &&
+		    !strcmp(e->id.ns, id->ns) && !strcmp(e->id.job, id->job))
+			return e;
+	}
+	return NULL;
+}
+
 bool ts_ranks_due(const struct ts_rank_entry *e, uint64_t now_ms)
 {
 	return now_ms >= e->next_try_ms;

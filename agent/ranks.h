@@ -52,6 +52,10 @@ struct ts_rank_entry *ts_ranks_hello(struct ts_ranks *t, const struct ts_ident *
 int ts_ranks_resolve(const struct ts_ranks *t, const struct ts_ident *id, uint32_t *host_tgid,
 		     uint64_t *cgroup_id);
 void ts_ranks_forget(struct ts_ranks *t, struct ts_rank_entry *e);
+/* The entry of the process id names (its namespace, job and pid) under another rank, or
+ * NULL: a process that learned its rank late (Lightning's launcher, mp.spawn) may have
+ * been announced under a provisional one first. */
+struct ts_rank_entry *ts_ranks_renamed(struct ts_ranks *t, const struct ts_ident *id);
 /* Whether an unresolved entry's process is due another look at now_ms. */
 bool ts_ranks_due(const struct ts_rank_entry *e, uint64_t now_ms);
 /* A look found nothing: the next waits twice as long (up to TS_RESOLVE_BACKOFF_MAX_MS), so

@@ -187,6 +187,29 @@ static void test_hello_bookkeeping(void **state)
 	assert_ptr_equal(ts_ranks_hello(&t, &id, 500), e1);
 }
 
+/* A process announced under a provisional rank, then its own: found under the old one. */
+static void test_renamed(void **state)
+{
+	static struct ts_ranks t;
+	char proc[128], cg[128];
+	struct ts_ident id = { .ns = "ns", .job = "lit", .rank = 0, .pid = 1109 };
+	struct ts_rank_entry *e;
+
+	(void)state;
+	init(&t, proc, cg);
+	e = ts_ranks_hello(&t, &id, 100);
+	id.rank = 1;
+	assert_ptr_equal(ts_ranks_renamed(&t, &id), e);
+	id.pid = 952; /* another process of the job */
+	assert_null(ts_ranks_renamed(&t, &id));
+	id.pid = 1109;
+	snprintf(id.job, sizeof(id.job), "other");
+	assert_null(ts_ranks_renamed(&t, &id));
+	snprintf(id.job, sizeof(id.job), "lit");
+	id.rank = 0; /* its own rank is no renaming */
+	assert_null(ts_ranks_renamed(&t, &id));
+}
+
 /* Announcements anyone could forge: init, the agent and processes outside the announcing
  * pod are refused; refused entries make room for real ranks. */
 static void test_verify(void **state)
@@ -271,6 +294,7 @@ int main(void)
 		cmocka_unit_test(test_resolve_through_cgroup_and_nspid),
 		cmocka_unit_test(test_resolve_without_cgroup),
 		cmocka_unit_test(test_hello_bookkeeping),
+		cmocka_unit_test(test_renamed),
 		cmocka_unit_test(test_verify),
 		cmocka_unit_test(test_unresolved_flood),
 	};
