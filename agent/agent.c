@@ -55,6 +55,7 @@ struct agent {
 	uint64_t hellos, bad_ctl, samples, device_samples, publish_errors, unresolved;
 	uint64_t refused;   /* announced processes not traced: ts_ranks_verify said no */
 	uint64_t table_full; /* announcements dropped: every slot held, none stale */
+	uint64_t pod_full;   /* ... or their pod holds TS_MAX_PER_POD slots */
 	struct ts_preemptor pre[4096]; /* one period's preemptors, taken from the kernel */
 	struct host_rec *recs;         /* [TS_MAX_SLOTS] */
 	Trainscope__V1__Record **recp; /* [TS_MAX_SLOTS] */
@@ -103,7 +104,19 @@ static void on_ctl(const char *subject, const void *data, size_t len, void *clos
 				id.pid, id.ns, id.job, id.rank, e->id.rank);
 			e->id = id;
 		}
-		if (!(e = ts_ranks_hello(&a->ranks, &id, now_ms()))) {
+		/* a pod at its most gives up one of its own forged or stale entries */
+		if (*uid && !ts_ranks_find(&a->ranks, &id) &&
+		    ts_ranks_of_pod(&a->ranks, uid) >= TS_MAX_PER_POD &&
+		    (e = ts_ranks_evictable(&a->ranks, uid, now_ms())))
+			ts_ranks_forget(&a->ranks, e);
+		if (*uid && !ts_ranks_find(&a->ranks, &id) &&
+		    ts_ranks_of_pod(&a->ranks, uid) >= TS_MAX_PER_POD) {
+			if (!a->pod_full++)
+				ts_warn("agent: pod %s announced more than %d ranks on this node: "
+					"rank %d of %s/%s not traced (the first; "
+					"trainscope_agent_announcements_dropped_total counts them)",
+					uid, TS_MAX_PER_POD, id.rank, id.ns, id.job);
+		} else if (!(e = ts_ranks_hello(&a->ranks, &id, now_ms()))) {
 			if (!a->table_full++)
 				ts_warn("agent: more than %d ranks on this node, none of them stale: "
 					"rank %d of %s/%s not traced (the first; "
@@ -519,7 +532,7 @@ void agent_render_metrics(void *agent, struct ts_buf *b)
 	ts_prom(b, "trainscope_agent_hellos_total", "counter", "Rank announcements received.", a->hellos);
 	ts_prom(b, "trainscope_agent_announcements_dropped_total", "counter",
 		"Announcements dropped: every slot held by a traced or recently announced "
-		"rank.", a->table_full);
+		"rank, or their pod holding its most on the node.", a->table_full + a->pod_full);
 	ts_prom(b, "trainscope_agent_refused_announcements_total", "counter",
 		"Announced processes not traced: pid 1, the agent, or (pods only) not in the "
 		"announcing pod's cgroup.", a->refused);

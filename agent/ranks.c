@@ -41,31 +41,53 @@ static bool same_rank(const struct ts_ident *a, const struct ts_ident *b)
 	       !strcmp(a->job, b->job);
 }
 
-struct ts_rank_entry *ts_ranks_hello(struct ts_ranks *t, const struct ts_ident *id, uint64_t now_ms)
+struct ts_rank_entry *ts_ranks_find(struct ts_ranks *t, const struct ts_ident *id)
 {
-	struct ts_rank_entry *free_e = NULL;
+	for (uint32_t i = 0; i < TS_MAX_SLOTS; i++)
+		if (t->e[i].used && same_rank(&t->e[i].id, id))
+			return &t->e[i];
+	return NULL;
+}
+
+int ts_ranks_of_pod(const struct ts_ranks *t, const char *uid)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < TS_MAX_SLOTS; i++)
+		n += t->e[i].used && !strcmp(t->e[i].pod_uid, uid);
+	return n;
+}
+
+struct ts_rank_entry *ts_ranks_evictable(struct ts_ranks *t, const char *uid, uint64_t now_ms)
+{
+	struct ts_rank_entry *oldest = NULL; /* unresolved past its grace */
 
 	for (uint32_t i = 0; i < TS_MAX_SLOTS; i++) {
 		struct ts_rank_entry *e = &t->e[i];
-		if (e->used && same_rank(&e->id, id)) {
-			e->last_hello_ms = now_ms;
+		if (!e->used || (uid && strcmp(e->pod_uid, uid)))
+			continue;
+		if (e->refused) /* forged announcements cannot crowd out real ranks */
 			return e;
-		}
-		if (!e->used && !free_e)
-			free_e = e;
-	}
-	for (uint32_t i = 0; i < TS_MAX_SLOTS && !free_e; i++)
-		if (t->e[i].refused) /* forged announcements cannot crowd out real ranks */
-			free_e = &t->e[i];
-	struct ts_rank_entry *oldest = NULL; /* unresolved past its grace */
-	for (uint32_t i = 0; i < TS_MAX_SLOTS && !free_e; i++) {
-		struct ts_rank_entry *e = &t->e[i];
 		if (!e->resolved && now_ms - e->first_hello_ms >= TS_UNRESOLVED_GRACE_MS &&
 		    (!oldest || e->first_hello_ms < oldest->first_hello_ms))
 			oldest = e;
 	}
+	return oldest;
+}
+
+struct ts_rank_entry *ts_ranks_hello(struct ts_ranks *t, const struct ts_ident *id, uint64_t now_ms)
+{
+	struct ts_rank_entry *free_e = ts_ranks_find(t, id);
+
+	if (free_e) {
+		free_e->last_hello_ms = now_ms;
+		return free_e;
+	}
+	for (uint32_t i = 0; i < TS_MAX_SLOTS && !free_e; i++)
+		if (!t->e[i].used)
+			free_e = &t->e[i];
 	if (!free_e)
-		free_e = oldest;
+		free_e = ts_ranks_evictable(t, NULL, now_ms);
 	if (!free_e)
 		return NULL;
 	memset(free_e, 0, sizeof(*free_e));

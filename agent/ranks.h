@@ -52,6 +52,17 @@ struct ts_rank_entry *ts_ranks_hello(struct ts_ranks *t, const struct ts_ident *
 int ts_ranks_resolve(const struct ts_ranks *t, const struct ts_ident *id, uint32_t *host_tgid,
 		     uint64_t *cgroup_id);
 void ts_ranks_forget(struct ts_ranks *t, struct ts_rank_entry *e);
+/* The entry of rank id (its namespace, job, rank and pid), or NULL. */
+struct ts_rank_entry *ts_ranks_find(struct ts_ranks *t, const struct ts_ident *id);
+/* The entry that may give its slot to a new announcement (of pod uid's entries; NULL:
+ * any): a refused one, else the oldest unresolved for TS_UNRESOLVED_GRACE_MS; or NULL. */
+struct ts_rank_entry *ts_ranks_evictable(struct ts_ranks *t, const char *uid, uint64_t now_ms);
+/* Entries announced by pod uid. */
+int ts_ranks_of_pod(const struct ts_ranks *t, const char *uid);
+/* Ranks one pod may have traced on a node: 8 to 16 accelerators make 8 to 16 ranks; a
+ * pod that announces more (a forger inside it, a relay gone wrong) must not take every
+ * other pod's slots. */
+#define TS_MAX_PER_POD 32
 /* The entry of the process id names (its namespace, job and pid) under another rank, or
  * NULL: a process that learned its rank late (Lightning's launcher, mp.spawn) may have
  * been announced under a provisional one first. */

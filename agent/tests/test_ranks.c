@@ -187,6 +187,37 @@ static void test_hello_bookkeeping(void **state)
 	assert_ptr_equal(ts_ranks_hello(&t, &id, 500), e1);
 }
 
+/* Entries are counted by the pod that announced them; one is found by its rank; a pod's
+ * unresolved entries past their grace may give way. */
+static void test_per_pod(void **state)
+{
+	static struct ts_ranks t;
+	char proc[128], cg[128];
+	struct ts_ident id = { .ns = "ns", .job = "j", .pid = 7 };
+	struct ts_rank_entry *e;
+
+	(void)state;
+	init(&t, proc, cg);
+	for (int r = 0; r < 5; r++) {
+		id.rank = r;
+		e = ts_ranks_hello(&t, &id, 100);
+		snprintf(e->pod_uid, sizeof(e->pod_uid), "%s", r < 3 ? "pod-a" : "pod-b");
+	}
+	assert_int_equal(ts_ranks_of_pod(&t, "pod-a"), 3);
+	assert_int_equal(ts_ranks_of_pod(&t, "pod-b"), 2);
+	assert_int_equal(ts_ranks_of_pod(&t, "pod-c"), 0);
+	id.rank = 4;
+	assert_ptr_equal(ts_ranks_find(&t, &id), e);
+	id.rank = 5;
+	assert_null(ts_ranks_find(&t, &id));
+	/* a pod at its most gives up its own stale entries only */
+	assert_null(ts_ranks_evictable(&t, "pod-a", 100 + TS_UNRESOLVED_GRACE_MS - 1));
+	e = ts_ranks_evictable(&t, "pod-a", 100 + TS_UNRESOLVED_GRACE_MS);
+	assert_non_null(e);
+	assert_string_equal(e->pod_uid, "pod-a");
+	assert_null(ts_ranks_evictable(&t, "pod-c", 100 + TS_UNRESOLVED_GRACE_MS));
+}
+
 /* A process announced under a provisional rank, then its own: found under the old one. */
 static void test_renamed(void **state)
 {
@@ -295,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_resolve_without_cgroup),
 		cmocka_unit_test(test_hello_bookkeeping),
 		cmocka_unit_test(test_renamed),
+		cmocka_unit_test(test_per_pod),
 		cmocka_unit_test(test_verify),
 		cmocka_unit_test(test_unresolved_flood),
 	};
