@@ -976,7 +976,9 @@ static void class_waits(struct ts_job *j)
  * whose alarmed phase costs it no time over its reference, or that waits in its
  * collectives for a peer longer than half again what its phase costs, is not what the
  * job waits for: its rise follows the wait (NCCL's kernels spin beside its GEMMs while
- * the peer is late). Ranks with no peer are judged on their own past alone. */
+ * the peer is late). The node agent's run-queue and off-CPU times measure the host,
+ * which waiting does not raise: they need only the excess. Ranks with no peer are
+ * judged on their own past alone. */
 static bool waits_for_peer(struct ts_job *j, int k, int m, bool *waits_known)
 {
 	size_t i = idx(j, k, m);
@@ -984,8 +986,8 @@ static bool waits_for_peer(struct ts_job *j, int k, int m, bool *waits_known)
 
 	if (ts_job_peers(j, k) < 1)
 		return false;
-	if (!(d > 0))
-		return true;
+	if (!(d > 0) || m == TS_M_RUNQ || m == TS_M_OFFCPU)
+		return !(d > 0);
 	if (!*waits_known)
 		class_waits(j), *waits_known = true;
 	double wait = j->win_median[idx(j, k, TS_M_COLLECTIVE)] -

@@ -305,6 +305,46 @@ static void test_runq_names_preemptor(void **state)
 	ts_job_free(j);
 }
 
+/* A hog on rank 2's core from step 100, its run queue 60 ms/s against the others' 20,
+ * while rank 2 waits 7 ms a step longer than the others in its collective (its place in
+ * the ring): the run-queue excess is the host's, whatever the wait. Named HostCPU. */
+static void test_runq_named_whatever_the_wait(void **state)
+{
+	struct ts_params p;
+	struct ts_job *j;
+	unsigned seed = 17;
+
+	(void)state;
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", "runq", 4, &p), 0);
+	for (uint64_t st = 0; st < 200; st++) {
+		uint64_t t0 = 1000000 * MS + st * 100 * MS;
+		for (int r = 0; r < 4 && st % 10 == 0; r++) {
+			struct ts_host_view v = { .valid = true, .time_ns = t0, .runq_ms_per_s = 20 };
+			if (r == 2 && st >= 100) {
+				v.runq_ms_per_s = 60, v.top_pid = 4242, v.top_ms_per_s = 40;
+				snprintf(v.top_comm, sizeof(v.top_comm), "stress");
+			}
+			ts_job_host_view(j, r, &v);
+		}
+		for (int r = 0; r < 4; r++) {
+			struct ts_rank_step rs = { .step = st, .start_ns = t0 };
+			rs.m[TS_M_COMPUTE] = jitter(&seed, 30, 0.02);
+			rs.m[TS_M_COLLECTIVE] = jitter(&seed, 5, 0.02) + (r == 2 ? 7 : 0);
+			rs.m[TS_M_LAUNCH] = jitter(&seed, 3, 0.02);
+			rs.end_ns = t0 + 40 * MS;
+			assert_int_equal(ts_job_add_step(j, r, 4, &rs), 0);
+		}
+		ts_job_tick(j, t0 + 50 * MS);
+	}
+	const struct ts_job_result *r = ts_job_result(j);
+	assert_int_equal(r->nslow, 1);
+	assert_int_equal(r->slow[0].rank, 2);
+	assert_string_equal(r->slow[0].cause, "HostCPU");
+	assert_non_null(strstr(r->slow[0].evidence, "preempted by stress"));
+	ts_job_free(j);
+}
+
 /* One step of two synchronous ranks: rank 1 gets extra ms in metric m (and launch),
  * rank 0 waits for it in the collective. */
 static void two_ranks_step(struct ts_job *j, uint64_t st, unsigned *seed, enum ts_metric m,
@@ -1161,6 +1201,7 @@ int main(void)
 		cmocka_unit_test(test_compute),
 		cmocka_unit_test(test_gemm_throughput),
 		cmocka_unit_test(test_waiting_rank_not_named),
+		cmocka_unit_test(test_runq_named_whatever_the_wait),
 		cmocka_unit_test(test_storage),
 		cmocka_unit_test(test_launch_is_host_cpu),
 		cmocka_unit_test(test_busy_gpu_blocks_launches),
