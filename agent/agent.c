@@ -105,12 +105,13 @@ static void on_ctl(const char *subject, const void *data, size_t len, void *clos
 			e->id = id;
 		}
 		/* a pod at its most gives up one of its own forged or stale entries */
-		if (*uid && !ts_ranks_find(&a->ranks, &id) &&
-		    ts_ranks_of_pod(&a->ranks, uid) >= TS_MAX_PER_POD &&
-		    (e = ts_ranks_evictable(&a->ranks, uid, now_ms())))
+		bool pod_full = *uid && !ts_ranks_find(&a->ranks, &id) &&
+				ts_ranks_of_pod(&a->ranks, uid) >= TS_MAX_PER_POD;
+		if (pod_full && (e = ts_ranks_evictable(&a->ranks, uid, now_ms()))) {
 			ts_ranks_forget(&a->ranks, e);
-		if (*uid && !ts_ranks_find(&a->ranks, &id) &&
-		    ts_ranks_of_pod(&a->ranks, uid) >= TS_MAX_PER_POD) {
+			pod_full = false;
+		}
+		if (pod_full) {
 			if (!a->pod_full++)
 				ts_warn("agent: pod %s announced more than %d ranks on this node: "
 					"rank %d of %s/%s not traced (the first; "

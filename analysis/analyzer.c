@@ -232,6 +232,16 @@ static int refuse_in_ns(struct ts_analyzer *a, enum limit l, const char *ns, con
 	return -ERANGE;
 }
 
+/* Where job j (one followed) stands in the table. */
+static int job_index(const struct ts_analyzer *a, const struct ts_job *j)
+{
+	int i = 0;
+
+	while (a->jobs[i] != j)
+		i++;
+	return i;
+}
+
 /* Jobs of namespace ns followed now. */
 static int jobs_in_ns(const struct ts_analyzer *a, const char *ns)
 {
@@ -742,17 +752,14 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, size_t base,
 	if (kind == K_RANK && new_attempt(j, b)) {
 		ts_info("analyzer: %s/%s: a new run (rank %d steps again after its exit): the "
 			"report starts afresh", id->namespace_, id->job, id->rank);
-		for (int i = 0; i < a->njobs; i++)
-			if (a->jobs[i] == j)
-				drop_job(a, i);
+		drop_job(a, job_index(a, j));
 		a->st.attempts++;
 		if ((rc = job_get(a, id->namespace_, id->job, id->world_size, &j)))
 			return rc;
 	}
 	if (dropped || lost) { /* news for the report, a gap filled late too */
 		ts_job_data_loss(j, dropped, lost);
-		for (int i = 0; i < a->njobs; i++)
-			a->dirty[i] |= a->jobs[i] == j;
+		a->dirty[job_index(a, j)] = true;
 	}
 	if (kind == K_RANK && unranked_notice(b))
 		return unranked(a, j, b);

@@ -782,7 +782,9 @@ static int pick_metric(struct ts_job *j, int k)
 	 * the verdict, its run-queue delay is the evidence */
 	static const int effects[] = { TS_M_COMPUTE, TS_M_LAUNCH };
 	double runq, ref;
-	for (size_t e = 0; (best == TS_M_RUNQ || best == TS_M_OFFCPU) && e < 2; e++)
+	if (best != TS_M_RUNQ && best != TS_M_OFFCPU)
+		return best;
+	for (size_t e = 0; e < 2; e++)
 		if (j->alarm[idx(j, k, effects[e])] && host_starves(j, k, effects[e], &runq, &ref))
 			return effects[e];
 	return best;
@@ -986,8 +988,10 @@ static bool waits_for_peer(struct ts_job *j, int k, int m, bool *waits_known)
 
 	if (ts_job_peers(j, k) < 1)
 		return false;
-	if (!(d > 0) || m == TS_M_RUNQ || m == TS_M_OFFCPU)
-		return !(d > 0);
+	if (!(d > 0))
+		return true;
+	if (m == TS_M_RUNQ || m == TS_M_OFFCPU)
+		return false;
 	if (!*waits_known)
 		class_waits(j), *waits_known = true;
 	double wait = j->win_median[idx(j, k, TS_M_COLLECTIVE)] -

@@ -111,15 +111,21 @@ static void failed(struct ts_snapshots *s, const char *why, uint64_t now_ns)
 			"unacknowledged until it is stored)", why);
 }
 
+/* A spell of failures, if any, is over (what went through says so); under s->lock. */
+static void spell_over(struct ts_snapshots *s, uint64_t now_ns, const char *what)
+{
+	if (s->st.failing_since_ns)
+		ts_info("analyzer: %s again after %.0f s of failures", what,
+			(double)(now_ns - s->st.failing_since_ns) / 1e9);
+	s->st.failing_since_ns = 0;
+}
+
 static void stored(struct ts_snapshots *s, size_t bytes, uint64_t now_ns)
 {
 	pthread_mutex_lock(&s->lock);
-	if (s->st.failing_since_ns)
-		ts_info("analyzer: state snapshot stored again after %.0f s of failures",
-			(double)(now_ns - s->st.failing_since_ns) / 1e9);
+	spell_over(s, now_ns, "state snapshot stored");
 	s->st.saved++;
 	s->st.bytes = bytes;
-	s->st.failing_since_ns = 0;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -132,10 +138,7 @@ void ts_snapshots_note_write(struct ts_snapshots *s, const char *why, uint64_t n
 	if (s->held) /* a snapshot waits: only its own store clears the failure */
 		return;
 	pthread_mutex_lock(&s->lock);
-	if (s->st.failing_since_ns)
-		ts_info("analyzer: JetStream takes the analyzer's writes again after %.0f s",
-			(double)(now_ns - s->st.failing_since_ns) / 1e9);
-	s->st.failing_since_ns = 0;
+	spell_over(s, now_ns, "JetStream takes the analyzer's writes");
 	pthread_mutex_unlock(&s->lock);
 }
 
