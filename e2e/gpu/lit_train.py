@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -26,6 +27,31 @@ class Model(L.LightningModule):
         self.a = a
         self.net = GPT(a.vocab, a.dim, a.layers, a.heads, a.seq)
         self.noisy = None
+        self.truth = []  # per step: (host ms since the last batch start, CUDA event pair)
+        self.ev = None
+
+    # The truth the analyzer is judged against: each rank's device time from batch start
+    # to batch end on its compute stream (gaps included) and its host step time.
+    def on_train_batch_start(self, batch, i):
+        now = time.perf_counter()
+        if self.ev:
+            self.truth.append((now - self.ev[2], self.ev[0], self.ev[1]))
+        start = torch.cuda.Event(enable_timing=True)
+        start.record()
+        self.ev = [start, None, now]
+
+    def on_train_batch_end(self, out, batch, i):
+        end = torch.cuda.Event(enable_timing=True)
+        end.record()
+        self.ev[1] = end
+
+    def truth_windows(self, w=25):
+        torch.cuda.synchronize()
+        host = [h * 1e3 for h, _, _ in self.truth]
+        dev = [s.elapsed_time(e) for _, s, e in self.truth]
+        med = lambda v: sorted(v)[len(v) // 2] if v else 0
+        return [{"from": k, "host_ms": round(med(host[k:k + w]), 2),
+                 "device_ms": round(med(dev[k:k + w]), 2)} for k in range(0, len(dev), w)]
 
     def training_step(self, batch, i):
         if self.a.noisy_rank >= 0 and self.global_step == self.a.noisy_from and \
@@ -58,7 +84,8 @@ def main():
         with open("%s.rank%d.json" % (a.out, trainer.global_rank), "w") as f:
             json.dump({"rank": trainer.global_rank, "world": trainer.world_size,
                        "steps": trainer.global_step,
-                       "counters": device_counters()}, f)
+                       "counters": device_counters(),
+                       "windows": trainer.lightning_module.truth_windows()}, f)
     print("rank %d: %d optimizer steps" % (trainer.global_rank, trainer.global_step), flush=True)
 
 
