@@ -478,7 +478,8 @@ static void lost_truth(const struct ts_job_result *r, double (*cf)[V_COUNT], int
 		o->truth[i] = sum > 0 ? part[i] / sum : 0;
 }
 
-static int run_one(const struct scenario *sc, uint64_t seed, struct outcome *o)
+static int run_one(const struct scenario *sc, const struct ts_params *base, uint64_t seed,
+		   struct outcome *o)
 {
 	static struct topo t;
 	static double cf[1024][V_COUNT], clock[MAX_WORLD];
@@ -489,8 +490,7 @@ static int run_one(const struct scenario *sc, uint64_t seed, struct outcome *o)
 
 	memset(o, 0, sizeof(*o));
 	o->latency = -1;
-	ts_params_defaults(&p);
-	p.hang_timeout_s = 300;
+	p = *base;
 	o->from = sc->onset > p.fs.task_stable_step + p.space_window ?
 		sc->onset : p.fs.task_stable_step + p.space_window;
 	if (steps > 1024 || ts_job_new(&j, "bench", sc->name, sc->world, &p))
@@ -675,11 +675,14 @@ static const struct scenario matrix[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: detect_bench [--quick] [--filter TEXT]\n"
+	fprintf(f, "usage: detect_bench [--quick] [--filter TEXT] [--config FILE]\n"
 		   "  Runs the analyzer's detection matrix (synthetic jobs, fixed seeds) and prints\n"
 		   "  recall, cause, false-rank runs and detection latency (steps after the onset).\n"
 		   "  --quick        at most 3 runs a scenario, worlds up to 64\n"
 		   "  --filter TEXT  only scenarios whose name contains TEXT\n"
+		   "  --config FILE  the analyzer's configuration (as trainscope-analyzer --config\n"
+		   "                 takes it) instead of its defaults; TRAINSCOPE_ANALYZER_*\n"
+		   "                 variables apply as they do to the analyzer\n"
 		   "  Exit status 1 when a healthy scenario named a rank.\n");
 }
 
@@ -687,16 +690,21 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "quick", no_argument, 0, 'q' },
 					      { "filter", required_argument, 0, 'f' },
+					      { "config", required_argument, 0, 'c' },
 					      { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
-	const char *filter = NULL;
+	const char *filter = NULL, *config = NULL;
 	bool quick = false, false_alarm = false;
+	struct ts_params base;
+	char err[256];
 	int c;
 
-	while ((c = getopt_long(argc, argv, "qf:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "qf:c:h", opts, NULL)) != -1) {
 		if (c == 'q')
 			quick = true;
 		else if (c == 'f')
 			filter = optarg;
+		else if (c == 'c')
+			config = optarg;
 		else {
 			usage(c == 'h' ? stdout : stderr);
 			return c == 'h' ? 0 : 2;
@@ -704,6 +712,12 @@ int main(int argc, char **argv)
 	}
 	setenv("TRAINSCOPE_LOG", "warn", 0);
 	ts_log_init("detect-bench");
+	ts_params_defaults(&base);
+	if (ts_params_load(&base, config, config ? NULL : "", err, sizeof(err))) {
+		fprintf(stderr, "detect_bench: %s\n", err);
+		return 2;
+	}
+	base.hang_timeout_s = 300; /* the simulated clock's steps, not the analyzer's default */
 	printf("| scenario | ranks | fault | size | runs | recall | cause ok | false-rank runs | "
 	       "false-network runs | fail-slow runs | median steps | p90 steps | onset error | lost: ranks %% "
 	       "(truth) | stages %% (truth) | variation %% (truth) | seconds |\n");
@@ -717,7 +731,7 @@ int main(int argc, char **argv)
 			continue;
 		clock_gettime(CLOCK_MONOTONIC, &a);
 		for (int r = 0; r < runs; r++)
-			if (run_one(sc, 1000u + (uint64_t)r * 7919u, &o[r])) {
+			if (run_one(sc, &base, 1000u + (uint64_t)r * 7919u, &o[r])) {
 				fprintf(stderr, "detect_bench: out of memory\n");
 				return 2;
 			}
