@@ -1,5 +1,5 @@
 # trainscope: one non-recursive GNU Makefile; each folder adds its parts in module.mk.
-# make [all|test|demo|e2e|bench|deps|lint|clean|arm64-test]   SAN=1 builds with ASan+UBSan into
+# make [all|test|demo|e2e|bench|deps|lint|docs-check|docs-ref|clean|arm64-test]   SAN=1 builds with ASan+UBSan into
 # build/san.
 
 # make ARCH=aarch64 cross-builds into build/aarch64 with Debian's aarch64-linux-gnu-gcc:
@@ -90,7 +90,7 @@ include e2e/module.mk
 include bench/module.mk
 
 .PHONY: all test unit integration demo e2e e2e-node bench detect-bench deps lint clean image-root fuzz fuzz-deps \
-	arm64-test arm64-run
+	arm64-test arm64-run docs-check docs-ref
 .DEFAULT_GOAL := all
 
 ifdef CROSS
@@ -124,6 +124,7 @@ integration: all $(ITESTS)
 
 test: deps
 	@$(MAKE) --no-print-directory all $(TESTS) $(ITESTS)
+	@$(MAKE) --no-print-directory docs-check
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory arm64-test
 	@$(MAKE) --no-print-directory integration
@@ -207,6 +208,17 @@ detect-bench: deps
 
 lint: | $(NPU_STAMP)
 	@NPU_INC=$(NPU_INC) e2e/lint.sh
+
+# The docs against the tree, in seconds: every relative link and #anchor of README.md,
+# CONTRIBUTING.md and docs/*.md resolves, and docs/reference.md is what the programs say
+# now (their --help, variables, metrics, --print-config, the chart's values, the CRD).
+# make docs-ref rewrites docs/reference.md.
+DOCS_MD := README.md $(wildcard CONTRIBUTING.md) $(wildcard docs/*.md)
+docs-check: $(BINS)
+	@python3 scripts/docs-links.py $(DOCS_MD)
+	@python3 scripts/docs-ref.py --check --bin $(BUILD)/bin
+docs-ref: $(BINS)
+	@python3 scripts/docs-ref.py --bin $(BUILD)/bin
 
 # Every fuzzer, one after the other, $(FUZZ_RUNS) runs each; one line each, and a failure
 # once all have run if any failed (e2e/fuzz.sh: corpus, log and failing input in
