@@ -1,4 +1,4 @@
-/* The report: SlowNodeReport status (DESIGN.md section 8) plus sysTrace's result fields. */
+/* The report: SlowNodeReport status (docs/report.md) plus sysTrace's result fields. */
 #ifndef TS_REPORT_H
 #define TS_REPORT_H
 

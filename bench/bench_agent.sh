@@ -40,7 +40,7 @@ agent = (c1 - c0) / 1e9 / dt * 100
 bpf = (b1 - b0) / 1e9 / dt * 100
 row = lambda w, v, u, b: print("| %-46s | %14.2f %-10s | %-22s |" % (w, v, u, b))
 print("\nnode agent benchmark (%.0f s of load)\n" % dt)
-print("| %-46s | %25s | %-22s |" % ("what", "measured", "budget (DESIGN.md 10)"))
+print("| %-46s | %25s | %-22s |" % ("what", "measured", "budget (design.md)"))
 print("|%s|%s|%s|" % ("-" * 48, "-" * 27, "-" * 24))
 row("context switches on the node", cs, "/s", ">= 50,000 /s (load)")
 row("agent process CPU (user + system)", agent, "% of 1 core", "<= 0.5 % of one core")

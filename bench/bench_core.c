@@ -1,5 +1,5 @@
 /* make bench: the core pipeline's costs, measured side by side in one run and printed
- * next to DESIGN.md section 10's budgets. Medians of repeated rounds. */
+ * next to the budgets of docs/design.md. Medians of repeated rounds. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <malloc.h>
@@ -299,7 +299,7 @@ int main(int argc, char **argv)
 
 	printf("trainscope core benchmark (%ld CPUs; medians of %d rounds where repeated)\n\n",
 	       sysconf(_SC_NPROCESSORS_ONLN), ROUNDS);
-	printf("| %-46s | %25s | %-22s |\n", "what", "measured", "budget (DESIGN.md 10)");
+	printf("| %-46s | %25s | %-22s |\n", "what", "measured", "budget (design.md)");
 	printf("|%.48s|%.27s|%.24s|\n", "------------------------------------------------",
 	       "---------------------------", "------------------------");
 	bench_hooks(lib);

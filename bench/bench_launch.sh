@@ -31,7 +31,7 @@ median() { # FILE KEY
 }
 before_hdr() { [ -z "${BASELINE_LIB:-}" ] || printf "$1" "$2"; }
 printf '\n| %-44s | %9s | %9s | %9s | %-30s |' "hooked call (test doubles, CPU)" "without" \
-	"with" "added" "budget (DESIGN.md 10)"
+	"with" "added" "budget (design.md)"
 before_hdr ' %9s |' "before"
 echo
 echo -n "|----------------------------------------------|-----------|-----------|-----------|--------------------------------|"

@@ -1,4 +1,4 @@
-/* Who produced a record (DESIGN.md section 3), and the NATS subjects built from it. */
+/* Who produced a record (docs/design.md, Identity), and the NATS subjects built from it. */
 #ifndef TS_IDENT_H
 #define TS_IDENT_H
 

@@ -43,7 +43,7 @@ struct ts_inject_opts {
  * AdmissionReview (the body then explains). */
 int ts_mutate(const char *body, size_t len, const struct ts_inject_opts *o, char **out);
 
-/* The job name of a pod (DESIGN.md section 3), or NULL. pod is a jansson object. */
+/* The job name of a pod (docs/design.md, Identity), or NULL. pod is a jansson object. */
 const char *ts_pod_job(const void *pod);
 
 #endif
