@@ -1,6 +1,6 @@
 # trainscope: one non-recursive GNU Makefile; each folder adds its parts in module.mk.
-# make [all|test|demo|e2e|bench|deps|lint|docs-check|docs-ref|clean|arm64-test]   SAN=1 builds with ASan+UBSan into
-# build/san.
+# make [all|test|demo|e2e|bench|deps|lint|docs-check|docs-ref|clean|arm64-test|
+#       update-exports]   SAN=1 builds with ASan+UBSan into build/san.
 
 # make ARCH=aarch64 cross-builds into build/aarch64 with Debian's aarch64-linux-gnu-gcc:
 # the preload library and its tests only (make arm64-test runs them under qemu-user).
@@ -160,7 +160,7 @@ arm64-test:
 		BUILD=$(BUILD)/aarch64 arm64-run
 
 ifdef CROSS
-arm64-run: $(PRELOAD_LIB) $(PRELOAD_LINKS) $(PRELOAD_CROSS_TESTS)
+arm64-run: $(PRELOAD_LIB) $(PRELOAD_LINKS) $(PRELOAD_SYM_OK) $(PRELOAD_CROSS_TESTS)
 	@TRAINSCOPE_LIB=$(PRELOAD_LIB) TS_TEST_QEMU=qemu-aarch64 e2e/run-tests.sh \
 		$(PRELOAD_CROSS_TESTS)
 else

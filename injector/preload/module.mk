@@ -21,6 +21,38 @@ $(PRELOAD_LIB): $(PRELOAD_PIC)
 	$(CC) -shared -o $@ $^ $(PRELOAD_LDLIBS) -Wl,--no-undefined -Wl,-z,now
 LIBS += $(PRELOAD_LIB)
 
+# What the library exports, against the committed list: an entry point added, removed or
+# re-typed is an ABI change (the rule is in trainscope.h), made on purpose or not at all.
+# Checked by make unit and make arm64-test; make update-exports rewrites the list (its
+# '#' lines kept). nm -D names a versioned symbol with its version; the section markers
+# older linkers export (__bss_start, _edata, _end) and _init/_fini are not ours. The
+# stamp is kept out of $(BUILD)/lib, which image-root ships.
+PRELOAD_SYM    := injector/preload/libtrainscope.sym
+PRELOAD_SYM_OK := $(BUILD)/test/libtrainscope.sym.ok
+define preload_exports
+	$(CROSS)nm -D --defined-only --format=posix $(1) | \
+		awk '$$1 !~ /^(__bss_start|_edata|_end|_init|_fini)$$/ { print $$1, $$2 }' | \
+		LC_ALL=C sort
+endef
+$(PRELOAD_SYM_OK): $(PRELOAD_LIB) $(PRELOAD_SYM)
+	@mkdir -p $(dir $@)
+	@echo "  CHECK   exports of $(PRELOAD_LIB)"
+	@$(call preload_exports,$<) > $@.now
+	@if ! grep -v '^#' $(PRELOAD_SYM) | diff -u --label $(PRELOAD_SYM) --label $< - $@.now; then \
+		echo "libtrainscope.so's exports differ from $(PRELOAD_SYM) (- listed, + built)."; \
+		echo "If the change is meant (trainscope.h's ABI rule: add, never remove or"; \
+		echo "change an entry point), run: make BUILD=$(BUILD) update-exports"; \
+		echo "and commit $(PRELOAD_SYM)."; \
+		exit 1; fi
+	@touch $@
+unit: $(PRELOAD_SYM_OK)
+
+.PHONY: update-exports
+update-exports: $(PRELOAD_LIB)
+	@{ grep '^#' $(PRELOAD_SYM); $(call preload_exports,$<); } > $(PRELOAD_SYM).new
+	@mv $(PRELOAD_SYM).new $(PRELOAD_SYM)
+	@echo "  WROTE   $(PRELOAD_SYM)"
+
 # The webhook preloads lib/$PLATFORM/libtrainscope.so, a literal $PLATFORM: glibc expands
 # it (x86_64, haswell, xeon_phi, aarch64) and finds one of these links; musl does not,
 # finds no such file and skips the preload, where it would fail to start the program
