@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,17 +198,45 @@ TRAINSCOPE_API void trainscope_collective_end(enum trainscope_coll_op op)
 	ts_emit(&rec);
 }
 
-TRAINSCOPE_API void trainscope_get_counters(struct trainscope_counters *out)
-{
-	struct ts_ring *r = atomic_load(&ts_lib.state) == LIB_READY ? ts_lib.ring : NULL;
+/* The layouts the calls without a size write, frozen when the sized calls came: a
+ * program built against an earlier header holds that much and no more. */
+#define COUNTERS_V1_SIZE (2 * sizeof(uint64_t))
+#define DEVICE_COUNTERS_V1_SIZE (20 * sizeof(uint64_t))
+_Static_assert(offsetof(struct trainscope_counters, dropped) == 8 &&
+		       sizeof(struct trainscope_counters) >= COUNTERS_V1_SIZE,
+	       "trainscope_counters: fields are only appended (trainscope.h's ABI rule)");
+_Static_assert(offsetof(struct trainscope_device_counters, sample_n) == 8 * 8 &&
+		       offsetof(struct trainscope_device_counters, graph_colls_uncounted) == 19 * 8 &&
+		       sizeof(struct trainscope_device_counters) >= DEVICE_COUNTERS_V1_SIZE,
+	       "trainscope_device_counters: fields are only appended (trainscope.h's ABI rule)");
 
-	out->written = r ? atomic_load(&r->head) : 0;
-	out->dropped = atomic_load(&ts_lib.orphan_drops) + (r ? atomic_load(&r->dropped) : 0);
+/* Copies the library's struct full (known bytes) into the caller's first size bytes,
+ * zeroes what only the caller knows. The sized calls' contract (trainscope.h): returns
+ * known, or -EINVAL for out NULL with a size. */
+static int fill_sized(void *out, size_t size, const void *full, size_t known)
+{
+	if (!out)
+		return size ? -EINVAL : (int)known;
+	memcpy(out, full, size < known ? size : known);
+	if (size > known)
+		memset((char *)out + known, 0, size - known);
+	return (int)known;
 }
 
-TRAINSCOPE_API void trainscope_get_device_counters(struct trainscope_device_counters *out)
+static int get_counters(struct trainscope_counters *out, size_t size)
 {
-	*out = (struct trainscope_device_counters){
+	struct ts_ring *r = atomic_load(&ts_lib.state) == LIB_READY ? ts_lib.ring : NULL;
+	struct trainscope_counters c = {
+		.written = r ? atomic_load(&r->head) : 0,
+		.dropped = atomic_load(&ts_lib.orphan_drops) + (r ? atomic_load(&r->dropped) : 0),
+	};
+
+	return fill_sized(out, size, &c, sizeof(c));
+}
+
+static int get_device_counters(struct trainscope_device_counters *out, size_t size)
+{
+	struct trainscope_device_counters c = {
 		.launches = atomic_load(&ts_lib.total_launches) + atomic_load(&ts_lib.ctr.launches),
 		.api_calls = atomic_load(&ts_lib.total_api_calls) + atomic_load(&ts_lib.ctr.api_calls),
 		.mem_live = atomic_load(&ts_lib.mem_live),
@@ -215,7 +244,30 @@ TRAINSCOPE_API void trainscope_get_device_counters(struct trainscope_device_coun
 		.gemms = atomic_load(&ts_lib.ctr.gemms),
 		.colls = atomic_load(&ts_lib.ctr.colls),
 	};
-	ts_gpu_get_stats(out);
+
+	ts_gpu_get_stats(&c);
+	return fill_sized(out, size, &c, sizeof(c));
+}
+
+TRAINSCOPE_API int trainscope_get_counters_sized(struct trainscope_counters *out, size_t size)
+{
+	return get_counters(out, size);
+}
+
+TRAINSCOPE_API int trainscope_get_device_counters_sized(struct trainscope_device_counters *out,
+							 size_t size)
+{
+	return get_device_counters(out, size);
+}
+
+TRAINSCOPE_API void trainscope_get_counters(struct trainscope_counters *out)
+{
+	(void)get_counters(out, COUNTERS_V1_SIZE);
+}
+
+TRAINSCOPE_API void trainscope_get_device_counters(struct trainscope_device_counters *out)
+{
+	(void)get_device_counters(out, DEVICE_COUNTERS_V1_SIZE);
 }
 
 TRAINSCOPE_API int trainscope_side_path(const char *suffix, char *buf, size_t n)

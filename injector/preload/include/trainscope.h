@@ -6,7 +6,26 @@
  * preloaded (test `if (trainscope_step_begin)` before calling).
  *
  * Every call is safe from any thread, never blocks, never allocates and makes no
- * system call once the process's ring exists; a full ring drops and counts. */
+ * system call once the process's ring exists; a full ring drops and counts.
+ *
+ * The ABI rule: a program built against any earlier trainscope.h, or calling through
+ * dlsym or ctypes, keeps working with a newer libtrainscope.so.
+ *  - An entry point, once shipped, is never removed and its prototype never changes:
+ *    new behaviour gets a new name. The exports are checked against
+ *    injector/preload/libtrainscope.sym by make unit.
+ *  - A struct the library fills only grows, at its end (never a field moved, resized or
+ *    removed), and is filled through a call that takes the caller's sizeof: the library
+ *    writes no byte past it, and zeroes what it does not know of a bigger (newer)
+ *    caller's struct. The calls without a size (trainscope_get_counters,
+ *    trainscope_get_device_counters) write exactly the layout they had when the sized
+ *    calls came (2 and 20 fields), whatever the structs grow to.
+ * New names rather than ELF symbol versions of the old ones: dlsym, and so ctypes and
+ * every Python caller, binds a name to its newest (default) version, so an old ctypes
+ * caller would reach the sized form with no size; and a version script on a library
+ * that interposes vendors' and glibc's functions would have to keep every hook out of
+ * its version nodes, where it no longer stands in for a program's versioned reference
+ * (dlsym@GLIBC_2.34). injector/preload/tests/abi/ keeps each earlier header; a test
+ * built against it runs against this library. */
 #ifndef TRAINSCOPE_H
 #define TRAINSCOPE_H
 
@@ -22,6 +41,9 @@ extern "C" {
 #else
 #define TRAINSCOPE_API __attribute__((visibility("default")))
 #endif
+
+/* Kept for programs built against an earlier header; new code calls the _sized form. */
+#define TRAINSCOPE_LEGACY(use) __attribute__((deprecated("use " #use)))
 
 enum trainscope_region {
 	TRAINSCOPE_REGION_DATALOADER = 1,
@@ -47,6 +69,7 @@ enum trainscope_coll_op {
 	TRAINSCOPE_COLL_MAX = 10
 };
 
+/* Grows only at its end (the ABI rule above). */
 struct trainscope_counters {
 	uint64_t written; /* records that reached the ring */
 	uint64_t dropped; /* records lost: ring full, or no ring could be made */
@@ -61,9 +84,9 @@ TRAINSCOPE_API void trainscope_region_end(enum trainscope_region region);
 TRAINSCOPE_API void trainscope_compute_device_ns(uint64_t ns);
 TRAINSCOPE_API void trainscope_collective_begin(enum trainscope_coll_op op, uint64_t bytes);
 TRAINSCOPE_API void trainscope_collective_end(enum trainscope_coll_op op);
-TRAINSCOPE_API void trainscope_get_counters(struct trainscope_counters *out);
 
-/* What the device hooks saw since the process started (for tests and benchmarks). */
+/* What the device hooks saw since the process started (for tests and benchmarks).
+ * Grows only at its end (the ABI rule above). */
 struct trainscope_device_counters {
 	uint64_t launches;       /* kernel launches, every path, each counted once */
 	uint64_t api_calls;      /* cuBLAS and NCCL calls (outermost) */
@@ -86,7 +109,22 @@ struct trainscope_device_counters {
 	uint64_t graph_colls;    /* collectives run by graph replays (they are in colls) */
 	uint64_t graph_colls_uncounted; /* collectives captured into a graph and not kept */
 };
-TRAINSCOPE_API void trainscope_get_device_counters(struct trainscope_device_counters *out);
+
+/* The counters into out's first size bytes (pass sizeof *out): the fields this library
+ * knows that fit, then zeroes up to size for fields it does not know; no byte at or past
+ * out + size is written. Returns the size of the library's own struct (so a caller sees
+ * which of its fields were filled: those below min(size, the return)), also for
+ * out == NULL with size 0; -EINVAL for out == NULL with a size. */
+TRAINSCOPE_API int trainscope_get_counters_sized(struct trainscope_counters *out, size_t size);
+TRAINSCOPE_API int trainscope_get_device_counters_sized(struct trainscope_device_counters *out,
+							 size_t size);
+
+/* Legacy: the calls of earlier headers. Each writes exactly 16 (2 fields) and 160 bytes
+ * (20 fields, launches to graph_colls_uncounted) and always will; out must hold that. */
+TRAINSCOPE_API TRAINSCOPE_LEGACY(trainscope_get_counters_sized)
+void trainscope_get_counters(struct trainscope_counters *out);
+TRAINSCOPE_API TRAINSCOPE_LEGACY(trainscope_get_device_counters_sized)
+void trainscope_get_device_counters(struct trainscope_device_counters *out);
 
 /* For the Python shim. The path of a text file beside this process's ring (suffix
  * ".stacks", ".exc" or ".groups"); 0, or -1 when there is no ring. */

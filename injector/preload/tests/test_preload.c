@@ -23,7 +23,7 @@ struct api {
 	void (*step_end)(uint64_t);
 	void (*region_begin)(enum trainscope_region);
 	void (*region_end)(enum trainscope_region);
-	void (*get_counters)(struct trainscope_counters *);
+	int (*get_counters)(struct trainscope_counters *, size_t);
 };
 
 static const char *lib_path(void)
@@ -44,7 +44,7 @@ static void load(struct api *a)
 	*(void **)&a->step_end = dlsym(a->h, "trainscope_step_end");
 	*(void **)&a->region_begin = dlsym(a->h, "trainscope_region_begin");
 	*(void **)&a->region_end = dlsym(a->h, "trainscope_region_end");
-	*(void **)&a->get_counters = dlsym(a->h, "trainscope_get_counters");
+	*(void **)&a->get_counters = dlsym(a->h, "trainscope_get_counters_sized");
 	assert_non_null(a->get_counters);
 	assert_non_null(a->region_end);
 }
@@ -69,7 +69,7 @@ static void child_records(const char *dir)
 		a.step_end(s);
 	}
 	a.region_end(TRAINSCOPE_REGION_DATALOADER); /* end without begin: ignored */
-	a.get_counters(&c);
+	a.get_counters(&c, sizeof(c));
 	/* nobody drains: 64 records fit, the other 236 are counted */
 	if (c.written != 64 || c.dropped != 236)
 		_exit(10);
@@ -158,7 +158,7 @@ static void test_no_ring_folder_counts(void **state)
 		load(&a);
 		for (int i = 0; i < 10; i++)
 			a.step_end((uint64_t)i);
-		a.get_counters(&c);
+		a.get_counters(&c, sizeof(c));
 		_exit(c.written == 0 && c.dropped == 10 ? 0 : 11);
 	}
 	waitpid(pid, &status, 0);

@@ -101,7 +101,8 @@ static struct trainscope_device_counters counters(void)
 {
 	struct trainscope_device_counters c;
 
-	trainscope_get_device_counters(&c);
+	if (trainscope_get_device_counters_sized(&c, sizeof(c)) < 0)
+		die("trainscope_get_device_counters_sized");
 	return c;
 }
 
