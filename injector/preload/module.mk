@@ -186,8 +186,18 @@ $(BUILD)/test/test_shim: $(BUILD)/obj/injector/preload/tests/test_shim.o \
 	$(call link,$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/test_shim
 
+# The public API's ABI: a caller built against the v1 header (tests/abi/v1/, kept
+# verbatim) and callers of the current one with smaller and bigger sizes, against this
+# library with the CUDA doubles loaded.
+$(BUILD)/test/test_api_abi: $(BUILD)/obj/injector/preload/tests/test_api_abi.o \
+		$(BUILD)/obj/injector/preload/tests/abi/v1/caller.o \
+		$(BUILD)/obj/injector/preload/tests/util.o \
+		| $(PRELOAD_LIB) $(DOUBLE_DIR)/libcuda.so.1 $(DOUBLE_DIR)/libcudart.so.13
+	$(call link,$^,$(CMOCKA_LIBS) -ldl)
+TESTS += $(BUILD)/test/test_api_abi
+
 # What make arm64-test runs under qemu-user: the tests that need no Python.
-PRELOAD_CROSS_TESTS := $(addprefix $(BUILD)/test/,test_ring test_abi test_preload test_hooks)
+PRELOAD_CROSS_TESTS := $(addprefix $(BUILD)/test/,test_ring test_abi test_api_abi test_preload test_hooks)
 
 # The Ascend headers the NPU hooks are built against, fetched once from the torch-npu
 # wheel on PyPI into the tool cache (e2e/npu-headers.sh). acl.c includes the real ACL
