@@ -49,17 +49,26 @@ class GPT(nn.Module):
 
 def device_counters():
     """The preload's counters, or None when the program runs without it."""
-    try:
-        fn = ctypes.CDLL(None).trainscope_get_device_counters
-    except AttributeError:
-        return None
-    # struct trainscope_device_counters, in order: all of it, or the call writes past
+    # struct trainscope_device_counters, in order; a prefix of it is enough: the sized
+    # call fills what the buffer's size holds and the fields the library lacks are 0
     names = ("launches", "api_calls", "segments", "samples", "completed", "timed_skipped",
              "capture_skips", "hangs", "sample_n", "mem_live", "alloc_failures", "gemms",
              "colls", "graphs", "graphs_uncounted", "graph_launches", "captured",
              "host_funcs", "graph_colls", "graph_colls_uncounted")
     buf = (ctypes.c_uint64 * len(names))()
-    fn(buf)
+    lib = ctypes.CDLL(None)
+    try:
+        fn = lib.trainscope_get_device_counters_sized
+    except AttributeError:
+        try:  # a library from before the sized call: it writes at most these 20 fields
+            lib.trainscope_get_device_counters(buf)
+        except AttributeError:
+            return None
+        return dict(zip(names, buf))
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    if fn(buf, ctypes.sizeof(buf)) < 0:
+        return None
     return dict(zip(names, buf))
 
 
