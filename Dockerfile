@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The trainscope image: the preload library and Python shim (copied into training pods
 # by the webhook's init container), the relay, agent, webhook and analyzer.
 # e2e/node/images.sh builds the same image without a Docker engine: it reads

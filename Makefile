@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # trainscope: one non-recursive GNU Makefile; each folder adds its parts in module.mk.
 # make [all|test|demo|e2e|bench|deps|lint|docs-check|docs-ref|clean|arm64-test|
 #       update-exports]   SAN=1 builds with ASan+UBSan into build/san.
@@ -210,13 +211,15 @@ lint: | $(NPU_STAMP)
 	@NPU_INC=$(NPU_INC) e2e/lint.sh
 
 # The docs against the tree, in seconds: every relative link and #anchor of README.md,
-# CONTRIBUTING.md and docs/*.md resolves, and docs/reference.md is what the programs say
-# now (their --help, variables, metrics, --print-config, the chart's values, the CRD).
+# CONTRIBUTING.md and docs/*.md resolves, docs/reference.md is what the programs say
+# now (their --help, variables, metrics, --print-config, the chart's values, the CRD),
+# and every source file starts with its SPDX licence line (scripts/spdx-check.sh).
 # make docs-ref rewrites docs/reference.md.
 DOCS_MD := README.md $(wildcard CONTRIBUTING.md) $(wildcard docs/*.md)
 docs-check: $(BINS)
 	@python3 scripts/docs-links.py $(DOCS_MD)
 	@python3 scripts/docs-ref.py --check --bin $(BUILD)/bin
+	@sh scripts/spdx-check.sh
 docs-ref: $(BINS)
 	@python3 scripts/docs-ref.py --bin $(BUILD)/bin
 

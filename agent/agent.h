@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope-agent's core: ranks of this node in, host and device samples out. */
 #ifndef TS_AGENT_H
 #define TS_AGENT_H

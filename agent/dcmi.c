@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* DCMI's ABI as Huawei's public header dcmi_interface_api.h gives it (the copies in
  * Ascend/mind-cluster and ascend-device-plugin): plain C calls that return 0 or a
  * negative code (-8xxx), devices named by (card id, device id). Only what the agent reads

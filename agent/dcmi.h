@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* NPU (Huawei Ascend) health through DCMI, libdcmi.so loaded at run time (no build
  * dependency): the Ascend counterpart of nvml.h. A node has one or the other. */
 #ifndef TS_DCMI_H

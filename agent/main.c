@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope-agent: the node's eBPF view of the ranks running on it. */
 #include "agent.h"
 #include "httpd.h"

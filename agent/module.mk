@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 AGENT_BIN := $(BUILD)/bin/trainscope-agent
 AGENT_SRCS := agent/agent.c agent/probe.c agent/ranks.c agent/nvml.c agent/dcmi.c agent/nic.c
 AGENT_OBJS := $(AGENT_SRCS:%.c=$(BUILD)/obj/%.o)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The node's network ports as sysfs counts them: Ethernet interfaces backed by a device
  * (/sys/class/net/<if>/statistics) and InfiniBand or RoCE ports
  * (/sys/class/infiniband/<dev>/ports/<n>/counters). A failing cable, optic or switch

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* NVML's ABI as documented in nvml.h: opaque device handles, int return codes,
  * versioned entry points. Only what the agent reads is declared. */
 #include "nvml.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* GPU health through NVML, loaded at run time (no build dependency). */
 #ifndef TS_NVML_H
 #define TS_NVML_H

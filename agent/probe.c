@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "probe.h"
 #include "log.h"
 #include "bpf/hostprobe.skel.h"

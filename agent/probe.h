@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The node's eBPF probe: loads bpf/hostprobe.bpf.c, traces processes by slot, and
  * reads the cumulative counters and preemptors back. */
 #ifndef TS_PROBE_H

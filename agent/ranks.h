@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The ranks this node traces: learnt from Hello records, mapped to host processes,
  * each given a slot of the BPF maps. */
 #ifndef TS_RANKS_H

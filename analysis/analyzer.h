@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The analyzer's core, independent of NATS: decodes batches, drops duplicates and
  * counts gaps per producer, feeds jobs, and writes reports. */
 #ifndef TS_ANALYZER_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A one-sided CUSUM change-point statistic on one rank's excess over its peers, in
  * robust sigmas learned from the job's own steps (Page's CUSUM, as Greyhound uses).
  * Each step adds (excess - drift) / sigma, capped so that no single step decides; an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* DBSCAN over one dimension, and the SPACE detector built on it: which ranks of a
  * group stand apart from the main cluster of a metric. */
 #ifndef TS_DBSCAN_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Job-level fail-slow detection on the step-time series (after sysTrace's
  * fail_slow_detection, with the degradation divided by the baseline). It judges time,
  * not typical steps: a window's value is the mean of its steps less the longest one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "job_impl.h"
 #include "dbscan.h"
 #include "log.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Per-job detection state: steps of all ranks aligned by step number, fail-slow on the
  * job's step time, SPACE + TIME localization per metric, alarms and causes. */
 #ifndef TS_JOB_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A hang's culprit. In a collective every member waits until the last one enters, so
  * the ranks whose hang watch fires are the victims: the culprit is the member that did
  * not enter the op most of them wait in (it computes, waits in another op, or is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The job's history: alarms raised and cleared, fail-slow spells, hangs. It outlives
  * them, so the report of a job that ended says what happened to it. */
 #include "job_impl.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The insides of a job, shared by job.c and its snapshot (job_snap.c) only. */
 #ifndef TS_JOB_IMPL_H
 #define TS_JOB_IMPL_H

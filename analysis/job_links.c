@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Links: NCCL's profiler plugin times each network send to a peer (Step.peers), so the
  * analyzer knows how long a byte takes from one rank to another. A slow cable, optic
  * or NIC makes the sends over it slower than over every other link of the job, while a

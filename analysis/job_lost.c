@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Lost time: where a window's step time went, by what-ifs on the job's own dependency
  * structure. A synchronous step ends when its slowest rank has worked (data-parallel
  * collectives wait for the last replica; a pipeline step is bounded by its slowest

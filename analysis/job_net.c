@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The Communication cause. In a collective every member waits for the last one to
  * enter, so a rank's time in a communicator is transfer plus waiting; the member that
  * came last waited least, and the smallest time over the members is the transfer time.

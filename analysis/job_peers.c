@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Change points on each rank's excess over the peers that do the same work. A rank is
  * compared with its peer class (the same pipeline stage and tensor position across
  * data-parallel replicas); a rank with no peer is compared with its own baseline,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A job's whole state in a snapshot, and back: an analyzer that restarts picks up each
  * job where the snapshot left it, and replays the stream from there. */
 #include "job_impl.h"

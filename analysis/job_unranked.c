@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Processes of a job the analyzer cannot use, as their relays say: steps with no rank
  * (held until the process learns one), or a rank's device work with no step (its loop's
  * steps not found). The report tells the user what to set. */

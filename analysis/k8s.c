@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "k8s.h"
 #include "names.h"
 #include "report.h"

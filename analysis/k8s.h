@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Kubernetes mode of the analyzer: SlowNodeReport objects and Events. */
 #ifndef TS_K8S_H
 #define TS_K8S_H

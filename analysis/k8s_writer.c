@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "k8s_writer.h"
 #include "log.h"
 #include "tsclock.h"

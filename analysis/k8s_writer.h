@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The Kubernetes writer on a thread of its own: the analyzer hands it each job's latest
  * report and goes on; an API server that is slow or does not answer delays only the
  * SlowNodeReports and Events, never the analysis, the report files or /metrics. */

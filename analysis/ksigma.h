@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TIME detector: a sliding-window k-sigma test of one series against its own past. */
 #ifndef TS_KSIGMA_H
 #define TS_KSIGMA_H

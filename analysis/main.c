@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope-analyzer: consumes the job's batches from JetStream and names slow ranks. */
 #include "analyzer.h"
 #include "httpd.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The jobs' Prometheus series: state, step-time histogram, lost time, and per-rank
  * series with cardinality bounded by design (the slowest few ranks and every named one;
  * quantiles over all ranks). Labels k8s_namespace and training_job leave a scrape's own

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* What becomes a span: windows of steps as traces, sampling, the per-trace budget. */
 #include "otlp_impl.h"
 #include "log.h"

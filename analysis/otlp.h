@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* OTLP/HTTP trace export (protobuf, gzip) of a job's timeline.
  *
  * A job attempt is cut into windows of steps, one trace each: a root span

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The exporter's settings from the OpenTelemetry environment variables: the
  * traces-specific OTEL_EXPORTER_OTLP_TRACES_* win over OTEL_EXPORTER_OTLP_*. */
 #include "otlp.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The OTLP exporter's insides, shared by otlp.c (spans, windows, sampling) and
  * otlp_send.c (encoding, the sender thread). */
 #ifndef TS_OTLP_IMPL_H

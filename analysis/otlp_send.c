@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Encoding queued spans as ExportTraceServiceRequest and sending them: the sender
  * thread, gzip, headers, TLS, retries. */
 #include "otlp_impl.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Detection parameters (analysis/analyzer.yaml); defaults are the seeds' values. */
 #ifndef TS_PARAMS_H
 #define TS_PARAMS_H

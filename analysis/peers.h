@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Which ranks do the same work. A parallel layout such as "tp2-pp4-dp8" lists its
  * dimensions fastest-varying first (Megatron's order): rank = tp + 2 * (pp + 4 * dp).
  * Ranks that differ only in a replica dimension (dp, cp) are peers; every other

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The report: SlowNodeReport status (docs/report.md) plus sysTrace's result fields. */
 #ifndef TS_REPORT_H
 #define TS_REPORT_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A snapshot codec: one function per state describes its fields once, and the same
  * walk writes them (out set) or reads them back (in set). The bytes are this build's
  * memory layout: a snapshot is only read by the analyzer build that wrote it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The analyzer's state kept in a JetStream key-value bucket: every interval it is saved
  * as of the last message ingested, and only then are the messages up to it acknowledged,
  * so a restarted analyzer restores it and replays the stream after it: the same verdicts

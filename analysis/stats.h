@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Small robust statistics on double arrays. */
 #ifndef TS_STATS_H
 #define TS_STATS_H

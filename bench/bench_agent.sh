@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # make bench, agent part: the node agent's CPU and memory, and the eBPF programs' own
 # cost, while a load generator makes >= 50,000 context switches per second.
 set -e

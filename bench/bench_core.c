@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* make bench: the core pipeline's costs, measured side by side in one run and printed
  * next to the budgets of docs/design.md. Medians of repeated rounds. */
 #include <dlfcn.h>

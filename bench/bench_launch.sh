@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # make bench, hook part: what the preload adds to each hooked call, measured against the
 # test doubles of the CUDA driver, runtime, cuBLAS and NCCL on the CPU (no GPU here; the
 # doubles do the same bookkeeping with and without the preload, so the difference is

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # make bench, scale part: the bus and the analyzer at 16,384 ranks. A 3-server NATS
 # cluster (nats-server 2.12, tools.sh), the stream on 3 replicas in 2 partitions, two
 # partitioned analyzers. Runs, measured side by side:

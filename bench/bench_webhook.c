@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* make bench, webhook part: p50/p99 latency of 1,000 AdmissionReviews over HTTPS to
  * the webhook server, one kept-alive connection as the API server uses; then the same
  * while 1,000 slow clients hold connections that never send a request (any pod can),

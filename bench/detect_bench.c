@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* make detect-bench: the analyzer's detection quality on a fixed matrix of synthetic
  * jobs fed straight into its library (analysis/job.h), with the seed of every run
  * fixed. Synchronous steps: each rank works (dataloader, launch, compute, checkpoint),

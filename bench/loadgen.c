@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope-loadgen: simulated relays for jobs of up to tens of thousands of ranks.
  *
  * Each rank is a producer of its own (producer id, batch sequence) publishing real

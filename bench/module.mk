@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 BENCH_CORE := $(BUILD)/bench/bench_core
 $(BENCH_CORE): $(BUILD)/obj/bench/bench_core.o $(ANALYSIS_LIB_OBJS) $(RELAY_LIB_OBJS) \
 		$(COMMON_OBJS) $(PROTO_OBJ) | $(PRELOAD_LIB)

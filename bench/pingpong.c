@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Load generator for the agent benchmark: two processes bounce a byte over pipes, each
  * bounce two context switches. The parent is a traced rank (it marks steps), so the
  * agent's programs take their full path on its switches. */

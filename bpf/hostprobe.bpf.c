@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 /* Host-bound signals of traced ranks: scheduling (on/off-CPU, run-queue delay,
  * involuntary switches, preemptors), block I/O latency, TCP retransmits.
  * Only tp_btf programs: no kprobes, no tracefs needed. A process is traced when its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 OR GPL-2.0-only
 /* Shared between bpf/hostprobe.bpf.c and the agent: map layouts. */
 #ifndef TS_HOSTPROBE_H
 #define TS_HOSTPROBE_H

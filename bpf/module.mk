@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # CO-RE programs: vmlinux.h from the running kernel's BTF, objects by clang, skeletons
 # by bpftool, all under $(BUILD)/gen/bpf.
 BPF_CLANG ?= clang

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #ifndef TS_CLI_H
 #define TS_CLI_H
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope run --local: one command on one machine. The run gets a nats-server with
  * JetStream and a trainscope-analyzer of its own, in a private temporary folder; the
  * job's verdict shows on one line while it runs; at the end come its report, picture and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope: the command-line front end. */
 #include "cli.h"
 #include "log.h"

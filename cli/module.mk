@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 CLI_BIN := $(BUILD)/bin/trainscope
 CLI_SRCS := cli/main.c cli/run.c cli/report.c cli/timeline.c cli/stream.c cli/plot.c cli/report_kube.c \
 	cli/local.c

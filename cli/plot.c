@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope report --plot: the picture of a job. Each rank's time per step in one phase
  * (by default the one the report blames: compute, launch, dataloader, ...; in a
  * synchronous job the step itself lasts as long as the slowest rank's everywhere), as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope report: prints (or waits for) the analyzer's report of a job. */
 #include "cli.h"
 #include "analysis/report.h"

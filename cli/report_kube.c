@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope report --kube: SlowNodeReports read from the cluster through a kubeconfig
  * (or in a pod, its service account), so no one shells into the analyzer's pod. */
 #include "cli.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope run: a command under the preload with a relay for its lifetime. */
 #include "cli.h"
 #include "natsw.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Reading a job back from the TRAINSCOPE stream, for the commands that draw it. */
 #include "cli.h"
 #include "ident.h"

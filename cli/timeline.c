@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope timeline: a job's steps and its ranks' host scheduling as one
  * Chrome/Perfetto trace, read back from the TRAINSCOPE stream. */
 #include "cli.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Base64 (RFC 4648), as Kubernetes writes Secret data, caBundles, kubeconfig data and
  * JSON patches. */
 #ifndef TS_B64_H

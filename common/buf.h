@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A growable text buffer for rendering /metrics, JSON and reports. */
 #ifndef TS_BUF_H
 #define TS_BUF_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* YAML configuration bound to a C struct through a field table, with environment
  * overrides. Keys are dotted paths of nested mappings ("space.eps"). */
 #ifndef TS_CONFIG_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Hashes: FNV-1a of bytes, and a mixer of 64-bit keys. */
 #ifndef TS_HASH_H
 #define TS_HASH_H

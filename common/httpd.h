@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A small HTTP server over libmicrohttpd for /metrics and /healthz. */
 #ifndef TS_HTTPD_H
 #define TS_HTTPD_H

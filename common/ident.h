@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Who produced a record (docs/design.md, Identity), and the NATS subjects built from it. */
 #ifndef TS_IDENT_H
 #define TS_IDENT_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A small Kubernetes API client over libcurl: in-cluster service account or a
  * kubeconfig file, JSON in and out. */
 #ifndef TS_KUBE_H

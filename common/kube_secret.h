@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Secrets and names of the Kubernetes API, shared by the init containers that keep
  * generated material in a Secret (the webhook's and NATS's certificates, NATS's shared
  * keys): what the API server said, the pod's namespace, a Secret's data. */

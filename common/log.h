@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Logging for trainscope daemons: one line per event on stderr, level from TRAINSCOPE_LOG. */
 #ifndef TS_LOG_H
 #define TS_LOG_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 COMMON_SRCS := common/log.c common/config.c common/natsw.c common/natsw_stream.c common/natskv.c common/names.c common/httpd.c common/buf.c \
 	common/ident.c common/visible.c common/kube.c common/kube_secret.c common/signals.c common/b64.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Names from the wire (namespaces, jobs, pods: anything a producer may send) mapped, in
  * one place, to what each sink accepts. A name the mapping had to change gets a hash of
  * the original appended, so two different names never map to one (Upper-Case and

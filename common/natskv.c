@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "natskv.h"
 #include "hash.h"
 #include "tsclock.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Blobs of any size in a JetStream key-value bucket. A blob is stored as chunks under
  * <key>.<slot>.<i>, then a head <key>.head that names the slot, the chunk count, the
  * size and a hash: the two slots alternate, so a writer that dies midway leaves the

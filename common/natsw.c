@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "natsw.h"
 #include "natsw_stream.h"
 #include "hash.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* NATS JetStream wrapper over nats.c: a publisher with a bounded outbox and
  * asynchronous, acknowledged, de-duplicated publishes, and a durable pull consumer. */
 #ifndef TS_NATSW_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The TRAINSCOPE stream as its manager (the analyzer) keeps it, through JetStream's JSON
  * API: nats.c 3.4 has no field for a stream's subject transform, which partitions the
  * stream by job. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The stream's settings kept by its manager (natsw.c calls it for the analyzer). */
 #ifndef TS_NATSW_STREAM_H
 #define TS_NATSW_STREAM_H

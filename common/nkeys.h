@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* NATS nkeys and JWTs (Ed25519 through OpenSSL): the keys in NATS's base32 form, and the
  * signed JWTs an auth callout reads and answers with. Only what an issuer needs. */
 #ifndef TS_NKEYS_H

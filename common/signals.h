@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Orderly stop for the daemons: SIGTERM/SIGINT set a flag the main loop polls
  * (process-wide by nature: a signal handler can only reach globals). */
 #ifndef TS_SIGNALS_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Time helpers: nanoseconds from vDSO clocks (no syscall on x86-64/arm64). */
 #ifndef TS_CLOCK_H
 #define TS_CLOCK_H

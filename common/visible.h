@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The rank's device as its node numbers it, from the visible-device lists the device
  * plugins and container runtimes set (Ascend's and NVIDIA's). */
 #ifndef TS_VISIBLE_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks reports against the SlowNodeReport CRD: every field a report's status holds is
 declared in the schema (the API server would prune an undeclared one, and kubectl would
 never show it), with a type the schema allows, and every declared field has a

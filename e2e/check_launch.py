@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Asserts a launcher test's report: check_launch.py REPORT.json ranked WORLD LAST_STEP |
 unranked PROCESSES STEPS
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks what `trainscope report --plot` and `trainscope timeline` drew of a job whose rank
 SLOW computes slower from step ONSET (a 150-step job): in the SVG, SLOW's row after ONSET is red (its cells
 above the step's median) while the other rows stay near white, the rank is marked, and

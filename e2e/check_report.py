@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Asserts what a report says: check_report.py REPORT.json healthy | network SCOPE | RANK CAUSE
 
 healthy: state Healthy, no rank was ever alarmed and no network alarm raised during the run.

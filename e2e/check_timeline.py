@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_timeline.py TRACE.json RANKS SLOW_RANK HOG: the trace has every rank's steps
 and phases, the host counters, and the hog's preemption falls mostly on the slow rank
 (others may meet it when the scheduler moves them onto its core)."""

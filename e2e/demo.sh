@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # make demo: a local NATS, the analyzer, and an 8-rank synthetic job under
 # `trainscope run` with one rank slowed; prints the report and stops everything.
 #   FAULT=compute (default) | storage | host | none     RANKS=8     STEPS=150

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages trainscope builds and tests with (or the packages named
 # as arguments); does nothing when they are all there already.
 set -e

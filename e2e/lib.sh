@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared by the e2e scripts: start real servers on loopback, clean up on exit.
 # Needs BUILD (the build folder). Sets NATS_URL, WORK, ANALYZER_LOG, REPORTS.
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make lint: extra compiler diagnostics over every C source (no build output), and
 # shell syntax of the scripts.
 set -e

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 WORKLOAD_BIN := $(BUILD)/bin/workload
 $(WORKLOAD_BIN): $(BUILD)/plain/e2e/workload/workload.o
 	@mkdir -p $(dir $@)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Fetches the Ascend headers the NPU hooks are built against: the ACL runtime's
 # (acl/acl_rt.h and the files it includes) and HCCL's (hccl/hccl.h), as the torch-npu
 # wheel on PyPI ships them under torch_npu/include/. Nothing of CANN is linked: the

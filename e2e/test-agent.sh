@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The node agent's real eBPF programs, end to end: a CPU hog pinned to one rank's core
 # is found as that rank's run-queue delay, the report names the rank, cause HostCPU and
 # the hog; a healthy run blames nobody; forged announcements trace nothing.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # End to end on real processes and a real nats-server: the report names the injected
 # rank and cause on 8 and 16 ranks, nobody in a healthy 300-step run, a slow link as the
 # job's network with no rank named, nobody in a pipeline whose last stage is heavier by

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Faults done to the real binaries on loopback (nats-server 2.9 from Debian, the relay
 # inside `trainscope run`, the analyzer), each checked against a control run:
 #   - NATS frozen for 4 s, then killed and restarted on its store: every rank-step is

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Every way a job is launched ends in the right rank and world size at the analyzer, no
 # batch refused: real relay, NATS (Debian's 2.9) and analyzer; the processes are Python
 # under the preload and the shim, over the test double of torch, started as torchrun,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # trainscope run --local end to end: one command starts its own nats-server and analyzer,
 # runs the synthetic job with rank 5's compute slowed, prints the report naming rank 5,
 # keeps the picture and timeline, passes the command's exit status through and leaves

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # An Ascend NPU job on the ACL and HCCL test doubles (no NPU here), through the real
 # pipeline: npudrive's 4 rank processes under the preload (`trainscope run`: the relay,
 # nats-server 2.9 from Debian, the analyzer). Each rank launches kernels on its compute

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # What users look at, from real servers, for a large job: trainscope-loadgen publishes a
 # 1,024-rank job with one slow rank to NATS (Debian's 2.9).
 # Traces: the analyzer exports OTLP over HTTPS to an OpenTelemetry Collector (tools.sh

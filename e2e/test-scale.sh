@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Scale-out on the bus: a 3-server NATS cluster (nats-server 2.12, built by tools.sh: the
 # stream's subject transform needs 2.10 or later; Debian's 2.9 has none) holds the
 # TRAINSCOPE stream on 3 replicas, partitioned by job into 2; two analyzers each own one

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # trainscope-webhook over real HTTPS: a pod that opts in is patched, malformed and
 # oversized requests are refused with an answer, and the counters say so; a rotated
 # certificate is served without a restart, a broken one is refused.

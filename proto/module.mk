@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # protobuf-c code generated at build time into $(BUILD)/gen/proto/.
 PROTO_SRC := $(BUILD)/gen/proto/trainscope.pb-c.c
 PROTO_HDR := $(BUILD)/gen/proto/trainscope.pb-c.h

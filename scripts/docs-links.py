@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """docs-links.py FILE.md...: every relative link of the given Markdown files resolves:
 the file or folder exists (relative to the linking file), and a #anchor names a heading
 of the Markdown file it points to (GitHub's anchors: lowercased, punctuation dropped,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes docs/reference.md from the programs themselves, or with --check says what in
 it is missing or stale. Run from anywhere; BIN (default build/bin, or --bin DIR) holds
 the built programs (make docs-ref and make docs-check pass $(BUILD)/bin).

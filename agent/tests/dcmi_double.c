@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DOUBLE of libdcmi.so: see dcmi_double.h. Every call checks what the real one
  * would refuse (no dcmi_init yet, an unknown card or device, a NULL pointer) and answers
  * from a small table of NPUs. */

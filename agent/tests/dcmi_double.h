@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DOUBLE. A stand-in for Huawei's libdcmi.so, built only for the agent's unit tests
  * (there is no Ascend NPU in CI): it exports the DCMI calls agent/dcmi.c makes, with the
  * prototypes of dcmi_interface_api.h, over TSD_NPUS made-up NPUs. Never install or ship

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* NPU health through DCMI, against the test double of libdcmi.so (dcmi_double.h): the
  * NPUs found and their ids, every sampled field, the mapping onto the fields the
  * analyzer's Device cause reads, and clean failures. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The node's port counters read from a sysfs tree made here: interfaces with a device
  * count, virtual ones do not; InfiniBand ports add their error, discard, link-down and
  * transmit-wait counters; deltas never spike when a counter goes back. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Rank table: Hello bookkeeping, and finding a rank's host process through its cgroup
  * and NSpid, on a fake /proc and cgroup tree. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* libFuzzer: the analyzer's batch ingestion (ts_analyzer_ingest), then evaluation
  * (ts_analyzer_tick), the reports and /metrics. A fresh analyzer per input, default
  * parameters, no report files.

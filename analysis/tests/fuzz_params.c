@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* libFuzzer: any bytes as the analyzer's YAML configuration (ts_params_load over
  * common/config.c), as NUL-terminated text. It must load or refuse with a message, never
  * crash; what loads must hold a valid detect type and print (--print-config). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Writes the seed corpus of fuzz_ingest (make fuzz-seeds): inputs in its frame format
  * (subject '\n', 2-byte big-endian length, a packed trainscope.v1.Batch), each a small
  * job as the relay and the node agent would send it. Usage: fuzz_seeds DIR */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* DBSCAN on hand-checked cases, a property test against the textbook O(n^2)
  * algorithm, and the SPACE detector's spread test and direction. */
 #include <stdarg.h>

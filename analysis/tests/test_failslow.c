@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Job-level fail-slow: quiet through warm-up and single spikes, raised by a sustained
  * slowdown, and the degradation divided by the baseline (not by the threshold). */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Job-level localization on synthetic ranks: the slow rank and its cause, nobody in a
  * healthy job, hang, late data. */
 #include <stdarg.h>

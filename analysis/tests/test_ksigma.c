@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Sliding-window k-sigma: learning, bounds, bias, expert bounds, no learning of faults. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The analyzer's limits (limits.* of its configuration): jobs, world size, memory and
  * step jumps refused and counted; finished jobs forgotten after their time to live;
  * batches a producer resent after later ones taken once, not counted lost. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Integration with a real nats-server: the publisher's outbox, acknowledgements and
  * resends across a server restart, deliveries lost on the way read again, and the
  * analyzer's refusal of bad messages. */

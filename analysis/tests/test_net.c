@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The Communication cause on synthetic 16-rank jobs of layout tp4-pp2-dp2 on 4 nodes
  * (4 ranks each: tp within a node, pp and dp across nodes): a node's network, a link,
  * the job's network, a compute straggler that must not look like one, and a node the

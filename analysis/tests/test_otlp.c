@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The OTLP exporter against a real HTTP receiver: gzip'd protobuf on /v1/traces, span
  * names from the fixed set, a trace per window of steps linked to the one before,
  * healthy ranks sampled and named ranks kept, the per-trace byte budget, span status,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Analyzer snapshots: an analyzer restored from a snapshot taken mid-job and fed the
  * rest gives the verdict and counts of one that never stopped; damaged snapshots and
  * those of another build are refused, leaving the analyzer empty. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* make fuzz, target names: any bytes as a name from the wire. Its object name must pass
  * Kubernetes' own rules (DNS-1123 subdomain, label value), its report path must stay in
  * its folder, and its metric label value must hold no raw quote or newline. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Kubernetes' own name rules, written out apart from names.c, for its tests and its
  * fuzz target only. */
 #ifndef TS_K8S_RULES_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Test helper: a real nats-server with JetStream on a random loopback port. */
 #ifndef TS_TEST_NATSD_H
 #define TS_TEST_NATSD_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* YAML configuration: binding, bounds, errors that name key and line, env overrides. */
 #include <stdarg.h>
 #include <stddef.h>

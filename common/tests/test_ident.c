@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The rank's device from the visible-device lists of Ascend's device plugin and docker
  * runtime (ASCEND_VISIBLE_DEVICES), CANN (ASCEND_RT_VISIBLE_DEVICES), NVIDIA's container
  * toolkit (NVIDIA_VISIBLE_DEVICES) and CUDA (CUDA_VISIBLE_DEVICES): the node-level index,

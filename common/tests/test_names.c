@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Names from the wire mapped to each sink: hostile names never reach a path, an object
  * name or a metric line as they are, and two names never map to one. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* nkeys and JWTs against values made by the reference Go libraries (nats-io/nkeys and
  * nats-io/jwt v2): the same seed gives the same keys, their JWTs verify here, ours verify
  * there (checked by nats-server in the auth e2e), and a changed byte never verifies. */

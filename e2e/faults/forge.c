@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* forge: publishes hand-made trainscope.v1.Batch messages to JetStream, as a buggy or
  * hostile producer would, for the fault-injection suite (e2e/test-faults.sh). Test-only.
  *

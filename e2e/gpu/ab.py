@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Interleaved A/B overhead from run.sh's result files: per alternation the ratio of the
 median steady step time with the preload to the one without (rank 0), then the median
 of those ratios."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Puts nats-server and the shared libraries the daemons need (beyond glibc) into
 # build/carry, for e2e/gpu/run.sh detect on a machine that has none of them.
 set -euo pipefail

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """coverage.py OUT_PREFIX MODE: per rank, the kernels torch.profiler (CUPTI) saw over the
 profiled steps against the preload's launches over the same steps, and the preload's
 CUDA-graph counters. Exit status 1 when a rank's counts differ."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by run.sh: the noisy-neighbour and hang runs through the whole pipeline on the
 # GPU machine (nats-server, trainscope run = preload + relay, analyzer in local mode).
 # Needs build/carry (nats-server and the daemons' shared libraries, made by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by run.sh (run.sh frameworks): training programs nobody here wrote, started by
 # their own launchers, through the whole pipeline (nats-server, trainscope run = preload
 # + relay, analyzer): Lightning DDP (its own launcher), torch.multiprocessing.spawn, HF

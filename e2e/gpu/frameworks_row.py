@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One row of bench/results/frameworks.md from a GPU job: frameworks_row.py JOB REPORT.json
 TRACE.json OUT_PREFIX. The ranks the analyzer saw, each rank's steps in the stream (the
 timeline) against the framework's own count (OUT_PREFIX.rank<N>.json), and the verdict

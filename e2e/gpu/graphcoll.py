@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """graphcoll.py: collectives captured into a CUDA graph count with every replay.
 
 Under torchrun (any number of GPUs, one works): captures, with torch.cuda.graph, a step

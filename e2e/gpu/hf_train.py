@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """HuggingFace transformers.Trainer: GPT-2 from its config (no download) on random
 tokens, gradient accumulation, data-loader workers; started by torchrun or accelerate
 launch. From --noisy-from a GEMM neighbour joins GPU --noisy-rank. Host-bound faults,

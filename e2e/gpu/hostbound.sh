@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by run.sh (run.sh hostbound): issue 33's faults on a program nobody here wrote,
 # through the whole pipeline with the node agent running as root. HF Trainer (GPT-2 from
 # its config, 2 loader workers, torchrun) on every GPU; from optimizer step FROM rank 1

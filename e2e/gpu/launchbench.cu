@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launch-bound microbenchmark: an empty kernel launched N times on one stream; prints
 // microseconds per launch and what the preload counted. Run with and without
 // LD_PRELOAD=libtrainscope.so (and with TRAINSCOPE_SAMPLE_N=1 for the timed path).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch Lightning DDP, started by Lightning's own launcher (python lit_train.py: it
 starts the other local ranks itself, and sets no RANK): the GPT of train.py on random
 tokens. From --noisy-from a GEMM neighbour joins GPU --noisy-rank. Each rank writes its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A noisy neighbour: another process running bf16 GEMMs on the same GPU, as a second
 tenant would. It changes no clock or GPU setting; it only competes for the SMs."""
 import torch

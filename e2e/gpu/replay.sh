@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Analyses again, on the build machine, the streams a GPU run brought back: replay.sh
 # JS.tgz [JOB...]. JS.tgz is a JetStream store (run.sh hostbound writes $OUT/js.tgz);
 # a nats-server of its own serves it on loopback and a new analyzer (this build, a durable

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # GPU e2e runs, one device-tool command each (see bench/results/gpu.md for the figures):
 #   e2e/gpu/run.sh smoke     versions, launch microbenchmark, kernel coverage, FSDP run
 #   e2e/gpu/run.sh overhead  DDP transformer with and without the preload, interleaved A/B

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DDP as PyTorch's own tutorial starts it: torch.multiprocessing.spawn, the rank passed
 to init_process_group, nothing in the environment but MASTER_ADDR/PORT: the GPT of
 train.py on random tokens. From --noisy-from a GEMM neighbour joins GPU --noisy-rank.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A GPT-style transformer trained with DDP or FSDP under torchrun: the workload of the
 GPU e2e runs (e2e/gpu/run.sh). It never imports trainscope: the preload and the shim
 find it. Writes one JSON line per rank to --out with its step times and, when preloaded,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the API-only e2e tests (after lib.sh, with the Kubernetes tools on PATH):
 # a CA and serving certificates (serving_cert NAME: IP 127.0.0.1 and localhost), etcd
 # and kube-apiserver on free loopback ports with RBAC, static tokens for the users admin

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Renders deploy/trainscope.yaml from the chart: the trainscope Namespace (PodSecurity
 # "privileged", for the agent), the CRD, then the chart with webhook.certs.job=true: no
 # key is rendered (every user would share it); the webhook pod's init container makes the

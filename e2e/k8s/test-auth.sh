@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Authenticated NATS end to end, on real servers: nats-server (built from its Go module,
 # the version tools.sh names: auth callout needs 2.10+) with TLS and auth callout,
 # trainscope-natsauth answering it with TokenReviews by a real kube-apiserver, and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The Kubernetes surface end to end, on real servers: etcd + kube-apiserver (RBAC, a
 # mutating webhook served by a local trainscope-webhook), helm installing the chart,
 # an annotated pod mutated, the analyzer in Kubernetes mode under the chart's own

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the real servers the Kubernetes e2e needs, once, from their Go modules, into
 # ~/.cache/trainscope/bin (TRAINSCOPE_TOOLS overrides): kube-apiserver, kubectl and, for
 # a real node, kube-controller-manager, kube-scheduler, kubelet and kube-proxy

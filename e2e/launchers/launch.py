@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Starts N copies of train.py the way each launcher does, as far as trainscope can
 tell them apart: which variables each process has at its start, which are set later
 in the process, and which call gives the rank. Faithful to:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A rank whose loop the shim cannot find steps in: it runs collectives through the C
 API (trainscope.h, as a program of its own would) and never ends a step. Its report
 must say StepsFound False with what to set."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A training loop over the test double of torch (injector/preload/tests/shim): a data
 pass before the process group (a first record, as a CUDA call would be, before any rank
 is known), init_process_group the way the launcher's users write it, then --steps

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A one-node Kubernetes cluster from real parts, sourced by test-node.sh inside its own
 # network and mount namespaces: etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, containerd + runc + CNI bridge, kubelet, kube-proxy (iptables) and

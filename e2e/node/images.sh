@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the node e2e's container images without a Docker engine or a registry, as OCI
 # archives: images.sh BUILD OUT. The trainscope image follows the Dockerfile's runtime
 # stage: its base is Debian bookworm (debootstrap minbase, the same release as

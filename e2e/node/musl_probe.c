@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A program from another libc (musl) in a training pod: the node e2e checks that
  * injection never breaks it. It prints what it sees and exits 0. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The pod sandbox's process for the node e2e (no registry holds registry.k8s.io/pause
  * here): it keeps the pod's namespaces alive, reaps what it inherits, and exits on
  * SIGINT or SIGTERM. Built static, so the image is this file alone. */

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # trainscope on a real one-node Kubernetes cluster (cluster.sh): `helm install` of the
 # chart with locally built images (images.sh): NATS as the chart's default 3-server
 # JetStream cluster (stream replicas 3), 2 partitioned analyzers; every chart pod Ready,

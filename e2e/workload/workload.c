@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A synthetic data-parallel trainer: N rank processes, each step a dataloader phase,
  * a host launch phase, a real CPU compute kernel and a real ring all-reduce over TCP
  * on loopback, so one slow rank makes every other rank wait inside the collective.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* NATS auth callout (nats-server 2.10+): reads the server's authorization request, has the
  * client's token vouched for, and answers with a signed user JWT carrying the rights of
  * the client's role, or with the reason it is refused. */

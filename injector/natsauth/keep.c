@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "keep.h"
 #include "kube.h"
 #include "kube_secret.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The secrets every server of a NATS cluster must share: the auth callout's issuer seed
  * (a server accepts only answers signed by the issuer its configuration names, and any
  * server's callout may answer), its service's password and the routes' password. Kept in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope-natsauth: the NATS auth callout service. Each client's token is a Kubernetes
  * ServiceAccount token; the API server vouches for it (TokenReview) and the client gets
  * its role's rights only: a relay publishes its own namespace's subjects, an agent its

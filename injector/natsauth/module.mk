@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # trainscope-natsauth: the NATS auth callout (TokenReview-backed roles).
 NATSAUTH_LIB_OBJS := $(BUILD)/obj/injector/natsauth/rights.o $(BUILD)/obj/injector/natsauth/callout.o \
 	$(BUILD)/obj/injector/natsauth/keep.o \

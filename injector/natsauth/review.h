@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A token vouched for by the Kubernetes API server (TokenReview, authentication.k8s.io/v1). */
 #ifndef TS_NATSAUTH_REVIEW_H
 #define TS_NATSAUTH_REVIEW_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Who may do what on trainscope's NATS: the rights each role gets, from the Kubernetes
  * identity a TokenReview vouched for. Pure: no I/O, so every rule is unit-tested. */
 #ifndef TS_NATSAUTH_RIGHTS_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ACL runtime hooks (libascendcl, Ascend NPUs): the kernel launches the runtime exposes,
  * stream, device and event synchronisation as the sync region, stream waits that end a
  * busy segment, device memory, captures into model runtime instances (the NPU's graphs);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* aclnn operators (libopapi, Ascend): torch_npu runs most operators through them, and
  * finds each by name with dlsym. Every operator has two entry points: aclnnXxx-
  * GetWorkspaceSize, whose arguments are the operator's own, and aclnnXxx, which runs it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* libtrainscope.so: the public API of trainscope.h writing into this process's ring.
  *
  * The ring is made on the first call, not in a constructor, so that launchers and

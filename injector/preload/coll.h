@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A collective call as the NCCL and HCCL hooks share it: counted, numbered per
  * communicator (comms.h), sized, and timed with an event pair on its stream, or folded
  * into the open group (ncclGroupStart/End, HcclGroupStart/End) and timed there. */

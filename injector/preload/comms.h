@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* NCCL communicators as every member knows them. A process holds its own pointer to a
  * communicator; NCCL names it by the unique id all members share. The table maps the
  * pointer to a hash of that id and numbers the communicator's operations, so that every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* cuBLAS and cuBLASLt GEMM hooks: every call counted, 1 in N timed with an event pair
  * on the handle's stream, giving device time and TFLOPS by flop-count bucket. cuBLAS
  * calls cuBLASLt inside; only the outermost GEMM counts. */

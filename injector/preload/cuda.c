@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* CUDA runtime hooks. torch's own kernels are launched with <<<>>>, which nvcc turns
  * into __cudaLaunchKernel (or its _ptsz twin), not cudaLaunchKernel. The runtime then
  * calls the driver; the nesting depth keeps that one launch from counting twice. */

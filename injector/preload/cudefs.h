@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The few CUDA driver, runtime, cuBLAS and NCCL types the hooks need, declared here by
  * ABI so that the library builds and runs without any CUDA toolkit: everything real
  * is found at run time. Values follow the vendors' public headers. */

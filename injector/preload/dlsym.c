@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The dlsym hook. Libraries that reach the CUDA driver look its functions up by name
  * (triton's launchers dlsym cuLaunchKernel; the CUDA runtimes inside cuBLAS and NCCL
  * dlsym cuGetProcAddress), so this is where their launches and allocations become

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Wrapped CUDA driver entry points.
  *
  * cuGetProcAddress can hand out several variants of one function (per-thread default

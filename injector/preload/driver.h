@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* CUDA driver entry points handed out by dlsym and cuGetProcAddress, wrapped. */
 #ifndef TS_DRIVER_H
 #define TS_DRIVER_H

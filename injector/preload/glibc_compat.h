@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Binds the glibc symbols libtrainscope.so imports to their oldest version, so that the
  * library built against a new glibc still loads into a process of an older image.
  *

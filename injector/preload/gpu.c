@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Device timing: the event pool, per-step stream segments, sampling, the poller.
  *
  * Launching threads only claim pooled events, record them and hand the slot to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Device timing shared by the CUDA, cuBLAS, NCCL, ACL and HCCL hooks: one event pair
  * per stream per step (split where the stream waits on another), sampled kernels and
  * GEMMs, timed collectives, a poller thread that reads the events back, and the hang

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* CUDA graphs: kernel nodes counted at instantiation, replays counted at launch.
  *
  * The table maps an executable graph to its kernel count and the collectives captured

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* CUDA graphs: a replay runs every kernel its graph holds, so the kernels are counted
  * once, when the graph is instantiated, and added at each launch of the executable
  * graph. Work launched into a stream that is being captured does not run then, so it is

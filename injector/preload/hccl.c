@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* HCCL API hooks (libhccl, Ascend NPUs), the NCCL hooks' twin: communicators made by
  * every init path are announced with an id all members share; every collective and
  * point-to-point call is counted, numbered per communicator, sized as nccl-tests sizes

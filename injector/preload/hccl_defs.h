@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* HCCL's types and the prototypes of the HCCL hooks, declared here by ABI: the real
  * hccl.h (torch-npu's torch_npu/include/third_party/hccl/inc/hccl/hccl.h) sizes its
  * arrays with C++ constants and defines a C++ inline function, so it does not compile

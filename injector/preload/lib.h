@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Internal state of libtrainscope.so shared by the API and the device backends.
  *
  * The library has one instance per process by nature (it is preloaded), so its state

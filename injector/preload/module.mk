@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # libtrainscope.so: the preload library (position-independent, never sanitized).
 PRELOAD_SRCS := $(addprefix injector/preload/,api.c real.c dlsym.c driver.c gpu.c graph.c cuda.c \
 		cublas.c comms.c coll.c nccl.c ncclprof.c ncclprof_compat.c ncclchain.c acl.c aclnn.c \

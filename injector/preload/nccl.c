@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* NCCL API hooks. libnccl is often loaded in a local scope, so the real functions come
  * from dlopen(RTLD_NOLOAD). Only the outermost call counts (ncclBcast calls
  * ncclBroadcast); inside ncclGroupStart/End the work launches at the outermost GroupEnd,

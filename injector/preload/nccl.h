@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* NCCL's ops as trainscope's collective ops, and the sizes nccl-tests counts. */
 #ifndef TS_NCCL_H
 #define TS_NCCL_H

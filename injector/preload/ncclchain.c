@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A user's NCCL profiler plugin chained behind trainscope's.
  *
  * NCCL loads one profiler plugin, the one NCCL_PROFILER_PLUGIN names. Where a job already

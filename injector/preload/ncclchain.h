@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A second NCCL profiler plugin chained behind trainscope's (ncclchain.c): the v5
  * callbacks NCCL gets (ncclProfiler_v5, and through the shims of ncclprof_compat.c the
  * v4 ones). Without TRAINSCOPE_NCCL_PROFILER_CHAIN they are trainscope's own callbacks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The same library as NCCL's profiler plugin (NCCL_PROFILER_PLUGIN=libtrainscope.so;
  * NCCL looks up ncclProfiler_v5 first, then the older versions of ncclprof_compat.c).
  * Coll and P2p events carry op, size, algorithm, communicator hash and sequence

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* NCCL's profiler plugin ABI, versions 5 and 4, declared by layout (NCCL's
  * ext-profiler/example/nccl/profiler_v5.h and profiler_v4.h), and trainscope's own v5
  * callbacks, which the chain (ncclchain.c) calls for NCCL and the older versions' shims

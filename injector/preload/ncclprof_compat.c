@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Older NCCL profiler ABIs as thin shims over the v5 callbacks of the chain
  * (ncclchain.c), which feeds trainscope's own (ncclprof.c) and a chained plugin's.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Finding the functions the hooks stand in front of. */
 #ifndef TS_REAL_H
 #define TS_REAL_H

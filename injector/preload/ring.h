@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A bounded lock-free multi-producer single-consumer ring of fixed-size records in a
  * shared-memory file: producers are the threads of one training process, the consumer
  * is the relay. Slots carry a sequence number (Vyukov's bounded queue), so a producer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Folds one process's ring records into per-step summaries (the Step record). */
 #ifndef TS_AGG_H
 #define TS_AGG_H

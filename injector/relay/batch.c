@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "batch.h"
 #include "proto/trainscope.pb-c.h"
 #include "version.h"

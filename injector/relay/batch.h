@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Encodes step summaries of one producer as a protobuf trainscope.v1.Batch. */
 #ifndef TS_BATCH_H
 #define TS_BATCH_H

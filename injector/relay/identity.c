@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A producer's identity as its ring says it and as its TS_REC_IDENT records update it
  * (a rank learned from the program after the ring was made), and the notices for the
  * processes the analyzer cannot use: steps with no rank (held here until a rank comes),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope-relay: the sidecar that drains rings into NATS JetStream. */
 #include "httpd.h"
 #include "log.h"

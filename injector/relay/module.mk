@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 RELAY_LIB_SRCS := injector/relay/relay.c injector/relay/identity.c injector/relay/agg.c \
 		  injector/relay/batch.c
 RELAY_LIB_OBJS := $(RELAY_LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/injector/preload/ring.o

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope-relay: finds the rings of a folder, folds their records into per-step
  * summaries, and publishes them in batches with a per-producer sequence (relay.h). */
 #include "relay_impl.h"

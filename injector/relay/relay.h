@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope-relay: drains the rings of a folder into Step batches on NATS. */
 #ifndef TS_RELAY_H
 #define TS_RELAY_H

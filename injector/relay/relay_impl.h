@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The relay's state, shared by relay.c (rings, batches, publishing) and identity.c (a
  * producer's identity learned late, and the notices for processes it cannot use). */
 #ifndef TS_RELAY_IMPL_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope-webhook --bootstrap-certs: the webhook's CA and serving certificate kept in
  * a Secret of the pod's namespace (made when missing, broken or about to expire), and
  * that CA given to every webhook of a MutatingWebhookConfiguration as its caBundle. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The webhook's serving certificate and key, read from their files and checked with
  * OpenSSL, and the files watched for rotation. Kubernetes updates a mounted Secret by
  * swapping a ..data symlink, so what is compared is the content of the files the paths

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Warning Events on pods that asked for trainscope and were left unchanged, posted by a
  * thread of their own: an admission review never waits on the API server. */
 #ifndef TS_WEBHOOK_EVENTS_H

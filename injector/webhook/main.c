@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope-webhook: the mutating admission webhook that injects trainscope; with
  * --bootstrap-certs, the init container that makes its certificates. */
 #include "bootstrap.h"

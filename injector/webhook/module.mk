@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 WEBHOOK_LIB_OBJS := $(BUILD)/obj/injector/webhook/mutate.o $(BUILD)/obj/common/b64.o
 # The certificate files and their checks (OpenSSL): the binary and its test only.
 WEBHOOK_CERT_OBJ := $(BUILD)/obj/injector/webhook/cert.o

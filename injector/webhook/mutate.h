@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The webhook's decision and patch: AdmissionReview v1 for pods in, AdmissionReview
  * with a JSONPatch out. Pure: no I/O, fuzzed. */
 #ifndef TS_MUTATE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope-webhook's HTTPS server: POST /mutate (pods that opt in by annotation) and
  * /mutate-namespace (pods of namespaces that opt in by label), /healthz, /metrics. */
 #ifndef TS_WEBHOOK_SERVER_H

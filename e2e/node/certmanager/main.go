@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cert-manager's own controllers, run as host processes for the node e2e.
 //
 // cert-manager publishes its binaries' modules (cmd/controller, cmd/cainjector) nowhere a

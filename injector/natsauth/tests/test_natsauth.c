@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The auth callout's decisions: each role's rights exactly, every refusal with its
  * reason, and answers that carry a user JWT signed by the issuer, addressed to the
  * requesting client and server. The API server is a stub here; the auth e2e

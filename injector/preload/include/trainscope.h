@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trainscope: the one API between a training process and libtrainscope.so.
  *
  * The Python shim calls it through ctypes; a C program (such as the e2e workload)

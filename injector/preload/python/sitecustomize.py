@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """trainscope's Python shim, loaded through PYTHONPATH in every Python process of an
 annotated pod. It does nothing unless libtrainscope.so is preloaded, never imports
 torch itself, and never lets its own failure reach the program."""

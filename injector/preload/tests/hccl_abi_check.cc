@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Build-time check (never linked, never run): the HCCL declarations the C hooks use
 // (hccl_defs.h) against the real hccl.h that torch-npu ships, which compiles only as
 // C++. Every hook must take the real function's parameters in number, order and width

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A user's program with its normal output, built against glibc and, where musl-gcc is
  * installed, against musl: prints a greeting and whether libtrainscope.so is mapped
  * into it. test_preload runs it under LD_PRELOAD=.../lib/$PLATFORM/libtrainscope.so. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* What libtrainscope.so asks of the C library, read back from the built file with
  * readelf: no glibc symbol version above the baseline (2.17: aarch64's first, and every
  * x86-64 glibc a training image still ships), so that the library loads into a process

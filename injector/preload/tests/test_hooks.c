@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The device hooks of libtrainscope.so against the CUDA/NCCL/cuBLAS test doubles (no GPU
  * here): each test runs one scenario of the hookdrive program with the library preloaded
  * and checks what it printed. The doubles' device is a virtual clock (1 ms a kernel), so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A user's NCCL profiler plugin chained behind trainscope's (ncclchain.c): the real
  * libtrainscope.so loaded as NCCL loads a profiler plugin (dlopen, dlsym of
  * ncclProfiler_v5 or _v4), TRAINSCOPE_NCCL_PROFILER_CHAIN naming the stand-in plugin

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The real libtrainscope.so, loaded as a program would get it: records land in a ring
  * file of the ring folder; without a folder or with a full ring every call is counted. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The ring: order, bounds, and exact accounting under multi-threaded stress. */
 #include <stdarg.h>
 #include <stddef.h>

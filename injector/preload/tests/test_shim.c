@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The Python shim (injector/preload/python) in real python3 processes under the preload:
  * a program that never imports torch runs exactly as without it and leaves no ring; a
  * loop over the test double of torch (tests/shim/torch), and of torch_npu beside it,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Helpers of the preload library's tests: run a program, find the ring it left. */
 #ifndef TS_TEST_UTIL_H
 #define TS_TEST_UTIL_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Records folded into steps, and the Batch encoding read back by protobuf-c. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The relay over a real ring folder: a ring it may not open (another uid's, mode 0600)
  * is said once, in one line naming the file, its owner and mode and the fix, and counted
  * once however many scans meet it; once readable it is followed. The relay runs in a

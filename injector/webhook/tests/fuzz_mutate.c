@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* libFuzzer: any bytes as an AdmissionReview. The webhook must answer, never crash,
  * and always produce a JSON AdmissionReview. */
 #include <jansson.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The webhook's patch applied to real pod shapes: what it adds, what it keeps, job
  * names, idempotency, and refusal of malformed reviews; and its certificate files:
  * which pairs load, and a rotation seen once per change; and the CA and serving pair of

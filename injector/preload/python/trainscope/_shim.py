@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The shim proper: finds the preloaded C library and hooks the program's step
 boundaries, data loading, garbage collection, exceptions and hang dumps into it."""
 import contextlib

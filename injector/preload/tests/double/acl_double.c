@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DOUBLE of the Ascend ACL runtime (libascendcl.so): see npu_double.h. Types by
  * ABI: handles are pointers, aclError an int (ACL_SUCCESS 0). */
 #include "npu_double.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DOUBLE of cuBLAS (libcublas.so.13): see double.h. A GEMM is one kernel on the
  * handle's stream, launched through the driver as the real library does. GemmEx calls
  * Sgemm through its exported symbol, so a hook sees a GEMM inside a GEMM. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DOUBLE of the CUDA driver (libcuda.so.1): see double.h. */
 #include "double.h"
 #include "cudefs.h"

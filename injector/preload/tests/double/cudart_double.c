@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DOUBLE of the CUDA runtime (libcudart.so.13): see double.h. Like the real one it
  * reaches the driver only through dlopen + dlsym("cuGetProcAddress_v2") and then
  * cuGetProcAddress, never by linking libcuda. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DOUBLE. A stand-in for the CUDA driver, runtime, cuBLAS and NCCL, built only for
  * the preload library's CI tests (there is no GPU in CI). It exports the few symbols the
  * hooks reach, under the vendors' library names (libcuda.so.1, libcudart.so.13,

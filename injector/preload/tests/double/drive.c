@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #define TRAINSCOPE_WEAK
 #include "drive.h"
 #include "trainscope.h"

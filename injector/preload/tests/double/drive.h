@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DRIVERS' shared parts (hookdrive, npudrive): what the process's own ring said,
  * and the "key value" lines test_hooks.c reads. */
 #ifndef TSD_DRIVE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DOUBLE of HCCL (libhccl.so): see npu_double.h. A communicator is its size, its
  * rank and a slot in the shared arrival table (from its root info, so that every member
  * finds the same one); each collective is queued on the ACL double's stream and takes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DRIVER for the preload library against the CUDA/NCCL/cuBLAS test doubles.
  * Run with libtrainscope.so in LD_PRELOAD: `hookdrive SCENARIO` plays one scenario,
  * drains its own ring (it is the only consumer) and prints "key value" lines that

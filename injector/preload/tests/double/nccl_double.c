@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DOUBLE of NCCL (libnccl.so.2): see double.h. A collective is one kernel on the
  * caller's stream, launched through the driver; inside ncclGroupStart/End the kernels
  * wait for the outermost ncclGroupEnd, as NCCL's do. ncclBcast calls ncclBroadcast

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DOUBLE. A stand-in for the Ascend ACL runtime (libascendcl.so) and HCCL
  * (libhccl.so), built only for the preload library's CI tests and the NPU e2e job (there
  * is no NPU here). It exports the symbols the hooks reach, under CANN's library names,

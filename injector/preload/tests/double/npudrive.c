@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DRIVER for the preload library's NPU hooks against the ACL and HCCL test doubles
  * (npu_double.h), in two parts:
  *

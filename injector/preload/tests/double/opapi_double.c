@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DOUBLE of libopapi.so (Ascend's aclnn operators): see npu_double.h. One operator,
  * aclnnMatmul, in its two entry points; running it launches one kernel on the stream
  * through aclrtLaunchKernel, as the real operators reach the runtime. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DOUBLE of a second NCCL profiler plugin: the stand-in for a user's own (NCCL
  * Inspector, a vendor's) that libtrainscope.so chains behind its own when
  * TRAINSCOPE_NCCL_PROFILER_CHAIN names it. It counts the events it is given, checks that

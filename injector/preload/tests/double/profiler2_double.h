@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DOUBLE of a second NCCL profiler plugin (profiler2_double.c): what it was given,
  * for tests/test_ncclchain.c. Never install or ship it. */
 #ifndef TSD_PROFILER2_DOUBLE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* TEST DOUBLE of a framework library (libtsd_user.so): see double.h. It links the NCCL
  * and cuBLAS doubles and is opened RTLD_LOCAL by the test driver, the way Python opens
  * libtorch_cuda: the preload then has to find NCCL and cuBLAS with RTLD_NOLOAD. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Optimizer steps through the framework paths the shim must count once each: 4 plain,
 6 through AMP's GradScaler (every third skipped on overflow), 3 DeepSpeed accumulation
 boundaries of 2 micro-steps (the second skipped on overflow): 13 steps. No RANK in the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The shim on PYTHONPATH without libtrainscope.so in the process (a musl Python skips
 the glibc preload): the explicit API and a torch loop do nothing and say nothing."""
 import sys

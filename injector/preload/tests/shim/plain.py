@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A program that never imports torch and ends with an uncaught exception: with the
 shim it must run exactly as without."""
 import collections

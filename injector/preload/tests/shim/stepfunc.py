@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Steps from TRAINSCOPE_STEP_FUNC=workmod@@train_step, without torch."""
 import workmod
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Steps from TRAINSCOPE_STEP_FUNC=workmod@@train_step while the loop also steps an
 optimizer through AMP's GradScaler: only the function's calls are steps."""
 import torch

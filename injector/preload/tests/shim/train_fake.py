@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A training loop over the fake torch: 5 optimizer steps, data loading, GC, process
 groups, a dump of all stacks on the shim's signal, then an uncaught exception."""
 import gc

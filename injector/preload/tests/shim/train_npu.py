@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A torch_npu training loop over the fake torch and torch_npu: the process group on
 HCCL, 5 optimizer steps with data loading, GC and device synchronisation, a dump of all
 stacks on the shim's signal, then an uncaught exception."""

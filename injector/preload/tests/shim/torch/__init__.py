@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TEST DOUBLE of torch for the Python shim's tests: only the names the shim reaches
 (the optimizer step post hook, the dataloader iterator, torch.distributed, torch.cuda,
 torch.amp's GradScaler)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TEST DOUBLE of torch_npu for the Python shim's tests. Importing the real one patches
 torch: torch.npu appears and torch.distributed gains the "hccl" backend. The stand-in
 does the same with the few names a training loop touches."""

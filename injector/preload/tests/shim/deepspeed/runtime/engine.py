@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 class DeepSpeedEngine:
     def __init__(self, optimizer, accumulation=1, overflow_every=0):
         self.optimizer, self.accumulation, self.overflow_every = optimizer, accumulation, overflow_every

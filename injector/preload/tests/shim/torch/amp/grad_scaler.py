@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TEST DOUBLE of torch.amp.GradScaler: step() skips the optimizer's step when the
 gradients overflowed (here: when told to), as AMP does."""
 

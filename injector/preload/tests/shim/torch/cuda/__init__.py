@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TEST DOUBLE of torch.cuda: never initialized (no device here)."""
 
 

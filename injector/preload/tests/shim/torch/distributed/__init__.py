@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TEST DOUBLE of torch.distributed: the default group's rank and size as
 init_process_group sets them (env:// when not given, as torch reads RANK/WORLD_SIZE)."""
 import os

@@ -1,1 +1,2 @@
+# SPDX-License-Identifier: Apache-2.0
 from torch.optim.optimizer import Optimizer  # noqa: F401

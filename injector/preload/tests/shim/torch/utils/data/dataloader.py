@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 class _BaseDataLoaderIter:
     def __init__(self, n):
         self.i, self.n = 0, n
