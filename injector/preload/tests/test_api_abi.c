@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* What libtrainscope.so offers its callers across header versions (trainscope.h's ABI
  * rule): a program built against the v1 header (tests/abi/v1/caller.c) gets its 20 and 2
  * fields, in place, and nothing written past them; one built against the current header

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Callers built against earlier trainscope.h headers (tests/abi/vN/), as test_api_abi.c,
  * built against the current one, sees them: nothing here includes a trainscope.h. */
 #ifndef TS_ABI_CALLER_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A program built against the v1 trainscope.h (beside this file, found first by the
  * quoted include), reading the counters from whatever libtrainscope.so it is given. */
 #include "trainscope.h" /* tests/abi/v1/trainscope.h, not the current one */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ABI snapshot v1: trainscope.h of 95647b4, before the sized calls. Verbatim below; never edit. */
 /* trainscope: the one API between a training process and libtrainscope.so.
  *
