@@ -3,7 +3,7 @@ ANALYSIS_LIB_SRCS := analysis/stats.c analysis/dbscan.c analysis/ksigma.c analys
 	analysis/params.c analysis/peers.c analysis/change.c analysis/job.c analysis/job_peers.c \
 	analysis/job_hang.c analysis/job_lost.c analysis/job_unranked.c analysis/job_history.c analysis/job_net.c analysis/job_links.c analysis/job_snap.c analysis/report.c analysis/analyzer.c analysis/k8s.c \
 	analysis/k8s_writer.c analysis/otlp.c analysis/otlp_send.c analysis/otlp_env.c analysis/metrics.c \
-	analysis/snapshot.c
+	analysis/snapshot.c analysis/nodehealth.c
 ANALYSIS_LIB_OBJS := $(ANALYSIS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 ANALYZER_BIN := $(BUILD)/bin/trainscope-analyzer
 
@@ -17,7 +17,7 @@ $(BUILD)/test/$(1): $(BUILD)/obj/analysis/tests/$(1).o $(ANALYSIS_LIB_OBJS) $(CO
 	$$(call link,$$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/$(1)
 endef
-$(foreach t,test_dbscan test_ksigma test_failslow test_job test_net test_otlp test_limits test_snapshot,$(eval $(call analysis_test,$(t))))
+$(foreach t,test_dbscan test_ksigma test_failslow test_job test_net test_otlp test_limits test_snapshot test_nodehealth,$(eval $(call analysis_test,$(t))))
 
 # make fuzz: the batch ingestion with evaluation, reports and /metrics (every source the
 # analyzer links but main.c), and the YAML configuration. make fuzz-seeds writes the

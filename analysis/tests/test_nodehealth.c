@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Node health: a node named by three jobs in a few hours, or once with a Device cause, is degraded;
+ * one job naming it many times counts once; findings decay and expire; two
+ * partitions' findings add up; a restarted analyzer resumes its own from its blob. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/nodehealth.h"
+
+#define S 1000000000ull
+#define T0 (1700000000ull * S)
+#define HOUR (3600 * S)
+
+static struct ts_nodehealth *nh(int partition)
+{
+	struct ts_nh_opts o;
+	struct ts_nodehealth *h;
+
+	ts_nh_opts_default(&o);
+	assert_int_equal(ts_nh_new(&h, &o, partition), 0);
+	return h;
+}
+
+static int view(struct ts_nodehealth *h, uint64_t now, struct ts_nh_node *v)
+{
+	return ts_nh_nodes(h, now, v, 4);
+}
+
+static void test_three_jobs_degrade(void **state)
+{
+	struct ts_nodehealth *h = nh(0);
+	struct ts_nh_node v[4];
+
+	(void)state;
+	for (int i = 0; i < 50; i++) /* one job naming the node again and again */
+		ts_nh_note(h, "team", "a", "gpu-7", "GPU-3", "Compute", 0.3, T0 + (uint64_t)i * S);
+	assert_int_equal(view(h, T0 + 50 * S, v), 1);
+	assert_string_equal(v[0].node, "gpu-7");
+	assert_int_equal(v[0].njobs, 1);
+	assert_true(v[0].score > 0.99 && v[0].score <= 1.0);
+	assert_false(v[0].degraded);
+	ts_nh_note(h, "team", "b", "gpu-7", "GPU-3", "Compute", 0.2, T0 + 60 * S);
+	ts_nh_note(h, "other", "c", "gpu-7", "GPU-3", "HostCPU", 0.2, T0 + 70 * S);
+	ts_nh_note(h, "team", "d", "gpu-2", "GPU-0", "Storage", 0.5, T0 + 70 * S);
+	assert_int_equal(view(h, T0 + 70 * S, v), 2);
+	assert_string_equal(v[0].node, "gpu-7"); /* highest score first */
+	assert_int_equal(v[0].njobs, 3);
+	assert_true(v[0].degraded);
+	assert_string_equal(v[0].cause, "Compute");
+	assert_int_equal(v[0].ndevices, 1);
+	assert_string_equal(v[0].devices[0], "GPU-3");
+	assert_false(v[1].degraded);
+	ts_nh_free(h);
+}
+
+static void test_device_alone_degrades(void **state)
+{
+	struct ts_nodehealth *h = nh(0);
+	struct ts_nh_node v[4];
+
+	(void)state;
+	ts_nh_note(h, "team", "a", "gpu-1", "GPU-5", "Device", 0.4, T0);
+	assert_int_equal(view(h, T0, v), 1);
+	assert_true(v[0].degraded);
+	assert_string_equal(v[0].cause, "Device");
+	ts_nh_free(h);
+}
+
+/* Weights halve every 24 hours; a degraded node stays so down to a score of 1 and the
+ * findings go after 72 hours. */
+static void test_decay_and_hysteresis(void **state)
+{
+	struct ts_nodehealth *h = nh(0);
+	struct ts_nh_node v[4];
+
+	(void)state;
+	for (int j = 0; j < 3; j++) {
+		char job[8] = { (char)('a' + j), 0 };
+		ts_nh_note(h, "team", job, "gpu-4", "", "Compute", 0.3, T0);
+	}
+	assert_int_equal(view(h, T0, v), 1);
+	assert_true(v[0].degraded);
+	assert_int_equal(view(h, T0 + 24 * HOUR, v), 1); /* 1.5: below 2.5, above 1 */
+	assert_true(fabs(v[0].score - 1.5) < 1e-6);
+	assert_true(v[0].degraded);
+	assert_int_equal(view(h, T0 + 52 * HOUR, v), 1); /* 0.67 */
+	assert_false(v[0].degraded);
+	ts_nh_note(h, "team", "e", "gpu-4", "", "Compute", 0.3, T0 + 52 * HOUR);
+	assert_int_equal(view(h, T0 + 52 * HOUR, v), 1); /* 1.67: not degraded again yet */
+	assert_false(v[0].degraded);
+	ts_nh_expire(h, T0 + 73 * HOUR); /* the first three are past the window */
+	assert_int_equal(view(h, T0 + 73 * HOUR, v), 1);
+	assert_int_equal(v[0].njobs, 1);
+	ts_nh_expire(h, T0 + 125 * HOUR);
+	assert_int_equal(view(h, T0 + 125 * HOUR, v), 0);
+	ts_nh_free(h);
+}
+
+/* Partition 0 saw two jobs name gpu-9, partition 1 one more: each sees it degraded.
+ * Partition 0 restarted reads its own blob back and still does. */
+static void test_partitions_add_up(void **state)
+{
+	struct ts_nodehealth *p0 = nh(0), *p1 = nh(1), *again;
+	struct ts_nh_node v[4];
+	size_t l0, l1;
+	char *b0, *b1;
+
+	(void)state;
+	ts_nh_note(p0, "team", "a", "gpu-9", "GPU-1", "Compute", 0.3, T0);
+	ts_nh_note(p0, "team", "b", "gpu-9", "GPU-1", "Compute", 0.3, T0);
+	ts_nh_note(p1, "lab", "c", "gpu-9", "GPU-1", "Compute", 0.3, T0);
+	assert_non_null(b0 = ts_nh_export(p0, &l0));
+	assert_non_null(b1 = ts_nh_export(p1, &l1));
+	assert_int_equal(view(p0, T0, v), 1);
+	assert_false(v[0].degraded);
+	assert_int_equal(ts_nh_import(p0, 1, b1, l1), 0);
+	assert_int_equal(ts_nh_import(p1, 0, b0, l0), 0);
+	assert_int_equal(view(p0, T0, v), 1);
+	assert_true(v[0].degraded);
+	assert_int_equal(v[0].njobs, 3);
+	assert_int_equal(view(p1, T0, v), 1);
+	assert_true(v[0].degraded);
+	assert_int_equal(ts_nh_import(p1, 0, b0, l0), 0); /* a newer blob replaces, never adds */
+	assert_int_equal(view(p1, T0, v), 1);
+	assert_int_equal(v[0].njobs, 3);
+	again = nh(0);
+	assert_int_equal(ts_nh_import(again, 0, b0, l0), 0);
+	assert_int_equal(ts_nh_import(again, 1, b1, l1), 0);
+	assert_int_equal(view(again, T0, v), 1);
+	assert_true(v[0].degraded);
+	/* its own findings are local again: renewing one does not add a fourth */
+	ts_nh_note(again, "team", "a", "gpu-9", "GPU-1", "Compute", 0.3, T0);
+	assert_int_equal(view(again, T0, v), 1);
+	assert_int_equal(v[0].njobs, 3);
+	free(b0), free(b1);
+	ts_nh_free(p0), ts_nh_free(p1), ts_nh_free(again);
+}
+
+static void test_bad_blob(void **state)
+{
+	struct ts_nodehealth *h = nh(0);
+	struct ts_nh_node v[4];
+	static const char *bad[] = { "", "{", "[]", "{\"v\":2,\"findings\":[]}",
+				     "{\"v\":1,\"findings\":[{\"job\":\"x\"}]}" };
+
+	(void)state;
+	ts_nh_note(h, "team", "a", "gpu-1", "", "Compute", 0.3, T0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(ts_nh_import(h, 0, bad[i], strlen(bad[i])), -EBADMSG);
+		assert_int_equal(ts_nh_import(h, 3, bad[i], strlen(bad[i])), -EBADMSG);
+	}
+	assert_int_equal(view(h, T0, v), 1);
+	assert_int_equal(v[0].njobs, 1);
+	ts_nh_free(h);
+}
+
+static void test_from_report(void **state)
+{
+	struct ts_nodehealth *h = nh(0);
+	struct ts_nh_node v[4];
+	json_t *r = json_pack("{s:s, s:s, s:[{s:i, s:s, s:s, s:s, s:f}, {s:i, s:s, s:s}]}",
+			      "namespace", "team", "job", "llm", "slowRanks", "rank", 5, "node",
+			      "gpu-3", "device", "GPU-5", "cause", "Device", "excess", 0.4, "rank",
+			      6, "node", "", "cause", "Compute");
+
+	(void)state;
+	assert_int_equal(ts_nh_note_report(h, r, T0), 1); /* a rank with no node is no evidence */
+	assert_int_equal(view(h, T0, v), 1);
+	assert_true(v[0].degraded);
+	json_t *j = ts_nh_node_json(&v[0]);
+	assert_string_equal(json_string_value(json_object_get(j, "node")), "gpu-3");
+	assert_int_equal(json_integer_value(json_object_get(j, "jobsAffected")), 1);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(json_object_get(j, "jobs"), 0), "job")), "llm");
+	json_decref(j);
+	json_decref(r);
+	ts_nh_free(h);
+}
+
+/* A full table gives up the finding renewed longest ago. */
+static void test_full_table(void **state)
+{
+	struct ts_nh_opts o;
+	struct ts_nodehealth *h;
+	struct ts_nh_node v[4];
+
+	(void)state;
+	ts_nh_opts_default(&o);
+	o.max_findings = 2;
+	assert_int_equal(ts_nh_new(&h, &o, 0), 0);
+	ts_nh_note(h, "t", "a", "n1", "", "Compute", 0, T0);
+	ts_nh_note(h, "t", "b", "n2", "", "Compute", 0, T0 + S);
+	ts_nh_note(h, "t", "c", "n3", "", "Compute", 0, T0 + 2 * S);
+	assert_int_equal(view(h, T0 + 2 * S, v), 2);
+	assert_true(strcmp(v[0].node, "n1") && strcmp(v[1].node, "n1"));
+	ts_nh_free(h);
+	o.sz = 8;
+	assert_int_equal(ts_nh_new(&h, &o, 0), -EINVAL);
+	assert_null(h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_three_jobs_degrade),
+		cmocka_unit_test(test_device_alone_degrades),
+		cmocka_unit_test(test_decay_and_hysteresis),
+		cmocka_unit_test(test_partitions_add_up),
+		cmocka_unit_test(test_bad_blob),
+		cmocka_unit_test(test_from_report),
+		cmocka_unit_test(test_full_table),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
