@@ -19,6 +19,12 @@ struct cmd {
 
 struct ts_k8sw {
 	struct ts_k8s *k;
+	struct ts_k8s_nodes *nodes; /* node health's objects; NULL: none */
+	struct ts_nh_node *views;   /* the latest node views, not yet synced */
+	int nviews;
+	bool views_due;
+	uint64_t views_ns;
+	struct ts_node_stats nst;
 	pthread_t thread;
 	pthread_mutex_t lock;     /* the queue, the stats copy, stopping */
 	pthread_cond_t wake;
@@ -67,6 +73,18 @@ static void *writer(void *arg)
 			run_cmd(w, c); /* the API server's time, off the lock */
 			pthread_mutex_lock(&w->lock);
 			ts_k8s_get_stats(w->k, &w->st);
+			continue;
+		}
+		if (w->views_due && w->nodes) {
+			struct ts_nh_node *v = w->views;
+			int n = w->nviews;
+			uint64_t at = w->views_ns;
+			w->views = NULL, w->nviews = 0, w->views_due = false;
+			pthread_mutex_unlock(&w->lock);
+			ts_k8s_nodes_sync(w->nodes, v, n, at); /* the API server's time, off the lock */
+			free(v);
+			pthread_mutex_lock(&w->lock);
+			ts_k8s_nodes_stats(w->nodes, &w->nst);
 			continue;
 		}
 		if (w->stopping)
@@ -184,7 +202,41 @@ void ts_k8sw_stop(struct ts_k8sw *w, int timeout_s)
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
 	ts_k8s_free(w->k);
+	ts_k8s_nodes_free(w->nodes);
+	free(w->views);
 	pthread_cond_destroy(&w->wake);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
+}
+
+void ts_k8sw_set_nodes(struct ts_k8sw *w, struct ts_k8s_nodes *nodes)
+{
+	pthread_mutex_lock(&w->lock);
+	ts_k8s_nodes_free(w->nodes);
+	w->nodes = nodes;
+	pthread_mutex_unlock(&w->lock);
+}
+
+void ts_k8sw_nodes(struct ts_k8sw *w, const struct ts_nh_node *v, int n, uint64_t now_ns)
+{
+	struct ts_nh_node *copy = malloc((size_t)(n > 0 ? n : 1) * sizeof(*copy));
+
+	if (!copy) {
+		ts_error("k8s: out of memory: the node health of this round is not written");
+		return;
+	}
+	if (n > 0)
+		memcpy(copy, v, (size_t)n * sizeof(*copy));
+	pthread_mutex_lock(&w->lock);
+	free(w->views); /* a newer view replaces one not yet written */
+	w->views = copy, w->nviews = n, w->views_ns = now_ns, w->views_due = true;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void ts_k8sw_node_stats(struct ts_k8sw *w, struct ts_node_stats *out)
+{
+	pthread_mutex_lock(&w->lock);
+	*out = w->nst;
+	pthread_mutex_unlock(&w->lock);
 }

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdint.h>
 #include "analysis/k8s.h"
+#include "analysis/k8s_nodes.h"
 
 struct ts_k8sw;
 
@@ -20,6 +21,12 @@ void ts_k8sw_publish(struct ts_k8sw *w, json_t *report, uint64_t now_ns);
 void ts_k8sw_forget(struct ts_k8sw *w, const char *ns, const char *job, uint64_t now_ns);
 /* The writer's counts as of its last write, and how many reports wait. */
 void ts_k8sw_stats(struct ts_k8sw *w, struct ts_k8s_stats *out, uint64_t *queued);
+/* Gives the writer node health's objects to keep (freed by ts_k8sw_stop). */
+void ts_k8sw_set_nodes(struct ts_k8sw *w, struct ts_k8s_nodes *nodes);
+/* Queues the node views v[0..n) (copied; a newer call replaces them while unwritten):
+ * the writer brings the SlowNodes, conditions and taints up to date with them. */
+void ts_k8sw_nodes(struct ts_k8sw *w, const struct ts_nh_node *v, int n, uint64_t now_ns);
+void ts_k8sw_node_stats(struct ts_k8sw *w, struct ts_node_stats *out);
 /* Writes what is queued and held back (for at most timeout_s), then stops and frees. */
 void ts_k8sw_stop(struct ts_k8sw *w, int timeout_s);
 

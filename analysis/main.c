@@ -11,6 +11,7 @@
 #include "natsw.h"
 #include "natskv.h"
 #include "snapshot.h"
+#include "node_sync.h"
 #include "tsclock.h"
 
 #include <errno.h>
@@ -69,6 +70,19 @@ static void usage(FILE *f)
 		"                         Events on slow ranks' pods, through this kubeconfig\n"
 		"      --in-cluster       Kubernetes mode with the pod's service account\n"
 		"      --k8s-interval-s N rewrite an unchanged report at most every N s (10)\n"
+		"      --node-health-s N  Kubernetes mode: every N s (30; 0 = off) add up what the\n"
+		"                         jobs' verdicts say about each node and device, across\n"
+		"                         partitions (in the --snapshot-bucket) and keep a SlowNode\n"
+		"                         per node with findings (docs/report.md, \"Node health\")\n"
+		"      --node-conditions  also set a degraded node's TrainscopeDegraded condition\n"
+		"                         and raise Events on it (needs patch on nodes/status)\n"
+		"      --node-taint       and taint it trainscope.dev/degraded=<cause> (needs patch\n"
+		"                         on nodes), removed when it is clean again\n"
+		"      --node-taint-dry-run  say what would be tainted, change no node\n"
+		"      --node-taint-effect E  PreferNoSchedule (default) or NoSchedule\n"
+		"      --node-taint-max-share X  never more than this share of the (GPU) nodes\n"
+		"                         tainted at once (0.1)\n"
+		"      --node-taint-causes LIST  causes that may taint, comma-separated (Device)\n"
 		"      --otlp-endpoint URL  send the job's timeline as OTLP/HTTP traces, e.g.\n"
 		"                         http://jaeger:4318 (/v1/traces is added). The standard\n"
 		"                         OTEL_EXPORTER_OTLP_[TRACES_]{ENDPOINT,HEADERS,CERTIFICATE,\n"
@@ -96,6 +110,10 @@ struct cli {
 	const char *kubeconfig, *otlp_endpoint;
 	struct ts_kube *kube;
 	struct ts_k8sw *k8s;   /* the Kubernetes writer's thread */
+	struct ts_node_sync *nodes;  /* node health; NULL: off */
+	struct ts_node_policy np;
+	int node_health_s;
+	struct tsn_kv *node_kv;
 	struct ts_otlp *otlp;
 	char exported[64][96]; /* slow-rank spans sent: "<ns>/<job>/<rank>/<since>" */
 	int nexported;
@@ -202,6 +220,13 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "snapshot-bucket", required_argument, NULL, 'B' },
 		{ "partitions", required_argument, NULL, 0x200 },
 		{ "partition", required_argument, NULL, 0x201 },
+		{ "node-health-s", required_argument, NULL, 0x202 },
+		{ "node-conditions", no_argument, NULL, 0x203 },
+		{ "node-taint", no_argument, NULL, 0x204 },
+		{ "node-taint-dry-run", no_argument, NULL, 0x205 },
+		{ "node-taint-effect", required_argument, NULL, 0x206 },
+		{ "node-taint-max-share", required_argument, NULL, 0x207 },
+		{ "node-taint-causes", required_argument, NULL, 0x208 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -219,6 +244,9 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	c->snapshot_s = 5;
 	c->restored = -EAGAIN;
 	c->snapshot_bucket = "trainscope-analyzer";
+	c->node_health_s = 30;
+	ts_node_policy_default(&c->np);
+	c->np.conditions = false;
 	while ((ch = getopt_long(argc, argv, "s:c:r:p:qh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': c->config = optarg; break;
@@ -239,6 +267,13 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'B': c->snapshot_bucket = optarg; break;
 		case 0x200: parts = optarg; break;
 		case 0x201: part = optarg; break;
+		case 0x202: c->node_health_s = atoi(optarg); break;
+		case 0x203: c->np.conditions = true; break;
+		case 0x204: c->np.taint = c->np.conditions = true; break;
+		case 0x205: c->np.dry_run = true; break;
+		case 0x206: c->np.effect = optarg; break;
+		case 0x207: c->np.max_share = strtod(optarg, NULL); break;
+		case 0x208: c->np.causes = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			if (tsn_parse_option(&c->nats, ch, optarg))
@@ -250,6 +285,11 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	if (c->stall_s < 1 || c->snapshot_s < 0) {
 		fprintf(stderr, "trainscope-analyzer: --stall-s wants whole seconds, 1 or more; "
 			"--snapshot-s 0 or more\n");
+		return -1;
+	}
+	if (c->node_health_s < 0 || ts_node_policy_check(&c->np, err, sizeof(err))) {
+		fprintf(stderr, "trainscope-analyzer: %s\n",
+			c->node_health_s < 0 ? "--node-health-s wants 0 or more seconds" : err);
 		return -1;
 	}
 	if (partitioning(c, parts, part, err, sizeof(err))) {
@@ -296,6 +336,38 @@ static int health(void *ctx, struct ts_buf *out)
 	return 1;
 }
 
+/* Node health's figures (under core_lock). */
+static void render_nodes(struct cli *c, struct ts_buf *out)
+{
+	struct ts_node_sync_stats s;
+	struct ts_node_stats w;
+
+	if (!c->nodes)
+		return;
+	ts_node_sync_get_stats(c->nodes, &s);
+	ts_k8sw_node_stats(c->k8s, &w);
+	ts_prom(out, "trainscope_analyzer_node_findings_total", "counter",
+		"Slow ranks noted against their node (one finding per job, node and device).",
+		s.findings);
+	ts_prom(out, "trainscope_analyzer_nodes_with_findings", "gauge",
+		"Nodes that jobs' verdicts named within the window, every partition's.", s.nodes);
+	ts_prom(out, "trainscope_analyzer_nodes_degraded", "gauge",
+		"Of those, nodes whose score made them degraded.", s.degraded);
+	ts_prom(out, "trainscope_analyzer_node_health_store_failures_total", "counter",
+		"Rounds whose findings JetStream did not take (the server's words are logged).",
+		s.store_failures);
+	ts_prom(out, "trainscope_analyzer_node_taints_total", "counter",
+		"Nodes tainted trainscope.dev/degraded by the remediation policy.", w.tainted);
+	ts_prom(out, "trainscope_analyzer_node_untaints_total", "counter",
+		"Taints removed from nodes clean again.", w.untainted);
+	ts_prom(out, "trainscope_analyzer_node_taints_dry_run_total", "counter",
+		"Taints the dry run would have set.", w.would_taint);
+	ts_prom(out, "trainscope_analyzer_node_taints_held_back_total", "counter",
+		"Taints not set: the share of tainted nodes was at its most.", w.held_back);
+	ts_prom(out, "trainscope_analyzer_node_writes_failed_total", "counter",
+		"SlowNode, node condition, Event or taint writes the API server refused.", w.errors);
+}
+
 static void render(void *ctx, struct ts_buf *out)
 {
 	struct cli *c = ctx;
@@ -305,6 +377,7 @@ static void render(void *ctx, struct ts_buf *out)
 	ts_analyzer_render_metrics(c->analyzer, out);
 	ts_prom(out, "trainscope_analyzer_consumer_recreated_total", "counter",
 		"Times the durable consumer had vanished and was made again.", c->consumer_recreated);
+	render_nodes(c, out);
 	struct ts_snapshots *snap = atomic_load(&c->snap);
 	if (snap) {
 		struct ts_snapshot_stats ss;
@@ -429,6 +502,8 @@ static void on_report(void *ctx, json_t *report, uint64_t now_ns)
 
 	if (c->k8s)
 		ts_k8sw_publish(c->k8s, report, now_ns);
+	if (c->nodes)
+		ts_node_sync_report(c->nodes, report, ts_real_ns());
 	if (c->otlp) {
 		otlp_slow_ranks(c, report, now_ns);
 		otlp_lost_time(c, report);
@@ -498,6 +573,50 @@ static int open_otlp(struct cli *c)
 	return 0;
 }
 
+/* Node health (node_sync.h) beside the reports: the SlowNodes, and by policy the nodes'
+ * conditions and taints, written by the Kubernetes writer's thread. */
+static int open_node_health(struct cli *c)
+{
+	struct ts_nh_opts o;
+	struct ts_k8s_nodes *kn = NULL;
+	char host[128] = "";
+
+	if (c->node_health_s == 0)
+		return 0;
+	ts_nh_opts_default(&o);
+	o.window_s = c->ao.params.nodes.window_s, o.half_life_s = c->ao.params.nodes.half_life_s;
+	o.degraded_score = c->ao.params.nodes.degraded_score;
+	o.clear_score = c->ao.params.nodes.clear_score;
+	o.device_weight = c->ao.params.nodes.device_weight;
+	gethostname(host, sizeof(host) - 1);
+	if (ts_node_sync_new(&c->nodes, &o, c->partitions > 1 ? c->partition : 0, c->partitions,
+			     c->node_health_s) ||
+	    ts_k8s_nodes_new(&kn, c->kube, &c->np, host)) {
+		fprintf(stderr, "trainscope-analyzer: node health: out of memory, or nodes.clear_score "
+			"above nodes.degraded_score\n");
+		return -1;
+	}
+	ts_k8sw_set_nodes(c->k8s, kn);
+	ts_info("analyzer: node health every %d s (conditions %s, taints %s)", c->node_health_s,
+		c->np.conditions ? "on" : "off",
+		!c->np.taint ? "off" : c->np.dry_run ? "dry run" : c->np.effect);
+	return 0;
+}
+
+/* Node health's round when due: the bucket opened once JetStream answers. */
+static void node_health(struct cli *c, struct tsn *n, uint64_t now)
+{
+	char why[256];
+
+	if (!c->nodes || !ts_node_sync_due(c->nodes, now))
+		return;
+	if (!c->node_kv && tsn_kv_open(n, c->snapshot_bucket, &c->node_kv, why, sizeof(why)))
+		c->node_kv = NULL; /* said by the snapshots; the nodes are synced all the same */
+	pthread_mutex_lock(&core_lock); /* reports note findings and /metrics reads them */
+	ts_node_sync_tick(c->nodes, c->node_kv, c->k8s, now);
+	pthread_mutex_unlock(&core_lock);
+}
+
 static int open_k8s(struct cli *c)
 {
 	char err[512] = "";
@@ -516,7 +635,7 @@ static int open_k8s(struct cli *c)
 	c->ao.on_forget = on_forget;
 	c->ao.on_report_ctx = c;
 	ts_info("analyzer: Kubernetes mode (%s)", c->in_cluster ? "in cluster" : c->kubeconfig);
-	return 0;
+	return open_node_health(c);
 }
 
 /* Acknowledging the last message acknowledges the batch: at once without snapshots,
@@ -676,6 +795,7 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 			pthread_mutex_unlock(&core_lock);
 			last_tick = now;
 		}
+		node_health(c, n, now);
 	}
 	pthread_mutex_lock(&core_lock);
 	ts_analyzer_tick(a, ts_real_ns());
@@ -730,6 +850,8 @@ out:
 	ts_httpd_stop(http);
 	ts_snapshots_close(c.snap);
 	tsn_kv_close(c.lease_kv);
+	tsn_kv_close(c.node_kv);
+	ts_node_sync_free(c.nodes);
 	tsn_close(n);
 	ts_analyzer_free(a);
 	ts_otlp_free(c.otlp);

@@ -133,9 +133,10 @@ void ts_nh_note(struct ts_nodehealth *h, const char *ns, const char *job, const 
 
 int ts_nh_note_report(struct ts_nodehealth *h, json_t *report, uint64_t now_ns)
 {
-	json_t *slow = json_object_get(report, "slowRanks"), *s;
-	const char *ns = json_string_value(json_object_get(report, "namespace"));
-	const char *job = json_string_value(json_object_get(report, "job"));
+	json_t *md = json_object_get(report, "metadata"), *s;
+	json_t *slow = json_object_get(json_object_get(report, "status"), "slowRanks");
+	const char *ns = json_string_value(json_object_get(md, "namespace"));
+	const char *job = json_string_value(json_object_get(md, "name"));
 	size_t i;
 	int noted = 0;
 
@@ -145,7 +146,7 @@ int ts_nh_note_report(struct ts_nodehealth *h, json_t *report, uint64_t now_ns)
 			continue;
 		ts_nh_note(h, ns, job, node, json_string_value(json_object_get(s, "device")),
 			   json_string_value(json_object_get(s, "cause")),
-			   json_number_value(json_object_get(s, "excess")), now_ns);
+			   json_number_value(json_object_get(s, "degradation")), now_ns);
 		noted++;
 	}
 	return noted;

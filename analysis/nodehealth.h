@@ -66,9 +66,9 @@ struct ts_nodehealth;
 int ts_nh_new(struct ts_nodehealth **out, const struct ts_nh_opts *o, int partition);
 void ts_nh_free(struct ts_nodehealth *h);
 
-/* Notes each slow rank of a job's report (the analyzer's JSON: namespace, job,
- * slowRanks[] with node, device, cause, excess) that names a node. Returns how many
- * findings were new or renewed. */
+/* Notes each slow rank of a job's report (the SlowNodeReport the analyzer writes:
+ * metadata.namespace and .name, status.slowRanks[] with node, device, cause and
+ * degradation) that names a node. Returns how many findings were new or renewed. */
 int ts_nh_note_report(struct ts_nodehealth *h, json_t *report, uint64_t now_ns);
 /* One finding: renews the job's finding on node and device, or adds it. */
 void ts_nh_note(struct ts_nodehealth *h, const char *ns, const char *job, const char *node,

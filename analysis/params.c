@@ -112,6 +112,18 @@ static const struct ts_cfg_field fields[] = {
 	F("metrics.top_ranks", TS_CFG_INT, metrics_top_ranks, 0, 1000,
 	  "per-rank Prometheus series for this many of a job's slowest ranks (and every named "
 	  "one); quantiles stand for the rest"),
+	F("nodes.window_s", TS_CFG_DOUBLE, nodes.window_s, 1, 1e9,
+	  "node health: a job's finding against a node (a slow rank there) is dropped this long "
+	  "after the job last named it (3 days)"),
+	F("nodes.half_life_s", TS_CFG_DOUBLE, nodes.half_life_s, 1, 1e9,
+	  "... and its weight halves this often (1 day)"),
+	F("nodes.degraded_score", TS_CFG_DOUBLE, nodes.degraded_score, 0.01, 1e6,
+	  "a node whose findings' weights add up to this is degraded (2.5: three jobs within "
+	  "about 6 hours, or one Device finding)"),
+	F("nodes.clear_score", TS_CFG_DOUBLE, nodes.clear_score, 0, 1e6,
+	  "... until they fall below this"),
+	F("nodes.device_weight", TS_CFG_DOUBLE, nodes.device_weight, 0.01, 1e6,
+	  "a Device finding's weight (the device itself says it: clock, XID); others weigh 1"),
 	F("traces.window_steps", TS_CFG_INT, traces.window_steps, 1, 1000000,
 	  "steps in one OTLP trace; each window's root span links the one before"),
 	F("traces.sample_ranks", TS_CFG_INT, traces.sample_ranks, 0, 1 << 20,
@@ -161,6 +173,8 @@ void ts_params_defaults(struct ts_params *p)
 					.max_step_jump = 1000000, .job_ttl_s = 3600,
 					.reorder_steps = 1024, .reorder_mb = 16 };
 	p->metrics_top_ranks = 5;
+	p->nodes.window_s = 259200, p->nodes.half_life_s = 86400, p->nodes.degraded_score = 2.5;
+	p->nodes.clear_score = 1, p->nodes.device_weight = 3;
 	p->traces = (struct ts_trace_opts){ .window_steps = 100, .sample_ranks = 8,
 					    .max_trace_kb = 4096 };
 }

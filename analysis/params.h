@@ -53,6 +53,9 @@ struct ts_params {
 	struct ts_limits limits;
 	struct ts_trace_opts traces;
 	int metrics_top_ranks;       /* per-rank series: this many slowest ranks per job */
+	struct {                     /* node health (nodehealth.h's options) */
+		double window_s, half_life_s, degraded_score, clear_score, device_weight;
+	} nodes;
 };
 
 void ts_params_defaults(struct ts_params *p);

@@ -280,8 +280,9 @@ int ts_kube_warn(struct ts_kube *k, const struct ts_kube_event *e)
 	ev = json_pack("{s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:s,"
 		       " s:i, s:s, s:s}",
 		       "metadata", "generateName", e->name, "namespace", e->ns, "involvedObject",
-		       "apiVersion", e->api_version, "kind", e->kind, "namespace", e->ns, "name",
-		       e->name, "reason", e->reason, "message", e->message, "type", "Warning",
+		       "apiVersion", e->api_version, "kind", e->kind, "namespace",
+		       e->cluster_scoped ? "" : e->ns, "name", e->name, "reason", e->reason,
+		       "message", e->message, "type", e->type ? e->type : "Warning",
 		       "source", "component", e->component, "host", e->host, "firstTimestamp", stamp,
 		       "lastTimestamp", stamp, "count", 1, "reportingComponent", e->component,
 		       "reportingInstance", e->host);

@@ -21,13 +21,16 @@ void ts_kube_close(struct ts_kube *k);
 int ts_kube_request(struct ts_kube *k, const char *method, const char *path, json_t *body,
 		    const char *content_type, json_t **resp);
 
-/* A Warning Event about one object, in its namespace. */
+/* An Event about one object, in its namespace (a cluster-scoped object's, such as a
+ * Node's, goes to namespace ns with no namespace on the object). */
 struct ts_kube_event {
 	const char *ns;
 	const char *api_version, *kind, *name; /* the object it is about */
 	const char *reason, *message;
 	const char *component, *host;          /* who says it */
 	uint64_t now_ns;                       /* realtime */
+	const char *type;                      /* NULL: "Warning"; or "Normal" */
+	int cluster_scoped;                    /* the object has no namespace */
 };
 
 /* POSTs the Event. Returns the HTTP status (201) or a negative errno. */

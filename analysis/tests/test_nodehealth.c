@@ -166,10 +166,10 @@ static void test_from_report(void **state)
 {
 	struct ts_nodehealth *h = nh(0);
 	struct ts_nh_node v[4];
-	json_t *r = json_pack("{s:s, s:s, s:[{s:i, s:s, s:s, s:s, s:f}, {s:i, s:s, s:s}]}",
-			      "namespace", "team", "job", "llm", "slowRanks", "rank", 5, "node",
-			      "gpu-3", "device", "GPU-5", "cause", "Device", "excess", 0.4, "rank",
-			      6, "node", "", "cause", "Compute");
+	json_t *r = json_pack("{s:{s:s, s:s}, s:{s:[{s:i, s:s, s:s, s:s, s:f}, {s:i, s:s, s:s}]}}",
+			      "metadata", "namespace", "team", "name", "llm", "status", "slowRanks",
+			      "rank", 5, "node", "gpu-3", "device", "GPU-5", "cause", "Device",
+			      "degradation", 40.0, "rank", 6, "node", "", "cause", "Compute");
 
 	(void)state;
 	assert_int_equal(ts_nh_note_report(h, r, T0), 1); /* a rank with no node is no evidence */

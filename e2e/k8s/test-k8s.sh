@@ -33,8 +33,9 @@ serving_cert webhook
 webhook_port=$(free_port)
 start_nats
 expect "helm lint" sh -c "helm lint '$root/helm/trainscope' >/dev/null"
-expect "chart CRD matches crds/" cmp -s "$root/crds/slownodereports.trainscope.dev.yaml" \
-	"$root/helm/trainscope/crds/slownodereports.trainscope.dev.yaml"
+expect "chart CRDs match crds/" sh -c "cmp -s '$root/crds/slownodereports.trainscope.dev.yaml' \
+	'$root/helm/trainscope/crds/slownodereports.trainscope.dev.yaml' &&
+	cmp -s '$root/crds/slownodes.trainscope.dev.yaml' '$root/helm/trainscope/crds/slownodes.trainscope.dev.yaml'"
 expect "deploy/ is rendered from the chart" sh -c "'$root/e2e/k8s/render.sh' --check >/dev/null"
 helm install trainscope "$root/helm/trainscope" --namespace trainscope --create-namespace \
 	--set webhook.external.url="https://127.0.0.1:$webhook_port" \
@@ -111,6 +112,7 @@ kubectl patch pod trainer-0 -n team --type merge -p "{\"metadata\": {\"ownerRefe
 start_jaeger
 start_analyzer --quiet --kubeconfig "$WORK/analyzer.kubeconfig" \
 	--otlp-endpoint "$JAEGER_OTLP" --k8s-interval-s 2
+analyzer_pid=$!
 TRAINSCOPE_NAMESPACE=team TRAINSCOPE_POD=trainer-0 TRAINSCOPE_NODE=node-e2e \
 	run_job llm 8 150 compute --fault-rank 5 --fault-step 40
 wait_report llm 149 team
@@ -197,6 +199,64 @@ steps = [s for s in data["spans"] if s["operationName"] == "train.step"]
 print("      %d spans, %d step spans, ranks %s, names %s" % (len(data["spans"]), len(steps), sorted(ranks), sorted(names)))
 sys.exit(0 if ranks == set(range(8)) and len(steps) >= 8 * 40 and not odd else 1)
 PY
+# ---- node health: jobs that name one node's rank three times give a SlowNode; with the
+# policy on, the node's condition, a Warning Event and a taint, never on more than the set
+# share of the GPU nodes; a restarted analyzer resumes it; a dry run changes nothing; a
+# clean node loses them. Ten GPU nodes registered on the API server (no kubelet: the
+# taint's effect on scheduling is the node e2e's) ------------------------------------------
+helm upgrade trainscope "$root/helm/trainscope" --namespace trainscope --reuse-values \
+	--set analyzer.nodeHealth.remediation.enabled=true \
+	--set analyzer.nodeHealth.remediation.taint=true >>"$WORK/helm.log" 2>&1 ||
+	die "helm upgrade: $(tail -5 "$WORK/helm.log")"
+for i in 0 1 2 3 4 5 6 7 8 9; do
+	printf 'apiVersion: v1\nkind: Node\nmetadata: {name: gpu-%s}\n' "$i" | kubectl apply -f - >/dev/null
+	kubectl patch node "gpu-$i" --subresource=status --type merge \
+		-p '{"status": {"allocatable": {"nvidia.com/gpu": "8"}, "capacity": {"nvidia.com/gpu": "8"}}}' >/dev/null
+done
+kill "$analyzer_pid" && wait "$analyzer_pid" 2>/dev/null || true
+node_analyzer() { # the analyzer under the chart's role with remediation on; its options
+	start_analyzer --quiet --kubeconfig "$WORK/analyzer.kubeconfig" --k8s-interval-s 2 \
+		--node-health-s 1 --node-taint --node-taint-causes Compute,Device "$@"
+	analyzer_pid=$!
+}
+node_analyzer --node-taint-max-share 0.1
+for n in 1 2 3; do # three jobs name gpu-1's rank 1, three gpu-2's
+	for node in 1 2; do
+		TRAINSCOPE_NAMESPACE=team TRAINSCOPE_POD=trainer-0 TRAINSCOPE_NODE=gpu-$node \
+			run_job "nh$node-$n" 4 80 compute --fault-rank 1 --fault-step 10 &
+	done
+	wait
+done
+expect "kubectl get slownodes: gpu-1 degraded, Compute, 3 jobs" \
+	wait_for 30 sh -c "kubectl get slownodes | grep -qE '^gpu-1 +true +[0-9.]+ +Compute .* 3 +'"
+kubectl get slownodes >"$WORK/sn.txt" 2>&1 || true
+sed 's/^/      /' "$WORK/sn.txt"
+expect "gpu-1 has the TrainscopeDegraded condition (reason Compute) and a Warning Event" \
+	wait_for 30 sh -c "kubectl get node gpu-1 -o jsonpath='{.status.conditions[?(@.type==\"TrainscopeDegraded\")].status}/{.status.conditions[?(@.type==\"TrainscopeDegraded\")].reason}' | grep -qx True/Compute &&
+		kubectl get events -n default --field-selector involvedObject.kind=Node,involvedObject.name=gpu-1,reason=TrainscopeDegraded -o name | grep -q ."
+expect "gpu-1 is tainted trainscope.dev/degraded=Compute:PreferNoSchedule" \
+	wait_for 30 sh -c "kubectl get node gpu-1 -o jsonpath='{.spec.taints[*].key}={.spec.taints[*].value}:{.spec.taints[*].effect}' | grep -qx trainscope.dev/degraded=Compute:PreferNoSchedule"
+expect "the guard: gpu-2 is degraded too but held back (1 of 10 nodes, at most 10 %), untainted" \
+	wait_for 30 sh -c "kubectl get slownode gpu-2 -o jsonpath='{.status.degraded}/{.status.action}' | grep -q '^true/held back: 1 of 10 nodes' &&
+		[ -z \"\$(kubectl get node gpu-2 -o jsonpath='{.spec.taints}')\" ]"
+expect "the analyzer's /metrics count it" sh -c "curl -sf '$ANALYZER_METRICS' |
+	grep -qE '^trainscope_analyzer_node_taints_held_back_total [1-9]'"
+# restarted in dry run with no share limit: it resumes gpu-1 and gpu-2 from JetStream and
+# says it would taint gpu-2, and changes nothing
+kill "$analyzer_pid" && wait "$analyzer_pid" 2>/dev/null || true
+node_analyzer --node-taint-max-share 1 --node-taint-dry-run
+expect "restarted in dry run: node health resumed, gpu-2 'would taint ... (dry run)', still untainted" \
+	wait_for 30 sh -c "kubectl get slownode gpu-2 -o jsonpath='{.status.jobsAffected}/{.status.action}' | grep -q '^3/would taint trainscope.dev/degraded=Compute:PreferNoSchedule (dry run)' &&
+		[ -z \"\$(kubectl get node gpu-2 -o jsonpath='{.spec.taints}')\" ] &&
+		grep -q 'dry run: would taint node gpu-2' '$WORK/analyzer.log'"
+# clean: findings that expire at once (nodes.window_s 1): SlowNodes, condition, taint go
+kill "$analyzer_pid" && wait "$analyzer_pid" 2>/dev/null || true
+printf 'nodes: {window_s: 1}\n' >"$WORK/clean.yaml"
+node_analyzer --node-taint-max-share 1 --config "$WORK/clean.yaml"
+expect "clean again: the SlowNodes gone, gpu-1's taint removed, its condition False" \
+	wait_for 30 sh -c "[ -z \"\$(kubectl get slownodes -o name)\" ] &&
+		[ -z \"\$(kubectl get node gpu-1 -o jsonpath='{.spec.taints}')\" ] &&
+		kubectl get node gpu-1 -o jsonpath='{.status.conditions[?(@.type==\"TrainscopeDegraded\")].status}' | grep -qx False"
 # ---- trainscope-webhook --bootstrap-certs (the chart's Job), twice: the second keeps all -----
 bootstrap() { # prints the Secret's resourceVersion once its pair verifies and both webhooks trust its CA
 	POD_NAMESPACE=trainscope "$BIN/trainscope-webhook" --bootstrap-certs --kubeconfig "$KUBECONFIG" --secret e2e-certs \

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Node health in the analyzer: notes each report's slow ranks, and every period stores
+ * this partition's findings in JetStream's key-value bucket, reads the other
+ * partitions' and hands the nodes this analyzer answers for to the Kubernetes writer. */
+#ifndef TS_NODE_SYNC_H
+#define TS_NODE_SYNC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "k8s_writer.h"
+#include "natskv.h"
+#include "nodehealth.h"
+
+struct ts_node_sync_stats {
+	uint64_t findings, nodes, degraded, stored, store_failures, read_failures;
+};
+
+struct ts_node_sync;
+
+/* partition of partitions: this analyzer's; period_s: how often the findings are
+ * stored and the nodes synced. Returns 0, -EINVAL or -ENOMEM. */
+int ts_node_sync_new(struct ts_node_sync **out, const struct ts_nh_opts *o, int partition,
+		     int partitions, double period_s);
+void ts_node_sync_free(struct ts_node_sync *s);
+/* Notes the report's slow ranks (nodehealth.h). */
+void ts_node_sync_report(struct ts_node_sync *s, json_t *report, uint64_t now_real_ns);
+/* Whether a round is due at now_real_ns. */
+bool ts_node_sync_due(struct ts_node_sync *s, uint64_t now_real_ns);
+/* When the period is due: stores, reads, syncs (kv NULL: JetStream not reached yet; the
+ * findings are kept and the nodes synced all the same). On the first call it resumes
+ * this partition's findings from the bucket. */
+void ts_node_sync_tick(struct ts_node_sync *s, struct tsn_kv *kv, struct ts_k8sw *w,
+		       uint64_t now_real_ns);
+void ts_node_sync_get_stats(struct ts_node_sync *s, struct ts_node_sync_stats *out);
+
+#endif
