@@ -240,6 +240,26 @@ static int parse_blob(const struct ts_nodehealth *h, const char *text, size_t le
 	return rc;
 }
 
+/* A finding of our own from before a restart, merged with what was noted since: the
+ * same job's finding keeps its first and its latest sighting. */
+static void resume(struct ts_nodehealth *h, const struct finding *old)
+{
+	bool fresh;
+	struct finding *f = slot_for(h, old->ns, old->job, old->node, old->device, &fresh);
+
+	if (fresh) {
+		*f = *old;
+		return;
+	}
+	if (old->first_ns < f->first_ns)
+		f->first_ns = old->first_ns;
+	if (old->last_ns > f->last_ns) {
+		f->last_ns = old->last_ns;
+		memcpy(f->cause, old->cause, sizeof(f->cause));
+		f->excess = old->excess;
+	}
+}
+
 int ts_nh_import(struct ts_nodehealth *h, int partition, const char *text, size_t len)
 {
 	struct finding *f;
@@ -249,8 +269,8 @@ int ts_nh_import(struct ts_nodehealth *h, int partition, const char *text, size_
 	if (rc)
 		return rc;
 	if (partition == h->partition) { /* our own, from before a restart */
-		memcpy(h->f, f, (size_t)n * sizeof(*f));
-		h->n = n;
+		for (int i = 0; i < n; i++)
+			resume(h, &f[i]);
 		free(f);
 		return 0;
 	}

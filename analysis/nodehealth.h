@@ -82,7 +82,8 @@ void ts_nh_expire(struct ts_nodehealth *h, uint64_t now_ns);
 char *ts_nh_export(struct ts_nodehealth *h, size_t *len);
 /* Replaces what partition's last blob said with text (a blob of ts_nh_export). Returns 0,
  * or -EBADMSG for text that is not such a blob (nothing changed). A blob of this
- * analyzer's own partition is taken as its local findings (a restart resumes them). */
+ * analyzer's own partition is merged into its local findings (a restart resumes them;
+ * what was noted since is kept). */
 int ts_nh_import(struct ts_nodehealth *h, int partition, const char *text, size_t len);
 
 /* The nodes with findings, highest score first, at most n into out (each degraded flag

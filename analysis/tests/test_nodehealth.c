@@ -132,13 +132,16 @@ static void test_partitions_add_up(void **state)
 	assert_int_equal(view(p1, T0, v), 1);
 	assert_int_equal(v[0].njobs, 3);
 	again = nh(0);
+	/* a report noted before the blob is read back is kept */
+	ts_nh_note(again, "team", "z", "gpu-8", "", "Compute", 0.3, T0);
 	assert_int_equal(ts_nh_import(again, 0, b0, l0), 0);
 	assert_int_equal(ts_nh_import(again, 1, b1, l1), 0);
-	assert_int_equal(view(again, T0, v), 1);
+	assert_int_equal(view(again, T0, v), 2);
+	assert_string_equal(v[0].node, "gpu-9");
 	assert_true(v[0].degraded);
 	/* its own findings are local again: renewing one does not add a fourth */
 	ts_nh_note(again, "team", "a", "gpu-9", "GPU-1", "Compute", 0.3, T0);
-	assert_int_equal(view(again, T0, v), 1);
+	assert_int_equal(view(again, T0, v), 2);
 	assert_int_equal(v[0].njobs, 3);
 	free(b0), free(b1);
 	ts_nh_free(p0), ts_nh_free(p1), ts_nh_free(again);

@@ -369,6 +369,76 @@ one_owner() {
 expect "each job analysed by exactly one analyzer, its partition's" one_owner
 sed 's/^/      job, analyzer: /' "$WORK/owners.txt"
 
+# ---- node health: llm (Compute) and hog (HostCPU) named this node's rank 5, each in
+# its own analyzer's partition. With the policy on (NoSchedule here, so that the test can
+# see it: the default is PreferNoSchedule) a third job makes the node degraded: its
+# SlowNode, condition, Event and taint; a pod without a toleration stays Pending, one that
+# tolerates it runs; once the findings are past the window the taint and condition go ----
+node=$(kubectl get nodes -o jsonpath='{.items[0].metadata.name}')
+NODE_SET=(--set analyzer.nodeHealth.periodSeconds=2 --set analyzer.nodeHealth.remediation.enabled=true
+	--set analyzer.nodeHealth.remediation.taint=true --set analyzer.nodeHealth.remediation.effect=NoSchedule
+	--set analyzer.nodeHealth.remediation.maxShare=1
+	--set-string 'analyzer.nodeHealth.remediation.causes=Compute\,HostCPU\,Device')
+helm upgrade trainscope "$root/helm/trainscope" -n trainscope "${CHART_SET[@]}" "${NODE_SET[@]}" \
+	--wait --timeout 3m >"$WORK/helm-nodes.log" 2>&1 || die "helm upgrade: $(tail -5 "$WORK/helm-nodes.log")"
+sn() { kubectl get slownode "$node" -o jsonpath="$1" 2>/dev/null; }
+two_jobs() { [ "$(sn '{.status.jobsAffected}/{.status.degraded}')" = 2/false ]; }
+expect "restarted analyzers kept both partitions' findings: SlowNode $node, 2 jobs, not degraded" \
+	wait_for 90 two_jobs
+job_pod third-0 third compute --steps 100 | kubectl apply -f - >/dev/null
+wait_for 300 pod_done team third-0 || true
+kubectl get slownodes -o wide >"$WORK/sn.txt" 2>&1 || true
+degraded() { [ "$(sn '{.status.jobsAffected}/{.status.degraded}/{.status.cause}')" = 3/true/Compute ]; }
+expect "a third job: $node degraded (3 jobs, Compute)" wait_for 90 degraded
+sed 's/^/      /' "$WORK/sn.txt"
+condition() {
+	[ "$(kubectl get node "$node" -o jsonpath='{.status.conditions[?(@.type=="TrainscopeDegraded")].status}')" = True ] &&
+		kubectl get events -n default --field-selector "involvedObject.kind=Node,involvedObject.name=$node,reason=TrainscopeDegraded" \
+			-o name | grep -q .
+}
+expect "the node's TrainscopeDegraded condition and a Warning Event on the Node" wait_for 60 condition
+tainted() {
+	kubectl get node "$node" -o jsonpath='{.spec.taints[*].key}={.spec.taints[*].value}:{.spec.taints[*].effect}' |
+		grep -q 'trainscope.dev/degraded=Compute:NoSchedule'
+}
+expect "the node is tainted trainscope.dev/degraded=Compute:NoSchedule" wait_for 60 tainted
+plain_pod() { # NAME [TOLERATES]
+	cat <<POD
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: team}
+spec:
+  restartPolicy: Never
+  containers: [{name: c, image: trainscope-trainer:e2e, imagePullPolicy: Never, command: [/usr/local/bin/musl-probe]}]
+POD
+	[ -n "${2:-}" ] && echo "  tolerations: [{key: trainscope.dev/degraded, operator: Exists, effect: NoSchedule}]"
+	true
+}
+plain_pod untolerated | kubectl apply -f - >/dev/null
+plain_pod tolerating yes | kubectl apply -f - >/dev/null
+unschedulable() {
+	kubectl -n team get pod untolerated -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}' |
+		grep -qx Unschedulable
+}
+phase() { kubectl -n team get pod "$1" -o jsonpath='{.status.phase}'; }
+kept_out() {
+	wait_for 60 pod_done team tolerating && [ "$(phase tolerating)" = Succeeded ] &&
+		wait_for 30 unschedulable && [ "$(phase untolerated)" = Pending ]
+}
+expect "a pod without the toleration stays Pending (Unschedulable), one that tolerates it runs" kept_out
+# the clean period, shortened: findings past nodes.window_s (20 s) are dropped
+helm upgrade trainscope "$root/helm/trainscope" -n trainscope "${CHART_SET[@]}" "${NODE_SET[@]}" \
+	--set analyzer.config.nodes.window_s=20 \
+	--wait --timeout 3m >>"$WORK/helm-nodes.log" 2>&1 || die "helm upgrade: $(tail -5 "$WORK/helm-nodes.log")"
+clean() {
+	[ -z "$(kubectl get node "$node" -o jsonpath='{.spec.taints}')" ] &&
+		[ "$(kubectl get node "$node" -o jsonpath='{.status.conditions[?(@.type=="TrainscopeDegraded")].status}')" = False ] &&
+		! kubectl get slownode "$node" >/dev/null 2>&1
+}
+cleaned() { wait_for 120 clean && wait_for 60 pod_done team untolerated; }
+expect "clean again: the taint and condition gone, the SlowNode deleted; the waiting pod runs" cleaned
+kubectl -n team delete pod untolerated tolerating third-0 --wait=false >/dev/null 2>&1 || true
+
 # ---- helm upgrade keeps injecting; uninstall leaves nothing behind ----------------------
 helm upgrade trainscope "$root/helm/trainscope" -n trainscope "${CHART_SET[@]}" \
 	--set webhook.timeoutSeconds=4 --wait --timeout 3m >"$WORK/helm-upgrade.log" 2>&1 ||
@@ -430,7 +500,7 @@ nothing_left() {
 	return 1
 }
 expect "helm uninstall leaves no trainscope object behind (the CRD aside)" nothing_left
-kubectl delete crd slownodereports.trainscope.dev >/dev/null || true
+kubectl delete crd slownodereports.trainscope.dev slownodes.trainscope.dev >/dev/null || true
 kubectl delete namespace trainscope --timeout 120s >/dev/null || true
 # ---- deploy/ as it is, on the emptied cluster: its images named as this test built them,
 # and a volume for each NATS server's claim, as an administrator provides them ---------------
