@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 COMMON_SRCS := common/log.c common/config.c common/natsw.c common/natsw_stream.c common/natskv.c common/names.c common/httpd.c common/buf.c \
-	common/ident.c common/visible.c common/kube.c common/kube_secret.c common/signals.c common/b64.c
+	common/ident.c common/visible.c common/kube.c common/kube_secret.c common/signals.c common/b64.c \
+	common/numparse.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
 
 $(BUILD)/test/test_config: $(BUILD)/obj/common/tests/test_config.o $(COMMON_OBJS)
@@ -10,6 +11,10 @@ TESTS += $(BUILD)/test/test_config
 $(BUILD)/test/test_names: $(BUILD)/obj/common/tests/test_names.o $(COMMON_OBJS)
 	$(call link,$^,$(CMOCKA_LIBS))
 TESTS += $(BUILD)/test/test_names
+
+$(BUILD)/test/test_numparse: $(BUILD)/obj/common/tests/test_numparse.o $(BUILD)/obj/common/numparse.o
+	$(call link,$^,$(CMOCKA_LIBS))
+TESTS += $(BUILD)/test/test_numparse
 
 # make fuzz, target names: any name from the wire through every mapping (k8s_rules.h).
 $(BUILD)/fuzz/fuzz_names: common/tests/fuzz_names.c common/names.c common/tests/k8s_rules.h \
