@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-COMMON_SRCS := common/log.c common/config.c common/natsw.c common/natsw_stream.c common/natskv.c common/names.c common/httpd.c common/buf.c \
+COMMON_SRCS := common/log.c common/config.c common/natsw_conn.c common/natsw_outbox.c common/natsw_stream.c \
+	common/natsw_sub.c common/natsw_env.c common/natskv.c common/names.c common/httpd.c common/buf.c \
 	common/ident.c common/visible.c common/kube.c common/kube_secret.c common/signals.c common/b64.c \
 	common/numparse.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)

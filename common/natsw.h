@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* NATS JetStream wrapper over nats.c: a publisher with a bounded outbox and
- * asynchronous, acknowledged, de-duplicated publishes, and a durable pull consumer. */
+ * asynchronous, acknowledged, de-duplicated publishes, and a durable pull consumer.
+ * natsw_env.c reads the settings, natsw_conn.c connects, natsw_outbox.c publishes,
+ * natsw_stream.c makes and keeps the stream, natsw_sub.c reads; natsw_impl.h is what
+ * they share. */
 #ifndef TS_NATSW_H
 #define TS_NATSW_H
 

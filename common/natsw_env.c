@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+/* A client's NATS settings from the environment and the command line (TSN_LONGOPTS),
+ * the stream's from TRAINSCOPE_STREAM_*. */
+#include "natsw_impl.h"
+#include "log.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A unit suffix of a number and what it multiplies by. */
+struct unit {
+	char c;
+	int64_t mul;
+};
+
+static const struct unit size_units[] = { { 'K', 1 << 10 }, { 'k', 1 << 10 }, { 'M', 1 << 20 },
+					  { 'm', 1 << 20 }, { 'G', 1 << 30 }, { 'g', 1 << 30 },
+					  { 0, 0 } };
+
+static const struct unit time_units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 },
+					  { 0, 0 } };
+
+/* A positive number with an optional unit ("512M", "24h"); 0 when not set or not one
+ * (said, with what the variable wants). */
+static int64_t env_number(const char *name, const struct unit *units, const char *what)
+{
+	const char *v = getenv(name);
+	char *end;
+	int64_t n;
+
+	if (!v || !*v)
+		return 0;
+	n = strtoll(v, &end, 10);
+	for (const struct unit *u = units; *end && u->c; u++)
+		if (*end == u->c) {
+			n *= u->mul;
+			end++;
+			break;
+		}
+	if (*end || n <= 0) {
+		ts_warn("nats: %s=%s is not %s: ignored", name, v, what);
+		return 0;
+	}
+	return n;
+}
+
+/* The stream's settings from TRAINSCOPE_STREAM_MAX_BYTES, _MAX_AGE, _REPLICAS and
+ * _DISCARD; what is not a valid value is said and left to its default. */
+static void stream_from_env(struct tsn_opts *o)
+{
+	const char *r = getenv("TRAINSCOPE_STREAM_REPLICAS"), *d = getenv("TRAINSCOPE_STREAM_DISCARD");
+
+	o->stream_max_bytes = env_number("TRAINSCOPE_STREAM_MAX_BYTES", size_units,
+					 "a size (bytes, or a number with K, M or G)");
+	o->stream_max_age_s = env_number("TRAINSCOPE_STREAM_MAX_AGE", time_units,
+					 "a duration (seconds, or a number with s, m, h or d)");
+	if (r && *r) {
+		o->stream_replicas = atoi(r);
+		if (o->stream_replicas < 1 || o->stream_replicas > 5) {
+			ts_warn("nats: TRAINSCOPE_STREAM_REPLICAS=%s is not 1 to 5: 1", r);
+			o->stream_replicas = 1;
+		}
+	}
+	if (d && *d && strcmp(d, "old") && strcmp(d, "new"))
+		ts_warn("nats: TRAINSCOPE_STREAM_DISCARD=%s is neither old nor new: old", d);
+	o->stream_discard_new = d && !strcmp(d, "new");
+}
+
+/* Defaults from the environment (natsw.h). */
+void tsn_opts_from_env(struct tsn_opts *o, const char *client_name)
+{
+	o->url = getenv("TRAINSCOPE_NATS_URL");
+	o->token = getenv("TRAINSCOPE_NATS_TOKEN");
+	o->token_file = getenv("TRAINSCOPE_NATS_TOKEN_FILE");
+	o->user = getenv("TRAINSCOPE_NATS_USER");
+	o->password = getenv("TRAINSCOPE_NATS_PASSWORD");
+	o->tls_ca = getenv("TRAINSCOPE_NATS_CA");
+	o->creds_file = getenv("TRAINSCOPE_NATS_CREDS");
+	o->tls_ca_pem = getenv("TRAINSCOPE_NATS_CA_PEM");
+	o->tls_name = getenv("TRAINSCOPE_NATS_TLS_NAME");
+	o->pod_uid = getenv("TRAINSCOPE_POD_UID");
+	o->name = client_name;
+	stream_from_env(o);
+}
+
+/* One of TSN_LONGOPTS into the variable tsn_opts_from_env reads (natsw.h). */
+bool tsn_export_option(int ch, const char *arg)
+{
+	static const struct { int ch; const char *env; } map[] = {
+		{ 's', "TRAINSCOPE_NATS_URL" },	       { 'C', "TRAINSCOPE_NATS_CREDS" },
+		{ 'T', "TRAINSCOPE_NATS_TOKEN" },      { 'A', "TRAINSCOPE_NATS_CA" },
+		{ 0x100, "TRAINSCOPE_NATS_TOKEN_FILE" }, { 0x101, "TRAINSCOPE_NATS_USER" },
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (map[i].ch == ch)
+			return setenv(map[i].env, arg, 1) == 0;
+	return false;
+}
+
+/* One of TSN_LONGOPTS into o (natsw.h). */
+bool tsn_parse_option(struct tsn_opts *o, int ch, const char *arg)
+{
+	switch (ch) {
+	case 's': o->url = arg; return true;
+	case 'C': o->creds_file = arg; return true;
+	case 'T': o->token = arg; return true;
+	case 'A': o->tls_ca = arg; return true;
+	case 0x100: o->token_file = arg; return true;
+	case 0x101: o->user = arg; return true;
+	default: return false;
+	}
+}
+
+/* Whether o carries credentials (natsw.h). */
+bool tsn_opts_authenticated(const struct tsn_opts *o)
+{
+	return tsn_set(o->creds_file) || tsn_set(o->token) || tsn_set(o->token_file) ||
+	       tsn_set(o->user);
+}
+
+/* The default URL where none is given (natsw.h). */
+void tsn_opts_finish(struct tsn_opts *o)
+{
+	if (!o->url || !*o->url)
+		o->url = "nats://127.0.0.1:4222";
+}

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+/* What the files of the NATS wrapper (natsw_*.c) share and nothing else includes: the
+ * connection's state, its outbox entries, and the outbox's hooks that the connection
+ * installs and tears down. The API is natsw.h. */
+#ifndef TS_NATSW_IMPL_H
+#define TS_NATSW_IMPL_H
+
+#include "natsw.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A message of the outbox: queued (n->head) or in flight (n->inflight). */
+struct tsn_entry {
+	natsMsg *msg;   /* while in flight nats.c owns it: it is the key its ack comes with */
+	size_t len;
+	uint64_t order; /* of tsn_publish calls: a resend goes back to its place */
+	uint64_t key;   /* hash of the subject: one message per subject in flight */
+	struct tsn_entry *next;
+};
+
+/* A client's connection (natsw.h): its options, nats.c's handles, the outbox and what
+ * has been said of the server's refusals. */
+struct tsn {
+	struct tsn_opts opts;
+	natsConnection *nc;
+	jsCtx *js;
+	pthread_mutex_t lock;       /* outbox and stats: nats.c callbacks run on its threads */
+	struct tsn_entry *head, *tail;
+	struct tsn_entry *inflight; /* handed to nats.c, awaiting their acks */
+	uint64_t next_order;
+	struct tsn_stats st;
+	bool stream_ready, closing, closed; /* closed: nats.c's last callback has run */
+	pthread_cond_t closed_cond;
+	int64_t next_stream_try_ms;
+	int refused_code;           /* JetStream's last refusal said (0: none since a success) */
+	int stream_code;            /* the last stream error said */
+	int64_t hold_until_ms;      /* publish-only: no stream answered; wait before resending */
+	char *token;                /* the token file's content, as last read */
+	bool token_unread;          /* the last read failed (and was said) */
+	char denied[256];           /* the last permission refusal said */
+};
+
+/* Whether an option's text is given: not NULL and not empty. */
+static inline bool tsn_set(const char *s)
+{
+	return s && *s;
+}
+
+/* natsw_outbox.c. The ack handler tsn_open gives JetStream (nats.c thread): an
+ * acknowledged message is retired and its subject's next one handed over; a failed one
+ * goes back to its place in the outbox, its cause said once. */
+void tsn_outbox_on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure);
+/* Frees what the outbox holds, queued and in flight, once the connection and its
+ * JetStream context are destroyed (in-flight messages went with the context). */
+void tsn_outbox_free(struct tsn *n);
+
+#endif

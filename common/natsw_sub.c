@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Reading: durable pull consumers on the TRAINSCOPE stream (made again when they vanish
+ * or lose deliveries), and core NATS subscriptions and request-reply services. */
+#include "natsw_impl.h"
+#include "log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A durable pull consumer as read through one connection. */
+struct tsn_sub {
+	struct tsn *n;
+	natsSubscription *sub;
+	char durable[128], filter[256];
+	uint64_t last_stream_seq; /* of the messages fetched: where a recreated consumer resumes */
+	uint64_t last_dseq;       /* the consumer's delivery sequence of the last one; 0: none yet */
+	bool rewind;              /* deliveries never arrived: the consumer is made again */
+	natsSubscription *retired; /* the one before sub: messages it gave may still be acked */
+};
+
+/* The durable pull consumer, made when missing: from the stream's start, or after the
+ * last message this subscription fetched when it is made again. */
+static int pull_subscribe(struct tsn_sub *s)
+{
+	jsSubOptions so;
+	jsErrCode jerr = 0;
+	natsStatus st;
+
+	s->last_dseq = 0; /* a consumer made or bound afresh counts its deliveries anew */
+	jsSubOptions_Init(&so);
+	so.Stream = TSN_STREAM;
+	so.Config.AckPolicy = js_AckAll; /* acking a message acks those before it */
+	so.Config.DeliverPolicy = s->last_stream_seq ? js_DeliverByStartSequence : js_DeliverAll;
+	so.Config.OptStartSeq = s->last_stream_seq ? s->last_stream_seq + 1 : 0;
+	so.Config.AckWait = 120 * 1000000000ll; /* > the analyzer's snapshot interval */
+	so.Config.MaxAckPending = 65536;
+	st = js_PullSubscribe(&s->sub, s->n->js, s->filter, s->durable, NULL, &so, &jerr);
+	if (st != NATS_OK) {
+		ts_error("nats: durable consumer %s: %s (%d)", s->durable, natsStatus_GetText(st),
+			 (int)jerr);
+		s->sub = NULL;
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+/* A subscription on durable with filter (NULL: every subject), resuming after stream
+ * sequence after; afresh: the consumer deleted first. 0, -EAGAIN or -ENOMEM. */
+static int subscribe(struct tsn *n, const char *durable, const char *filter, uint64_t after,
+		     bool afresh, struct tsn_sub **out)
+{
+	struct tsn_sub *s;
+	jsErrCode jerr = 0;
+
+	if (tsn_ensure_stream(n))
+		return -EAGAIN;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->n = n;
+	snprintf(s->durable, sizeof(s->durable), "%s", durable);
+	snprintf(s->filter, sizeof(s->filter), "%s", filter ? filter : TSN_SUBJECTS);
+	s->last_stream_seq = after;
+	if (afresh && js_DeleteConsumer(n->js, TSN_STREAM, durable, NULL, &jerr) != NATS_OK &&
+	    jerr != JSConsumerNotFoundErr) {
+		free(s);
+		return -EAGAIN;
+	}
+	if (pull_subscribe(s)) {
+		free(s);
+		return -EAGAIN;
+	}
+	*out = s;
+	return 0;
+}
+
+/* The durable consumer where it stands (natsw.h). */
+int tsn_subscribe(struct tsn *n, const char *durable, const char *filter, struct tsn_sub **out)
+{
+	return subscribe(n, durable, filter, 0, false, out);
+}
+
+/* The durable consumer made afresh after seq (natsw.h). */
+int tsn_subscribe_after(struct tsn *n, const char *durable, const char *filter, uint64_t seq,
+			struct tsn_sub **out)
+{
+	return subscribe(n, durable, filter, seq, true, out);
+}
+
+/* The stream sequence of the last message fetched (natsw.h). */
+uint64_t tsn_sub_last_seq(const struct tsn_sub *s)
+{
+	return s->last_stream_seq;
+}
+
+/* The subscription given up. One that delivered messages is freed only when the next
+ * one is given up, or at the end: the last may still be acknowledged (natsMsg_Ack reads
+ * its subscription; the analyzer holds it until its snapshot is stored). Never
+ * unsubscribed: nats.c would delete a consumer it made. */
+static void retire_sub(struct tsn_sub *s)
+{
+	if (!s->sub)
+		return;
+	if (s->last_dseq) {
+		natsSubscription_Destroy(s->retired);
+		s->retired = s->sub;
+	} else {
+		natsSubscription_Destroy(s->sub);
+	}
+	s->sub = NULL;
+}
+
+/* Whether the consumer still exists, made again when it vanished (natsw.h). */
+int tsn_sub_check(struct tsn_sub *s)
+{
+	jsConsumerInfo *ci = NULL;
+	jsErrCode jerr = 0;
+	natsStatus st = js_GetConsumerInfo(&ci, s->n->js, TSN_STREAM, s->durable, NULL, &jerr);
+
+	jsConsumerInfo_Destroy(ci);
+	if (st == NATS_OK)
+		return 0;
+	if (st != NATS_NOT_FOUND && jerr != JSConsumerNotFoundErr)
+		return -EAGAIN; /* the server away: nothing to say of the consumer */
+	ts_warn("nats: durable consumer %s vanished (deleted by another client?): making it "
+		"again from stream sequence %" PRIu64, s->durable, s->last_stream_seq + 1);
+	retire_sub(s);
+	s->rewind = false; /* made again after the last message fetched, as a rewind would */
+	return pull_subscribe(s) ? -EAGAIN : 1;
+}
+
+/* The consumer deleted and made again after the last message fetched: what it delivered
+ * that never arrived comes again, not only after its ack wait (and, acknowledged "all",
+ * never). Returns 0 or -EAGAIN (tried again at the next fetch). */
+static int rewind_consumer(struct tsn_sub *s)
+{
+	jsErrCode jerr = 0;
+
+	retire_sub(s);
+	if (js_DeleteConsumer(s->n->js, TSN_STREAM, s->durable, NULL, &jerr) != NATS_OK &&
+	    jerr != JSConsumerNotFoundErr)
+		return -EAGAIN;
+	s->rewind = false;
+	return pull_subscribe(s);
+}
+
+/* Messages i and on of the list dropped: never handed to the caller (none left: the list
+ * freed, as one that timed out). */
+static void truncate_list(natsMsgList *list, int i)
+{
+	if (!i) {
+		natsMsgList_Destroy(list);
+		return;
+	}
+	for (int k = i; k < list->Count; k++) {
+		natsMsg_Destroy(list->Msgs[k]);
+		list->Msgs[k] = NULL;
+	}
+	list->Count = i;
+}
+
+/* Up to batch messages in delivery order, none missing (natsw.h). */
+int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_ms)
+{
+	jsErrCode jerr = 0;
+	natsStatus st;
+
+	memset(list, 0, sizeof(*list));
+	if (s->rewind && rewind_consumer(s))
+		return -EAGAIN;
+	if (!s->sub && pull_subscribe(s))
+		return -EAGAIN;
+	st = natsSubscription_Fetch(list, s->sub, batch, timeout_ms, &jerr);
+	if (st != NATS_OK && st != NATS_TIMEOUT)
+		return -EAGAIN;
+	for (int i = 0; i < list->Count; i++) {
+		jsMsgMetaData *md = NULL;
+		if (natsMsg_GetMetaData(&md, list->Msgs[i]) != NATS_OK)
+			continue;
+		/* The consumer numbers its deliveries 1, 2, 3...: a jump is deliveries lost on
+		 * the way (the server this connection used died with them in its buffers). The
+		 * consumer holds them as delivered until its ack wait, and acknowledging a later
+		 * one acknowledges them: the rest is dropped and the stream read again after
+		 * the last one taken. */
+		if (s->last_dseq && md->Sequence.Consumer > s->last_dseq + 1) {
+			ts_warn("nats: durable consumer %s: %" PRIu64 " deliveries never arrived "
+				"(a server lost with them?): reading the stream again from sequence "
+				"%" PRIu64, s->durable, md->Sequence.Consumer - s->last_dseq - 1,
+				s->last_stream_seq + 1);
+			jsMsgMetaData_Destroy(md);
+			truncate_list(list, i);
+			s->rewind = true;
+			break;
+		}
+		s->last_dseq = md->Sequence.Consumer;
+		if (md->Sequence.Stream > s->last_stream_seq)
+			s->last_stream_seq = md->Sequence.Stream;
+		jsMsgMetaData_Destroy(md);
+	}
+	if (s->rewind)
+		rewind_consumer(s); /* failing, tried again at the next fetch */
+	return list->Count;
+}
+
+/* Deletes durable: 0, or -ENOENT when it cannot (natsw.h). */
+int tsn_delete_consumer(struct tsn *n, const char *durable)
+{
+	jsErrCode jerr = 0;
+
+	return js_DeleteConsumer(n->js, TSN_STREAM, durable, NULL, &jerr) == NATS_OK ? 0 : -ENOENT;
+}
+
+/* Frees s and its nats.c subscriptions, leaving the consumer on the server. */
+void tsn_unsubscribe(struct tsn_sub *s)
+{
+	if (!s)
+		return;
+	natsSubscription_Destroy(s->sub);
+	natsSubscription_Destroy(s->retired);
+	free(s);
+}
+
+/* A core subscription: cb for plain messages, serve for requests. */
+struct tsn_core_sub {
+	natsSubscription *sub;
+	tsn_msg_cb cb;
+	tsn_serve_cb serve;
+	void *closure;
+};
+
+/* nats.c thread: a plain message to cb. */
+static void on_core_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+	struct tsn_core_sub *s = closure;
+
+	(void)nc, (void)sub;
+	s->cb(natsMsg_GetSubject(m), natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m),
+	      s->closure);
+	natsMsg_Destroy(m);
+}
+
+/* nats.c thread: a request to serve, its answer to the reply subject. */
+static void on_request(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+	struct tsn_core_sub *s = closure;
+	const char *reply = natsMsg_GetReply(m);
+	size_t len = 0;
+	void *answer;
+
+	(void)sub;
+	answer = s->serve(natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m), &len, s->closure);
+	if (answer && reply && *reply && natsConnection_Publish(nc, reply, answer, (int)len) != NATS_OK)
+		ts_warn("nats: cannot answer on %s: %s", reply, nats_GetLastError(NULL));
+	free(answer);
+	natsMsg_Destroy(m);
+}
+
+/* Takes s: subscribed (in queue, when given) with handler, or freed. */
+static int core_subscribe(struct tsn *n, const char *subject, const char *queue,
+			  natsMsgHandler handler, struct tsn_core_sub *s, struct tsn_core_sub **out)
+{
+	natsStatus st = queue ? natsConnection_QueueSubscribe(&s->sub, n->nc, subject, queue, handler, s)
+			      : natsConnection_Subscribe(&s->sub, n->nc, subject, handler, s);
+
+	if (st != NATS_OK) {
+		ts_error("nats: cannot subscribe to %s: %s", subject, natsStatus_GetText(st));
+		free(s);
+		return -EINVAL;
+	}
+	*out = s;
+	return 0;
+}
+
+/* A request-reply service in a queue group (natsw.h). */
+int tsn_serve(struct tsn *n, const char *subject, const char *queue, tsn_serve_cb cb,
+	      void *closure, struct tsn_core_sub **out)
+{
+	struct tsn_core_sub *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->serve = cb;
+	s->closure = closure;
+	return core_subscribe(n, subject, queue, on_request, s, out);
+}
+
+/* A plain subscription (natsw.h). */
+int tsn_subscribe_core(struct tsn *n, const char *subject, tsn_msg_cb cb, void *closure,
+		       struct tsn_core_sub **out)
+{
+	struct tsn_core_sub *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->cb = cb;
+	s->closure = closure;
+	return core_subscribe(n, subject, NULL, on_core_msg, s, out);
+}
+
+/* Unsubscribes and frees s (NULL: nothing). */
+void tsn_unsubscribe_core(struct tsn_core_sub *s)
+{
+	if (!s)
+		return;
+	natsSubscription_Unsubscribe(s->sub);
+	natsSubscription_Destroy(s->sub);
+	free(s);
+}
