@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Time helpers: nanoseconds from vDSO clocks (no syscall on x86-64/arm64). */
+/* Time helpers: nanoseconds from vDSO clocks (no syscall on x86-64/arm64). Header-only
+ * and libc-only: the preload library (injector/preload/lib.h) uses it too. */
 #ifndef TS_CLOCK_H
 #define TS_CLOCK_H
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 #include "ring.h"
+#include "tsclock.h" /* ts_mono_ns: common/, header-only, the library's too */
 
 #define TS_HIDDEN __attribute__((visibility("hidden")))
 #define TS_EXPORT __attribute__((visibility("default")))
@@ -47,14 +48,6 @@ struct ts_lib {
 };
 
 extern struct ts_lib ts_lib TS_HIDDEN;
-
-static inline uint64_t ts_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* A cheap cycle-ish counter for the time spent inside hooks; ts_ns_per_tick() converts.
  * aarch64: the virtual counter, readable from user space (as the vDSO reads it). */
