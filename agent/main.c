@@ -49,6 +49,15 @@ static void usage(FILE *f)
 		"  -h, --help\n");
 }
 
+/* Codes of the long-only options, after TSN_LONGOPTS'. */
+enum agent_opt {
+	OPT_METRICS_ADDR = TSN_OPT_END,
+	OPT_HOST_CGROUP,
+	OPT_PODS_ONLY,
+	OPT_TRUST_HOST_PROCESSES,
+	OPT_SYSFS,
+};
+
 struct cli {
 	struct agent_opts ao;
 	int metrics_port;
@@ -63,11 +72,11 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "node", required_argument, NULL, 'n' },
 		{ "interval-ms", required_argument, NULL, 'i' },
 		{ "metrics-port", required_argument, NULL, 'p' },
-		{ "metrics-addr", required_argument, NULL, 'a' },
-		{ "host-cgroup", required_argument, NULL, 'g' },
-		{ "pods-only", no_argument, NULL, 'P' },
-		{ "trust-host-processes", no_argument, NULL, 'H' },
-		{ "sysfs", required_argument, NULL, 'S' },
+		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
+		{ "host-cgroup", required_argument, NULL, OPT_HOST_CGROUP },
+		{ "pods-only", no_argument, NULL, OPT_PODS_ONLY },
+		{ "trust-host-processes", no_argument, NULL, OPT_TRUST_HOST_PROCESSES },
+		{ "sysfs", required_argument, NULL, OPT_SYSFS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -85,11 +94,11 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'n': c->ao.node = optarg; break;
 		case 'i': c->ao.interval_ms = atoi(optarg); break;
 		case 'p': c->metrics_port = atoi(optarg); break;
-		case 'a': c->metrics_addr = optarg; break;
-		case 'g': c->ao.host_cgroup = optarg; break;
-		case 'P': c->ao.pods_only = true; break;
-		case 'H': c->ao.pods_only = false; break;
-		case 'S': c->ao.sysfs = optarg; break;
+		case OPT_METRICS_ADDR: c->metrics_addr = optarg; break;
+		case OPT_HOST_CGROUP: c->ao.host_cgroup = optarg; break;
+		case OPT_PODS_ONLY: c->ao.pods_only = true; break;
+		case OPT_TRUST_HOST_PROCESSES: c->ao.pods_only = false; break;
+		case OPT_SYSFS: c->ao.sysfs = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			if (tsn_parse_option(&c->ao.nats, ch, optarg))

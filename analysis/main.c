@@ -95,6 +95,31 @@ static void usage(FILE *f)
 		"  -h, --help\n");
 }
 
+/* Codes of the long-only options, after TSN_LONGOPTS'. */
+enum analyzer_opt {
+	OPT_DURABLE = TSN_OPT_END,
+	OPT_FILTER,
+	OPT_METRICS_ADDR,
+	OPT_MAX_MSG_BYTES,
+	OPT_PRINT_CONFIG,
+	OPT_KUBECONFIG,
+	OPT_IN_CLUSTER,
+	OPT_K8S_INTERVAL_S,
+	OPT_STALL_S,
+	OPT_OTLP_ENDPOINT,
+	OPT_SNAPSHOT_S,
+	OPT_SNAPSHOT_BUCKET,
+	OPT_PARTITIONS,
+	OPT_PARTITION,
+	OPT_NODE_HEALTH_S,
+	OPT_NODE_CONDITIONS,
+	OPT_NODE_TAINT,
+	OPT_NODE_TAINT_DRY_RUN,
+	OPT_NODE_TAINT_EFFECT,
+	OPT_NODE_TAINT_MAX_SHARE,
+	OPT_NODE_TAINT_CAUSES,
+};
+
 struct cli {
 	struct ts_analyzer_opts ao;
 	struct tsn_opts nats;
@@ -204,29 +229,29 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		TSN_LONGOPTS,
 		{ "config", required_argument, NULL, 'c' },
 		{ "report-dir", required_argument, NULL, 'r' },
-		{ "durable", required_argument, NULL, 'D' },
-		{ "filter", required_argument, NULL, 'F' },
+		{ "durable", required_argument, NULL, OPT_DURABLE },
+		{ "filter", required_argument, NULL, OPT_FILTER },
 		{ "metrics-port", required_argument, NULL, 'p' },
-		{ "metrics-addr", required_argument, NULL, 'a' },
-		{ "max-msg-bytes", required_argument, NULL, 'M' },
+		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
+		{ "max-msg-bytes", required_argument, NULL, OPT_MAX_MSG_BYTES },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "print-config", no_argument, NULL, 'P' },
-		{ "kubeconfig", required_argument, NULL, 'K' },
-		{ "in-cluster", no_argument, NULL, 'I' },
-		{ "k8s-interval-s", required_argument, NULL, 'R' },
-		{ "stall-s", required_argument, NULL, 'S' },
-		{ "otlp-endpoint", required_argument, NULL, 'O' },
-		{ "snapshot-s", required_argument, NULL, 'N' },
-		{ "snapshot-bucket", required_argument, NULL, 'B' },
-		{ "partitions", required_argument, NULL, 0x200 },
-		{ "partition", required_argument, NULL, 0x201 },
-		{ "node-health-s", required_argument, NULL, 0x202 },
-		{ "node-conditions", no_argument, NULL, 0x203 },
-		{ "node-taint", no_argument, NULL, 0x204 },
-		{ "node-taint-dry-run", no_argument, NULL, 0x205 },
-		{ "node-taint-effect", required_argument, NULL, 0x206 },
-		{ "node-taint-max-share", required_argument, NULL, 0x207 },
-		{ "node-taint-causes", required_argument, NULL, 0x208 },
+		{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
+		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
+		{ "in-cluster", no_argument, NULL, OPT_IN_CLUSTER },
+		{ "k8s-interval-s", required_argument, NULL, OPT_K8S_INTERVAL_S },
+		{ "stall-s", required_argument, NULL, OPT_STALL_S },
+		{ "otlp-endpoint", required_argument, NULL, OPT_OTLP_ENDPOINT },
+		{ "snapshot-s", required_argument, NULL, OPT_SNAPSHOT_S },
+		{ "snapshot-bucket", required_argument, NULL, OPT_SNAPSHOT_BUCKET },
+		{ "partitions", required_argument, NULL, OPT_PARTITIONS },
+		{ "partition", required_argument, NULL, OPT_PARTITION },
+		{ "node-health-s", required_argument, NULL, OPT_NODE_HEALTH_S },
+		{ "node-conditions", no_argument, NULL, OPT_NODE_CONDITIONS },
+		{ "node-taint", no_argument, NULL, OPT_NODE_TAINT },
+		{ "node-taint-dry-run", no_argument, NULL, OPT_NODE_TAINT_DRY_RUN },
+		{ "node-taint-effect", required_argument, NULL, OPT_NODE_TAINT_EFFECT },
+		{ "node-taint-max-share", required_argument, NULL, OPT_NODE_TAINT_MAX_SHARE },
+		{ "node-taint-causes", required_argument, NULL, OPT_NODE_TAINT_CAUSES },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -251,29 +276,29 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		switch (ch) {
 		case 'c': c->config = optarg; break;
 		case 'r': c->ao.report_dir = optarg; break;
-		case 'D': c->durable = optarg; break;
-		case 'F': c->filter = optarg; break;
+		case OPT_DURABLE: c->durable = optarg; break;
+		case OPT_FILTER: c->filter = optarg; break;
 		case 'p': c->metrics_port = atoi(optarg); break;
-		case 'a': c->metrics_addr = optarg; break;
-		case 'M': c->ao.max_msg_bytes = strtoul(optarg, NULL, 10); break;
+		case OPT_METRICS_ADDR: c->metrics_addr = optarg; break;
+		case OPT_MAX_MSG_BYTES: c->ao.max_msg_bytes = strtoul(optarg, NULL, 10); break;
 		case 'q': c->ao.print_changes = 0; break;
-		case 'P': c->print_config = true; break;
-		case 'K': c->kubeconfig = optarg; break;
-		case 'I': c->in_cluster = true; break;
-		case 'R': c->k8s_interval_s = atoi(optarg); break;
-		case 'S': c->stall_s = atoi(optarg); break;
-		case 'O': c->otlp_endpoint = optarg; break;
-		case 'N': c->snapshot_s = atoi(optarg); break;
-		case 'B': c->snapshot_bucket = optarg; break;
-		case 0x200: parts = optarg; break;
-		case 0x201: part = optarg; break;
-		case 0x202: c->node_health_s = atoi(optarg); break;
-		case 0x203: c->np.conditions = true; break;
-		case 0x204: c->np.taint = c->np.conditions = true; break;
-		case 0x205: c->np.dry_run = true; break;
-		case 0x206: c->np.effect = optarg; break;
-		case 0x207: c->np.max_share = strtod(optarg, NULL); break;
-		case 0x208: c->np.causes = optarg; break;
+		case OPT_PRINT_CONFIG: c->print_config = true; break;
+		case OPT_KUBECONFIG: c->kubeconfig = optarg; break;
+		case OPT_IN_CLUSTER: c->in_cluster = true; break;
+		case OPT_K8S_INTERVAL_S: c->k8s_interval_s = atoi(optarg); break;
+		case OPT_STALL_S: c->stall_s = atoi(optarg); break;
+		case OPT_OTLP_ENDPOINT: c->otlp_endpoint = optarg; break;
+		case OPT_SNAPSHOT_S: c->snapshot_s = atoi(optarg); break;
+		case OPT_SNAPSHOT_BUCKET: c->snapshot_bucket = optarg; break;
+		case OPT_PARTITIONS: parts = optarg; break;
+		case OPT_PARTITION: part = optarg; break;
+		case OPT_NODE_HEALTH_S: c->node_health_s = atoi(optarg); break;
+		case OPT_NODE_CONDITIONS: c->np.conditions = true; break;
+		case OPT_NODE_TAINT: c->np.taint = c->np.conditions = true; break;
+		case OPT_NODE_TAINT_DRY_RUN: c->np.dry_run = true; break;
+		case OPT_NODE_TAINT_EFFECT: c->np.effect = optarg; break;
+		case OPT_NODE_TAINT_MAX_SHARE: c->np.max_share = strtod(optarg, NULL); break;
+		case OPT_NODE_TAINT_CAUSES: c->np.causes = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			if (tsn_parse_option(&c->nats, ch, optarg))

@@ -90,22 +90,36 @@ static int parse_slow(struct gen *g, const char *arg)
 	return 0;
 }
 
+/* Codes of the long-only options, after TSN_LONGOPTS'. */
+enum loadgen_opt {
+	OPT_STEPS = TSN_OPT_END,
+	OPT_STEP_MS,
+	OPT_RATE,
+	OPT_JITTER,
+	OPT_SLOW,
+	OPT_NAMESPACE,
+	OPT_JOB,
+	OPT_RANKS_PER_NODE,
+	OPT_SEED,
+	OPT_LIVE,
+};
+
 static int parse_args(struct gen *g, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		TSN_LONGOPTS,
 		{ "ranks", required_argument, NULL, 'n' },
 		{ "jobs", required_argument, NULL, 'j' },
-		{ "steps", required_argument, NULL, 0x200 },
-		{ "step-ms", required_argument, NULL, 0x201 },
-		{ "rate", required_argument, NULL, 0x202 },
-		{ "jitter", required_argument, NULL, 0x203 },
-		{ "slow", required_argument, NULL, 0x204 },
-		{ "namespace", required_argument, NULL, 0x205 },
-		{ "job", required_argument, NULL, 0x206 },
-		{ "ranks-per-node", required_argument, NULL, 0x207 },
-		{ "seed", required_argument, NULL, 0x208 },
-		{ "live", no_argument, NULL, 0x209 },
+		{ "steps", required_argument, NULL, OPT_STEPS },
+		{ "step-ms", required_argument, NULL, OPT_STEP_MS },
+		{ "rate", required_argument, NULL, OPT_RATE },
+		{ "jitter", required_argument, NULL, OPT_JITTER },
+		{ "slow", required_argument, NULL, OPT_SLOW },
+		{ "namespace", required_argument, NULL, OPT_NAMESPACE },
+		{ "job", required_argument, NULL, OPT_JOB },
+		{ "ranks-per-node", required_argument, NULL, OPT_RANKS_PER_NODE },
+		{ "seed", required_argument, NULL, OPT_SEED },
+		{ "live", no_argument, NULL, OPT_LIVE },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -118,22 +132,22 @@ static int parse_args(struct gen *g, int argc, char **argv)
 		switch (ch) {
 		case 'n': g->ranks = atoi(optarg); break;
 		case 'j': g->jobs = atoi(optarg); break;
-		case 0x200: g->steps = strtoull(optarg, NULL, 10); break;
-		case 0x201: g->step_ms = atof(optarg); break;
-		case 0x202: g->rate = atof(optarg); break;
-		case 0x203: g->jitter = atof(optarg); break;
-		case 0x204:
+		case OPT_STEPS: g->steps = strtoull(optarg, NULL, 10); break;
+		case OPT_STEP_MS: g->step_ms = atof(optarg); break;
+		case OPT_RATE: g->rate = atof(optarg); break;
+		case OPT_JITTER: g->jitter = atof(optarg); break;
+		case OPT_SLOW:
 			if (parse_slow(g, optarg)) {
 				fprintf(stderr, "trainscope-loadgen: --slow %s: want RANK:FACTOR[:FROM], "
 					"at most %d\n", optarg, MAX_SLOW);
 				return -1;
 			}
 			break;
-		case 0x205: g->ns = optarg; break;
-		case 0x206: g->job = optarg; break;
-		case 0x207: g->ranks_per_node = atoi(optarg); break;
-		case 0x208: g->seed = (unsigned)atoi(optarg); break;
-		case 0x209: g->live = true; break;
+		case OPT_NAMESPACE: g->ns = optarg; break;
+		case OPT_JOB: g->job = optarg; break;
+		case OPT_RANKS_PER_NODE: g->ranks_per_node = atoi(optarg); break;
+		case OPT_SEED: g->seed = (unsigned)atoi(optarg); break;
+		case OPT_LIVE: g->live = true; break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			if (tsn_parse_option(&g->nats, ch, optarg))

@@ -13,6 +13,32 @@ int cmd_timeline(int argc, char **argv);
 #include "natsw.h"
 #include "proto/trainscope.pb-c.h"
 
+/* Codes of the subcommands' long-only options, one enum for the program: after
+ * TSN_LONGOPTS', which every subcommand takes. */
+enum cli_opt {
+	/* report */
+	OPT_JSON = TSN_OPT_END,
+	OPT_WAIT_STEP,
+	OPT_TIMEOUT,
+	OPT_PLOT,
+	OPT_PLOT_METRIC,
+	OPT_KUBE,
+	OPT_KUBECONFIG,
+	OPT_ALL_NAMESPACES,
+	/* timeline */
+	OPT_STEPS,
+	OPT_RANKS,
+	OPT_COMPACT,
+	/* run */
+	OPT_RING_DIR,
+	OPT_LIB,
+	OPT_SHIM,
+	OPT_RELAY_METRICS_PORT,
+	OPT_LOCAL,
+	OPT_NATS_SERVER,
+	OPT_OUT,
+};
+
 /* Reads every batch the stream holds for ns/job, in order, then stops. Returns 0, or -1
  * when the stream cannot be read. */
 typedef void (*cli_batch_fn)(void *arg, const Trainscope__V1__Batch *b);

@@ -177,14 +177,14 @@ int cmd_report(int argc, char **argv, bool kube)
 		{ "dir", required_argument, NULL, 'd' },
 		{ "job", required_argument, NULL, 'j' },
 		{ "namespace", required_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'J' },
-		{ "wait-step", required_argument, NULL, 'w' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "plot", required_argument, NULL, 'P' },
-		{ "plot-metric", required_argument, NULL, 0x200 },
-		{ "kube", no_argument, NULL, 0x201 },
-		{ "kubeconfig", required_argument, NULL, 0x202 },
-		{ "all-namespaces", no_argument, NULL, 0x203 },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "wait-step", required_argument, NULL, OPT_WAIT_STEP },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "plot", required_argument, NULL, OPT_PLOT },
+		{ "plot-metric", required_argument, NULL, OPT_PLOT_METRIC },
+		{ "kube", no_argument, NULL, OPT_KUBE },
+		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
+		{ "all-namespaces", no_argument, NULL, OPT_ALL_NAMESPACES },
 		TSN_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -204,14 +204,14 @@ int cmd_report(int argc, char **argv, bool kube)
 		case 'd': q.dir = optarg; break;
 		case 'j': q.job = optarg; break;
 		case 'n': q.ns = optarg; break;
-		case 'J': q.json = true; break;
-		case 'w': q.wait_step = atoll(optarg); break;
-		case 't': q.timeout_s = atof(optarg); break;
-		case 'P': q.plot = optarg; break;
-		case 0x200: q.metric = optarg; break;
-		case 0x201: q.kube = true; break;
-		case 0x202: q.kube = true; q.kubeconfig = optarg; break;
-		case 0x203: q.all_ns = true; break;
+		case OPT_JSON: q.json = true; break;
+		case OPT_WAIT_STEP: q.wait_step = atoll(optarg); break;
+		case OPT_TIMEOUT: q.timeout_s = atof(optarg); break;
+		case OPT_PLOT: q.plot = optarg; break;
+		case OPT_PLOT_METRIC: q.metric = optarg; break;
+		case OPT_KUBE: q.kube = true; break;
+		case OPT_KUBECONFIG: q.kube = true; q.kubeconfig = optarg; break;
+		case OPT_ALL_NAMESPACES: q.all_ns = true; break;
 		case 'h': report_usage(stdout); return 0;
 		default: report_usage(stderr); return 2;
 		}

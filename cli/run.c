@@ -184,13 +184,13 @@ int cmd_run(int argc, char **argv)
 		{ "nats", required_argument, NULL, 's' },
 		{ "job", required_argument, NULL, 'j' },
 		{ "namespace", required_argument, NULL, 'n' },
-		{ "ring-dir", required_argument, NULL, 'R' },
-		{ "lib", required_argument, NULL, 'L' },
-		{ "shim", required_argument, NULL, 'P' },
-		{ "relay-metrics-port", required_argument, NULL, 'p' },
-		{ "local", no_argument, NULL, 0x300 },
-		{ "nats-server", required_argument, NULL, 0x301 },
-		{ "out", required_argument, NULL, 0x302 },
+		{ "ring-dir", required_argument, NULL, OPT_RING_DIR },
+		{ "lib", required_argument, NULL, OPT_LIB },
+		{ "shim", required_argument, NULL, OPT_SHIM },
+		{ "relay-metrics-port", required_argument, NULL, OPT_RELAY_METRICS_PORT },
+		{ "local", no_argument, NULL, OPT_LOCAL },
+		{ "nats-server", required_argument, NULL, OPT_NATS_SERVER },
+		{ "out", required_argument, NULL, OPT_OUT },
 		{ "help", no_argument, NULL, 'h' },
 		TSN_LONGOPTS,
 		{ 0 }
@@ -213,13 +213,13 @@ int cmd_run(int argc, char **argv)
 		case 's': break;
 		case 'j': setenv("TRAINSCOPE_JOB", optarg, 1); break;
 		case 'n': setenv("TRAINSCOPE_NAMESPACE", optarg, 1); break;
-		case 'R': ring_dir = optarg; break;
-		case 'L': lib = optarg; break;
-		case 'P': shim = optarg; break;
-		case 'p': metrics_port = optarg; break;
-		case 0x300: local_on = true; break;
-		case 0x301: lo.nats_server = optarg; break;
-		case 0x302: lo.out = optarg; break;
+		case OPT_RING_DIR: ring_dir = optarg; break;
+		case OPT_LIB: lib = optarg; break;
+		case OPT_SHIM: shim = optarg; break;
+		case OPT_RELAY_METRICS_PORT: metrics_port = optarg; break;
+		case OPT_LOCAL: local_on = true; break;
+		case OPT_NATS_SERVER: lo.nats_server = optarg; break;
+		case OPT_OUT: lo.out = optarg; break;
 		case 'h': run_usage(stdout); return 0;
 		default: run_usage(stderr); return 2;
 		}

@@ -310,10 +310,9 @@ int cmd_timeline(int argc, char **argv)
 		{ "job", required_argument, NULL, 'j' },
 		{ "namespace", required_argument, NULL, 'n' },
 		{ "out", required_argument, NULL, 'o' },
-		/* past TSN_LONGOPTS' values */
-		{ "steps", required_argument, NULL, 0x200 },
-		{ "ranks", required_argument, NULL, 0x201 },
-		{ "compact", no_argument, NULL, 0x202 },
+		{ "steps", required_argument, NULL, OPT_STEPS },
+		{ "ranks", required_argument, NULL, OPT_RANKS },
+		{ "compact", no_argument, NULL, OPT_COMPACT },
 		TSN_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -334,8 +333,8 @@ int cmd_timeline(int argc, char **argv)
 		case 'j': job = optarg; break;
 		case 'n': ns = optarg; break;
 		case 'o': out = optarg; break;
-		case 0x202: t.compact = true; break;
-		case 0x200:
+		case OPT_COMPACT: t.compact = true; break;
+		case OPT_STEPS:
 			if (sscanf(optarg, "%llu:%llu", &a, &b) != 2 || b < a) {
 				fprintf(stderr, "trainscope timeline: --steps wants A:B (A <= B), not %s\n",
 					optarg);
@@ -343,7 +342,7 @@ int cmd_timeline(int argc, char **argv)
 			}
 			t.step_lo = a, t.step_hi = b;
 			break;
-		case 0x201:
+		case OPT_RANKS:
 			if (parse_ranks(&t, optarg)) {
 				fprintf(stderr, "trainscope timeline: --ranks wants a list like 0-7,12, "
 					"not %s\n", optarg);

@@ -62,15 +62,27 @@ struct tsn_stats {
 	bool connected;
 };
 
+/* The codes getopt_long gives TSN_LONGOPTS' long-only options. A program that takes them
+ * numbers its own long-only options on from TSN_OPT_END, in one enum: no two codes can
+ * meet (a switch on them would not compile). */
+enum tsn_opt {
+	TSN_OPT_CREDS = 0x100,
+	TSN_OPT_TOKEN,
+	TSN_OPT_TOKEN_FILE,
+	TSN_OPT_USER,
+	TSN_OPT_CA,
+	TSN_OPT_END
+};
+
 /* The command-line options every component takes for NATS, for getopt_long tables:
  * --nats (-s), --nats-creds, --nats-token, --nats-token-file, --nats-user, --nats-ca. */
-#define TSN_LONGOPTS                                              \
-	{ "nats", required_argument, NULL, 's' },                 \
-	{ "nats-creds", required_argument, NULL, 'C' },           \
-	{ "nats-token", required_argument, NULL, 'T' },           \
-	{ "nats-token-file", required_argument, NULL, 0x100 },    \
-	{ "nats-user", required_argument, NULL, 0x101 },          \
-	{ "nats-ca", required_argument, NULL, 'A' }
+#define TSN_LONGOPTS                                                       \
+	{ "nats", required_argument, NULL, 's' },                          \
+	{ "nats-creds", required_argument, NULL, TSN_OPT_CREDS },          \
+	{ "nats-token", required_argument, NULL, TSN_OPT_TOKEN },          \
+	{ "nats-token-file", required_argument, NULL, TSN_OPT_TOKEN_FILE }, \
+	{ "nats-user", required_argument, NULL, TSN_OPT_USER },            \
+	{ "nats-ca", required_argument, NULL, TSN_OPT_CA }
 /* Their --help lines. */
 #define TSN_HELP                                                                              \
 	"  -s, --nats URL           NATS server (TRAINSCOPE_NATS_URL, default\n"                \

@@ -88,9 +88,12 @@ void tsn_opts_from_env(struct tsn_opts *o, const char *client_name)
 bool tsn_export_option(int ch, const char *arg)
 {
 	static const struct { int ch; const char *env; } map[] = {
-		{ 's', "TRAINSCOPE_NATS_URL" },	       { 'C', "TRAINSCOPE_NATS_CREDS" },
-		{ 'T', "TRAINSCOPE_NATS_TOKEN" },      { 'A', "TRAINSCOPE_NATS_CA" },
-		{ 0x100, "TRAINSCOPE_NATS_TOKEN_FILE" }, { 0x101, "TRAINSCOPE_NATS_USER" },
+		{ 's', "TRAINSCOPE_NATS_URL" },
+		{ TSN_OPT_CREDS, "TRAINSCOPE_NATS_CREDS" },
+		{ TSN_OPT_TOKEN, "TRAINSCOPE_NATS_TOKEN" },
+		{ TSN_OPT_CA, "TRAINSCOPE_NATS_CA" },
+		{ TSN_OPT_TOKEN_FILE, "TRAINSCOPE_NATS_TOKEN_FILE" },
+		{ TSN_OPT_USER, "TRAINSCOPE_NATS_USER" },
 	};
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -104,11 +107,11 @@ bool tsn_parse_option(struct tsn_opts *o, int ch, const char *arg)
 {
 	switch (ch) {
 	case 's': o->url = arg; return true;
-	case 'C': o->creds_file = arg; return true;
-	case 'T': o->token = arg; return true;
-	case 'A': o->tls_ca = arg; return true;
-	case 0x100: o->token_file = arg; return true;
-	case 0x101: o->user = arg; return true;
+	case TSN_OPT_CREDS: o->creds_file = arg; return true;
+	case TSN_OPT_TOKEN: o->token = arg; return true;
+	case TSN_OPT_CA: o->tls_ca = arg; return true;
+	case TSN_OPT_TOKEN_FILE: o->token_file = arg; return true;
+	case TSN_OPT_USER: o->user = arg; return true;
 	default: return false;
 	}
 }

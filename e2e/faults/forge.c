@@ -219,20 +219,52 @@ static int try_op(const struct tsn_opts *o, const char *what)
 	return rc;
 }
 
+/* Codes of the options (all long-only), after TSN_LONGOPTS'. */
+enum forge_opt {
+	OPT_NS = TSN_OPT_END,
+	OPT_JOB,
+	OPT_JOBS,
+	OPT_RANK,
+	OPT_WORLD,
+	OPT_STEP,
+	OPT_STEPS,
+	OPT_PRODUCER,
+	OPT_SEQ,
+	OPT_DELETE_CONSUMER,
+	OPT_FILL_STORE,
+	OPT_FREE_STORE,
+	OPT_ANNOUNCE,
+	OPT_PID,
+	OPT_CGROUP_ID,
+	OPT_POD_UID,
+	OPT_TRY,
+	OPT_PAYLOAD_NS,
+	OPT_FINAL,
+};
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		TSN_LONGOPTS,
-		{ "ns", required_argument, NULL, 'n' },     { "job", required_argument, NULL, 'j' },
-		{ "jobs", required_argument, NULL, 'J' },   { "rank", required_argument, NULL, 'r' },
-		{ "world", required_argument, NULL, 'w' },  { "step", required_argument, NULL, 'S' },
-		{ "steps", required_argument, NULL, 'N' },  { "producer", required_argument, NULL, 'p' },
-		{ "seq", required_argument, NULL, 'q' },    { "delete-consumer", required_argument, NULL, 'X' },
-		{ "fill-store", required_argument, NULL, 'F' }, { "free-store", no_argument, NULL, 'R' },
-		{ "announce", required_argument, NULL, 'a' }, { "pid", required_argument, NULL, 'P' },
-		{ "cgroup-id", required_argument, NULL, 'c' }, { "pod-uid", required_argument, NULL, 'U' },
-		{ "try", required_argument, NULL, 't' }, { "payload-ns", required_argument, NULL, 'Y' },
-		{ "final", no_argument, NULL, 'E' },        { 0 }
+		{ "ns", required_argument, NULL, OPT_NS },
+		{ "job", required_argument, NULL, OPT_JOB },
+		{ "jobs", required_argument, NULL, OPT_JOBS },
+		{ "rank", required_argument, NULL, OPT_RANK },
+		{ "world", required_argument, NULL, OPT_WORLD },
+		{ "step", required_argument, NULL, OPT_STEP },
+		{ "steps", required_argument, NULL, OPT_STEPS },
+		{ "producer", required_argument, NULL, OPT_PRODUCER },
+		{ "seq", required_argument, NULL, OPT_SEQ },
+		{ "delete-consumer", required_argument, NULL, OPT_DELETE_CONSUMER },
+		{ "fill-store", required_argument, NULL, OPT_FILL_STORE },
+		{ "free-store", no_argument, NULL, OPT_FREE_STORE },
+		{ "announce", required_argument, NULL, OPT_ANNOUNCE },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "cgroup-id", required_argument, NULL, OPT_CGROUP_ID },
+		{ "pod-uid", required_argument, NULL, OPT_POD_UID },
+		{ "try", required_argument, NULL, OPT_TRY },
+		{ "payload-ns", required_argument, NULL, OPT_PAYLOAD_NS },
+		{ "final", no_argument, NULL, OPT_FINAL },        { 0 }
 	};
 	struct forge f = { .ns = "default", .job = "forged", .jobs = 1, .steps = 1, .world = 1,
 			   .seq = 1 };
@@ -248,25 +280,25 @@ int main(int argc, char **argv)
 		if (tsn_parse_option(&o, ch, optarg))
 			continue;
 		switch (ch) {
-		case 'n': f.ns = optarg; break;
-		case 'j': f.job = optarg; break;
-		case 'J': f.jobs = strtol(optarg, NULL, 10); break;
-		case 'r': f.rank = atoi(optarg); break;
-		case 'w': f.world = atoi(optarg); break;
-		case 'S': f.step = strtoull(optarg, NULL, 0); break;
-		case 'N': f.steps = strtol(optarg, NULL, 10); break;
-		case 'p': f.producer = strtoull(optarg, NULL, 0); break;
-		case 'q': f.seq = strtoull(optarg, NULL, 0); break;
-		case 'X': doomed = optarg; break;
-		case 'F': fill = strtoll(optarg, NULL, 0); break;
-		case 'R': fill = 0; break;
-		case 'a': node = optarg; break;
-		case 'P': f.pid = atoi(optarg); break;
-		case 'c': f.cgroup_id = strtoull(optarg, NULL, 0); break;
-		case 'U': f.pod_uid = optarg; break;
-		case 't': probe = optarg; break;
-		case 'Y': f.payload_ns = optarg; break;
-		case 'E': f.final = true; break;
+		case OPT_NS: f.ns = optarg; break;
+		case OPT_JOB: f.job = optarg; break;
+		case OPT_JOBS: f.jobs = strtol(optarg, NULL, 10); break;
+		case OPT_RANK: f.rank = atoi(optarg); break;
+		case OPT_WORLD: f.world = atoi(optarg); break;
+		case OPT_STEP: f.step = strtoull(optarg, NULL, 0); break;
+		case OPT_STEPS: f.steps = strtol(optarg, NULL, 10); break;
+		case OPT_PRODUCER: f.producer = strtoull(optarg, NULL, 0); break;
+		case OPT_SEQ: f.seq = strtoull(optarg, NULL, 0); break;
+		case OPT_DELETE_CONSUMER: doomed = optarg; break;
+		case OPT_FILL_STORE: fill = strtoll(optarg, NULL, 0); break;
+		case OPT_FREE_STORE: fill = 0; break;
+		case OPT_ANNOUNCE: node = optarg; break;
+		case OPT_PID: f.pid = atoi(optarg); break;
+		case OPT_CGROUP_ID: f.cgroup_id = strtoull(optarg, NULL, 0); break;
+		case OPT_POD_UID: f.pod_uid = optarg; break;
+		case OPT_TRY: probe = optarg; break;
+		case OPT_PAYLOAD_NS: f.payload_ns = optarg; break;
+		case OPT_FINAL: f.final = true; break;
 		default: fprintf(stderr, "forge: see the comment at the top of e2e/faults/forge.c\n"); return 2;
 		}
 	}

@@ -317,28 +317,51 @@ static int health(void *ctx, struct ts_buf *out)
 	return 1;
 }
 
+/* Codes of the long-only options, after TSN_LONGOPTS'. */
+enum natsauth_opt {
+	OPT_ISSUER_SEED_FILE = TSN_OPT_END,
+	OPT_DIR,
+	OPT_INIT,
+	OPT_SERVER_CONFIG,
+	OPT_ACCOUNT,
+	OPT_AUTH_USER,
+	OPT_AUTH_ACCOUNT,
+	OPT_AUDIENCE,
+	OPT_ANALYZER,
+	OPT_AGENT,
+	OPT_CLI,
+	OPT_ANALYZER_DURABLE,
+	OPT_ANALYZER_BUCKET,
+	OPT_ANALYZER_PARTITIONS,
+	OPT_SECRET,
+	OPT_ROUTES,
+	OPT_KUBECONFIG,
+	OPT_METRICS_PORT,
+	OPT_METRICS_ADDR,
+};
+
 static int parse(struct natsauth *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "issuer-seed-file", required_argument, NULL, 'i' },
-		{ "dir", required_argument, NULL, 'I' },
-		{ "init", no_argument, NULL, 'N' },
-		{ "server-config", required_argument, NULL, 'w' },
-		{ "account", required_argument, NULL, 'a' },
-		{ "auth-user", required_argument, NULL, 'u' },
-		{ "auth-account", required_argument, NULL, 'U' },
-		{ "audience", required_argument, NULL, 'd' },
-		{ "analyzer", required_argument, NULL, 'z' },
-		{ "agent", required_argument, NULL, 'g' },
-		{ "cli", required_argument, NULL, 'c' },
-		{ "analyzer-durable", required_argument, NULL, 'D' },
-		{ "analyzer-bucket", required_argument, NULL, 'B' },
-		{ "analyzer-partitions", required_argument, NULL, 'P' },
-		{ "secret", required_argument, NULL, 'S' },
-		{ "routes", required_argument, NULL, 'R' },
-		{ "kubeconfig", required_argument, NULL, 'k' },
-		{ "metrics-port", required_argument, NULL, 'p' },
-		{ "metrics-addr", required_argument, NULL, 'm' },
+		{ "issuer-seed-file", required_argument, NULL, OPT_ISSUER_SEED_FILE },
+		{ "dir", required_argument, NULL, OPT_DIR },
+		{ "init", no_argument, NULL, OPT_INIT },
+		{ "server-config", required_argument, NULL, OPT_SERVER_CONFIG },
+		{ "account", required_argument, NULL, OPT_ACCOUNT },
+		{ "auth-user", required_argument, NULL, OPT_AUTH_USER },
+		{ "auth-account", required_argument, NULL, OPT_AUTH_ACCOUNT },
+		{ "audience", required_argument, NULL, OPT_AUDIENCE },
+		{ "analyzer", required_argument, NULL, OPT_ANALYZER },
+		{ "agent", required_argument, NULL, OPT_AGENT },
+		{ "cli", required_argument, NULL, OPT_CLI },
+		{ "analyzer-durable", required_argument, NULL, OPT_ANALYZER_DURABLE },
+		{ "analyzer-bucket", required_argument, NULL, OPT_ANALYZER_BUCKET },
+		{ "analyzer-partitions", required_argument, NULL, OPT_ANALYZER_PARTITIONS },
+		{ "secret", required_argument, NULL, OPT_SECRET },
+		{ "routes", required_argument, NULL, OPT_ROUTES },
+		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
+		{ "metrics-port", required_argument, NULL, OPT_METRICS_PORT },
+		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		TSN_LONGOPTS,
@@ -360,26 +383,26 @@ static int parse(struct natsauth *a, int argc, char **argv)
 	a->metrics_addr = "0.0.0.0";
 	while ((ch = getopt_long(argc, argv, "s:vh", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'i': a->seed_file = optarg; break;
-		case 'I': a->dir = optarg; break;
-		case 'N': a->init = true; break;
-		case 'w': a->server_config = optarg; break;
-		case 'a': a->co.account = optarg; break;
-		case 'u': a->auth_user = optarg; break;
-		case 'U': a->auth_account = optarg; break;
-		case 'd': a->review.audience = optarg; break;
-		case 'z': p->analyzer = optarg; break;
-		case 'g': p->agent = optarg; break;
-		case 'c':
+		case OPT_ISSUER_SEED_FILE: a->seed_file = optarg; break;
+		case OPT_DIR: a->dir = optarg; break;
+		case OPT_INIT: a->init = true; break;
+		case OPT_SERVER_CONFIG: a->server_config = optarg; break;
+		case OPT_ACCOUNT: a->co.account = optarg; break;
+		case OPT_AUTH_USER: a->auth_user = optarg; break;
+		case OPT_AUTH_ACCOUNT: a->auth_account = optarg; break;
+		case OPT_AUDIENCE: a->review.audience = optarg; break;
+		case OPT_ANALYZER: p->analyzer = optarg; break;
+		case OPT_AGENT: p->agent = optarg; break;
+		case OPT_CLI:
 			if (p->n_cli == TS_AUTHZ_MAX_CLI) {
 				fprintf(stderr, "trainscope-natsauth: at most %d --cli\n", TS_AUTHZ_MAX_CLI);
 				return 2;
 			}
 			p->cli[p->n_cli++] = optarg;
 			break;
-		case 'D': p->analyzer_durable = optarg; break;
-		case 'B': p->analyzer_bucket = optarg; break;
-		case 'P':
+		case OPT_ANALYZER_DURABLE: p->analyzer_durable = optarg; break;
+		case OPT_ANALYZER_BUCKET: p->analyzer_bucket = optarg; break;
+		case OPT_ANALYZER_PARTITIONS:
 			p->analyzer_partitions = (int)strtol(optarg, &end, 10);
 			if (*end || !*optarg || p->analyzer_partitions < 0 ||
 			    p->analyzer_partitions > TS_AUTHZ_MAX_PARTITIONS) {
@@ -388,11 +411,11 @@ static int parse(struct natsauth *a, int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'S': a->secret = optarg; break;
-		case 'R': a->routes = optarg; break;
-		case 'k': a->kubeconfig = optarg; break;
-		case 'p': a->metrics_port = atoi(optarg); break;
-		case 'm': a->metrics_addr = optarg; break;
+		case OPT_SECRET: a->secret = optarg; break;
+		case OPT_ROUTES: a->routes = optarg; break;
+		case OPT_KUBECONFIG: a->kubeconfig = optarg; break;
+		case OPT_METRICS_PORT: a->metrics_port = atoi(optarg); break;
+		case OPT_METRICS_ADDR: a->metrics_addr = optarg; break;
 		case 'v': ts_log_set_level(TS_LOG_DEBUG); break;
 		case 'h': usage(stdout); exit(0);
 		default:

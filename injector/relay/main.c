@@ -29,6 +29,14 @@ static void usage(FILE *f)
 		"  -h, --help\n");
 }
 
+/* Codes of the long-only options, after TSN_LONGOPTS'. */
+enum relay_opt {
+	OPT_METRICS_ADDR = TSN_OPT_END,
+	OPT_FLUSH_MS,
+	OPT_OUTBOX_MB,
+	OPT_DRAIN_TIMEOUT_MS,
+};
+
 struct relay_cli {
 	struct relay_opts ro;
 	int metrics_port, drain_timeout_ms;
@@ -41,10 +49,10 @@ static int parse_args(int argc, char **argv, struct relay_cli *c)
 		{ "ring-dir", required_argument, NULL, 'd' },
 		TSN_LONGOPTS,
 		{ "metrics-port", required_argument, NULL, 'p' },
-		{ "metrics-addr", required_argument, NULL, 'a' },
-		{ "flush-ms", required_argument, NULL, 'f' },
-		{ "outbox-mb", required_argument, NULL, 'o' },
-		{ "drain-timeout-ms", required_argument, NULL, 'w' },
+		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
+		{ "flush-ms", required_argument, NULL, OPT_FLUSH_MS },
+		{ "outbox-mb", required_argument, NULL, OPT_OUTBOX_MB },
+		{ "drain-timeout-ms", required_argument, NULL, OPT_DRAIN_TIMEOUT_MS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -58,10 +66,10 @@ static int parse_args(int argc, char **argv, struct relay_cli *c)
 		switch (ch) {
 		case 'd': c->ro.ring_dir = optarg; break;
 		case 'p': c->metrics_port = atoi(optarg); break;
-		case 'a': c->metrics_addr = optarg; break;
-		case 'f': c->ro.flush_ms = atoi(optarg); break;
-		case 'o': c->ro.nats.outbox_bytes = (size_t)atol(optarg) << 20; break;
-		case 'w': c->drain_timeout_ms = atoi(optarg); break;
+		case OPT_METRICS_ADDR: c->metrics_addr = optarg; break;
+		case OPT_FLUSH_MS: c->ro.flush_ms = atoi(optarg); break;
+		case OPT_OUTBOX_MB: c->ro.nats.outbox_bytes = (size_t)atol(optarg) << 20; break;
+		case OPT_DRAIN_TIMEOUT_MS: c->drain_timeout_ms = atoi(optarg); break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			if (tsn_parse_option(&c->ro.nats, ch, optarg))

@@ -197,28 +197,58 @@ static char *read_pem(const char *file)
 	return buf;
 }
 
+/* Codes of the long-only options (every one but --help): past any character. */
+enum webhook_opt {
+	OPT_TLS_CERT = 0x100,
+	OPT_TLS_KEY,
+	OPT_PLAIN_HTTP,
+	OPT_ADDR,
+	OPT_PORT,
+	OPT_IMAGE,
+	OPT_NATS,
+	OPT_CERT_CHECK_S,
+	OPT_RELAY_CPU,
+	OPT_RELAY_MEMORY,
+	OPT_BOOTSTRAP_CERTS,
+	OPT_SECRET,
+	OPT_SERVICE,
+	OPT_WEBHOOK_CONFIG,
+	OPT_VALIDITY_DAYS,
+	OPT_KUBECONFIG,
+	OPT_OUT_DIR,
+	OPT_WAIT_S,
+	OPT_NATS_AUDIENCE,
+	OPT_NATS_CA,
+	OPT_EVENTS,
+	OPT_PEER_NAMES,
+};
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "tls-cert", required_argument, NULL, 'c' }, { "tls-key", required_argument, NULL, 'k' },
-		{ "plain-http", no_argument, NULL, 'P' },     { "addr", required_argument, NULL, 'a' },
-		{ "port", required_argument, NULL, 'p' },     { "image", required_argument, NULL, 'i' },
-		{ "nats", required_argument, NULL, 's' },     { "help", no_argument, NULL, 'h' },
-		{ "cert-check-s", required_argument, NULL, 'C' },
-		{ "relay-cpu", required_argument, NULL, 'R' },
-		{ "relay-memory", required_argument, NULL, 'M' },
-		{ "bootstrap-certs", no_argument, NULL, 'B' },
-		{ "secret", required_argument, NULL, 'S' },
-		{ "service", required_argument, NULL, 'V' },
-		{ "webhook-config", required_argument, NULL, 'W' },
-		{ "validity-days", required_argument, NULL, 'D' },
-		{ "kubeconfig", required_argument, NULL, 'K' },
-		{ "out-dir", required_argument, NULL, 'O' },
-		{ "wait-s", required_argument, NULL, 'T' },
-		{ "nats-audience", required_argument, NULL, 'U' },
-		{ "nats-ca", required_argument, NULL, 'A' },
-		{ "events", no_argument, NULL, 'E' },
-		{ "peer-names", required_argument, NULL, 'N' },
+		{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+		{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+		{ "plain-http", no_argument, NULL, OPT_PLAIN_HTTP },
+		{ "addr", required_argument, NULL, OPT_ADDR },
+		{ "port", required_argument, NULL, OPT_PORT },
+		{ "image", required_argument, NULL, OPT_IMAGE },
+		{ "nats", required_argument, NULL, OPT_NATS },
+		{ "help", no_argument, NULL, 'h' },
+		{ "cert-check-s", required_argument, NULL, OPT_CERT_CHECK_S },
+		{ "relay-cpu", required_argument, NULL, OPT_RELAY_CPU },
+		{ "relay-memory", required_argument, NULL, OPT_RELAY_MEMORY },
+		{ "bootstrap-certs", no_argument, NULL, OPT_BOOTSTRAP_CERTS },
+		{ "secret", required_argument, NULL, OPT_SECRET },
+		{ "service", required_argument, NULL, OPT_SERVICE },
+		{ "webhook-config", required_argument, NULL, OPT_WEBHOOK_CONFIG },
+		{ "validity-days", required_argument, NULL, OPT_VALIDITY_DAYS },
+		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
+		{ "out-dir", required_argument, NULL, OPT_OUT_DIR },
+		{ "wait-s", required_argument, NULL, OPT_WAIT_S },
+		{ "nats-audience", required_argument, NULL, OPT_NATS_AUDIENCE },
+		{ "nats-ca", required_argument, NULL, OPT_NATS_CA },
+		{ "events", no_argument, NULL, OPT_EVENTS },
+		{ "peer-names", required_argument, NULL, OPT_PEER_NAMES },
 		{ 0 }
 	};
 	struct webhook_opts o = { .port = 8443 };
@@ -242,35 +272,35 @@ int main(int argc, char **argv)
 	o.inject.relay_memory = TS_RELAY_MEMORY_DEFAULT;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'c': files.cert_path = optarg; break;
-		case 'k': files.key_path = optarg; break;
-		case 'P': plain = true; break;
-		case 'a': o.addr = optarg; break;
-		case 'p': o.port = (uint16_t)atoi(optarg); break;
-		case 'i': o.inject.image = optarg; break;
-		case 's': o.inject.nats_url = optarg; break;
-		case 'U': o.inject.nats_audience = optarg; break;
-		case 'E': events = true; break;
-		case 'A': ca_file = optarg; break;
-		case 'C':
+		case OPT_TLS_CERT: files.cert_path = optarg; break;
+		case OPT_TLS_KEY: files.key_path = optarg; break;
+		case OPT_PLAIN_HTTP: plain = true; break;
+		case OPT_ADDR: o.addr = optarg; break;
+		case OPT_PORT: o.port = (uint16_t)atoi(optarg); break;
+		case OPT_IMAGE: o.inject.image = optarg; break;
+		case OPT_NATS: o.inject.nats_url = optarg; break;
+		case OPT_NATS_AUDIENCE: o.inject.nats_audience = optarg; break;
+		case OPT_EVENTS: events = true; break;
+		case OPT_NATS_CA: ca_file = optarg; break;
+		case OPT_CERT_CHECK_S:
 			if (parse_bounded(optarg, "--cert-check-s", "seconds", 0, 86400, &check_s))
 				return 2;
 			break;
-		case 'R': o.inject.relay_cpu = optarg; break;
-		case 'M': o.inject.relay_memory = optarg; break;
-		case 'B': bootstrap_certs = true; break;
-		case 'S': boot.secret = optarg; break;
-		case 'V': boot.service = optarg; break;
-		case 'N': boot.peer_names = optarg; break;
-		case 'W': boot.webhook_config = optarg; break;
-		case 'D':
+		case OPT_RELAY_CPU: o.inject.relay_cpu = optarg; break;
+		case OPT_RELAY_MEMORY: o.inject.relay_memory = optarg; break;
+		case OPT_BOOTSTRAP_CERTS: bootstrap_certs = true; break;
+		case OPT_SECRET: boot.secret = optarg; break;
+		case OPT_SERVICE: boot.service = optarg; break;
+		case OPT_PEER_NAMES: boot.peer_names = optarg; break;
+		case OPT_WEBHOOK_CONFIG: boot.webhook_config = optarg; break;
+		case OPT_VALIDITY_DAYS:
 			if (parse_bounded(optarg, "--validity-days", "days", 1, 36500,
 					  &boot.validity_days))
 				return 2;
 			break;
-		case 'K': boot.kubeconfig = optarg; break;
-		case 'O': boot.out_dir = optarg; break;
-		case 'T':
+		case OPT_KUBECONFIG: boot.kubeconfig = optarg; break;
+		case OPT_OUT_DIR: boot.out_dir = optarg; break;
+		case OPT_WAIT_S:
 			if (parse_bounded(optarg, "--wait-s", "seconds", 0, 3600, &boot.wait_s))
 				return 2;
 			break;
