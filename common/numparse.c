@@ -55,13 +55,26 @@ int ts_parse_double(const char *s, double min, double max, double *out)
 	return 0;
 }
 
+static const char *program; /* ts_opt_program's; NULL: the executable's name */
+
+void ts_opt_program(const char *name)
+{
+	program = name;
+}
+
+/* The name complaints go under. */
+static const char *prog(void)
+{
+	return program ? program : program_invocation_short_name;
+}
+
 long ts_opt_int(const char *flag, const char *arg, long min, long max)
 {
 	long v;
 
 	if (ts_parse_int(arg, min, max, &v)) {
-		fprintf(stderr, "%s: %s: '%s' is not a number between %ld and %ld\n",
-			program_invocation_short_name, flag, arg ? arg : "", min, max);
+		fprintf(stderr, "%s: %s: '%s' is not a number between %ld and %ld\n", prog(),
+			flag, arg ? arg : "", min, max);
 		exit(2);
 	}
 	return v;
@@ -72,8 +85,8 @@ double ts_opt_double(const char *flag, const char *arg, double min, double max)
 	double v;
 
 	if (ts_parse_double(arg, min, max, &v)) {
-		fprintf(stderr, "%s: %s: '%s' is not a number between %g and %g\n",
-			program_invocation_short_name, flag, arg ? arg : "", min, max);
+		fprintf(stderr, "%s: %s: '%s' is not a number between %.15g and %.15g\n",
+			prog(), flag, arg ? arg : "", min, max);
 		exit(2);
 	}
 	return v;

@@ -16,10 +16,15 @@ int ts_parse_double(const char *s, double min, double max, double *out);
 
 /* For option parsing: arg, the value of option flag ("--flush-ms"), as ts_parse_int. On
  * failure prints "<program>: --flush-ms: 'x' is not a number between A and B" on stderr
- * and exits 2, the status of bad options. */
+ * and exits 2, the status of bad options. <program> is the executable's name, or what
+ * ts_opt_program said. */
 long ts_opt_int(const char *flag, const char *arg, long min, long max);
 
 /* The same for a number that need not be whole (ts_parse_double). */
 double ts_opt_double(const char *flag, const char *arg, double min, double max);
+
+/* The name ts_opt_int and ts_opt_double say their complaints under from now on, such as
+ * "trainscope report" for a subcommand; NULL: the executable's name again. */
+void ts_opt_program(const char *name);
 
 #endif
