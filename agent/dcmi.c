@@ -5,6 +5,7 @@
  * is declared here, in our words; enum parameters travel as int, as C passes them. */
 #include "dcmi.h"
 #include "log.h"
+#include "numparse.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -208,13 +209,11 @@ static int list_npus(struct ts_dcmi *d)
 static uint32_t hot_threshold(void)
 {
 	const char *s = getenv("TRAINSCOPE_NPU_HOT_C");
-	char *end;
 	long v;
 
 	if (!s || !*s)
 		return TS_NPU_HOT_C_DEFAULT;
-	v = strtol(s, &end, 10);
-	if (*end || v <= 0 || v > 200) {
+	if (ts_parse_int(s, 1, 200, &v)) {
 		ts_warn("agent: TRAINSCOPE_NPU_HOT_C=%s is not a temperature in C: using %d", s,
 			TS_NPU_HOT_C_DEFAULT);
 		return TS_NPU_HOT_C_DEFAULT;

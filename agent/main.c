@@ -3,6 +3,7 @@
 #include "agent.h"
 #include "httpd.h"
 #include "log.h"
+#include "numparse.h"
 #include "signals.h"
 #include "tsclock.h"
 
@@ -92,8 +93,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	while ((ch = getopt_long(argc, argv, "s:n:i:p:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n': c->ao.node = optarg; break;
-		case 'i': c->ao.interval_ms = atoi(optarg); break;
-		case 'p': c->metrics_port = atoi(optarg); break;
+		case 'i': c->ao.interval_ms = (int)ts_opt_int("--interval-ms", optarg, 1, 600000); break;
+		case 'p': c->metrics_port = (int)ts_opt_int("--metrics-port", optarg, -1, 65535); break;
 		case OPT_METRICS_ADDR: c->metrics_addr = optarg; break;
 		case OPT_HOST_CGROUP: c->ao.host_cgroup = optarg; break;
 		case OPT_PODS_ONLY: c->ao.pods_only = true; break;
@@ -109,10 +110,6 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	}
 	tsn_opts_finish(&c->ao.nats);
 	c->ao.nats.publish_only = tsn_opts_authenticated(&c->ao.nats);
-	if (c->ao.interval_ms < 1 || c->ao.interval_ms > 600000) {
-		fprintf(stderr, "trainscope-agent: --interval-ms must be in 1..600000\n");
-		return -1;
-	}
 	return 0;
 }
 

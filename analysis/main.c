@@ -10,6 +10,7 @@
 #include "signals.h"
 #include "natsw.h"
 #include "natskv.h"
+#include "numparse.h"
 #include "snapshot.h"
 #include "node_sync.h"
 #include "tsclock.h"
@@ -164,6 +165,7 @@ static int pod_ordinal(void)
 {
 	const char *name = getenv("POD_NAME"), *d;
 	char host[256];
+	long ordinal;
 
 	if (!name || !*name) {
 		if (gethostname(host, sizeof(host)))
@@ -172,22 +174,23 @@ static int pod_ordinal(void)
 		name = host;
 	}
 	d = strrchr(name, '-');
-	if (!d || !d[1] || strspn(d + 1, "0123456789") != strlen(d + 1) || strlen(d + 1) > 5)
+	if (!d || strspn(d + 1, "0123456789") != strlen(d + 1) ||
+	    ts_parse_int(d + 1, 0, 99999, &ordinal))
 		return -1;
-	return atoi(d + 1);
+	return (int)ordinal;
 }
 
 /* Partitioned: the stream transformed into N partitions, this analyzer's consumer and
  * snapshots those of partition K only. */
 static int partitioning(struct cli *c, const char *parts, const char *part, char *err, size_t len)
 {
-	char *end;
+	long v = 1;
 
-	c->partitions = parts && *parts ? (int)strtol(parts, &end, 10) : 1;
-	if (parts && *parts && (*end || c->partitions < 1 || c->partitions > 1024)) {
+	if (parts && *parts && ts_parse_int(parts, 1, 1024, &v)) {
 		snprintf(err, len, "--partitions %s: a count from 1 to 1024", parts);
 		return -EINVAL;
 	}
+	c->partitions = (int)v;
 	c->nats.manage_stream = true;
 	/* not given: a stream partitioned by others stays so (this one reads all of it) */
 	c->nats.stream_partitions = parts && *parts ? c->partitions : -1;
@@ -202,9 +205,8 @@ static int partitioning(struct cli *c, const char *parts, const char *part, char
 			return -EINVAL;
 		}
 	} else {
-		c->partition = (int)strtol(part, &end, 10);
-		if (*end || c->partition < 0)
-			c->partition = c->partitions;
+		/* not a partition: said below as one past the last */
+		c->partition = ts_parse_int(part, 0, c->partitions - 1, &v) ? c->partitions : (int)v;
 	}
 	if (c->partition >= c->partitions) {
 		snprintf(err, len, "partition %s is not one of the %d partitions (0 to %d): a "
@@ -278,26 +280,34 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'r': c->ao.report_dir = optarg; break;
 		case OPT_DURABLE: c->durable = optarg; break;
 		case OPT_FILTER: c->filter = optarg; break;
-		case 'p': c->metrics_port = atoi(optarg); break;
+		case 'p': c->metrics_port = (int)ts_opt_int("--metrics-port", optarg, -1, 65535); break;
 		case OPT_METRICS_ADDR: c->metrics_addr = optarg; break;
-		case OPT_MAX_MSG_BYTES: c->ao.max_msg_bytes = strtoul(optarg, NULL, 10); break;
+		case OPT_MAX_MSG_BYTES:
+			c->ao.max_msg_bytes = (size_t)ts_opt_int("--max-msg-bytes", optarg, 1, 1l << 30);
+			break;
 		case 'q': c->ao.print_changes = 0; break;
 		case OPT_PRINT_CONFIG: c->print_config = true; break;
 		case OPT_KUBECONFIG: c->kubeconfig = optarg; break;
 		case OPT_IN_CLUSTER: c->in_cluster = true; break;
-		case OPT_K8S_INTERVAL_S: c->k8s_interval_s = atoi(optarg); break;
-		case OPT_STALL_S: c->stall_s = atoi(optarg); break;
+		case OPT_K8S_INTERVAL_S:
+			c->k8s_interval_s = (int)ts_opt_int("--k8s-interval-s", optarg, 1, 86400);
+			break;
+		case OPT_STALL_S: c->stall_s = (int)ts_opt_int("--stall-s", optarg, 1, 86400); break;
 		case OPT_OTLP_ENDPOINT: c->otlp_endpoint = optarg; break;
-		case OPT_SNAPSHOT_S: c->snapshot_s = atoi(optarg); break;
+		case OPT_SNAPSHOT_S: c->snapshot_s = (int)ts_opt_int("--snapshot-s", optarg, 0, 86400); break;
 		case OPT_SNAPSHOT_BUCKET: c->snapshot_bucket = optarg; break;
 		case OPT_PARTITIONS: parts = optarg; break;
 		case OPT_PARTITION: part = optarg; break;
-		case OPT_NODE_HEALTH_S: c->node_health_s = atoi(optarg); break;
+		case OPT_NODE_HEALTH_S:
+			c->node_health_s = (int)ts_opt_int("--node-health-s", optarg, 0, 86400);
+			break;
 		case OPT_NODE_CONDITIONS: c->np.conditions = true; break;
 		case OPT_NODE_TAINT: c->np.taint = c->np.conditions = true; break;
 		case OPT_NODE_TAINT_DRY_RUN: c->np.dry_run = true; break;
 		case OPT_NODE_TAINT_EFFECT: c->np.effect = optarg; break;
-		case OPT_NODE_TAINT_MAX_SHARE: c->np.max_share = strtod(optarg, NULL); break;
+		case OPT_NODE_TAINT_MAX_SHARE:
+			c->np.max_share = ts_opt_double("--node-taint-max-share", optarg, 0, 1);
+			break;
 		case OPT_NODE_TAINT_CAUSES: c->np.causes = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default:
@@ -307,14 +317,9 @@ static int parse_args(int argc, char **argv, struct cli *c)
 			return -1;
 		}
 	}
-	if (c->stall_s < 1 || c->snapshot_s < 0) {
-		fprintf(stderr, "trainscope-analyzer: --stall-s wants whole seconds, 1 or more; "
-			"--snapshot-s 0 or more\n");
-		return -1;
-	}
-	if (c->node_health_s < 0 || ts_node_policy_check(&c->np, err, sizeof(err))) {
-		fprintf(stderr, "trainscope-analyzer: %s\n",
-			c->node_health_s < 0 ? "--node-health-s wants 0 or more seconds" : err);
+	if (ts_node_policy_check(&c->np, err, sizeof(err))) {
+		fprintf(stderr, "trainscope-analyzer: %s
+", err);
 		return -1;
 	}
 	if (partitioning(c, parts, part, err, sizeof(err))) {

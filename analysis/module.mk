@@ -33,6 +33,7 @@ FUZZ_SEEDS_ingest := analysis/tests/corpus/ingest
 FUZZ_ARGS_ingest := -max_len=16384
 
 $(BUILD)/fuzz/fuzz_params: analysis/tests/fuzz_params.c analysis/params.c common/config.c \
+		common/numparse.c \
 		$(FUZZ_HDRS) | fuzz-deps
 	@mkdir -p $(dir $@)
 	@echo "  FUZZ    $@"

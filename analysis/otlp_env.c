@@ -2,6 +2,7 @@
 /* The exporter's settings from the OpenTelemetry environment variables: the
  * traces-specific OTEL_EXPORTER_OTLP_TRACES_* win over OTEL_EXPORTER_OTLP_*. */
 #include "otlp.h"
+#include "numparse.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -72,12 +73,12 @@ static int protocol_ok(char *err, size_t errlen)
 
 static int numbers(struct ts_otlp_env *env, char *err, size_t errlen)
 {
-	char name[64], *end;
+	char name[64];
 	const char *v = setting("TIMEOUT", name);
+	long ms;
 
 	if (v) {
-		long ms = strtol(v, &end, 10);
-		if (*end || ms <= 0 || ms > 3600000) {
+		if (ts_parse_int(v, 1, 3600000, &ms)) {
 			snprintf(err, errlen, "%s=%s: want milliseconds, 1 to 3600000", name, v);
 			return -EINVAL;
 		}

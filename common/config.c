@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "config.h"
+#include "numparse.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -67,30 +69,26 @@ static int parse_bool(const char *v, bool *out)
 /* Stores a textual value into the field; the message says why it was refused. */
 static int cfg_set(const struct ts_cfg_field *f, void *obj, const char *v, char *why, size_t wl)
 {
-	char *end = NULL, *dst = (char *)obj + f->offset;
+	char *dst = (char *)obj + f->offset;
 	bool bounded = f->min <= f->max;
 	double d;
-	long long l;
+	long l;
 	bool b;
 
 	switch (f->type) {
 	case TS_CFG_INT:
-		errno = 0;
-		l = strtoll(v, &end, 10);
-		if (errno || end == v || *end) {
+		if (ts_parse_int(v, LONG_MIN, LONG_MAX, &l)) {
 			snprintf(why, wl, "'%s' is not an integer", v);
 			return -EINVAL;
 		}
 		if (bounded && (l < f->min || l > f->max)) {
-			snprintf(why, wl, "%lld is outside [%g, %g]", l, f->min, f->max);
+			snprintf(why, wl, "%ld is outside [%g, %g]", l, f->min, f->max);
 			return -EINVAL;
 		}
 		*(int *)dst = (int)l;
 		return 0;
 	case TS_CFG_DOUBLE:
-		errno = 0;
-		d = strtod(v, &end);
-		if (errno || end == v || *end || !isfinite(d)) {
+		if (ts_parse_double(v, -HUGE_VAL, HUGE_VAL, &d)) {
 			snprintf(why, wl, "'%s' is not a number", v);
 			return -EINVAL;
 		}

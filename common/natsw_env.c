@@ -3,8 +3,10 @@
  * the stream's from TRAINSCOPE_STREAM_*. */
 #include "natsw_impl.h"
 #include "log.h"
+#include "numparse.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,28 +23,31 @@ static const struct unit size_units[] = { { 'K', 1 << 10 }, { 'k', 1 << 10 }, { 
 static const struct unit time_units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 },
 					  { 0, 0 } };
 
-/* A positive number with an optional unit ("512M", "24h"); 0 when not set or not one
- * (said, with what the variable wants). */
+/* A positive number with an optional unit ("512M", "24h"); 0 when not set or not one, or
+ * when it overflows (said, with what the variable wants). */
 static int64_t env_number(const char *name, const struct unit *units, const char *what)
 {
 	const char *v = getenv(name);
-	char *end;
-	int64_t n;
+	char digits[32];
+	int64_t mul = 1;
+	size_t len;
+	long n;
 
 	if (!v || !*v)
 		return 0;
-	n = strtoll(v, &end, 10);
-	for (const struct unit *u = units; *end && u->c; u++)
-		if (*end == u->c) {
-			n *= u->mul;
-			end++;
+	len = strlen(v);
+	for (const struct unit *u = units; u->c; u++)
+		if (v[len - 1] == u->c) {
+			mul = u->mul;
+			len--;
 			break;
 		}
-	if (*end || n <= 0) {
+	snprintf(digits, sizeof(digits), "%.*s", (int)len, v);
+	if (len >= sizeof(digits) || ts_parse_int(digits, 1, INT64_MAX / mul, &n)) {
 		ts_warn("nats: %s=%s is not %s: ignored", name, v, what);
 		return 0;
 	}
-	return n;
+	return (int64_t)n * mul;
 }
 
 /* The stream's settings from TRAINSCOPE_STREAM_MAX_BYTES, _MAX_AGE, _REPLICAS and
@@ -50,17 +55,18 @@ static int64_t env_number(const char *name, const struct unit *units, const char
 static void stream_from_env(struct tsn_opts *o)
 {
 	const char *r = getenv("TRAINSCOPE_STREAM_REPLICAS"), *d = getenv("TRAINSCOPE_STREAM_DISCARD");
+	long replicas;
 
 	o->stream_max_bytes = env_number("TRAINSCOPE_STREAM_MAX_BYTES", size_units,
 					 "a size (bytes, or a number with K, M or G)");
 	o->stream_max_age_s = env_number("TRAINSCOPE_STREAM_MAX_AGE", time_units,
 					 "a duration (seconds, or a number with s, m, h or d)");
 	if (r && *r) {
-		o->stream_replicas = atoi(r);
-		if (o->stream_replicas < 1 || o->stream_replicas > 5) {
+		if (ts_parse_int(r, 1, 5, &replicas)) {
 			ts_warn("nats: TRAINSCOPE_STREAM_REPLICAS=%s is not 1 to 5: 1", r);
-			o->stream_replicas = 1;
+			replicas = 1;
 		}
+		o->stream_replicas = (int)replicas;
 	}
 	if (d && *d && strcmp(d, "old") && strcmp(d, "new"))
 		ts_warn("nats: TRAINSCOPE_STREAM_DISCARD=%s is neither old nor new: old", d);

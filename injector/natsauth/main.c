@@ -9,6 +9,7 @@
 #include "kube.h"
 #include "log.h"
 #include "natsw.h"
+#include "numparse.h"
 #include "review.h"
 #include "signals.h"
 
@@ -368,7 +369,6 @@ static int parse(struct natsauth *a, int argc, char **argv)
 		{ 0 },
 	};
 	struct ts_authz_policy *p = &a->co.policy;
-	char *end;
 	int ch;
 
 	tsn_opts_from_env(&a->nats, "trainscope-natsauth");
@@ -403,18 +403,15 @@ static int parse(struct natsauth *a, int argc, char **argv)
 		case OPT_ANALYZER_DURABLE: p->analyzer_durable = optarg; break;
 		case OPT_ANALYZER_BUCKET: p->analyzer_bucket = optarg; break;
 		case OPT_ANALYZER_PARTITIONS:
-			p->analyzer_partitions = (int)strtol(optarg, &end, 10);
-			if (*end || !*optarg || p->analyzer_partitions < 0 ||
-			    p->analyzer_partitions > TS_AUTHZ_MAX_PARTITIONS) {
-				fprintf(stderr, "trainscope-natsauth: --analyzer-partitions '%s': 0 to %d\n",
-					optarg, TS_AUTHZ_MAX_PARTITIONS);
-				return 2;
-			}
+			p->analyzer_partitions = (int)ts_opt_int("--analyzer-partitions", optarg, 0,
+								 TS_AUTHZ_MAX_PARTITIONS);
 			break;
 		case OPT_SECRET: a->secret = optarg; break;
 		case OPT_ROUTES: a->routes = optarg; break;
 		case OPT_KUBECONFIG: a->kubeconfig = optarg; break;
-		case OPT_METRICS_PORT: a->metrics_port = atoi(optarg); break;
+		case OPT_METRICS_PORT:
+			a->metrics_port = (int)ts_opt_int("--metrics-port", optarg, 0, 65535);
+			break;
 		case OPT_METRICS_ADDR: a->metrics_addr = optarg; break;
 		case 'v': ts_log_set_level(TS_LOG_DEBUG); break;
 		case 'h': usage(stdout); exit(0);
@@ -436,8 +433,7 @@ static int parse(struct natsauth *a, int argc, char **argv)
 		fprintf(stderr, "trainscope-natsauth: --secret and --routes go with --init\n");
 		return 2;
 	}
-	if (optind < argc || !a->seed_file || (a->init && !a->dir) || a->metrics_port < 0 ||
-	    a->metrics_port > 65535) {
+	if (optind < argc || !a->seed_file || (a->init && !a->dir)) {
 		usage(stderr);
 		return 2;
 	}

@@ -2,6 +2,7 @@
 /* trainscope-relay: the sidecar that drains rings into NATS JetStream. */
 #include "httpd.h"
 #include "log.h"
+#include "numparse.h"
 #include "signals.h"
 #include "relay.h"
 
@@ -65,11 +66,17 @@ static int parse_args(int argc, char **argv, struct relay_cli *c)
 	while ((ch = getopt_long(argc, argv, "d:s:p:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'd': c->ro.ring_dir = optarg; break;
-		case 'p': c->metrics_port = atoi(optarg); break;
+		case 'p': c->metrics_port = (int)ts_opt_int("--metrics-port", optarg, -1, 65535); break;
 		case OPT_METRICS_ADDR: c->metrics_addr = optarg; break;
-		case OPT_FLUSH_MS: c->ro.flush_ms = atoi(optarg); break;
-		case OPT_OUTBOX_MB: c->ro.nats.outbox_bytes = (size_t)atol(optarg) << 20; break;
-		case OPT_DRAIN_TIMEOUT_MS: c->drain_timeout_ms = atoi(optarg); break;
+		case OPT_FLUSH_MS:
+			c->ro.flush_ms = (int)ts_opt_int("--flush-ms", optarg, 1, 60000);
+			break;
+		case OPT_OUTBOX_MB:
+			c->ro.nats.outbox_bytes = (size_t)ts_opt_int("--outbox-mb", optarg, 1, 65536) << 20;
+			break;
+		case OPT_DRAIN_TIMEOUT_MS:
+			c->drain_timeout_ms = (int)ts_opt_int("--drain-timeout-ms", optarg, 0, 3600000);
+			break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			if (tsn_parse_option(&c->ro.nats, ch, optarg))

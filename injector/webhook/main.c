@@ -4,6 +4,7 @@
 #include "bootstrap.h"
 #include "cert.h"
 #include "log.h"
+#include "numparse.h"
 #include "signals.h"
 #include "server.h"
 
@@ -76,22 +77,6 @@ static void usage(FILE *f)
 		"                         server's container\n"
 		"  --wait-s N             wait up to N seconds for the MutatingWebhookConfiguration\n"
 		"                         to exist (default 0: a missing one fails at once)\n");
-}
-
-/* A whole number of unit in lo..hi for option opt; says what is wrong otherwise. */
-static int parse_bounded(const char *arg, const char *opt, const char *unit, long lo, long hi,
-			 unsigned *out)
-{
-	char *end;
-	long v = strtol(arg, &end, 10);
-
-	if (*arg && !*end && v >= lo && v <= hi) {
-		*out = (unsigned)v;
-		return 0;
-	}
-	fprintf(stderr, "trainscope-webhook: %s wants %s (%ld to %ld), not %s\n", opt, unit, lo,
-		hi, arg);
-	return -1;
 }
 
 static int bootstrap(const struct ts_bootstrap_opts *b)
@@ -276,15 +261,14 @@ int main(int argc, char **argv)
 		case OPT_TLS_KEY: files.key_path = optarg; break;
 		case OPT_PLAIN_HTTP: plain = true; break;
 		case OPT_ADDR: o.addr = optarg; break;
-		case OPT_PORT: o.port = (uint16_t)atoi(optarg); break;
+		case OPT_PORT: o.port = (uint16_t)ts_opt_int("--port", optarg, 0, 65535); break;
 		case OPT_IMAGE: o.inject.image = optarg; break;
 		case OPT_NATS: o.inject.nats_url = optarg; break;
 		case OPT_NATS_AUDIENCE: o.inject.nats_audience = optarg; break;
 		case OPT_EVENTS: events = true; break;
 		case OPT_NATS_CA: ca_file = optarg; break;
 		case OPT_CERT_CHECK_S:
-			if (parse_bounded(optarg, "--cert-check-s", "seconds", 0, 86400, &check_s))
-				return 2;
+			check_s = (unsigned)ts_opt_int("--cert-check-s", optarg, 0, 86400);
 			break;
 		case OPT_RELAY_CPU: o.inject.relay_cpu = optarg; break;
 		case OPT_RELAY_MEMORY: o.inject.relay_memory = optarg; break;
@@ -294,16 +278,11 @@ int main(int argc, char **argv)
 		case OPT_PEER_NAMES: boot.peer_names = optarg; break;
 		case OPT_WEBHOOK_CONFIG: boot.webhook_config = optarg; break;
 		case OPT_VALIDITY_DAYS:
-			if (parse_bounded(optarg, "--validity-days", "days", 1, 36500,
-					  &boot.validity_days))
-				return 2;
+			boot.validity_days = (unsigned)ts_opt_int("--validity-days", optarg, 1, 36500);
 			break;
 		case OPT_KUBECONFIG: boot.kubeconfig = optarg; break;
 		case OPT_OUT_DIR: boot.out_dir = optarg; break;
-		case OPT_WAIT_S:
-			if (parse_bounded(optarg, "--wait-s", "seconds", 0, 3600, &boot.wait_s))
-				return 2;
-			break;
+		case OPT_WAIT_S: boot.wait_s = (unsigned)ts_opt_int("--wait-s", optarg, 0, 3600); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
