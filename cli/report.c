@@ -4,10 +4,12 @@
 #include "analysis/report.h"
 #include "kube.h"
 #include "names.h"
+#include "numparse.h"
 #include "tsclock.h"
 
 #include <dirent.h>
 #include <getopt.h>
+#include <limits.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -197,6 +199,7 @@ int cmd_report(int argc, char **argv, bool kube)
 	int ch;
 
 	tsn_opts_from_env(&o, "trainscope-report");
+	ts_opt_program("trainscope report");
 	while ((ch = getopt_long(argc, argv, "d:j:n:s:h", longopts, NULL)) != -1) {
 		if (tsn_parse_option(&o, ch, optarg))
 			continue;
@@ -205,8 +208,8 @@ int cmd_report(int argc, char **argv, bool kube)
 		case 'j': q.job = optarg; break;
 		case 'n': q.ns = optarg; break;
 		case OPT_JSON: q.json = true; break;
-		case OPT_WAIT_STEP: q.wait_step = atoll(optarg); break;
-		case OPT_TIMEOUT: q.timeout_s = atof(optarg); break;
+		case OPT_WAIT_STEP: q.wait_step = ts_opt_int("--wait-step", optarg, 0, LONG_MAX); break;
+		case OPT_TIMEOUT: q.timeout_s = ts_opt_double("--timeout", optarg, 0, 2592000); break;
 		case OPT_PLOT: q.plot = optarg; break;
 		case OPT_PLOT_METRIC: q.metric = optarg; break;
 		case OPT_KUBE: q.kube = true; break;

@@ -2,6 +2,7 @@
 /* trainscope run: a command under the preload with a relay for its lifetime. */
 #include "cli.h"
 #include "natsw.h"
+#include "numparse.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -204,6 +205,7 @@ int cmd_run(int argc, char **argv)
 	bool local_on = false;
 	pid_t relay, child;
 
+	ts_opt_program("trainscope run");
 	while ((ch = getopt_long(argc, argv, "+s:j:n:h", longopts, NULL)) != -1) {
 		if (ch == 's')
 			nats = lo.nats = optarg;
@@ -216,7 +218,10 @@ int cmd_run(int argc, char **argv)
 		case OPT_RING_DIR: ring_dir = optarg; break;
 		case OPT_LIB: lib = optarg; break;
 		case OPT_SHIM: shim = optarg; break;
-		case OPT_RELAY_METRICS_PORT: metrics_port = optarg; break;
+		case OPT_RELAY_METRICS_PORT: /* the relay's --metrics-port, checked now */
+			ts_opt_int("--relay-metrics-port", optarg, -1, 65535);
+			metrics_port = optarg;
+			break;
 		case OPT_LOCAL: local_on = true; break;
 		case OPT_NATS_SERVER: lo.nats_server = optarg; break;
 		case OPT_OUT: lo.out = optarg; break;

@@ -5,11 +5,13 @@
 #include "ident.h"
 #include "log.h"
 #include "natsw.h"
+#include "numparse.h"
 #include "proto/trainscope.pb-c.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,28 +66,49 @@ static bool kept(const struct timeline *t, int rank, uint64_t step)
 	       (!t->only || bit(t->only, t->only_words, rank));
 }
 
-/* "0-7,12,100-103" into the set of ranks; -1 on a malformed list. */
+/* "0-7,12,100-103" into the set of ranks (0 to 2^24); -1 on a malformed list. */
 static int parse_ranks(struct timeline *t, const char *list)
 {
-	for (const char *p = list; *p;) {
-		char *end;
-		long a = strtol(p, &end, 10), b = a;
-		if (end == p || a < 0 || a > (1 << 24))
-			return -1;
-		if (*end == '-') {
-			p = end + 1;
-			b = strtol(p, &end, 10);
-			if (end == p || b < a || b > (1 << 24))
-				return -1;
+	char *copy = strdup(list), *item = copy;
+	int rc = copy ? 0 : -1;
+
+	while (item && !rc) {
+		char *next = strchr(item, ','), *dash;
+		long a, b;
+
+		if (next)
+			*next++ = 0;
+		if ((dash = strchr(item, '-')))
+			*dash = 0;
+		if (ts_parse_int(item, 0, 1 << 24, &a) ||
+		    ts_parse_int(dash ? dash + 1 : item, a, 1 << 24, &b)) {
+			rc = -1;
+			break;
 		}
-		for (long k = a; k <= b; k++)
-			if (set_bit(&t->only, &t->only_words, (int)k))
-				return -1;
-		if (*end && *end != ',')
-			return -1;
-		p = *end ? end + 1 : end;
+		for (long k = a; !rc && k <= b; k++)
+			rc = set_bit(&t->only, &t->only_words, (int)k) ? -1 : 0;
+		item = next;
 	}
-	return t->only ? 0 : -1;
+	free(copy);
+	return !rc && t->only ? 0 : -1;
+}
+
+/* "A:B" into the steps kept, A to B; -1 unless both are whole numbers and A <= B. */
+static int parse_steps(struct timeline *t, const char *arg)
+{
+	const char *colon = strchr(arg, ':');
+	char first[32];
+	long a, b;
+
+	if (!colon || (size_t)(colon - arg) >= sizeof(first))
+		return -1;
+	memcpy(first, arg, (size_t)(colon - arg));
+	first[colon - arg] = 0;
+	if (ts_parse_int(first, 0, LONG_MAX, &a) || ts_parse_int(colon + 1, a, LONG_MAX, &b))
+		return -1;
+	t->step_lo = (uint64_t)a;
+	t->step_hi = (uint64_t)b;
+	return 0;
 }
 
 static void timeline_usage(FILE *f)
@@ -320,12 +343,12 @@ int cmd_timeline(int argc, char **argv)
 	const char *job = NULL, *ns = "default", *out = NULL;
 	struct tsn_opts o = { 0 };
 	struct timeline t = { .events = json_array(), .step_hi = UINT64_MAX };
-	unsigned long long a, b;
 	char outbuf[256];
 	struct tsn *n;
 	int ch, rc = -1;
 
 	tsn_opts_from_env(&o, "trainscope-timeline");
+	ts_opt_program("trainscope timeline");
 	while ((ch = getopt_long(argc, argv, "j:n:s:o:h", longopts, NULL)) != -1) {
 		if (tsn_parse_option(&o, ch, optarg))
 			continue;
@@ -335,12 +358,11 @@ int cmd_timeline(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case OPT_COMPACT: t.compact = true; break;
 		case OPT_STEPS:
-			if (sscanf(optarg, "%llu:%llu", &a, &b) != 2 || b < a) {
+			if (parse_steps(&t, optarg)) {
 				fprintf(stderr, "trainscope timeline: --steps wants A:B (A <= B), not %s\n",
 					optarg);
 				rc = 2;
 			}
-			t.step_lo = a, t.step_hi = b;
 			break;
 		case OPT_RANKS:
 			if (parse_ranks(&t, optarg)) {
