@@ -318,8 +318,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		}
 	}
 	if (ts_node_policy_check(&c->np, err, sizeof(err))) {
-		fprintf(stderr, "trainscope-analyzer: %s
-", err);
+		fprintf(stderr, "trainscope-analyzer: %s\n", err);
 		return -1;
 	}
 	if (partitioning(c, parts, part, err, sizeof(err))) {
