@@ -706,7 +706,7 @@ static void update_alarms(struct ts_job *j, uint64_t t_ns)
 			size_t i = idx(j, k, m);
 			int hit = j->dir[i] > 0 || time_verdict(j, k, m) > 0;
 			if (ts_job_by_change(m) || !new_evidence(j, k, m))
-				continue; /* the change points judge it (job_peers.c) */
+				continue; /* the change points judge it (job_change.c) */
 			if (hit) {
 				if (!j->hits[i])
 					j->chg[i].run_start = j->res.last_step;
@@ -1075,6 +1075,7 @@ static void evaluate_row(struct ts_job *j, struct row *r)
 	if (j->res.steps_evaluated <= (uint64_t)j->p.fs.task_stable_step)
 		return;
 	push_history(j, r);
+	ts_job_classes_row(j, r);
 	ts_job_change_row(j, r);
 	ts_job_net_row(j, r->step, t);
 	compose(j, t);

@@ -64,7 +64,7 @@ struct ts_job {
 	bool finish_told;      /* ts_job_finished_news said so */
 	int since_verdict;                  /* steps since the last SPACE verdict */
 	struct ts_job_result res;
-	/* change points (job_peers.c) */
+	/* change points (job_change.c) and peer classes (job_peers.c) */
 	struct ts_change *chg;              /* [world][M] */
 	float *ehist;                       /* [world][M][space_window] excess over peers */
 	float *base;                        /* [world][M] own baseline, for ranks with no peer */
@@ -116,13 +116,16 @@ static inline size_t ts_job_last_slot(const struct ts_job *j)
 /* (Re)allocates everything sized by the world, for world ranks exactly; per-rank
  * history restarts. */
 int ts_job_size_world(struct ts_job *j, int world);
-/* job_peers.c: which metrics the change points judge; ranks grouped by peer class
- * (after the world or the layout changed); a step's excess over peers. */
-bool ts_job_by_change(int m);
+/* job_peers.c: ranks grouped by peer class (after the world or the layout changed). */
 /* The ranks that share rank k's peer class, k not counted. */
 int ts_job_peers(const struct ts_job *j, int k);
 /* True when a rank changed class. */
 bool ts_job_group_ranks(struct ts_job *j);
+/* The classes as of step r, before its change points: regrouped when communicators
+ * changed (at most once a window), or inferred once from the ranks' own times. */
+void ts_job_classes_row(struct ts_job *j, const struct row *r);
+/* job_change.c: which metrics the change points judge; a step's excess over peers. */
+bool ts_job_by_change(int m);
 /* Ranks changed class: their change points and the noise are learned again (alarms
  * closed at step, t_ns). */
 void ts_job_relearn(struct ts_job *j, uint64_t step, uint64_t t_ns);

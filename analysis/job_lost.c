@@ -45,7 +45,7 @@ static float hist_at(const struct ts_job *j, int k, int m, int t)
 	return j->hist[((size_t)k * TS_M_COUNT + (size_t)m) * w + (size_t)t];
 }
 
-/* Classes this small compare each rank with the median of the others (job_peers.c). */
+/* Classes this small compare each rank with the median of the others (job_change.c). */
 #define LEAVE_ONE_OUT_MAX 4
 
 /* The median of v ([world][w]) over class cls at slot t, rank skip left out (-1: none);
