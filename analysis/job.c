@@ -34,29 +34,7 @@ static const char *const metric_cause[TS_M_COUNT] = { "Compute", "Communication"
 						       "Storage", "Storage", "HostCPU", "HostCPU",
 						       "Compute" };
 
-
 static size_t W(const struct ts_job *j) { return (size_t)j->p.space_window; }
-
-static int row_alloc(struct row *r, size_t world)
-{
-	r->have = calloc(world, 1);
-	r->m = calloc(world * TS_M_COUNT, sizeof(float));
-	r->step_ms = calloc(world, sizeof(float));
-	return r->have && r->m && r->step_ms ? 0 : -ENOMEM;
-}
-
-static void row_release(struct row *r)
-{
-	free(r->have), free(r->m), free(r->step_ms);
-}
-
-static void rows_free(struct ts_job *j)
-{
-	for (int i = 0; i < j->cap && j->rows; i++)
-		row_release(&j->rows[i]);
-	free(j->rows);
-	j->rows = NULL;
-}
 
 static void per_rank_free(struct ts_job *j)
 {
@@ -80,7 +58,7 @@ static int alloc_world(struct ts_job *j, int world, int cap)
 
 	j->meta = NULL;
 	per_rank_free(j);
-	rows_free(j);
+	ts_job_rows_free(j);
 	j->world = world;
 	j->world_cap = cap;
 	j->rows = calloc((size_t)j->cap, sizeof(*j->rows));
@@ -115,7 +93,7 @@ static int alloc_world(struct ts_job *j, int world, int cap)
 		memcpy(j->meta, old_meta, (size_t)old_world * sizeof(*old_meta));
 	free(old_meta);
 	for (int i = 0; i < j->cap; i++)
-		if (row_alloc(&j->rows[i], n))
+		if (ts_job_row_alloc(&j->rows[i], n))
 			return -ENOMEM;
 	for (size_t i = 0; i < nm; i++)
 		if (ts_ksigma_init(&j->ks[i], j->p.time.training_window_size))
@@ -145,7 +123,7 @@ int ts_job_size_world(struct ts_job *j, int world)
  * and the steps in flight stay (a world that grows a rank a batch costs a regrouping,
  * not everything reallocated: 16,384 ranks took minutes); past it the room grows by a
  * quarter at least and everything restarts. 0 or -ENOMEM. */
-static int grow_world(struct ts_job *j, int nw)
+int ts_job_grow_world(struct ts_job *j, int nw)
 {
 	if (nw <= j->world_cap) {
 		j->world = j->res.world = nw;
@@ -230,7 +208,7 @@ void ts_job_free(struct ts_job *j)
 	if (!j)
 		return;
 	per_rank_free(j);
-	rows_free(j);
+	ts_job_rows_free(j);
 	ts_failslow_free(&j->fs);
 	ts_job_net_free(j);
 	ts_job_links_free(j);
@@ -263,9 +241,7 @@ bool ts_job_finished_news(struct ts_job *j)
 
 bool ts_job_finished(const struct ts_job *j) { return j->finished_ns != 0; }
 
-static bool all_final(const struct ts_job *j);
-
-bool ts_job_exited(const struct ts_job *j) { return j->any_step && all_final(j); }
+bool ts_job_exited(const struct ts_job *j) { return j->any_step && ts_job_all_final(j); }
 
 uint64_t ts_job_quiet_since_ns(const struct ts_job *j)
 {
@@ -357,15 +333,6 @@ void ts_job_rank_groups(struct ts_job *j, int rank, const char *const *groups, s
 	}
 }
 
-void ts_job_data_loss(struct ts_job *j, uint64_t ring_dropped, int64_t batches_lost)
-{
-	j->res.ring_dropped += ring_dropped;
-	if (batches_lost >= 0)
-		j->res.batches_lost += (uint64_t)batches_lost;
-	else if (j->res.batches_lost >= (uint64_t)-batches_lost)
-		j->res.batches_lost -= (uint64_t)-batches_lost;
-}
-
 static void rank_lost(struct ts_job *j, int k, const char *why)
 {
 	struct ts_rank_meta *m = &j->meta[k];
@@ -388,91 +355,6 @@ void ts_job_rank_final(struct ts_job *j, int rank)
 {
 	if (rank >= 0 && rank < j->world)
 		j->meta[rank].final = true;
-}
-
-static struct row *row_for(struct ts_job *j, uint64_t step)
-{
-	struct row *r = &j->rows[step % (uint64_t)j->cap];
-
-	if (r->used && r->step == step)
-		return r;
-	if (r->used)
-		return NULL; /* still holds an unevaluated older step: caller evaluates first */
-	r->used = true;
-	r->step = step;
-	r->count = 0;
-	r->end_max = 0;
-	r->first_ns = j->now_ns;
-	j->unstamped |= !j->now_ns;
-	memset(r->have, 0, (size_t)j->world);
-	return r;
-}
-
-static void evaluate_row(struct ts_job *j, struct row *r);
-
-/* Doubles the step ring, within ts_job_max_rows: held steps move to their new places,
- * every old row keeps its buffers, new rows are made first so a failure changes
- * nothing. -ENOSPC at the bound, -ENOMEM. */
-static int grow_rows(struct ts_job *j)
-{
-	int cap = j->cap * 2, fresh = 0, old = 0;
-	struct row *rows, *made;
-
-	if (cap > ts_job_max_rows(&j->p, j->world))
-		return -ENOSPC;
-	rows = calloc((size_t)cap, sizeof(*rows));
-	made = calloc((size_t)j->cap, sizeof(*made));
-	for (int i = 0; rows && made && i < j->cap; i++, fresh++)
-		if (row_alloc(&made[i], (size_t)j->world_cap))
-			break;
-	if (!rows || !made || fresh < j->cap) {
-		for (int i = 0; made && i <= fresh && i < j->cap; i++)
-			row_release(&made[i]);
-		free(rows), free(made);
-		return -ENOMEM;
-	}
-	for (int i = 0; i < j->cap; i++)
-		if (j->rows[i].used)
-			rows[j->rows[i].step % (uint64_t)cap] = j->rows[i];
-	for (int i = 0, k = 0; i < cap; i++) {
-		if (rows[i].used)
-			continue;
-		while (old < j->cap && j->rows[old].used)
-			old++;
-		rows[i] = old < j->cap ? j->rows[old++] : made[k++];
-		rows[i].used = false;
-	}
-	free(made);
-	free(j->rows);
-	j->rows = rows;
-	j->cap = cap;
-	return 0;
-}
-
-/* The lowest step at or after from that a row holds; UINT64_MAX when none. The ring is
- * small (lag_steps rounded up to a power of two): a gap of any size costs one scan. */
-static uint64_t next_held(const struct ts_job *j, uint64_t from)
-{
-	uint64_t best = UINT64_MAX;
-
-	for (int i = 0; i < j->cap; i++)
-		if (j->rows[i].used && j->rows[i].step >= from && j->rows[i].step < best)
-			best = j->rows[i].step;
-	return best;
-}
-
-/* A host view older than this no longer describes the step. */
-#define HOST_VIEW_MAX_AGE_NS (5ull * 1000000000ull)
-
-static void host_metrics(struct ts_job *j, int rank, const struct ts_rank_step *s, float step_ms,
-			 float *m)
-{
-	const struct ts_host_view *h = &j->meta[rank].host;
-	bool fresh = h->valid && s->end_ns + HOST_VIEW_MAX_AGE_NS > h->time_ns &&
-		     h->time_ns + HOST_VIEW_MAX_AGE_NS > s->end_ns;
-
-	m[TS_M_RUNQ] = fresh ? (float)(h->runq_ms_per_s * step_ms / 1000) : NAN;
-	m[TS_M_OFFCPU] = fresh ? (float)(h->offcpu_ms_per_s * step_ms / 1000) : NAN;
 }
 
 /* A preemptor worth naming: its time is at least 1 ms/s and half the one held, or the
@@ -499,94 +381,6 @@ void ts_job_device_view(struct ts_job *j, const char *node, int device_index,
 	for (int k = 0; k < j->world; k++)
 		if (j->meta[k].device_index == device_index && !strcmp(j->meta[k].node, node))
 			j->meta[k].dev = *v;
-}
-
-/* A step's GEMM time per flop (ns), as compute ms: times the job's ratio of compute ms
- * to it, the median of its first TS_GEMM_LEARN steps that had both (before that NAN).
- * Peers that do the same work then compare in the unit the change points judge, and a
- * GPU whose GEMMs run slower (shared, throttled) shows even when its busy time, which
- * host gaps fill, does not. */
-static float gemm_ms(struct ts_job *j, const struct ts_rank_step *s)
-{
-	double raw = s->m[TS_M_GEMM], c = s->m[TS_M_COMPUTE];
-
-	if (!(raw > 0) || !isfinite(raw))
-		return NAN;
-	if (j->gemm_scale > 0)
-		return (float)(raw * j->gemm_scale);
-	if (c > 0 && j->ngemm_learn < TS_GEMM_LEARN)
-		j->gemm_learn[j->ngemm_learn++] = c / raw;
-	if (j->ngemm_learn == TS_GEMM_LEARN)
-		j->gemm_scale = ts_median(j->gemm_learn, TS_GEMM_LEARN, j->gemm_learn + TS_GEMM_LEARN);
-	return NAN;
-}
-
-int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_step *s)
-{
-	struct row *r;
-
-	if (rank < 0 || rank >= j->p.limits.max_world || world > j->p.limits.max_world)
-		return -ERANGE;
-	if (j->any_step && s->step > j->max_step &&
-	    s->step - j->max_step > (uint64_t)j->p.limits.max_step_jump)
-		return -EDOM;
-	if ((rank >= j->world || world > j->world) &&
-	    grow_world(j, world > rank + 1 ? world : rank + 1))
-		return -ENOMEM;
-	if (!j->any_step) {
-		j->any_step = true;
-		j->next_eval = s->step;
-	}
-	if (!j->has_trace) {
-		ts_otlp_trace_id(j->ns, j->name, s->start_ns, j->trace_id);
-		j->has_trace = true;
-	}
-	if (s->step < j->next_eval) {
-		j->late++;
-		return 0;
-	}
-	/* a step far ahead grows the ring (ranks behind catch up within it) and past its
-	 * bound forces out the oldest unevaluated rows, in step order; the steps between
-	 * held rows have no data and are passed over in one go */
-	while (!(r = row_for(j, s->step))) {
-		if (grow_rows(j) == 0)
-			continue;
-		const struct row *old = &j->rows[s->step % (uint64_t)j->cap];
-		uint64_t until = old->step;
-		if (until > s->step) { /* the ring holds a later step there: too old to wait */
-			j->late++;
-			return 0;
-		}
-		while (j->next_eval <= until) {
-			uint64_t next = next_held(j, j->next_eval);
-			if (next > until)
-				break;
-			evaluate_row(j, &j->rows[next % (uint64_t)j->cap]);
-			j->next_eval = next + 1;
-		}
-		if (j->next_eval <= until)
-			j->next_eval = until + 1;
-	}
-	if (!r->have[rank]) {
-		r->have[rank] = 1;
-		r->count++;
-	}
-	r->step_ms[rank] = (float)((double)(s->end_ns - s->start_ns) / 1e6);
-	for (int m = 0; m < TS_M_COUNT; m++)
-		r->m[(size_t)rank * TS_M_COUNT + (size_t)m] = (float)s->m[m];
-	r->m[(size_t)rank * TS_M_COUNT + TS_M_GEMM] = gemm_ms(j, s);
-	host_metrics(j, rank, s, r->step_ms[rank], &r->m[(size_t)rank * TS_M_COUNT]);
-	if (ts_job_net_add(j, rank, s))
-		return -ENOMEM;
-	ts_job_links_add(j, rank, s);
-	if (s->end_ns > r->end_max)
-		r->end_max = s->end_ns;
-	if (s->step > j->max_step)
-		j->max_step = s->step;
-	j->meta[rank].seen = true;
-	j->meta[rank].last_step = s->step;
-	j->added++;
-	return 0;
 }
 
 /* ---- evaluation ---------------------------------------------------------------- */
@@ -799,12 +593,12 @@ static double recent_runq(const struct ts_job *j, int k)
 }
 
 /* The node agent's latest view of rank k's run-queue delay, in ms per step: NAN with
- * none of the last HOST_VIEW_MAX_AGE_NS. */
+ * none of the last TS_HOST_VIEW_MAX_AGE_NS. */
 static double runq_now(const struct ts_job *j, int k)
 {
 	const struct ts_host_view *h = &j->meta[k].host;
 
-	if (!h->valid || h->time_ns + HOST_VIEW_MAX_AGE_NS < j->now_ns)
+	if (!h->valid || h->time_ns + TS_HOST_VIEW_MAX_AGE_NS < j->now_ns)
 		return NAN;
 	return h->runq_ms_per_s * j->step_ms / 1000;
 }
@@ -1059,7 +853,7 @@ void ts_job_rank_busy_ms(const struct ts_job *j, double *out)
 	}
 }
 
-static void evaluate_row(struct ts_job *j, struct row *r)
+void ts_job_evaluate_row(struct ts_job *j, struct row *r)
 {
 	uint64_t t = r->end_max;
 
@@ -1105,7 +899,7 @@ static enum ts_state state_of(const struct ts_job *j)
 	return j->res.steps_evaluated >= warm ? TS_STATE_HEALTHY : TS_STATE_UNKNOWN;
 }
 
-static bool all_final(const struct ts_job *j)
+bool ts_job_all_final(const struct ts_job *j)
 {
 	for (int k = 0; k < j->world; k++)
 		if (j->meta[k].seen && !j->meta[k].final && !j->meta[k].lost)
@@ -1200,14 +994,6 @@ static void history_spells(struct ts_job *j, uint64_t now_ns)
 	j->hang_open = hang;
 }
 
-/* A step still missing ranks is judged once the job is lag_steps past it and its
- * lateness bound has passed: ranks behind (a backlog drained rank by rank) come first. */
-static bool overdue(const struct ts_job *j, const struct row *r)
-{
-	return j->max_step >= r->step + (uint64_t)j->p.lag_steps &&
-	       (double)(j->now_ns - r->first_ns) >= j->p.lateness_s * 1e9;
-}
-
 /* A network verdict adds its cause and place to the reason. */
 static void net_reason(struct ts_job *j)
 {
@@ -1260,26 +1046,6 @@ static void jobwide_cause(struct ts_job *j)
 		"a host or a node starved" : "");
 }
 
-static void lag(struct ts_lag *l, uint64_t now_ns, uint64_t end_ns)
-{
-	double s = now_ns > end_ns ? (double)(now_ns - end_ns) / 1e9 : 0;
-
-	ts_hist_observe(ts_lag_bucket_s, TS_LAG_BUCKETS, l->le, &l->count, &l->sum_s, s);
-	if (s > l->max_s)
-		l->max_s = s;
-}
-
-void ts_job_take_lag(struct ts_job *j, struct ts_lag *into)
-{
-	for (int b = 0; b < TS_LAG_BUCKETS; b++)
-		into->le[b] += j->lag.le[b];
-	into->count += j->lag.count;
-	into->sum_s += j->lag.sum_s;
-	if (j->lag.max_s > into->max_s)
-		into->max_s = j->lag.max_s;
-	memset(&j->lag, 0, sizeof(j->lag));
-}
-
 bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 {
 	char before[sizeof(j->res.summary)], why[sizeof(j->res.reason)];
@@ -1289,32 +1055,7 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 	snprintf(before, sizeof(before), "%s", j->res.summary);
 	snprintf(why, sizeof(why), "%s", j->res.reason);
 	j->now_ns = now_ns;
-	for (int i = 0; j->unstamped && i < j->cap; i++) /* rows made before the first tick */
-		if (j->rows[i].used && !j->rows[i].first_ns)
-			j->rows[i].first_ns = now_ns;
-	j->unstamped = false;
-	for (;;) {
-		struct row *r = &j->rows[j->next_eval % (uint64_t)j->cap];
-		if (!j->any_step || !r->used || r->step != j->next_eval) {
-			/* a gap: skip it once later steps are far enough ahead and late enough,
-			 * to the next held row or the lag horizon in one go (a step counter that
-			 * jumps by 2^62 must not mean 2^62 turns of this loop) */
-			uint64_t lag = (uint64_t)j->p.lag_steps, next;
-			if (j->any_step && j->max_step > j->next_eval + lag) {
-				next = next_held(j, j->next_eval);
-				if (next != UINT64_MAX && !overdue(j, &j->rows[next % (uint64_t)j->cap]))
-					break;
-				j->next_eval = next < j->max_step - lag ? next : j->max_step - lag;
-				continue;
-			}
-			break;
-		}
-		if (r->count < j->world && !all_final(j) && !overdue(j, r))
-			break;
-		lag(&j->lag, now_ns, r->end_max);
-		evaluate_row(j, r);
-		j->next_eval++;
-	}
+	ts_job_evaluate_due(j, now_ns);
 	if (j->res.steps_evaluated != evaluated)
 		j->last_progress_ns = now_ns;
 	j->res.state = state_of(j);
@@ -1339,16 +1080,16 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 		j->added_seen = j->added;
 		j->last_data_ns = now_ns;
 	}
-	j->finished_ns = j->any_step && all_final(j) ? (j->finished_ns ? j->finished_ns : now_ns) : 0;
+	j->finished_ns = j->any_step && ts_job_all_final(j) ? (j->finished_ns ? j->finished_ns : now_ns) : 0;
 	if (j->res.nlost) {
 		j->res.state = TS_STATE_HANG;
 		/* a hang first, then ranks lost: the report says both */
 		snprintf(j->res.reason, sizeof(j->res.reason), "%s%s%s", j->hang_reason,
 			 j->hang_reason[0] ? "; then " : "", j->lost_reason);
-	} else if (j->hang_reason[0] && !all_final(j)) {
+	} else if (j->hang_reason[0] && !ts_job_all_final(j)) {
 		j->res.state = TS_STATE_HANG;
 		snprintf(j->res.reason, sizeof(j->res.reason), "%s", j->hang_reason);
-	} else if (j->any_step && j->last_progress_ns && !all_final(j) &&
+	} else if (j->any_step && j->last_progress_ns && !ts_job_all_final(j) &&
 	    now_ns - j->last_progress_ns > (uint64_t)(j->p.hang_timeout_s * 1e9)) {
 		j->res.state = TS_STATE_HANG;
 		snprintf(j->res.reason, sizeof(j->res.reason), "no step completed for %.0f s after step %llu",

@@ -116,6 +116,24 @@ static inline size_t ts_job_last_slot(const struct ts_job *j)
 /* (Re)allocates everything sized by the world, for world ranks exactly; per-rank
  * history restarts. */
 int ts_job_size_world(struct ts_job *j, int world);
+/* The world grows to nw ranks: the ranks so far keep their history while the arrays
+ * have room. 0 or -ENOMEM. */
+int ts_job_grow_world(struct ts_job *j, int nw);
+/* Every rank that stepped has ended: its exit record came, or it was lost. */
+bool ts_job_all_final(const struct ts_job *j);
+/* Evaluates step r, its row given back to the ring: the job's step time, the windows,
+ * change points, alarms and the verdict (job_rows.c calls it in step order). */
+void ts_job_evaluate_row(struct ts_job *j, struct row *r);
+
+/* job_rows.c: the step ring. A row's per-rank arrays for world ranks: 0 or -ENOMEM. */
+int ts_job_row_alloc(struct row *r, size_t world);
+/* The ring's rows and their arrays freed. */
+void ts_job_rows_free(struct ts_job *j);
+/* Evaluates every row due, in step order (complete, or every rank ended, or overdue),
+ * passing over gaps, and counts each one's lag from its end to now_ns. */
+void ts_job_evaluate_due(struct ts_job *j, uint64_t now_ns);
+/* A host view older than this no longer describes the step. */
+#define TS_HOST_VIEW_MAX_AGE_NS (5ull * 1000000000ull)
 /* job_peers.c: ranks grouped by peer class (after the world or the layout changed). */
 /* The ranks that share rank k's peer class, k not counted. */
 int ts_job_peers(const struct ts_job *j, int k);
