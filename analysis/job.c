@@ -248,11 +248,6 @@ uint64_t ts_job_quiet_since_ns(const struct ts_job *j)
 	return j->finished_ns ? j->finished_ns : j->last_data_ns;
 }
 
-struct ts_rank_meta *ts_job_rank(struct ts_job *j, int rank)
-{
-	return rank >= 0 && rank < j->world ? &j->meta[rank] : NULL;
-}
-
 void ts_job_rank_hang(struct ts_job *j, int rank, const char *op, uint64_t comm, uint64_t seq,
 		      uint64_t pending_ns, const char *stacks)
 {
@@ -278,14 +273,6 @@ void ts_job_rank_hang(struct ts_job *j, int rank, const char *op, uint64_t comm,
 	snprintf(j->res.hang_stacks, sizeof(j->res.hang_stacks), "%s", stacks ? stacks : "");
 }
 
-bool ts_rank_in_comm(const struct ts_rank_meta *m, uint64_t comm)
-{
-	for (int i = 0; i < m->ncomms; i++)
-		if (m->comms[i] == comm)
-			return true;
-	return false;
-}
-
 uint64_t ts_job_condition_since(struct ts_job *j, int c, bool status, uint64_t now_ns)
 {
 	uint8_t st = status ? 2 : 1;
@@ -295,92 +282,6 @@ uint64_t ts_job_condition_since(struct ts_job *j, int c, bool status, uint64_t n
 	if (j->cond[c].status != st)
 		j->cond[c].status = st, j->cond[c].since_ns = now_ns;
 	return j->cond[c].since_ns;
-}
-
-bool ts_rank_add_comm(struct ts_rank_meta *m, uint64_t comm)
-{
-	if (ts_rank_in_comm(m, comm))
-		return false;
-	if (m->ncomms < TS_RANK_MAX_COMMS)
-		m->comms[m->ncomms++] = comm;
-	else /* the oldest goes: communicators made last are those in use */
-		memmove(m->comms, m->comms + 1, sizeof(m->comms) - sizeof(m->comms[0])),
-			m->comms[TS_RANK_MAX_COMMS - 1] = comm;
-	return true;
-}
-
-void ts_job_rank_groups(struct ts_job *j, int rank, const char *const *groups, size_t n)
-{
-	struct ts_rank_meta *m = ts_job_rank(j, rank);
-	char err[256];
-
-	for (size_t i = 0; m && i < n; i++) {
-		unsigned long long hash;
-		const char *g = groups[i];
-		if (!strncmp(g, "layout:", 7) && strcmp(g + 7, j->layout_text) &&
-		    ts_job_set_layout(j, g + 7, err, sizeof(err)) && !j->layout_warned) {
-			j->layout_warned = true;
-			ts_warn("%s/%s: rank %d: %s: ranks are compared with all others", j->ns,
-				j->name, rank, err);
-		}
-		else if (sscanf(g, "nccl:%llx:", &hash) == 1) {
-			unsigned size, crank;
-			if (ts_rank_add_comm(m, hash))
-				j->classes_dirty = true;
-			if (sscanf(g, "nccl:%*x:%u:%u", &size, &crank) == 2 && crank < size)
-				ts_job_links_member(j, hash, crank, rank);
-		}
-	}
-}
-
-static void rank_lost(struct ts_job *j, int k, const char *why)
-{
-	struct ts_rank_meta *m = &j->meta[k];
-
-	if (m->lost)
-		return;
-	m->lost = true;
-	j->res.nlost++;
-	ts_warn("%s/%s: rank %d lost after step %llu: %s", j->ns, j->name, k,
-		(unsigned long long)m->last_step, why);
-}
-
-void ts_job_rank_died(struct ts_job *j, int rank)
-{
-	if (rank >= 0 && rank < j->world && !j->meta[rank].final)
-		rank_lost(j, rank, "its process ended without its exit record (killed, crashed)");
-}
-
-void ts_job_rank_final(struct ts_job *j, int rank)
-{
-	if (rank >= 0 && rank < j->world)
-		j->meta[rank].final = true;
-}
-
-/* A preemptor worth naming: its time is at least 1 ms/s and half the one held, or the
- * one held is BLAME_KEEP_NS old. The hog of an alarm stays named through the quiet
- * samples of the job's end (a kworker at 0.0 ms/s is no one's cause). */
-#define BLAME_KEEP_NS (30ull * 1000000000ull)
-
-void ts_job_host_view(struct ts_job *j, int rank, const struct ts_host_view *v)
-{
-	struct ts_host_view *b;
-
-	if (rank < 0 || rank >= j->world)
-		return;
-	j->meta[rank].host = *v;
-	b = &j->meta[rank].blame;
-	if (v->top_comm[0] && v->top_ms_per_s >= 1 &&
-	    (v->top_ms_per_s >= 0.5 * b->top_ms_per_s || v->time_ns > b->time_ns + BLAME_KEEP_NS))
-		*b = *v;
-}
-
-void ts_job_device_view(struct ts_job *j, const char *node, int device_index,
-			const struct ts_device_view *v)
-{
-	for (int k = 0; k < j->world; k++)
-		if (j->meta[k].device_index == device_index && !strcmp(j->meta[k].node, node))
-			j->meta[k].dev = *v;
 }
 
 /* ---- evaluation ---------------------------------------------------------------- */
@@ -899,49 +800,6 @@ static enum ts_state state_of(const struct ts_job *j)
 	return j->res.steps_evaluated >= warm ? TS_STATE_HEALTHY : TS_STATE_UNKNOWN;
 }
 
-bool ts_job_all_final(const struct ts_job *j)
-{
-	for (int k = 0; k < j->world; k++)
-		if (j->meta[k].seen && !j->meta[k].final && !j->meta[k].lost)
-			return false;
-	return true;
-}
-
-/* A rank that stopped stepping without an exit record while others exited died (killed,
- * crashed): it is lost, and the job ended abnormally. Says which in reason. */
-static void watch_ranks(struct ts_job *j, uint64_t now_ns)
-{
-	int exited = 0;
-	size_t n = 0;
-
-	for (int k = 0; k < j->world; k++) {
-		struct ts_rank_meta *m = &j->meta[k];
-		if (m->seen && (m->last_step != m->watched_step || !m->watched_ns)) {
-			m->watched_step = m->last_step;
-			m->watched_ns = now_ns;
-		}
-		exited += m->final;
-	}
-	for (int k = 0; exited && k < j->world; k++) {
-		struct ts_rank_meta *m = &j->meta[k];
-		if (!m->seen || m->final || m->lost ||
-		    (double)(now_ns - m->watched_ns) < j->p.rank_lost_s * 1e9)
-			continue;
-		rank_lost(j, k, "no step since and no exit record while other ranks exited");
-	}
-	if (j->res.nlost == j->lost_in_reason)
-		return; /* the reason says them all already */
-	j->lost_in_reason = j->res.nlost;
-	n = (size_t)snprintf(j->lost_reason, sizeof(j->lost_reason), "the job ended abnormally: rank");
-	for (int k = 0, said = 0; k < j->world && n < sizeof(j->lost_reason); k++)
-		if (j->meta[k].lost && said++ < 8)
-			n += (size_t)snprintf(j->lost_reason + n, sizeof(j->lost_reason) - n, "%s %d (last step %llu)",
-					      said > 1 ? "," : "", k, (unsigned long long)j->meta[k].last_step);
-	if (n < sizeof(j->lost_reason))
-		snprintf(j->lost_reason + n, sizeof(j->lost_reason) - n,
-			 "%s lost: gone without an exit record", j->res.nlost > 8 ? " and more" : "");
-}
-
 /* A reported hang is over once the job evaluated a step past the one the hung rank
  * was stuck after, with every rank in it: a job killed while hung must not clear it,
  * though the waiting ranks' last records, written as they die, end a later step. */
@@ -1074,7 +932,7 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 	hang_cleared(j);
 	if (j->hang_first_ns)
 		ts_job_hang_culprits(j, now_ns);
-	watch_ranks(j, now_ns);
+	ts_job_watch_ranks(j, now_ns);
 	j->res.rank_steps_late = j->late;
 	if (j->added != j->added_seen || !j->last_data_ns) {
 		j->added_seen = j->added;

@@ -119,8 +119,6 @@ int ts_job_size_world(struct ts_job *j, int world);
 /* The world grows to nw ranks: the ranks so far keep their history while the arrays
  * have room. 0 or -ENOMEM. */
 int ts_job_grow_world(struct ts_job *j, int nw);
-/* Every rank that stepped has ended: its exit record came, or it was lost. */
-bool ts_job_all_final(const struct ts_job *j);
 /* Evaluates step r, its row given back to the ring: the job's step time, the windows,
  * change points, alarms and the verdict (job_rows.c calls it in step order). */
 void ts_job_evaluate_row(struct ts_job *j, struct row *r);
@@ -162,6 +160,11 @@ void ts_job_lost_time(struct ts_job *j);
 /* job_hang.c: names the ranks that did not enter the op the others wait in. */
 void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns);
 
+/* job_ranks.c: every rank that stepped has ended: its exit record came, or it was lost. */
+bool ts_job_all_final(const struct ts_job *j);
+/* Ranks silent for rank_lost_s with no exit record while others exited are lost, and
+ * lost_reason names them (the job ended abnormally). */
+void ts_job_watch_ranks(struct ts_job *j, uint64_t now_ns);
 /* The rank is in the communicator (announced by Hello or seen in its steps). */
 bool ts_rank_in_comm(const struct ts_rank_meta *m, uint64_t comm);
 /* True when the communicator is new to the rank. */
