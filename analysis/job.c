@@ -248,31 +248,6 @@ uint64_t ts_job_quiet_since_ns(const struct ts_job *j)
 	return j->finished_ns ? j->finished_ns : j->last_data_ns;
 }
 
-void ts_job_rank_hang(struct ts_job *j, int rank, const char *op, uint64_t comm, uint64_t seq,
-		      uint64_t pending_ns, const char *stacks)
-{
-	struct ts_rank_meta *m = ts_job_rank(j, rank);
-
-	if (m) {
-		m->hanging = true;
-		snprintf(m->hang_op, sizeof(m->hang_op), "%s", op && *op ? op : "a kernel");
-		m->hang_comm = comm, m->hang_seq = seq, m->hang_ns = j->now_ns;
-		m->hang_step = m->last_step;
-	}
-	if (!j->hang_first_ns)
-		j->hang_first_ns = j->now_ns ? j->now_ns : 1;
-	if (j->hang_reason[0])
-		return; /* the first report stands until culprits are named */
-	snprintf(j->hang_reason, sizeof(j->hang_reason),
-		 "rank %d: %s (communicator %016llx, seq %llu) pending for %.0f s", rank,
-		 op && *op ? op : "an op", (unsigned long long)comm, (unsigned long long)seq,
-		 (double)pending_ns / 1e9);
-	j->res.hang_rank = rank;
-	j->hang_step = m ? m->last_step : j->max_step;
-	j->res.hang_stacks_rank = rank;
-	snprintf(j->res.hang_stacks, sizeof(j->res.hang_stacks), "%s", stacks ? stacks : "");
-}
-
 uint64_t ts_job_condition_since(struct ts_job *j, int c, bool status, uint64_t now_ns)
 {
 	uint8_t st = status ? 2 : 1;
@@ -800,58 +775,6 @@ static enum ts_state state_of(const struct ts_job *j)
 	return j->res.steps_evaluated >= warm ? TS_STATE_HEALTHY : TS_STATE_UNKNOWN;
 }
 
-/* A reported hang is over once the job evaluated a step past the one the hung rank
- * was stuck after, with every rank in it: a job killed while hung must not clear it,
- * though the waiting ranks' last records, written as they die, end a later step. */
-static void hang_cleared(struct ts_job *j)
-{
-	int k = j->res.hang_rank;
-
-	if (!j->hang_reason[0] || j->res.steps_evaluated == 0 || j->res.last_step <= j->hang_step)
-		return;
-	for (int r = 0; r < j->world; r++)
-		if (j->meta[r].seen && j->meta[r].last_step <= j->hang_step)
-			return;
-	ts_info("%s/%s: the hang of rank %d is over: step %llu evaluated", j->ns, j->name, k,
-		(unsigned long long)j->res.last_step);
-	j->hang_reason[0] = 0;
-	j->res.hang_rank = j->res.hang_stacks_rank = -1;
-	j->res.hang_stacks[0] = 0;
-	j->res.nculprits = 0;
-	j->hang_first_ns = 0;
-	for (int r = 0; r < j->world; r++)
-		j->meta[r].hanging = false;
-}
-
-/* Fail-slow spells and hangs in the history, as they begin and end. */
-static void history_spells(struct ts_job *j, uint64_t now_ns)
-{
-	struct ts_event *ev;
-	bool hang = j->res.state == TS_STATE_HANG;
-
-	if (j->fs.slow && !j->fs_open && (ev = ts_job_history_open(j, TS_EV_FAILSLOW, -1, 0))) {
-		ev->onset_step = ev->raised_step = j->res.last_step;
-		ev->raised_ns = now_ns;
-		ev->excess = (float)j->fs.degradation;
-		snprintf(ev->text, sizeof(ev->text), "%s", j->res.reason);
-	} else if (!j->fs.slow && j->fs_open) {
-		ts_job_history_close(j, TS_EV_FAILSLOW, -1, 0, j->res.last_step, now_ns);
-	}
-	j->fs_open = j->fs.slow;
-	if (hang && !j->hang_open && (ev = ts_job_history_open(j, TS_EV_HANG, -1, 0))) {
-		ev->onset_step = ev->raised_step = j->res.last_step;
-		ev->raised_ns = now_ns;
-	}
-	if (hang && (ev = ts_job_history_find(j, TS_EV_HANG, -1, 0))) {
-		/* the hang's own account, not the ranks lost after it */
-		snprintf(ev->text, sizeof(ev->text), "%s", j->hang_reason[0] ? j->hang_reason :
-			 j->res.reason);
-	} else if (!hang && j->hang_open) {
-		ts_job_history_close(j, TS_EV_HANG, -1, 0, j->res.last_step, now_ns);
-	}
-	j->hang_open = hang;
-}
-
 /* A network verdict adds its cause and place to the reason. */
 static void net_reason(struct ts_job *j)
 {
@@ -929,7 +852,7 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 			jobwide_cause(j);
 	}
 	net_reason(j);
-	hang_cleared(j);
+	ts_job_hang_cleared(j);
 	if (j->hang_first_ns)
 		ts_job_hang_culprits(j, now_ns);
 	ts_job_watch_ranks(j, now_ns);
@@ -954,7 +877,7 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 			 (double)(now_ns - j->last_progress_ns) / 1e9,
 			 (unsigned long long)j->res.last_step);
 	}
-	history_spells(j, now_ns);
+	ts_job_history_spells(j, now_ns);
 	bool listed = ts_job_unranked_summary(j);
 	if (old != j->res.state || strcmp(before, j->res.summary) != 0)
 		j->verdict_step = j->res.last_step;

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-/* A hang's culprit. In a collective every member waits until the last one enters, so
- * the ranks whose hang watch fires are the victims: the culprit is the member that did
- * not enter the op most of them wait in (it computes, waits in another op, or is
- * stuck in Python). Members come from the communicators the ranks announced (the
- * preload's hooks and NCCL's profiler plugin). A communicator nobody announced (gloo or
- * a custom barrier report comm 0) is taken to hold the job's every rank, when all
- * waiting ranks report that one: the reason says the members were guessed. */
+/* A hang: a rank's report of an op pending past its watch's timeout, the hang's culprit,
+ * and its end (a later step evaluated with every rank in it). In a collective every
+ * member waits until the last one enters, so the ranks whose hang watch fires are the
+ * victims: the culprit is the member that did not enter the op most of them wait in (it
+ * computes, waits in another op, or is stuck in Python). Members come from the
+ * communicators the ranks announced (the preload's hooks and NCCL's profiler plugin). A
+ * communicator nobody announced (gloo or a custom barrier report comm 0) is taken to hold
+ * the job's every rank, when all waiting ranks report that one: the reason says the
+ * members were guessed. */
 #include "job_impl.h"
 #include "log.h"
 
@@ -221,4 +223,52 @@ void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns)
 	if (ncul)
 		res->hang_rank = res->culprits[0];
 	describe(j, w, ncul, known, j->hang_reason, sizeof(j->hang_reason));
+}
+
+void ts_job_rank_hang(struct ts_job *j, int rank, const char *op, uint64_t comm, uint64_t seq,
+		      uint64_t pending_ns, const char *stacks)
+{
+	struct ts_rank_meta *m = ts_job_rank(j, rank);
+
+	if (m) {
+		m->hanging = true;
+		snprintf(m->hang_op, sizeof(m->hang_op), "%s", op && *op ? op : "a kernel");
+		m->hang_comm = comm, m->hang_seq = seq, m->hang_ns = j->now_ns;
+		m->hang_step = m->last_step;
+	}
+	if (!j->hang_first_ns)
+		j->hang_first_ns = j->now_ns ? j->now_ns : 1;
+	if (j->hang_reason[0])
+		return; /* the first report stands until culprits are named */
+	snprintf(j->hang_reason, sizeof(j->hang_reason),
+		 "rank %d: %s (communicator %016llx, seq %llu) pending for %.0f s", rank,
+		 op && *op ? op : "an op", (unsigned long long)comm, (unsigned long long)seq,
+		 (double)pending_ns / 1e9);
+	j->res.hang_rank = rank;
+	j->hang_step = m ? m->last_step : j->max_step;
+	j->res.hang_stacks_rank = rank;
+	snprintf(j->res.hang_stacks, sizeof(j->res.hang_stacks), "%s", stacks ? stacks : "");
+}
+
+/* A reported hang is over once the job evaluated a step past the one the hung rank
+ * was stuck after, with every rank in it: a job killed while hung must not clear it,
+ * though the waiting ranks' last records, written as they die, end a later step. */
+void ts_job_hang_cleared(struct ts_job *j)
+{
+	int k = j->res.hang_rank;
+
+	if (!j->hang_reason[0] || j->res.steps_evaluated == 0 || j->res.last_step <= j->hang_step)
+		return;
+	for (int r = 0; r < j->world; r++)
+		if (j->meta[r].seen && j->meta[r].last_step <= j->hang_step)
+			return;
+	ts_info("%s/%s: the hang of rank %d is over: step %llu evaluated", j->ns, j->name, k,
+		(unsigned long long)j->res.last_step);
+	j->hang_reason[0] = 0;
+	j->res.hang_rank = j->res.hang_stacks_rank = -1;
+	j->res.hang_stacks[0] = 0;
+	j->res.nculprits = 0;
+	j->hang_first_ns = 0;
+	for (int r = 0; r < j->world; r++)
+		j->meta[r].hanging = false;
 }

@@ -3,6 +3,7 @@
  * them, so the report of a job that ended says what happened to it. */
 #include "job_impl.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct ts_event *ts_job_history_open(struct ts_job *j, enum ts_event_kind kind, int rank, int m)
@@ -48,4 +49,38 @@ void ts_job_history_close(struct ts_job *j, enum ts_event_kind kind, int rank, i
 		ev->cleared_step = step;
 		ev->cleared_ns = t_ns;
 	}
+}
+
+/* An event's text: s, cut to fit (a reason is longer than an event's text). */
+static void set_text(struct ts_event *ev, const char *s)
+{
+	snprintf(ev->text, sizeof(ev->text), "%.*s", (int)sizeof(ev->text) - 1, s);
+}
+
+/* Fail-slow spells and hangs in the history, as they begin and end. */
+void ts_job_history_spells(struct ts_job *j, uint64_t now_ns)
+{
+	struct ts_event *ev;
+	bool hang = j->res.state == TS_STATE_HANG;
+
+	if (j->fs.slow && !j->fs_open && (ev = ts_job_history_open(j, TS_EV_FAILSLOW, -1, 0))) {
+		ev->onset_step = ev->raised_step = j->res.last_step;
+		ev->raised_ns = now_ns;
+		ev->excess = (float)j->fs.degradation;
+		set_text(ev, j->res.reason);
+	} else if (!j->fs.slow && j->fs_open) {
+		ts_job_history_close(j, TS_EV_FAILSLOW, -1, 0, j->res.last_step, now_ns);
+	}
+	j->fs_open = j->fs.slow;
+	if (hang && !j->hang_open && (ev = ts_job_history_open(j, TS_EV_HANG, -1, 0))) {
+		ev->onset_step = ev->raised_step = j->res.last_step;
+		ev->raised_ns = now_ns;
+	}
+	if (hang && (ev = ts_job_history_find(j, TS_EV_HANG, -1, 0))) {
+		/* the hang's own account, not the ranks lost after it */
+		set_text(ev, j->hang_reason[0] ? j->hang_reason : j->res.reason);
+	} else if (!hang && j->hang_open) {
+		ts_job_history_close(j, TS_EV_HANG, -1, 0, j->res.last_step, now_ns);
+	}
+	j->hang_open = hang;
 }

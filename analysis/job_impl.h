@@ -151,6 +151,9 @@ struct ts_event *ts_job_history_open(struct ts_job *j, enum ts_event_kind kind, 
 struct ts_event *ts_job_history_find(struct ts_job *j, enum ts_event_kind kind, int rank, int m);
 void ts_job_history_close(struct ts_job *j, enum ts_event_kind kind, int rank, int m,
 			  uint64_t step, uint64_t t_ns);
+/* Fail-slow spells and hangs into the history as they begin and end (after the tick's
+ * state and reason). */
+void ts_job_history_spells(struct ts_job *j, uint64_t now_ns);
 /* job_unranked.c: the summary while unranked processes are the only news; true when
  * their list changed since the last call. */
 bool ts_job_unranked_summary(struct ts_job *j);
@@ -159,6 +162,8 @@ bool ts_job_unranked_summary(struct ts_job *j);
 void ts_job_lost_time(struct ts_job *j);
 /* job_hang.c: names the ranks that did not enter the op the others wait in. */
 void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns);
+/* The hang reported is over once a later step was evaluated with every rank in it. */
+void ts_job_hang_cleared(struct ts_job *j);
 
 /* job_ranks.c: every rank that stepped has ended: its exit record came, or it was lost. */
 bool ts_job_all_final(const struct ts_job *j);
