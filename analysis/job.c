@@ -29,11 +29,6 @@ const double ts_step_bucket_s[TS_STEP_BUCKETS] = { 0.01, 0.025, 0.05, 0.1, 0.25,
 const double ts_lag_bucket_s[TS_LAG_BUCKETS] = { 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2,
 						  3, 5, 10, 30 };
 
-/* Cause of a metric that stands out high on a rank (collective: see cause_of). */
-static const char *const metric_cause[TS_M_COUNT] = { "Compute", "Communication", "HostCPU",
-						       "Storage", "Storage", "HostCPU", "HostCPU",
-						       "Compute" };
-
 static size_t W(const struct ts_job *j) { return (size_t)j->p.space_window; }
 
 static void per_rank_free(struct ts_job *j)
@@ -417,280 +412,6 @@ static void update_alarms(struct ts_job *j, uint64_t t_ns)
 		}
 }
 
-/* A rank whose GPU is slower (another process on it, a slow card) fills its launch
- * queue, and then every launch call waits: its host launch time can stand out more than
- * its device time. Launch time is the host's doing only when the device time is normal
- * or the scheduler shows the host short of CPU. */
-static bool gpu_blocks_launches(struct ts_job *j, int k)
-{
-	return j->alarm[idx(j, k, TS_M_COMPUTE)] && !j->alarm[idx(j, k, TS_M_RUNQ)] &&
-	       !j->alarm[idx(j, k, TS_M_OFFCPU)];
-}
-
-static bool host_starves(struct ts_job *j, int k, int m, double *runq, double *ref);
-
-/* The rank's cause: the alarmed metric that costs it the most time (ms per step over
- * its reference; a near-zero phase's large relative excess is little time). A high
- * collective time is not a cause by itself: in synchronous training the ranks that
- * wait for a slow one show it. Communication needs evidence beyond one rank (a node's
- * ranks together). */
-static int pick_metric(struct ts_job *j, int k)
-{
-	int best = -1;
-	double bd = 0;
-
-	for (int m = 0; m < TS_M_COUNT; m++) {
-		size_t i = idx(j, k, m);
-		if (!j->alarm[i] || m == TS_M_COLLECTIVE)
-			continue;
-		double d = j->hit_value[i] - j->hit_median[i];
-		if (best < 0 || d > bd)
-			best = m, bd = d;
-	}
-	if (best == TS_M_LAUNCH && gpu_blocks_launches(j, k))
-		best = TS_M_COMPUTE;
-	/* a starved host: what it costs the step (compute or launch, alarmed first) names
-	 * the verdict, its run-queue delay is the evidence */
-	static const int effects[] = { TS_M_COMPUTE, TS_M_LAUNCH };
-	double runq, ref;
-	if (best != TS_M_RUNQ && best != TS_M_OFFCPU)
-		return best;
-	for (size_t e = 0; e < 2; e++)
-		if (j->alarm[idx(j, k, effects[e])] && host_starves(j, k, effects[e], &runq, &ref))
-			return effects[e];
-	return best;
-}
-
-/* The median of rank k's last change.smooth_steps run-queue delays (ms per step). */
-static double recent_runq(const struct ts_job *j, int k)
-{
-	return ts_median_recent(&j->hist[idx(j, k, TS_M_RUNQ) * W(j)], W(j), ts_job_last_slot(j),
-				(size_t)j->p.change.smooth_steps);
-}
-
-/* The node agent's latest view of rank k's run-queue delay, in ms per step: NAN with
- * none of the last TS_HOST_VIEW_MAX_AGE_NS. */
-static double runq_now(const struct ts_job *j, int k)
-{
-	const struct ts_host_view *h = &j->meta[k].host;
-
-	if (!h->valid || h->time_ns + TS_HOST_VIEW_MAX_AGE_NS < j->now_ns)
-		return NAN;
-	return h->runq_ms_per_s * j->step_ms / 1000;
-}
-
-/* A compute or launch alarm raised after the node agent's last sample of the rank: the
- * samples come every second or so and tell of the second before, so whether its host
- * starves it is not known yet. The rank is named once the next one is in. */
-static bool host_pending(const struct ts_job *j, int k, int m)
-{
-	const struct ts_host_view *h = &j->meta[k].host;
-
-	return (m == TS_M_COMPUTE || m == TS_M_LAUNCH) && !isnan(runq_now(j, k)) &&
-	       h->time_ns < j->since[idx(j, k, m)];
-}
-
-/* A starved host feeds its GPU late: the device-busy estimate grows with the gaps, and
- * the rank's compute or launch time looks slow. It is the host's doing when the rank's
- * run-queue delay (the node agent's) has grown past the others' and accounts for at
- * least half the time it lost, and its GEMMs (timed on the device) are not slower.
- * *runq and *ref get the rank's delay and the others' median (ms per step). */
-static bool host_starves(struct ts_job *j, int k, int m, double *runq, double *ref)
-{
-	size_t i = idx(j, k, m);
-	int n = 0;
-
-	if ((m != TS_M_COMPUTE && m != TS_M_LAUNCH) || j->alarm[idx(j, k, TS_M_GEMM)])
-		return false;
-	/* the steps' own delays lag the agent's samples: its latest view counts at once */
-	*runq = fmax(recent_runq(j, k), runq_now(j, k));
-	for (int r = 0; r < j->world && !isnan(*runq); r++) {
-		double v = r == k ? NAN : recent_runq(j, r);
-		if (!isnan(v))
-			j->vals[n++] = v;
-	}
-	*ref = n ? ts_median(j->vals, (size_t)n, j->scratch) : NAN;
-	return !isnan(*ref) && *runq - *ref >= 0.5 * (j->hit_value[i] - j->hit_median[i]) &&
-	       *runq >= 2 * *ref + 1;
-}
-
-/* Appends to a fixed buffer; the text is cut, never overrun. */
-static void appendf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void appendf(char *buf, size_t size, const char *fmt, ...)
-{
-	size_t len = strnlen(buf, size);
-	va_list ap;
-
-	if (len + 1 >= size)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf + len, size - len, fmt, ap);
-	va_end(ap);
-}
-
-/* The median SM clock of the job's GPUs that reported one. */
-static double median_clock(struct ts_job *j)
-{
-	int n = 0;
-
-	for (int k = 0; k < j->world; k++)
-		if (j->meta[k].dev.valid && j->meta[k].dev.sm_clock_mhz)
-			j->vals[n++] = j->meta[k].dev.sm_clock_mhz;
-	return n ? ts_median(j->vals, (size_t)n, j->scratch) : NAN;
-}
-
-/* A compute outlier on a GPU that reports XID errors, or hardware throttling or a clock
- * well below the others' that accounts for at least half its excess, is the device's
- * doing: cause Device. A clock 12 % down under a 4x slower GEMM (a GPU shared with
- * another process, which also heats it) is evidence, not the cause. */
-static void device_evidence(struct ts_job *j, int k, struct ts_slow_rank *s)
-{
-	const struct ts_device_view *d = &j->meta[k].dev;
-	double med = median_clock(j);
-	bool clocked = d->valid && d->sm_clock_mhz && med > 0;
-	bool slow_clock = clocked && d->sm_clock_mhz < 0.9 * med;
-	bool explains = !clocked || med / d->sm_clock_mhz - 1 >= 0.5 * s->degradation;
-
-	if (!d->valid || !(d->xid_errors || (d->throttle_reasons & TS_THROTTLE_HW_MASK) || slow_clock))
-		return;
-	if (d->xid_errors || explains)
-		s->cause = "Device";
-	appendf(s->evidence, sizeof(s->evidence), "; GPU %s: SM clock %u MHz vs median %.0f MHz, "
-		"throttle 0x%llx, %u XIDs, %u C", j->meta[k].device, d->sm_clock_mhz, med,
-		(unsigned long long)d->throttle_reasons, d->xid_errors, d->temperature_c);
-}
-
-static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uint64_t t_ns)
-{
-	size_t i = idx(j, k, m), c = idx(j, k, TS_M_COLLECTIVE), l = idx(j, k, TS_M_LAUNCH);
-	double cv = j->win_median[c], cmed = j->group_median[TS_M_COLLECTIVE];
-
-	/* an alarm outlives its last hit by clear_after_steps: show the numbers that
-	 * raised it */
-	s->rank = k;
-	s->metric = ts_metric_names[m];
-	s->cause = metric_cause[m];
-	s->value_ms = j->hit_value[i];
-	s->median_ms = j->hit_median[i];
-	s->degradation = rel(s->value_ms, s->median_ms);
-	s->since_ns = j->since[i] ? j->since[i] : t_ns;
-	s->onset_step = j->chg[i].onset;
-	s->confirmed_step = j->chg[i].confirmed;
-	if (ts_job_by_change(m))
-		snprintf(s->method, sizeof(s->method), "CUSUM%s%s", j->dir[i] > 0 ? "+SPACE" : "",
-			 j->tdir[i] > 0 ? "+TIME" : "");
-	else
-		snprintf(s->method, sizeof(s->method), "%s%s", j->dir[i] ? "SPACE" : "",
-			 j->tdir[i] > 0 ? (j->dir[i] ? "+TIME" : "TIME") : "");
-	if (!s->method[0])
-		snprintf(s->method, sizeof(s->method), "SPACE");
-	s->evidence[0] = 0;
-	int peers = ts_job_peers(j, k);
-	appendf(s->evidence, sizeof(s->evidence), "%s %.2f ms/step vs %s %.2f ms (%+.0f%%) from "
-		"step %llu, confirmed at step %llu", s->metric, s->value_ms,
-		!ts_job_by_change(m) ? "group median" : peers > 0 ? "peers' median" : "own baseline",
-		s->median_ms, 100 * s->degradation, (unsigned long long)s->onset_step,
-		(unsigned long long)s->confirmed_step);
-	if (ts_job_by_change(m) && peers > 0 && j->has_layout && peers + 1 < j->world)
-		appendf(s->evidence, sizeof(s->evidence), " (%d peers under layout %s)", peers,
-			j->layout_text);
-	else if (ts_job_by_change(m) && peers > 0 && j->classes_from_comms && peers + 1 < j->world)
-		appendf(s->evidence, sizeof(s->evidence), " (%d peers by their communicators)",
-			peers);
-	else if (ts_job_by_change(m) && peers > 0 && j->classes_inferred && peers + 1 < j->world)
-		appendf(s->evidence, sizeof(s->evidence), " (%d peers inferred from their times: "
-			"set TRAINSCOPE_GROUPS to be sure)", peers);
-	/* launch time too small a share of the step to be named can still stand out */
-	double lv = j->alarm[l] ? j->hit_value[l] : j->win_median[l];
-	double lm = j->alarm[l] ? j->hit_median[l] : j->group_median[TS_M_LAUNCH];
-	double runq, rref;
-	bool starved = host_starves(j, k, m, &runq, &rref);
-	if (starved) {
-		s->cause = "HostCPU";
-		appendf(s->evidence, sizeof(s->evidence), "; the host starves it: run-queue delay "
-			"%.1f ms/step vs %.1f ms of the others' (the GPU waits for the host)",
-			runq, rref);
-	} else if (m == TS_M_COMPUTE && (j->alarm[l] || j->dir[l] > 0))
-		appendf(s->evidence, sizeof(s->evidence), "; launch %.2f ms vs %.2f ms (%+.0f%%): "
-			"launches wait for the busy GPU", lv, lm, 100 * rel(lv, lm));
-	if (m == TS_M_GEMM && s->value_ms > 0)
-		appendf(s->evidence, sizeof(s->evidence), " (GEMM-time equivalent): its GEMMs "
-			"run at %.0f%% of its peers' throughput: its GPU is slower (shared, "
-			"throttled or faulty)", 100 * s->median_ms / s->value_ms);
-	if ((m == TS_M_COMPUTE && !starved) || m == TS_M_GEMM)
-		device_evidence(j, k, s);
-	if (!strcmp(s->cause, "HostCPU") && j->meta[k].blame.top_comm[0])
-		appendf(s->evidence, sizeof(s->evidence), ", preempted by %s (pid %d, %.1f ms/s)",
-			j->meta[k].blame.top_comm, j->meta[k].blame.top_pid,
-			j->meta[k].blame.top_ms_per_s);
-	appendf(s->evidence, sizeof(s->evidence), "; collective %.2f ms vs %.2f ms (%+.0f%%)%s", cv,
-		cmed, 100 * rel(cv, cmed), cv < cmed ? ": the others wait for it" : "");
-	if (j->res.net.explained_rank == k)
-		appendf(s->evidence, sizeof(s->evidence), "; its communicators' transfers slowed "
-			"with it (%d of %d, worst %+.0f%%): its GPU runs their kernels slower too",
-			j->res.net.slow_comms, j->res.net.comms, 100 * j->res.net.excess);
-}
-
-/* Each peer class's least collective wait (window medians), into class_wait. */
-static void class_waits(struct ts_job *j)
-{
-	for (int c = 0; c < j->nclass; c++) {
-		float least = NAN;
-		for (int i = j->cstart[c]; i < j->cstart[c + 1]; i++) {
-			float w = j->win_median[idx(j, j->order[i], TS_M_COLLECTIVE)];
-			if (!(w >= least))
-				least = w;
-		}
-		j->class_wait[c] = least;
-	}
-}
-
-/* In synchronous training the job waits for its slowest rank, which waits least. A rank
- * whose alarmed phase costs it no time over its reference, or that waits in its
- * collectives for a peer longer than half again what its phase costs, is not what the
- * job waits for: its rise follows the wait (NCCL's kernels spin beside its GEMMs while
- * the peer is late). The node agent's run-queue and off-CPU times measure the host,
- * which waiting does not raise: they need only the excess. Ranks with no peer are
- * judged on their own past alone. */
-static bool waits_for_peer(struct ts_job *j, int k, int m, bool *waits_known)
-{
-	size_t i = idx(j, k, m);
-	double d = j->hit_value[i] - j->hit_median[i];
-
-	if (ts_job_peers(j, k) < 1)
-		return false;
-	if (!(d > 0))
-		return true;
-	if (m == TS_M_RUNQ || m == TS_M_OFFCPU)
-		return false;
-	if (!*waits_known)
-		class_waits(j), *waits_known = true;
-	double wait = j->win_median[idx(j, k, TS_M_COLLECTIVE)] -
-		      j->class_wait[j->meta[k].peer_class];
-	return wait > 1.5 * d;
-}
-
-static void compose(struct ts_job *j, uint64_t t_ns)
-{
-	struct ts_job_result *res = &j->res;
-	size_t len = 0;
-	bool waits_known = false;
-
-	res->nslow = 0;
-	res->summary[0] = 0;
-	for (int k = 0; k < j->world; k++) {
-		int m = pick_metric(j, k);
-		if (m < 0 || waits_for_peer(j, k, m, &waits_known) || host_pending(j, k, m))
-			continue;
-		struct ts_slow_rank *s = &res->slow[res->nslow++];
-		describe(j, k, m, s, t_ns);
-		if (len < sizeof(res->summary))
-			len += (size_t)snprintf(res->summary + len, sizeof(res->summary) - len,
-						"%s%d(%s)", len ? "," : "", k, s->cause);
-	}
-	ts_job_net_name(j);
-}
-
 static double job_step_ms(struct ts_job *j, struct row *r)
 {
 	int n = 0;
@@ -748,7 +469,7 @@ void ts_job_evaluate_row(struct ts_job *j, struct row *r)
 	ts_job_classes_row(j, r);
 	ts_job_change_row(j, r);
 	ts_job_net_row(j, r->step, t);
-	compose(j, t);
+	ts_job_compose(j, t);
 	/* consecutive steps share most of their window: verdicts come every
 	 * space_window_step steps so that the alarm filter counts fresh evidence */
 	if (j->hist_n < (int)W(j) || ++j->since_verdict < j->p.space_window_step)
@@ -762,69 +483,8 @@ void ts_job_evaluate_row(struct ts_job *j, struct row *r)
 		j->job_base_set = true;
 	}
 	update_alarms(j, t);
-	compose(j, t);
+	ts_job_compose(j, t);
 	ts_job_lost_time(j);
-}
-
-static enum ts_state state_of(const struct ts_job *j)
-{
-	uint64_t warm = (uint64_t)(j->p.fs.task_stable_step + j->p.fs.min_startup_detection_steps);
-
-	if (j->res.nslow || j->fs.slow || j->res.net.scope != TS_NET_NONE)
-		return TS_STATE_FAILSLOW;
-	return j->res.steps_evaluated >= warm ? TS_STATE_HEALTHY : TS_STATE_UNKNOWN;
-}
-
-/* A network verdict adds its cause and place to the reason. */
-static void net_reason(struct ts_job *j)
-{
-	const struct ts_net_verdict *v = &j->res.net;
-	size_t len = strlen(j->res.reason);
-
-	if (v->scope == TS_NET_NONE)
-		return;
-	snprintf(j->res.reason + len, sizeof(j->res.reason) - len, "%sCommunication: %s%s%s%s",
-		 len ? "; " : "", v->scope == TS_NET_JOB ? "the job's network, no rank or node stands out"
-		 : v->scope == TS_NET_NODE ? "the network of node " : "the link between ",
-		 v->nodes[0], v->nodes[1][0] ? " and " : "", v->nodes[1]);
-	len = strlen(j->res.reason);
-	snprintf(j->res.reason + len, sizeof(j->res.reason) - len, " (%d of %d communicators "
-		 "%+.0f%%)", v->slow_comms, v->comms, 100 * v->excess);
-}
-
-/* The job slowed as a whole (no rank stands out: every rank of a one-node job starved
- * together, a job-wide slowdown): the phase that grew the most ms per step on the
- * median rank since the first full window, against the job's own past, into the
- * reason. Collective time grows with transfers and with the waits of a slower rank
- * alike: Communication only when nothing else grew as much. */
-static void jobwide_cause(struct ts_job *j)
-{
-	static const int phase[] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_DATALOADER, TS_M_CHECKPOINT,
-				     TS_M_RUNQ, TS_M_COLLECTIVE };
-	size_t last = ts_job_last_slot(j);
-	int best = -1;
-	double grew = 0, now_best = 0;
-
-	for (size_t p = 0; p < sizeof(phase) / sizeof(phase[0]) && j->job_base_set; p++) {
-		int m = phase[p], n = 0;
-		for (int k = 0; k < j->world; k++) {
-			double v = ts_median_recent(&j->hist[idx(j, k, m) * W(j)], W(j), last,
-						    (size_t)j->p.change.smooth_steps);
-			if (!isnan(v))
-				j->vals[n++] = v;
-		}
-		double now = n ? ts_median(j->vals, (size_t)n, j->scratch) : NAN;
-		double d = now - j->job_base[m];
-		bool more = best < 0 || (m == TS_M_COLLECTIVE ? d > 2 * grew : d > grew);
-		if (!isnan(d) && d > 0.05 * j->fs.baseline && more)
-			best = m, grew = d, now_best = now;
-	}
-	if (best < 0)
-		return;
-	appendf(j->res.reason, sizeof(j->res.reason), "; the whole job: %s %.1f ms/step vs %.1f "
-		"ms at its start (%s%s)", ts_metric_names[best], now_best, j->job_base[best],
-		metric_cause[best], best == TS_M_RUNQ ? ": its ranks wait for CPU together, "
-		"a host or a node starved" : "");
 }
 
 bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
@@ -839,19 +499,7 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 	ts_job_evaluate_due(j, now_ns);
 	if (j->res.steps_evaluated != evaluated)
 		j->last_progress_ns = now_ns;
-	j->res.state = state_of(j);
-	j->res.baseline_ms = j->fs.baseline;
-	j->res.current_ms = j->fs.current;
-	j->res.degradation = j->fs.degradation;
-	j->res.reason[0] = 0;
-	if (j->fs.slow) {
-		snprintf(j->res.reason, sizeof(j->res.reason),
-			 "step time %.1f ms vs baseline %.1f ms (%+.0f%%)", j->fs.current,
-			 j->fs.baseline, 100 * j->fs.degradation);
-		if (!j->res.nslow)
-			jobwide_cause(j);
-	}
-	net_reason(j);
+	ts_job_verdict(j);
 	ts_job_hang_cleared(j);
 	if (j->hang_first_ns)
 		ts_job_hang_culprits(j, now_ns);
@@ -862,21 +510,7 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 		j->last_data_ns = now_ns;
 	}
 	j->finished_ns = j->any_step && ts_job_all_final(j) ? (j->finished_ns ? j->finished_ns : now_ns) : 0;
-	if (j->res.nlost) {
-		j->res.state = TS_STATE_HANG;
-		/* a hang first, then ranks lost: the report says both */
-		snprintf(j->res.reason, sizeof(j->res.reason), "%s%s%s", j->hang_reason,
-			 j->hang_reason[0] ? "; then " : "", j->lost_reason);
-	} else if (j->hang_reason[0] && !ts_job_all_final(j)) {
-		j->res.state = TS_STATE_HANG;
-		snprintf(j->res.reason, sizeof(j->res.reason), "%s", j->hang_reason);
-	} else if (j->any_step && j->last_progress_ns && !ts_job_all_final(j) &&
-	    now_ns - j->last_progress_ns > (uint64_t)(j->p.hang_timeout_s * 1e9)) {
-		j->res.state = TS_STATE_HANG;
-		snprintf(j->res.reason, sizeof(j->res.reason), "no step completed for %.0f s after step %llu",
-			 (double)(now_ns - j->last_progress_ns) / 1e9,
-			 (unsigned long long)j->res.last_step);
-	}
+	ts_job_stopped(j, now_ns);
 	ts_job_history_spells(j, now_ns);
 	bool listed = ts_job_unranked_summary(j);
 	if (old != j->res.state || strcmp(before, j->res.summary) != 0)

@@ -123,6 +123,15 @@ int ts_job_grow_world(struct ts_job *j, int nw);
  * change points, alarms and the verdict (job_rows.c calls it in step order). */
 void ts_job_evaluate_row(struct ts_job *j, struct row *r);
 
+/* job_verdict.c: after an evaluation at t_ns, the ranks the verdict names, each with
+ * its cause and evidence (res.slow), and res.summary. */
+void ts_job_compose(struct ts_job *j, uint64_t t_ns);
+/* The tick's state and reason from the steps evaluated: fail-slow and the network. */
+void ts_job_verdict(struct ts_job *j);
+/* Then a job that stopped (ranks lost, a hang reported, no step for hang_timeout_s)
+ * is in state Hang, and the reason says why in place of the fail-slow one. */
+void ts_job_stopped(struct ts_job *j, uint64_t now_ns);
+
 /* job_rows.c: the step ring. A row's per-rank arrays for world ranks: 0 or -ENOMEM. */
 int ts_job_row_alloc(struct row *r, size_t world);
 /* The ring's rows and their arrays freed. */
