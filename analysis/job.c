@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
+/* A job's life: made for its world and parameters, grown with its world within the
+ * memory it may hold, ticked (its steps due evaluated, its verdict, hang and ranks
+ * brought up to date) and freed; and the tables its parts share. What each part holds:
+ * job_impl.h. */
 #include "job_impl.h"
 #include "otlp.h"
 
@@ -250,6 +254,17 @@ uint64_t ts_job_condition_since(struct ts_job *j, int c, bool status, uint64_t n
 	return j->cond[c].since_ns;
 }
 
+/* ts_job_quiet_since_ns's clocks: when the last step came (one added since the last
+ * tick comes now), and when every rank had ended. */
+static void quiet_clocks(struct ts_job *j, uint64_t now_ns)
+{
+	if (j->added != j->added_seen || !j->last_data_ns) {
+		j->added_seen = j->added;
+		j->last_data_ns = now_ns;
+	}
+	j->finished_ns = j->any_step && ts_job_all_final(j) ? (j->finished_ns ? j->finished_ns : now_ns) : 0;
+}
+
 bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 {
 	char before[sizeof(j->res.summary)], why[sizeof(j->res.reason)];
@@ -268,11 +283,7 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 		ts_job_hang_culprits(j, now_ns);
 	ts_job_watch_ranks(j, now_ns);
 	j->res.rank_steps_late = j->late;
-	if (j->added != j->added_seen || !j->last_data_ns) {
-		j->added_seen = j->added;
-		j->last_data_ns = now_ns;
-	}
-	j->finished_ns = j->any_step && ts_job_all_final(j) ? (j->finished_ns ? j->finished_ns : now_ns) : 0;
+	quiet_clocks(j, now_ns);
 	ts_job_stopped(j, now_ns);
 	ts_job_history_spells(j, now_ns);
 	bool listed = ts_job_unranked_summary(j);

@@ -1,5 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The insides of a job, shared by job.c and its snapshot (job_snap.c) only. */
+/* The insides of a job, for the files that make it up (no other file includes this):
+ *   job.c          its life: made, sized and grown with its world, ticked, freed
+ *   job_rows.c     the step ring: the ranks' steps aligned by step number, evaluated in
+ *                  step order
+ *   job_ranks.c    its ranks: groups and communicators, host and device views, their end
+ *   job_eval.c     a step's evaluation: the windows, SPACE and TIME, the alarm filter
+ *   job_peers.c    peer classes: the ranks that do the same work
+ *   job_change.c   change points on each rank's excess over its peers
+ *   job_verdict.c  the verdict in words: the ranks named and their causes, the reason
+ *   job_net.c      the Communication cause: communicators' transfer times
+ *   job_links.c    ... and the sends between ranks, to place it
+ *   job_hang.c     a hang: its report, its culprit, its end
+ *   job_lost.c     lost time: where the window's step time went
+ *   job_history.c  alarms, fail-slow spells and hangs as they begin and end
+ *   job_unranked.c processes the analyzer cannot use
+ *   job_snap.c     the whole state in a snapshot, and back */
 #ifndef TS_JOB_IMPL_H
 #define TS_JOB_IMPL_H
 
@@ -102,6 +117,39 @@ struct ts_job {
 	int *outl;                          /* world ints */
 };
 
+/* job.c: (re)allocates everything sized by the world, for world ranks exactly;
+ * per-rank history restarts. */
+int ts_job_size_world(struct ts_job *j, int world);
+/* The world grows to nw ranks: the ranks so far keep their history while the arrays
+ * have room. 0 or -ENOMEM. */
+int ts_job_grow_world(struct ts_job *j, int nw);
+/* Rows the step ring may grow to for a world: limits.reorder_steps within reorder_mb. */
+int ts_job_max_rows(const struct ts_params *p, int world);
+
+/* job_rows.c: the step ring. A row's per-rank arrays for world ranks: 0 or -ENOMEM. */
+int ts_job_row_alloc(struct row *r, size_t world);
+/* The ring's rows and their arrays freed. */
+void ts_job_rows_free(struct ts_job *j);
+/* Evaluates every row due, in step order (complete, or every rank ended, or overdue),
+ * passing over gaps, and counts each one's lag from its end to now_ns. */
+void ts_job_evaluate_due(struct ts_job *j, uint64_t now_ns);
+/* A host view older than this no longer describes the step. */
+#define TS_HOST_VIEW_MAX_AGE_NS (5ull * 1000000000ull)
+
+/* job_ranks.c: every rank that stepped has ended: its exit record came, or it was lost. */
+bool ts_job_all_final(const struct ts_job *j);
+/* Ranks silent for rank_lost_s with no exit record while others exited are lost, and
+ * lost_reason names them (the job ended abnormally). */
+void ts_job_watch_ranks(struct ts_job *j, uint64_t now_ns);
+/* The rank is in the communicator (announced by Hello or seen in its steps). */
+bool ts_rank_in_comm(const struct ts_rank_meta *m, uint64_t comm);
+/* True when the communicator is new to the rank. */
+bool ts_rank_add_comm(struct ts_rank_meta *m, uint64_t comm);
+
+/* job_eval.c: evaluates step r, its row given back to the ring: the job's step time,
+ * the windows, change points, alarms and the verdict (job_rows.c calls it in step
+ * order). */
+void ts_job_evaluate_row(struct ts_job *j, struct row *r);
 /* A rank's own phases: their sum is its busy time (the wait in collectives is not). */
 #define TS_OWN_PHASES 4
 extern const int ts_own_phases[TS_OWN_PHASES];
@@ -113,15 +161,21 @@ static inline size_t ts_job_last_slot(const struct ts_job *j)
 	return (size_t)((j->hist_next + j->p.space_window - 1) % j->p.space_window);
 }
 
-/* (Re)allocates everything sized by the world, for world ranks exactly; per-rank
- * history restarts. */
-int ts_job_size_world(struct ts_job *j, int world);
-/* The world grows to nw ranks: the ranks so far keep their history while the arrays
- * have room. 0 or -ENOMEM. */
-int ts_job_grow_world(struct ts_job *j, int nw);
-/* Evaluates step r, its row given back to the ring: the job's step time, the windows,
- * change points, alarms and the verdict (job_rows.c calls it in step order). */
-void ts_job_evaluate_row(struct ts_job *j, struct row *r);
+/* job_peers.c: ranks grouped by peer class (after the world or the layout changed). */
+/* The ranks that share rank k's peer class, k not counted. */
+int ts_job_peers(const struct ts_job *j, int k);
+/* True when a rank changed class. */
+bool ts_job_group_ranks(struct ts_job *j);
+/* The classes as of step r, before its change points: regrouped when communicators
+ * changed (at most once a window), or inferred once from the ranks' own times. */
+void ts_job_classes_row(struct ts_job *j, const struct row *r);
+
+/* job_change.c: which metrics the change points judge; a step's excess over peers. */
+bool ts_job_by_change(int m);
+/* Ranks changed class: their change points and the noise are learned again (alarms
+ * closed at step, t_ns). */
+void ts_job_relearn(struct ts_job *j, uint64_t step, uint64_t t_ns);
+void ts_job_change_row(struct ts_job *j, const struct row *r);
 
 /* job_verdict.c: after an evaluation at t_ns, the ranks the verdict names, each with
  * its cause and evidence (res.slow), and res.summary. */
@@ -132,29 +186,6 @@ void ts_job_verdict(struct ts_job *j);
  * is in state Hang, and the reason says why in place of the fail-slow one. */
 void ts_job_stopped(struct ts_job *j, uint64_t now_ns);
 
-/* job_rows.c: the step ring. A row's per-rank arrays for world ranks: 0 or -ENOMEM. */
-int ts_job_row_alloc(struct row *r, size_t world);
-/* The ring's rows and their arrays freed. */
-void ts_job_rows_free(struct ts_job *j);
-/* Evaluates every row due, in step order (complete, or every rank ended, or overdue),
- * passing over gaps, and counts each one's lag from its end to now_ns. */
-void ts_job_evaluate_due(struct ts_job *j, uint64_t now_ns);
-/* A host view older than this no longer describes the step. */
-#define TS_HOST_VIEW_MAX_AGE_NS (5ull * 1000000000ull)
-/* job_peers.c: ranks grouped by peer class (after the world or the layout changed). */
-/* The ranks that share rank k's peer class, k not counted. */
-int ts_job_peers(const struct ts_job *j, int k);
-/* True when a rank changed class. */
-bool ts_job_group_ranks(struct ts_job *j);
-/* The classes as of step r, before its change points: regrouped when communicators
- * changed (at most once a window), or inferred once from the ranks' own times. */
-void ts_job_classes_row(struct ts_job *j, const struct row *r);
-/* job_change.c: which metrics the change points judge; a step's excess over peers. */
-bool ts_job_by_change(int m);
-/* Ranks changed class: their change points and the noise are learned again (alarms
- * closed at step, t_ns). */
-void ts_job_relearn(struct ts_job *j, uint64_t step, uint64_t t_ns);
-void ts_job_change_row(struct ts_job *j, const struct row *r);
 /* job_history.c */
 struct ts_event *ts_job_history_open(struct ts_job *j, enum ts_event_kind kind, int rank, int m);
 struct ts_event *ts_job_history_find(struct ts_job *j, enum ts_event_kind kind, int rank, int m);
@@ -174,15 +205,6 @@ void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns);
 /* The hang reported is over once a later step was evaluated with every rank in it. */
 void ts_job_hang_cleared(struct ts_job *j);
 
-/* job_ranks.c: every rank that stepped has ended: its exit record came, or it was lost. */
-bool ts_job_all_final(const struct ts_job *j);
-/* Ranks silent for rank_lost_s with no exit record while others exited are lost, and
- * lost_reason names them (the job ended abnormally). */
-void ts_job_watch_ranks(struct ts_job *j, uint64_t now_ns);
-/* The rank is in the communicator (announced by Hello or seen in its steps). */
-bool ts_rank_in_comm(const struct ts_rank_meta *m, uint64_t comm);
-/* True when the communicator is new to the rank. */
-bool ts_rank_add_comm(struct ts_rank_meta *m, uint64_t comm);
 /* job_net.c: a rank's time per communicator in a step; the step's verdict once it is
  * evaluated (after compose); the ranks its verdict names, added to res.slow. */
 int ts_job_net_add(struct ts_job *j, int rank, const struct ts_rank_step *s);
@@ -202,8 +224,5 @@ struct ts_snap;
 void ts_job_net_io(struct ts_snap *s, struct ts_job *j);
 /* Bytes it may hold for a world, for ts_job_bytes. */
 size_t ts_job_net_bytes(const struct ts_params *p, int world);
-
-/* Rows the step ring may grow to for a world: limits.reorder_steps within reorder_mb. */
-int ts_job_max_rows(const struct ts_params *p, int world);
 
 #endif
