@@ -105,13 +105,17 @@ struct ts_job {
 		uint64_t since_ns;
 	} cond[TS_JOB_CONDITIONS];
 	bool net_open;                      /* a network event is open in the history */
-	double gemm_scale;                  /* compute ms per (ns per flop): gemm_ms */
-	double gemm_learn[2 * TS_GEMM_LEARN]; /* its samples, and ts_median's scratch */
-	int ngemm_learn;
-	struct ts_unranked unranked[TS_JOB_UNRANKED]; /* job_unranked.c */
-	int nunranked, unranked_over;
-	bool summary_unranked;              /* res.summary speaks of them */
-	bool unranked_news;                 /* the list changed since the last tick */
+	struct {                            /* job_rows.c's alone: a step's GEMM time as ms */
+		double scale;               /* compute ms per (ns per flop): gemm_ms */
+		double learn[2 * TS_GEMM_LEARN]; /* its samples, and ts_median's scratch */
+		int nlearn;
+	} gemm;
+	struct {                            /* job_unranked.c's alone */
+		struct ts_unranked list[TS_JOB_UNRANKED];
+		int n, over;
+		bool in_summary;            /* res.summary speaks of them */
+		bool news;                  /* the list changed since the last tick */
+	} unranked;
 	double *scratch;                    /* 2 * world doubles */
 	double *vals;                       /* world doubles */
 	int *outl;                          /* world ints */

@@ -125,12 +125,12 @@ static float gemm_ms(struct ts_job *j, const struct ts_rank_step *s)
 
 	if (!(raw > 0) || !isfinite(raw))
 		return NAN;
-	if (j->gemm_scale > 0)
-		return (float)(raw * j->gemm_scale);
-	if (c > 0 && j->ngemm_learn < TS_GEMM_LEARN)
-		j->gemm_learn[j->ngemm_learn++] = c / raw;
-	if (j->ngemm_learn == TS_GEMM_LEARN)
-		j->gemm_scale = ts_median(j->gemm_learn, TS_GEMM_LEARN, j->gemm_learn + TS_GEMM_LEARN);
+	if (j->gemm.scale > 0)
+		return (float)(raw * j->gemm.scale);
+	if (c > 0 && j->gemm.nlearn < TS_GEMM_LEARN)
+		j->gemm.learn[j->gemm.nlearn++] = c / raw;
+	if (j->gemm.nlearn == TS_GEMM_LEARN)
+		j->gemm.scale = ts_median(j->gemm.learn, TS_GEMM_LEARN, j->gemm.learn + TS_GEMM_LEARN);
 	return NAN;
 }
 
