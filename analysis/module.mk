@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 ANALYSIS_LIB_SRCS := analysis/stats.c analysis/dbscan.c analysis/ksigma.c analysis/failslow.c \
 	analysis/params.c analysis/peers.c analysis/change.c \
-	analysis/job.c analysis/job_rows.c analysis/job_ranks.c analysis/job_eval.c analysis/job_verdict.c analysis/job_peers.c analysis/job_change.c analysis/job_hang.c \
+	analysis/job.c analysis/job_rows.c analysis/job_ranks.c analysis/job_eval.c \
+	analysis/job_verdict.c analysis/job_peers.c analysis/job_change.c analysis/job_hang.c \
 	analysis/job_lost.c analysis/job_unranked.c analysis/job_history.c analysis/job_net.c \
 	analysis/job_links.c analysis/job_snap.c \
-	analysis/report.c analysis/analyzer.c analysis/k8s.c \
-	analysis/k8s_writer.c analysis/otlp.c analysis/otlp_send.c analysis/otlp_env.c analysis/metrics.c \
-	analysis/snapshot.c analysis/nodehealth.c analysis/k8s_nodes.c analysis/node_sync.c
+	analysis/report.c analysis/analyzer.c analysis/analyzer_ingest.c \
+	analysis/k8s.c analysis/k8s_writer.c analysis/otlp.c analysis/otlp_send.c analysis/otlp_env.c \
+	analysis/metrics.c analysis/snapshot.c analysis/nodehealth.c analysis/k8s_nodes.c \
+	analysis/node_sync.c
 ANALYSIS_LIB_OBJS := $(ANALYSIS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 ANALYZER_BIN := $(BUILD)/bin/trainscope-analyzer
 
