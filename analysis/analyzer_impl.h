@@ -3,7 +3,8 @@
  *   analyzer.c         the jobs it follows within its limits, their ticks and reports,
  *                      its counters and /metrics
  *   analyzer_ingest.c  a NATS message in: checked, decoded, deduplicated per producer,
- *                      into the job it names */
+ *                      into the job it names
+ *   analyzer_snap.c    its whole state in a snapshot, and back */
 #ifndef TS_ANALYZER_IMPL_H
 #define TS_ANALYZER_IMPL_H
 
