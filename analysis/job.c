@@ -43,19 +43,10 @@ static void per_rank_free(struct ts_job *j)
 	j->ks = NULL;
 }
 
-/* Everything sized by the world, for cap ranks (cap >= world); per-rank history
- * restarts. */
-static int alloc_world(struct ts_job *j, int world, int cap)
+/* The arrays sized by the world, for n ranks of nm = n * TS_M_COUNT cells: true when
+ * every one was made. */
+static bool alloc_arrays(struct ts_job *j, size_t n, size_t nm)
 {
-	size_t n = (size_t)cap, nm = n * TS_M_COUNT;
-	struct ts_rank_meta *old_meta = j->meta;
-	int old_world = j->world;
-
-	j->meta = NULL;
-	per_rank_free(j);
-	ts_job_rows_free(j);
-	j->world = world;
-	j->world_cap = cap;
 	j->rows = calloc((size_t)j->cap, sizeof(*j->rows));
 	j->meta = calloc(n, sizeof(*j->meta));
 	j->hist = calloc(nm * W(j), sizeof(float));
@@ -76,11 +67,44 @@ static int alloc_world(struct ts_job *j, int world, int cap)
 	j->outl = calloc(n, sizeof(int));
 	j->res.slow = calloc(n, sizeof(*j->res.slow));
 	j->res.ever_alarmed = calloc(n, 1);
-	if (!j->rows || !j->meta || !j->hist || !j->ks || !j->dir || !j->tdir || !j->hits ||
-	    !j->misses || !j->alarm || !j->since || !j->win_median || !j->scratch || !j->vals ||
-	    !j->outl || !j->res.slow || !j->hit_value || !j->hit_median || !j->res.ever_alarmed ||
-	    !j->judged_sample || !j->chg || !j->ehist || !j->base || !j->order || !j->cstart ||
-	    !j->class_wait) {
+	return j->rows && j->meta && j->hist && j->ks && j->dir && j->tdir && j->hits &&
+	       j->misses && j->alarm && j->since && j->win_median && j->scratch && j->vals &&
+	       j->outl && j->res.slow && j->hit_value && j->hit_median && j->res.ever_alarmed &&
+	       j->judged_sample && j->chg && j->ehist && j->base && j->order && j->cstart &&
+	       j->class_wait;
+}
+
+/* The ranks' history starts over in the arrays just made (nm cells): no step yet, no
+ * baseline, no noise learned; peer classes grouped again. */
+static void fresh_history(struct ts_job *j, size_t nm)
+{
+	for (size_t i = 0; i < nm * W(j); i++)
+		j->ehist[i] = j->hist[i] = NAN; /* no step yet: missing, not 0 ms */
+	for (size_t i = 0; i < nm; i++)
+		j->base[i] = NAN;
+	for (int m = 0; m < TS_M_COUNT; m++)
+		j->sigma[m] = NAN;
+	j->sigma_at = 0;
+	ts_job_group_ranks(j);
+	j->hist_n = j->hist_next = 0;
+	for (size_t i = 0; i < sizeof(j->step_hist) / sizeof(j->step_hist[0]); i++)
+		j->step_hist[i] = NAN;
+}
+
+/* Everything sized by the world, for cap ranks (cap >= world); per-rank history
+ * restarts. */
+static int alloc_world(struct ts_job *j, int world, int cap)
+{
+	size_t n = (size_t)cap, nm = n * TS_M_COUNT;
+	struct ts_rank_meta *old_meta = j->meta;
+	int old_world = j->world;
+
+	j->meta = NULL;
+	per_rank_free(j);
+	ts_job_rows_free(j);
+	j->world = world;
+	j->world_cap = cap;
+	if (!alloc_arrays(j, n, nm)) {
 		free(old_meta);
 		return -ENOMEM;
 	}
@@ -93,17 +117,7 @@ static int alloc_world(struct ts_job *j, int world, int cap)
 	for (size_t i = 0; i < nm; i++)
 		if (ts_ksigma_init(&j->ks[i], j->p.time.training_window_size))
 			return -ENOMEM;
-	for (size_t i = 0; i < nm * W(j); i++)
-		j->ehist[i] = j->hist[i] = NAN; /* no step yet: missing, not 0 ms */
-	for (size_t i = 0; i < nm; i++)
-		j->base[i] = NAN;
-	for (int m = 0; m < TS_M_COUNT; m++)
-		j->sigma[m] = NAN;
-	j->sigma_at = 0;
-	ts_job_group_ranks(j);
-	j->hist_n = j->hist_next = 0;
-	for (size_t i = 0; i < sizeof(j->step_hist) / sizeof(j->step_hist[0]); i++)
-		j->step_hist[i] = NAN;
+	fresh_history(j, nm);
 	j->res.world = world;
 	j->res.hang_rank = j->res.hang_stacks_rank = -1;
 	return 0;

@@ -123,6 +123,51 @@ static void history_raised(struct ts_job *j, int k, int m)
 		 k, ts_metric_names[m], j->hit_value[i], j->hit_median[i], 100 * ev->excess);
 }
 
+/* A SPACE or TIME hit on rank k's metric m: counted, and the numbers kept; enough in a
+ * row (alarm_filter_window_size) raise its alarm. */
+static void alarm_hit(struct ts_job *j, int k, int m, uint64_t t_ns)
+{
+	size_t i = idx(j, k, m);
+
+	if (!j->hits[i])
+		j->chg[i].run_start = j->res.last_step;
+	j->hit_value[i] = j->win_median[i];
+	j->hit_median[i] = (float)j->group_median[m];
+	j->misses[i] = 0;
+	if (j->hits[i] < UINT16_MAX)
+		j->hits[i]++;
+	if (j->alarm[i] || j->hits[i] < j->p.alarm_filter_window_size)
+		return;
+	j->alarm[i] = true;
+	j->since[i] = t_ns;
+	j->chg[i].onset = j->chg[i].run_start;
+	j->chg[i].confirmed = j->res.last_step;
+	history_raised(j, k, m);
+	if (m != TS_M_COLLECTIVE) {
+		j->res.alarms_raised++;
+		j->res.ever_alarmed[k] = 1;
+	}
+	ts_info("%s/%s: rank %d %s alarm raised at step %llu: %.2f ms vs median %.2f ms", j->ns,
+		j->name, k, ts_metric_names[m], (unsigned long long)j->res.last_step,
+		j->hit_value[i], j->hit_median[i]);
+}
+
+/* A miss: counted; enough of them (clear_after_steps) clear the alarm. */
+static void alarm_miss(struct ts_job *j, int k, int m, uint64_t t_ns)
+{
+	size_t i = idx(j, k, m);
+
+	j->hits[i] = 0;
+	if (j->misses[i] < UINT16_MAX)
+		j->misses[i]++;
+	if (!j->alarm[i] || j->misses[i] * j->p.space_window_step < j->p.clear_after_steps)
+		return;
+	j->alarm[i] = false;
+	ts_job_history_close(j, TS_EV_SLOW_RANK, k, m, j->res.last_step, t_ns);
+	ts_info("%s/%s: rank %d %s alarm cleared at step %llu", j->ns, j->name, k,
+		ts_metric_names[m], (unsigned long long)j->res.last_step);
+}
+
 static void update_alarms(struct ts_job *j, uint64_t t_ns)
 {
 	for (int k = 0; k < j->world; k++)
@@ -131,43 +176,10 @@ static void update_alarms(struct ts_job *j, uint64_t t_ns)
 			int hit = j->dir[i] > 0 || time_verdict(j, k, m) > 0;
 			if (ts_job_by_change(m) || !new_evidence(j, k, m))
 				continue; /* the change points judge it (job_change.c) */
-			if (hit) {
-				if (!j->hits[i])
-					j->chg[i].run_start = j->res.last_step;
-				j->hit_value[i] = j->win_median[i];
-				j->hit_median[i] = (float)j->group_median[m];
-				j->misses[i] = 0;
-				if (j->hits[i] < UINT16_MAX)
-					j->hits[i]++;
-				if (!j->alarm[i] && j->hits[i] >= j->p.alarm_filter_window_size) {
-					j->alarm[i] = true;
-					j->since[i] = t_ns;
-					j->chg[i].onset = j->chg[i].run_start;
-					j->chg[i].confirmed = j->res.last_step;
-					history_raised(j, k, m);
-					if (m != TS_M_COLLECTIVE) {
-						j->res.alarms_raised++;
-						j->res.ever_alarmed[k] = 1;
-					}
-					ts_info("%s/%s: rank %d %s alarm raised at step %llu: %.2f ms vs "
-						"median %.2f ms", j->ns, j->name, k, ts_metric_names[m],
-						(unsigned long long)j->res.last_step, j->hit_value[i],
-						j->hit_median[i]);
-				}
-			} else {
-				j->hits[i] = 0;
-				if (j->misses[i] < UINT16_MAX)
-					j->misses[i]++;
-				if (j->alarm[i] && j->misses[i] * j->p.space_window_step >=
-							   j->p.clear_after_steps) {
-					j->alarm[i] = false;
-					ts_job_history_close(j, TS_EV_SLOW_RANK, k, m,
-							     j->res.last_step, t_ns);
-					ts_info("%s/%s: rank %d %s alarm cleared at step %llu", j->ns,
-						j->name, k, ts_metric_names[m],
-						(unsigned long long)j->res.last_step);
-				}
-			}
+			if (hit)
+				alarm_hit(j, k, m, t_ns);
+			else
+				alarm_miss(j, k, m, t_ns);
 		}
 }
 

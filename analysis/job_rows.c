@@ -134,10 +134,10 @@ static float gemm_ms(struct ts_job *j, const struct ts_rank_step *s)
 	return NAN;
 }
 
-int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_step *s)
+/* Whether rank's step s may come in, the world grown to hold the rank: 0, -ERANGE,
+ * -EDOM or -ENOMEM as ts_job_add_step says. */
+static int admit(struct ts_job *j, int rank, int world, const struct ts_rank_step *s)
 {
-	struct row *r;
-
 	if (rank < 0 || rank >= j->p.limits.max_world || world > j->p.limits.max_world)
 		return -ERANGE;
 	if (j->any_step && s->step > j->max_step &&
@@ -146,6 +146,55 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 	if ((rank >= j->world || world > j->world) &&
 	    ts_job_grow_world(j, world > rank + 1 ? world : rank + 1))
 		return -ENOMEM;
+	return 0;
+}
+
+/* No row for step: a step far ahead grows the ring (ranks behind catch up within it)
+ * and past its bound forces out the oldest unevaluated rows, in step order; the steps
+ * between held rows have no data and are passed over in one go. False when the ring
+ * holds a later step in its place: step is too old to wait. */
+static bool make_room(struct ts_job *j, uint64_t step)
+{
+	if (grow_rows(j) == 0)
+		return true;
+	const struct row *old = &j->rows[step % (uint64_t)j->cap];
+	uint64_t until = old->step;
+	if (until > step)
+		return false;
+	while (j->next_eval <= until) {
+		uint64_t next = next_held(j, j->next_eval);
+		if (next > until)
+			break;
+		ts_job_evaluate_row(j, &j->rows[next % (uint64_t)j->cap]);
+		j->next_eval = next + 1;
+	}
+	if (j->next_eval <= until)
+		j->next_eval = until + 1;
+	return true;
+}
+
+/* Rank's step s into its row r: its step time and metrics, the GEMMs' in compute ms,
+ * the host's from the node agent's view. */
+static void fill(struct ts_job *j, struct row *r, int rank, const struct ts_rank_step *s)
+{
+	if (!r->have[rank]) {
+		r->have[rank] = 1;
+		r->count++;
+	}
+	r->step_ms[rank] = (float)((double)(s->end_ns - s->start_ns) / 1e6);
+	for (int m = 0; m < TS_M_COUNT; m++)
+		r->m[(size_t)rank * TS_M_COUNT + (size_t)m] = (float)s->m[m];
+	r->m[(size_t)rank * TS_M_COUNT + TS_M_GEMM] = gemm_ms(j, s);
+	host_metrics(j, rank, s, r->step_ms[rank], &r->m[(size_t)rank * TS_M_COUNT]);
+}
+
+int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_step *s)
+{
+	struct row *r;
+	int err = admit(j, rank, world, s);
+
+	if (err)
+		return err;
 	if (!j->any_step) {
 		j->any_step = true;
 		j->next_eval = s->step;
@@ -158,37 +207,13 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 		j->late++;
 		return 0;
 	}
-	/* a step far ahead grows the ring (ranks behind catch up within it) and past its
-	 * bound forces out the oldest unevaluated rows, in step order; the steps between
-	 * held rows have no data and are passed over in one go */
 	while (!(r = row_for(j, s->step))) {
-		if (grow_rows(j) == 0)
-			continue;
-		const struct row *old = &j->rows[s->step % (uint64_t)j->cap];
-		uint64_t until = old->step;
-		if (until > s->step) { /* the ring holds a later step there: too old to wait */
+		if (!make_room(j, s->step)) {
 			j->late++;
 			return 0;
 		}
-		while (j->next_eval <= until) {
-			uint64_t next = next_held(j, j->next_eval);
-			if (next > until)
-				break;
-			ts_job_evaluate_row(j, &j->rows[next % (uint64_t)j->cap]);
-			j->next_eval = next + 1;
-		}
-		if (j->next_eval <= until)
-			j->next_eval = until + 1;
 	}
-	if (!r->have[rank]) {
-		r->have[rank] = 1;
-		r->count++;
-	}
-	r->step_ms[rank] = (float)((double)(s->end_ns - s->start_ns) / 1e6);
-	for (int m = 0; m < TS_M_COUNT; m++)
-		r->m[(size_t)rank * TS_M_COUNT + (size_t)m] = (float)s->m[m];
-	r->m[(size_t)rank * TS_M_COUNT + TS_M_GEMM] = gemm_ms(j, s);
-	host_metrics(j, rank, s, r->step_ms[rank], &r->m[(size_t)rank * TS_M_COUNT]);
+	fill(j, r, rank, s);
 	if (ts_job_net_add(j, rank, s))
 		return -ENOMEM;
 	ts_job_links_add(j, rank, s);

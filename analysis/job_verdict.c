@@ -170,22 +170,9 @@ static void device_evidence(struct ts_job *j, int k, struct ts_slow_rank *s)
 		(unsigned long long)d->throttle_reasons, d->xid_errors, d->temperature_c);
 }
 
-static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uint64_t t_ns)
+/* The detectors that agree on rank k's metric m (cell i): CUSUM, SPACE, TIME. */
+static void method(struct ts_job *j, size_t i, int m, struct ts_slow_rank *s)
 {
-	size_t i = idx(j, k, m), c = idx(j, k, TS_M_COLLECTIVE), l = idx(j, k, TS_M_LAUNCH);
-	double cv = j->win_median[c], cmed = j->group_median[TS_M_COLLECTIVE];
-
-	/* an alarm outlives its last hit by clear_after_steps: show the numbers that
-	 * raised it */
-	s->rank = k;
-	s->metric = ts_metric_names[m];
-	s->cause = metric_cause[m];
-	s->value_ms = j->hit_value[i];
-	s->median_ms = j->hit_median[i];
-	s->degradation = rel(s->value_ms, s->median_ms);
-	s->since_ns = j->since[i] ? j->since[i] : t_ns;
-	s->onset_step = j->chg[i].onset;
-	s->confirmed_step = j->chg[i].confirmed;
 	if (ts_job_by_change(m))
 		snprintf(s->method, sizeof(s->method), "CUSUM%s%s", j->dir[i] > 0 ? "+SPACE" : "",
 			 j->tdir[i] > 0 ? "+TIME" : "");
@@ -194,8 +181,16 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 			 j->tdir[i] > 0 ? (j->dir[i] ? "+TIME" : "TIME") : "");
 	if (!s->method[0])
 		snprintf(s->method, sizeof(s->method), "SPACE");
-	s->evidence[0] = 0;
+}
+
+/* The evidence's first words: the rank's metric against what it is compared with (the
+ * group's median, its peers' or its own baseline) since the change, and how its peers
+ * were found. */
+static void compared_with(struct ts_job *j, int k, int m, struct ts_slow_rank *s)
+{
 	int peers = ts_job_peers(j, k);
+
+	s->evidence[0] = 0;
 	appendf(s->evidence, sizeof(s->evidence), "%s %.2f ms/step vs %s %.2f ms (%+.0f%%) from "
 		"step %llu, confirmed at step %llu", s->metric, s->value_ms,
 		!ts_job_by_change(m) ? "group median" : peers > 0 ? "peers' median" : "own baseline",
@@ -210,6 +205,15 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 	else if (ts_job_by_change(m) && peers > 0 && j->classes_inferred && peers + 1 < j->world)
 		appendf(s->evidence, sizeof(s->evidence), " (%d peers inferred from their times: "
 			"set TRAINSCOPE_GROUPS to be sure)", peers);
+}
+
+/* The host's part: a host that starves the rank makes it HostCPU, its run-queue delay
+ * the evidence; else a compute rank's launches that wait for its busy GPU. True when
+ * the host starves it. */
+static bool host_evidence(struct ts_job *j, int k, int m, struct ts_slow_rank *s)
+{
+	size_t l = idx(j, k, TS_M_LAUNCH);
+
 	/* launch time too small a share of the step to be named can still stand out */
 	double lv = j->alarm[l] ? j->hit_value[l] : j->win_median[l];
 	double lm = j->alarm[l] ? j->hit_median[l] : j->group_median[TS_M_LAUNCH];
@@ -223,6 +227,29 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 	} else if (m == TS_M_COMPUTE && (j->alarm[l] || j->dir[l] > 0))
 		appendf(s->evidence, sizeof(s->evidence), "; launch %.2f ms vs %.2f ms (%+.0f%%): "
 			"launches wait for the busy GPU", lv, lm, 100 * rel(lv, lm));
+	return starved;
+}
+
+/* Rank k, named for metric m at t_ns: its numbers, method, cause and evidence. */
+static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uint64_t t_ns)
+{
+	size_t i = idx(j, k, m), c = idx(j, k, TS_M_COLLECTIVE);
+	double cv = j->win_median[c], cmed = j->group_median[TS_M_COLLECTIVE];
+
+	/* an alarm outlives its last hit by clear_after_steps: show the numbers that
+	 * raised it */
+	s->rank = k;
+	s->metric = ts_metric_names[m];
+	s->cause = metric_cause[m];
+	s->value_ms = j->hit_value[i];
+	s->median_ms = j->hit_median[i];
+	s->degradation = rel(s->value_ms, s->median_ms);
+	s->since_ns = j->since[i] ? j->since[i] : t_ns;
+	s->onset_step = j->chg[i].onset;
+	s->confirmed_step = j->chg[i].confirmed;
+	method(j, i, m, s);
+	compared_with(j, k, m, s);
+	bool starved = host_evidence(j, k, m, s);
 	if (m == TS_M_GEMM && s->value_ms > 0)
 		appendf(s->evidence, sizeof(s->evidence), " (GEMM-time equivalent): its GEMMs "
 			"run at %.0f%% of its peers' throughput: its GPU is slower (shared, "
