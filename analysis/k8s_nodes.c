@@ -309,10 +309,14 @@ static bool cause_taints(const struct ts_node_policy *p, const char *cause)
 	return false;
 }
 
-/* What the policy does with a degraded node: its action, in words, into s->action. */
+/* What the policy does with a degraded node: its action, in words, into s->action;
+ * said in the log when it changes (a held-back node is looked at every round). */
 static void remediate(struct ts_k8s_nodes *k, struct node_state *s, const struct ts_nh_node *v)
 {
+	char was[sizeof(s->action)];
 	int total, tainted;
+
+	memcpy(was, s->action, sizeof(was));
 
 	if (!k->p.taint || s->tainted) {
 		snprintf(s->action, sizeof(s->action), "%s",
@@ -333,21 +337,25 @@ static void remediate(struct ts_k8s_nodes *k, struct node_state *s, const struct
 		snprintf(s->action, sizeof(s->action),
 			 "held back: %d of %d nodes tainted, at most %.0f%% at once", tainted, total,
 			 100 * k->p.max_share);
-		ts_warn("analyzer: node %s degraded (%s) but not tainted: %s", v->node, v->cause,
-			s->action);
+		if (strcmp(was, s->action))
+			ts_warn("analyzer: node %s degraded (%s) but not tainted: %s", v->node,
+				v->cause, s->action);
 		return;
 	}
 	if (k->p.dry_run) {
 		k->stats.would_taint++;
 		snprintf(s->action, sizeof(s->action), "would taint %s=%s:%s (dry run)",
 			 TS_NODE_TAINT_KEY, v->cause, k->p.effect);
-		ts_info("analyzer: dry run: would taint node %s %s=%s:%s", v->node,
-			TS_NODE_TAINT_KEY, v->cause, k->p.effect);
+		if (strcmp(was, s->action))
+			ts_info("analyzer: dry run: would taint node %s %s=%s:%s", v->node,
+				TS_NODE_TAINT_KEY, v->cause, k->p.effect);
 		return;
 	}
 	if (set_taint(k, v->node, v->cause)) {
 		k->stats.errors++;
 		snprintf(s->action, sizeof(s->action), "none: the taint was refused");
+		if (strcmp(was, s->action))
+			ts_warn("analyzer: node %s: the API server refused its taint", v->node);
 		return;
 	}
 	s->tainted = true;

@@ -397,10 +397,10 @@ condition() {
 			-o name | grep -q .
 }
 expect "the node's TrainscopeDegraded condition and a Warning Event on the Node" wait_for 60 condition
-tainted() {
-	kubectl get node "$node" -o jsonpath='{.spec.taints[*].key}={.spec.taints[*].value}:{.spec.taints[*].effect}' |
-		grep -q 'trainscope.dev/degraded=Compute:NoSchedule'
+ours() { # our taint on the node, as value:effect (":" when none)
+	kubectl get node "$node" -o jsonpath='{.spec.taints[?(@.key=="trainscope.dev/degraded")].value}:{.spec.taints[?(@.key=="trainscope.dev/degraded")].effect}'
 }
+tainted() { [ "$(ours)" = Compute:NoSchedule ]; }
 expect "the node is tainted trainscope.dev/degraded=Compute:NoSchedule" wait_for 60 tainted
 plain_pod() { # NAME [TOLERATES]
 	cat <<POD
@@ -431,7 +431,7 @@ helm upgrade trainscope "$root/helm/trainscope" -n trainscope "${CHART_SET[@]}" 
 	--set analyzer.config.nodes.window_s=20 \
 	--wait --timeout 3m >>"$WORK/helm-nodes.log" 2>&1 || die "helm upgrade: $(tail -5 "$WORK/helm-nodes.log")"
 clean() {
-	[ -z "$(kubectl get node "$node" -o jsonpath='{.spec.taints}')" ] &&
+	[ "$(ours)" = : ] &&
 		[ "$(kubectl get node "$node" -o jsonpath='{.status.conditions[?(@.type=="TrainscopeDegraded")].status}')" = False ] &&
 		! kubectl get slownode "$node" >/dev/null 2>&1
 }
