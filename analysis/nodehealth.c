@@ -301,12 +301,21 @@ double ts_nh_weight(const struct ts_nh_opts *o, const char *cause, uint64_t last
 	return w * exp2(-age / o->half_life_s);
 }
 
+/* By node, then job: a node's findings together, a job's within them. */
 static int by_node(const void *a, const void *b)
 {
 	const struct finding *x = *(const struct finding *const *)a;
 	const struct finding *y = *(const struct finding *const *)b;
+	int c = strcmp(x->node, y->node);
 
-	return strcmp(x->node, y->node);
+	if (!c)
+		c = strcmp(x->ns, y->ns);
+	return c ? c : strcmp(x->job, y->job);
+}
+
+static bool same_job(const struct finding *x, const struct finding *y)
+{
+	return !strcmp(x->job, y->job) && !strcmp(x->ns, y->ns);
 }
 
 static struct flag *flag_of(struct ts_nodehealth *h, const char *node, bool add)
@@ -354,8 +363,8 @@ static void rank_in(char (*names)[32], double *ws, int *n, int max, const char *
 	}
 }
 
-/* The job's entry in v (findings of one job on several devices add up), kept heaviest
- * first, at most TS_NH_JOBS shown. */
+/* The job's entry in v (its heaviest finding on the node), kept heaviest first, at most
+ * TS_NH_JOBS shown. */
 static void add_job(struct ts_nh_node *v, const struct finding *f, double w)
 {
 	int at;
@@ -397,17 +406,24 @@ static void summarize(struct ts_nodehealth *h, struct finding **g, int n, uint64
 
 	memset(v, 0, sizeof(*v));
 	copy(v->node, sizeof(v->node), g[0]->node);
-	for (int i = 0; i < n; i++) {
-		double w = ts_nh_weight(&h->o, g[i]->cause, g[i]->last_ns, now_ns);
-		v->score += w;
-		rank_in(causes, cw, &ncauses, 8, g[i]->cause, w);
-		if (g[i]->device[0])
-			rank_in(v->devices, dw, &v->ndevices, TS_NH_DEVICES, g[i]->device, w);
-		add_job(v, g[i], w);
-		if (!v->first_ns || g[i]->first_ns < v->first_ns)
-			v->first_ns = g[i]->first_ns;
-		if (g[i]->last_ns > v->last_ns)
-			v->last_ns = g[i]->last_ns;
+	for (int lo = 0, hi; lo < n; lo = hi) {
+		/* a job counts once however many of its ranks the node holds: its heaviest */
+		const struct finding *best = g[lo];
+		double bw = -1;
+		for (hi = lo; hi < n && same_job(g[hi], g[lo]); hi++) {
+			double w = ts_nh_weight(&h->o, g[hi]->cause, g[hi]->last_ns, now_ns);
+			if (g[hi]->device[0])
+				rank_in(v->devices, dw, &v->ndevices, TS_NH_DEVICES, g[hi]->device, w);
+			if (w > bw)
+				best = g[hi], bw = w;
+			if (!v->first_ns || g[hi]->first_ns < v->first_ns)
+				v->first_ns = g[hi]->first_ns;
+			if (g[hi]->last_ns > v->last_ns)
+				v->last_ns = g[hi]->last_ns;
+		}
+		v->score += bw;
+		rank_in(causes, cw, &ncauses, 8, best->cause, bw);
+		add_job(v, best, bw);
 	}
 	copy(v->cause, sizeof(v->cause), ncauses ? causes[0] : "");
 	struct flag *fl = flag_of(h, v->node, true);

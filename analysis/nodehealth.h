@@ -7,7 +7,8 @@
  * job that names the same rank a hundred times counts once); its weight is 1, or
  * opts.device_weight for a Device cause (clock, XID: the device itself says it), and
  * halves every opts.half_life_s since the job last named it. A node's score is the sum
- * of its findings' weights: three jobs naming it within about 6 hours, or one Device
+ * over jobs of their heaviest finding there (a job with two slow ranks on one node
+ * counts once): three jobs naming it within about 6 hours, or one Device
  * finding, make it degraded (opts.degraded_score 2.5, half-life 24 hours); it stops being so when its score falls below
  * opts.clear_score (hysteresis), and a finding older than opts.window_s is dropped.
  *

@@ -47,6 +47,12 @@ static void test_three_jobs_degrade(void **state)
 	assert_int_equal(v[0].njobs, 1);
 	assert_true(v[0].score > 0.99 && v[0].score <= 1.0);
 	assert_false(v[0].degraded);
+	/* a second slow rank of the same job on the node: still one job's evidence */
+	ts_nh_note(h, "team", "a", "gpu-7", "GPU-5", "Compute", 0.2, T0 + 50 * S);
+	assert_int_equal(view(h, T0 + 50 * S, v), 1);
+	assert_int_equal(v[0].njobs, 1);
+	assert_int_equal(v[0].ndevices, 2);
+	assert_true(v[0].score > 0.99 && v[0].score <= 1.0);
 	ts_nh_note(h, "team", "b", "gpu-7", "GPU-3", "Compute", 0.2, T0 + 60 * S);
 	ts_nh_note(h, "other", "c", "gpu-7", "GPU-3", "HostCPU", 0.2, T0 + 70 * S);
 	ts_nh_note(h, "team", "d", "gpu-2", "GPU-0", "Storage", 0.5, T0 + 70 * S);
@@ -55,7 +61,7 @@ static void test_three_jobs_degrade(void **state)
 	assert_int_equal(v[0].njobs, 3);
 	assert_true(v[0].degraded);
 	assert_string_equal(v[0].cause, "Compute");
-	assert_int_equal(v[0].ndevices, 1);
+	assert_int_equal(v[0].ndevices, 2);
 	assert_string_equal(v[0].devices[0], "GPU-3");
 	assert_false(v[1].degraded);
 	ts_nh_free(h);

@@ -80,8 +80,12 @@ imagePullSecrets: {{- toYaml . | nindent 2 }}
 {{- with $v.nodeSelector }}
 nodeSelector: {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- /* trainscope's own pods tolerate the taint its remediation sets: a degraded GPU
+     node must not lose the analyzer, NATS or the webhook running there */}}
+tolerations:
+  - {key: trainscope.dev/degraded, operator: Exists}
 {{- with $v.tolerations }}
-tolerations: {{- toYaml . | nindent 2 }}
+{{- toYaml . | nindent 2 }}
 {{- end }}
 {{- with $v.affinity }}
 affinity: {{- toYaml . | nindent 2 }}
