@@ -62,6 +62,16 @@ define link
 	@$(CC) $(SANFLAGS) -o $@ $(1) $(LDLIBS_ALL) $(2)
 endef
 
+# One cmocka test: $(eval $(call cmocka_test,NAME,OBJECTS,LIBS,ORDER-ONLY,LIST)) links
+# $(BUILD)/test/NAME from OBJECTS with cmocka and LIBS, after ORDER-ONLY (what it loads
+# or runs when it runs: the preload library, test doubles), and adds it to LIST: TESTS
+# (make unit), the default, or ITESTS (make integration).
+define cmocka_test
+$(BUILD)/test/$(1): $(2) $(if $(strip $(4)),| $(4))
+	$$(call link,$$^,$$(CMOCKA_LIBS) $(3))
+$(or $(strip $(5)),TESTS) += $(BUILD)/test/$(1)
+endef
+
 # make fuzz: libFuzzer targets, ASan + UBSan. A module adds NAME to FUZZERS, a rule for
 # $(BUILD)/fuzz/fuzz_NAME built with $(FUZZ_CC) (order-only on fuzz-deps), the folder of its
 # committed seeds as FUZZ_SEEDS_NAME and extra libFuzzer flags as FUZZ_ARGS_NAME.

@@ -10,10 +10,8 @@ $(AGENT_BIN): $(BUILD)/obj/agent/main.o $(AGENT_OBJS) $(COMMON_OBJS) $(PROTO_OBJ
 	$(call link,$^,$(AGENT_LIBS))
 BINS += $(AGENT_BIN)
 
-$(BUILD)/test/test_ranks: $(BUILD)/obj/agent/tests/test_ranks.o $(BUILD)/obj/agent/ranks.o \
-		$(COMMON_OBJS)
-	$(call link,$^,$(CMOCKA_LIBS))
-TESTS += $(BUILD)/test/test_ranks
+$(eval $(call cmocka_test,test_ranks,$(BUILD)/obj/agent/tests/test_ranks.o \
+	$(BUILD)/obj/agent/ranks.o $(COMMON_OBJS)))
 
 # TEST DOUBLE of Huawei's libdcmi.so (agent/tests/dcmi_double.h), under the vendor's name
 # in a folder of its own; the test loads it through TRAINSCOPE_DCMI_LIB. Never sanitized,
@@ -23,11 +21,7 @@ DCMI_DOUBLE := $(BUILD)/test/dcmi/libdcmi.so
 $(DCMI_DOUBLE): $(BUILD)/dpic/agent/tests/dcmi_double.o
 	$(call double_lib,$<,libdcmi.so)
 
-$(BUILD)/test/test_dcmi: $(BUILD)/obj/agent/tests/test_dcmi.o $(BUILD)/obj/agent/dcmi.o \
-		$(COMMON_OBJS) | $(DCMI_DOUBLE)
-	$(call link,$^,$(CMOCKA_LIBS) -ldl)
-TESTS += $(BUILD)/test/test_dcmi
+$(eval $(call cmocka_test,test_dcmi,$(BUILD)/obj/agent/tests/test_dcmi.o \
+	$(BUILD)/obj/agent/dcmi.o $(COMMON_OBJS),-ldl,$(DCMI_DOUBLE)))
 
-$(BUILD)/test/test_nic: $(BUILD)/obj/agent/tests/test_nic.o $(BUILD)/obj/agent/nic.o
-	$(call link,$^,$(CMOCKA_LIBS))
-TESTS += $(BUILD)/test/test_nic
+$(eval $(call cmocka_test,test_nic,$(BUILD)/obj/agent/tests/test_nic.o $(BUILD)/obj/agent/nic.o))

@@ -16,13 +16,9 @@ $(ANALYZER_BIN): $(BUILD)/obj/analysis/main.o $(ANALYSIS_LIB_OBJS) $(COMMON_OBJS
 	$(call link,$^)
 BINS += $(ANALYZER_BIN)
 
-define analysis_test
-$(BUILD)/test/$(1): $(BUILD)/obj/analysis/tests/$(1).o $(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) \
-		$(PROTO_OBJ)
-	$$(call link,$$^,$(CMOCKA_LIBS))
-TESTS += $(BUILD)/test/$(1)
-endef
-$(foreach t,test_dbscan test_ksigma test_failslow test_job test_net test_otlp test_limits test_snapshot test_nodehealth,$(eval $(call analysis_test,$(t))))
+$(foreach t,test_dbscan test_ksigma test_failslow test_job test_net test_otlp test_limits \
+	test_snapshot test_nodehealth,$(eval $(call cmocka_test,$(t),$(BUILD)/obj/analysis/tests/$(t).o \
+	$(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ))))
 
 # make fuzz: the batch ingestion with evaluation, reports and /metrics (every source the
 # analyzer links but main.c), and the YAML configuration. make fuzz-seeds writes the
@@ -55,8 +51,6 @@ fuzz-seeds: $(BUILD)/fuzz/fuzz_seeds
 	@$< $(FUZZ_SEEDS_ingest)
 
 # Integration tests: a real nats-server on loopback.
-$(BUILD)/test/test_nats_it: $(BUILD)/obj/analysis/tests/test_nats_it.o \
-		$(BUILD)/obj/common/tests/natsd.o $(ANALYSIS_LIB_OBJS) $(RELAY_LIB_OBJS) \
-		$(COMMON_OBJS) $(PROTO_OBJ)
-	$(call link,$^,$(CMOCKA_LIBS))
-ITESTS += $(BUILD)/test/test_nats_it
+$(eval $(call cmocka_test,test_nats_it,$(BUILD)/obj/analysis/tests/test_nats_it.o \
+	$(BUILD)/obj/common/tests/natsd.o $(ANALYSIS_LIB_OBJS) $(RELAY_LIB_OBJS) \
+	$(COMMON_OBJS) $(PROTO_OBJ),,,ITESTS))

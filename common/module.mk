@@ -5,17 +5,11 @@ COMMON_SRCS := common/log.c common/config.c common/natsw_conn.c common/natsw_out
 	common/numparse.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
 
-$(BUILD)/test/test_config: $(BUILD)/obj/common/tests/test_config.o $(COMMON_OBJS)
-	$(call link,$^,$(CMOCKA_LIBS))
-TESTS += $(BUILD)/test/test_config
+$(eval $(call cmocka_test,test_config,$(BUILD)/obj/common/tests/test_config.o $(COMMON_OBJS)))
+$(eval $(call cmocka_test,test_names,$(BUILD)/obj/common/tests/test_names.o $(COMMON_OBJS)))
 
-$(BUILD)/test/test_names: $(BUILD)/obj/common/tests/test_names.o $(COMMON_OBJS)
-	$(call link,$^,$(CMOCKA_LIBS))
-TESTS += $(BUILD)/test/test_names
-
-$(BUILD)/test/test_numparse: $(BUILD)/obj/common/tests/test_numparse.o $(BUILD)/obj/common/numparse.o
-	$(call link,$^,$(CMOCKA_LIBS))
-TESTS += $(BUILD)/test/test_numparse
+$(eval $(call cmocka_test,test_numparse,$(BUILD)/obj/common/tests/test_numparse.o \
+	$(BUILD)/obj/common/numparse.o))
 
 # make fuzz, target names: any name from the wire through every mapping (k8s_rules.h).
 $(BUILD)/fuzz/fuzz_names: common/tests/fuzz_names.c common/names.c common/tests/k8s_rules.h \
@@ -31,11 +25,8 @@ FUZZ_ARGS_names := -max_len=600
 NKEYS_OBJS := $(BUILD)/obj/common/nkeys.o
 CRYPTO_LIBS := $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
 
-$(BUILD)/test/test_nkeys: $(BUILD)/obj/common/tests/test_nkeys.o $(NKEYS_OBJS)
-	$(call link,$^,$(CMOCKA_LIBS) $(CRYPTO_LIBS))
-TESTS += $(BUILD)/test/test_nkeys
+$(eval $(call cmocka_test,test_nkeys,$(BUILD)/obj/common/tests/test_nkeys.o $(NKEYS_OBJS),\
+	$(CRYPTO_LIBS)))
 
-$(BUILD)/test/test_ident: $(BUILD)/obj/common/tests/test_ident.o $(BUILD)/obj/common/ident.o \
-		$(BUILD)/obj/common/visible.o
-	$(call link,$^,$(CMOCKA_LIBS))
-TESTS += $(BUILD)/test/test_ident
+$(eval $(call cmocka_test,test_ident,$(BUILD)/obj/common/tests/test_ident.o \
+	$(BUILD)/obj/common/ident.o $(BUILD)/obj/common/visible.o))

@@ -9,7 +9,5 @@ $(NATSAUTH_BIN): $(BUILD)/obj/injector/natsauth/main.o $(NATSAUTH_LIB_OBJS) $(CO
 	$(call link,$^,$(CRYPTO_LIBS))
 BINS += $(NATSAUTH_BIN)
 
-$(BUILD)/test/test_natsauth: $(BUILD)/obj/injector/natsauth/tests/test_natsauth.o \
-		$(NATSAUTH_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
-	$(call link,$^,$(CMOCKA_LIBS) $(CRYPTO_LIBS))
-TESTS += $(BUILD)/test/test_natsauth
+$(eval $(call cmocka_test,test_natsauth,$(BUILD)/obj/injector/natsauth/tests/test_natsauth.o \
+	$(NATSAUTH_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ),$(CRYPTO_LIBS)))

@@ -65,9 +65,7 @@ $(PRELOAD_LINKS): | $(PRELOAD_LIB)
 	@ln -sfn ../libtrainscope.so $@
 LIBS += $(PRELOAD_LINKS)
 
-$(BUILD)/test/test_ring: $(BUILD)/obj/injector/preload/tests/test_ring.o $(RING_OBJS)
-	$(call link,$^,$(CMOCKA_LIBS))
-TESTS += $(BUILD)/test/test_ring
+$(eval $(call cmocka_test,test_ring,$(BUILD)/obj/injector/preload/tests/test_ring.o $(RING_OBJS)))
 
 # A user's program under the $PLATFORM preload: glibc, and musl where musl-gcc is
 # (Debian package musl-tools; without it the musl test says it is skipped).
@@ -82,16 +80,12 @@ $(BUILD)/test/plat/hello-musl: injector/preload/tests/plat_hello.c
 	@echo "  LD.musl $@"
 	@$(MUSL_CC) -std=c11 -O2 $(WARN) -o $@ $<
 
-$(BUILD)/test/test_preload: $(BUILD)/obj/injector/preload/tests/test_preload.o $(RING_OBJS) \
-		$(BUILD)/obj/injector/preload/tests/util.o \
-		| $(PRELOAD_LIB) $(PRELOAD_LINKS) $(PLAT_HELLO)
-	$(call link,$^,$(CMOCKA_LIBS) -ldl)
-TESTS += $(BUILD)/test/test_preload
+$(eval $(call cmocka_test,test_preload,$(BUILD)/obj/injector/preload/tests/test_preload.o \
+	$(RING_OBJS) $(BUILD)/obj/injector/preload/tests/util.o,-ldl,\
+	$(PRELOAD_LIB) $(PRELOAD_LINKS) $(PLAT_HELLO)))
 
-$(BUILD)/test/test_abi: $(BUILD)/obj/injector/preload/tests/test_abi.o \
-		$(BUILD)/obj/injector/preload/tests/util.o | $(PRELOAD_LIB)
-	$(call link,$^,$(CMOCKA_LIBS))
-TESTS += $(BUILD)/test/test_abi
+$(eval $(call cmocka_test,test_abi,$(BUILD)/obj/injector/preload/tests/test_abi.o \
+	$(BUILD)/obj/injector/preload/tests/util.o,,$(PRELOAD_LIB)))
 
 # TEST DOUBLES of the CUDA driver, runtime, cuBLAS and NCCL (tests/double/double.h),
 # under the vendors' library names, and the scenario driver that runs under the preload.
@@ -156,10 +150,8 @@ $(NPUDRIVE): $(BUILD)/plain/injector/preload/tests/double/npudrive.o \
 	@$(CC) -o $@ $(filter %.o,$^) $(DOUBLE_DIR)/libhccl.so $(DOUBLE_DIR)/libascendcl.so \
 		$(DOUBLE_RPATH) -ldl -lpthread
 
-$(BUILD)/test/test_hooks: $(BUILD)/obj/injector/preload/tests/test_hooks.o \
-		$(BUILD)/obj/injector/preload/tests/util.o | $(PRELOAD_LIB) $(HOOKDRIVE) $(NPUDRIVE)
-	$(call link,$^,$(CMOCKA_LIBS))
-TESTS += $(BUILD)/test/test_hooks
+$(eval $(call cmocka_test,test_hooks,$(BUILD)/obj/injector/preload/tests/test_hooks.o \
+	$(BUILD)/obj/injector/preload/tests/util.o,,$(PRELOAD_LIB) $(HOOKDRIVE) $(NPUDRIVE)))
 
 # A second NCCL profiler plugin (tests/double/profiler2_double.c), the stand-in for a
 # user's own that the library chains behind its own, built once per ABI: v5 under the
@@ -177,25 +169,19 @@ $(DOUBLE_DIR)/libnccl-profiler-tsd2.so: $(BUILD)/dpic/prof2/v5/profiler2_double.
 $(DOUBLE_DIR)/libnccl-profiler-tsd2v%.so: $(BUILD)/dpic/prof2/v%/profiler2_double.o
 	$(call double_lib,$<,libnccl-profiler-tsd2v$*.so)
 
-$(BUILD)/test/test_ncclchain: $(BUILD)/obj/injector/preload/tests/test_ncclchain.o \
-		$(BUILD)/obj/injector/preload/tests/util.o $(RING_OBJS) | $(PRELOAD_LIB) $(PROF2_LIBS)
-	$(call link,$^,$(CMOCKA_LIBS) -ldl)
-TESTS += $(BUILD)/test/test_ncclchain
+$(eval $(call cmocka_test,test_ncclchain,$(BUILD)/obj/injector/preload/tests/test_ncclchain.o \
+	$(BUILD)/obj/injector/preload/tests/util.o $(RING_OBJS),-ldl,$(PRELOAD_LIB) $(PROF2_LIBS)))
 
-$(BUILD)/test/test_shim: $(BUILD)/obj/injector/preload/tests/test_shim.o \
-		$(BUILD)/obj/injector/preload/tests/util.o $(RING_OBJS) | $(PRELOAD_LIB)
-	$(call link,$^,$(CMOCKA_LIBS))
-TESTS += $(BUILD)/test/test_shim
+$(eval $(call cmocka_test,test_shim,$(BUILD)/obj/injector/preload/tests/test_shim.o \
+	$(BUILD)/obj/injector/preload/tests/util.o $(RING_OBJS),,$(PRELOAD_LIB)))
 
 # The public API's ABI: a caller built against the v1 header (tests/abi/v1/, kept
 # verbatim) and callers of the current one with smaller and bigger sizes, against this
 # library with the CUDA doubles loaded.
-$(BUILD)/test/test_api_abi: $(BUILD)/obj/injector/preload/tests/test_api_abi.o \
-		$(BUILD)/obj/injector/preload/tests/abi/v1/caller.o \
-		$(BUILD)/obj/injector/preload/tests/util.o \
-		| $(PRELOAD_LIB) $(DOUBLE_DIR)/libcuda.so.1 $(DOUBLE_DIR)/libcudart.so.13
-	$(call link,$^,$(CMOCKA_LIBS) -ldl)
-TESTS += $(BUILD)/test/test_api_abi
+$(eval $(call cmocka_test,test_api_abi,$(BUILD)/obj/injector/preload/tests/test_api_abi.o \
+	$(BUILD)/obj/injector/preload/tests/abi/v1/caller.o \
+	$(BUILD)/obj/injector/preload/tests/util.o,-ldl,\
+	$(PRELOAD_LIB) $(DOUBLE_DIR)/libcuda.so.1 $(DOUBLE_DIR)/libcudart.so.13))
 
 # What make arm64-test runs under qemu-user: the tests that need no Python.
 PRELOAD_CROSS_TESTS := $(addprefix $(BUILD)/test/,test_ring test_abi test_api_abi test_preload test_hooks)

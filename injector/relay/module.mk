@@ -8,13 +8,9 @@ $(RELAY_BIN): $(BUILD)/obj/injector/relay/main.o $(RELAY_LIB_OBJS) $(COMMON_OBJS
 	$(call link,$^)
 BINS += $(RELAY_BIN)
 
-$(BUILD)/test/test_agg: $(BUILD)/obj/injector/relay/tests/test_agg.o $(RELAY_LIB_OBJS) \
-		$(COMMON_OBJS) $(PROTO_OBJ)
-	$(call link,$^,$(CMOCKA_LIBS))
-TESTS += $(BUILD)/test/test_agg
+$(eval $(call cmocka_test,test_agg,$(BUILD)/obj/injector/relay/tests/test_agg.o \
+	$(RELAY_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)))
 
-$(BUILD)/test/test_relay: $(BUILD)/obj/injector/relay/tests/test_relay.o $(RELAY_LIB_OBJS) \
-		$(BUILD)/obj/injector/preload/tests/util.o $(BUILD)/obj/common/tests/natsd.o \
-		$(COMMON_OBJS) $(PROTO_OBJ)
-	$(call link,$^,$(CMOCKA_LIBS))
-TESTS += $(BUILD)/test/test_relay
+$(eval $(call cmocka_test,test_relay,$(BUILD)/obj/injector/relay/tests/test_relay.o \
+	$(RELAY_LIB_OBJS) $(BUILD)/obj/injector/preload/tests/util.o \
+	$(BUILD)/obj/common/tests/natsd.o $(COMMON_OBJS) $(PROTO_OBJ)))

@@ -4,10 +4,8 @@ WEBHOOK_LIB_OBJS := $(BUILD)/obj/injector/webhook/mutate.o $(BUILD)/obj/common/b
 WEBHOOK_CERT_OBJ := $(BUILD)/obj/injector/webhook/cert.o
 WEBHOOK_CRYPTO_LIBS := $(CRYPTO_LIBS)
 
-$(BUILD)/test/test_mutate: $(BUILD)/obj/injector/webhook/tests/test_mutate.o $(WEBHOOK_LIB_OBJS) \
-		$(WEBHOOK_CERT_OBJ)
-	$(call link,$^,$(CMOCKA_LIBS) $(WEBHOOK_CRYPTO_LIBS))
-TESTS += $(BUILD)/test/test_mutate
+$(eval $(call cmocka_test,test_mutate,$(BUILD)/obj/injector/webhook/tests/test_mutate.o \
+	$(WEBHOOK_LIB_OBJS) $(WEBHOOK_CERT_OBJ),$(WEBHOOK_CRYPTO_LIBS)))
 
 # make fuzz: the AdmissionReview handling.
 $(BUILD)/fuzz/fuzz_mutate: injector/webhook/tests/fuzz_mutate.c injector/webhook/mutate.c \
