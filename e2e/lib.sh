@@ -33,6 +33,30 @@ trap cleanup EXIT INT TERM
 
 die() { echo "e2e: $*" >&2; exit 1; }
 
+# A test's checks: pass MESSAGE and fail MESSAGE print "ok    MESSAGE" or
+# "FAIL  MESSAGE" and count it in passed or fails; expect NAME CMD... runs CMD (a
+# command, a function, or eval 'CONDITION') and passes or fails NAME by its exit status.
+# A failure says more where the script defines expect_detail: "FAIL  NAME: <its output>".
+passed=0
+fails=0
+pass() { echo "ok    $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL  $*"; fails=$((fails + 1)); }
+expect_detail() { :; }
+expect() { # NAME CMD...
+	local name=$1 detail
+	shift
+	if "$@"; then
+		pass "$name"
+	else
+		detail=$(expect_detail)
+		fail "$name${detail:+: $detail}"
+	fi
+}
+
+# metric NAME[{labels}]: the value of one of the analyzer's metrics now (start_analyzer),
+# empty when it has none or does not answer.
+metric() { curl -sf -m 2 "$ANALYZER_METRICS" | awk -v n="$1" '$1 == n { print $2 }'; }
+
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # start_jaeger: Jaeger all-in-one (tools.sh) on free loopback ports, traces in memory.

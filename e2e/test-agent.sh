@@ -20,16 +20,15 @@ start_analyzer --quiet
 mkdir -p "$WORK/sys/class/net/eth9/device" "$WORK/sys/class/net/eth9/statistics"
 for f in rx_errors tx_errors tx_dropped; do echo 0 >"$WORK/sys/class/net/eth9/statistics/$f"; done
 start_agent --interval-ms 500 --sysfs "$WORK/sys"
-fails=0
 check() { if "$@"; then :; else fails=$((fails + 1)); fi; }
 
 run_job host-8 8 300 host --fault-rank 5 --fault-step 40 $HOST_FAULT_OPTS
 wait_report host-8 299
 check check_report host-8 5 HostCPU
 if grep -q 'preempted by stress (pid [0-9]*' "$WORK/host-8.json"; then
-	echo "ok    the evidence names the hog: $(grep -o 'runq[^;]*stress[^;]*' "$WORK/host-8.json" | head -1)"
+	pass "the evidence names the hog: $(grep -o 'runq[^;]*stress[^;]*' "$WORK/host-8.json" | head -1)"
 else
-	echo "FAIL  the evidence does not name the hog"; fails=$((fails + 1))
+	fail "the evidence does not name the hog"
 fi
 
 "$BIN/trainscope" timeline --nats "$NATS_URL" --job host-8 --out "$WORK/host-8.trace.json" ||
@@ -40,24 +39,24 @@ run_job healthy-agent-8 8 300 none $HOST_FAULT_OPTS
 wait_report healthy-agent-8 299
 check check_report healthy-agent-8 healthy
 if grep -q "preempted by" "$WORK/healthy-agent-8.json"; then
-	echo "FAIL  a healthy run blames a preemptor"; fails=$((fails + 1))
+	fail "a healthy run blames a preemptor"
 else
-	echo "ok    a healthy run blames no preemptor"
+	pass "a healthy run blames no preemptor"
 fi
 
 echo 7 >"$WORK/sys/class/net/eth9/statistics/rx_errors"
 nic_errors() { curl -sf "$AGENT_METRICS" | grep -q '^trainscope_node_nic_errors_total 7$'; }
 if wait_for 10 nic_errors; then
-	echo "ok    agent metrics: the node's port errors read from sysfs (7)"
+	pass "agent metrics: the node's port errors read from sysfs (7)"
 else
-	echo "FAIL  agent metrics: no port errors: $(curl -sf "$AGENT_METRICS" | grep nic_)"; fails=$((fails + 1))
+	fail "agent metrics: no port errors: $(curl -sf "$AGENT_METRICS" | grep nic_)"
 fi
 metrics=$(curl -sf "$AGENT_METRICS") || die "no agent metrics"
 samples=$(echo "$metrics" | awk '$1 == "trainscope_agent_host_samples_total" { print $2 }')
 if [ "${samples:-0}" -gt 0 ] && echo "$metrics" | grep -q 'trainscope_agent_feature{feature="scheduling"} 1'; then
-	echo "ok    agent metrics: $samples host samples, scheduling feature on"
+	pass "agent metrics: $samples host samples, scheduling feature on"
 else
-	echo "FAIL  agent metrics"; fails=$((fails + 1))
+	fail "agent metrics"
 fi
 # ---- forged announcements: an agent in pods-only mode (as in a pod) traces none of them (host
 # pid 1, a process announced without a pod, one outside the pod that announced it); a rank
@@ -129,9 +128,9 @@ flood() {
 	[ "$pct" -lt 5 ]
 }
 if forged; then
-	echo "ok    forged announcements (host pid 1, no pod, another pod, the real rank's with another pod's uid first): none traced, 4 refused; the real rank traced; a flood of 300 unresolvable ones holds no real rank out"
+	pass "forged announcements (host pid 1, no pod, another pod, the real rank's with another pod's uid first): none traced, 4 refused; the real rank traced; a flood of 300 unresolvable ones holds no real rank out"
 else
-	echo "FAIL  forged announcements"; fails=$((fails + 1))
+	fail "forged announcements"
 fi
 echo "agent e2e: $((8 - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -11,7 +11,6 @@ here=$(dirname "$0")
 
 start_nats
 start_analyzer --quiet
-fails=0
 scenario() { # JOB RANKS STEPS FAULT EXPECT... (EXTRA: more workload options)
 	local job=$1 ranks=$2 steps=$3 fault=$4; shift 4
 	local t0=$(date +%s.%N)
@@ -37,9 +36,9 @@ pictures() {
 			"$WORK/$j.compact.json" "$WORK/$j.part.json"
 }
 if pictures; then
-	echo "ok    report --plot draws rank 5 red from step 40, marked; timeline --compact, --ranks, --steps"
+	pass "report --plot draws rank 5 red from step 40, marked; timeline --compact, --ranks, --steps"
 else
-	echo "FAIL  pictures of compute-16"; fails=$((fails + 1))
+	fail "pictures of compute-16"
 fi
 scenario healthy-8 8 300 none healthy
 # rank 5's link delays each of its ring sends: every rank waits the same, nobody computes
@@ -71,22 +70,22 @@ if [ "$(metric trainscope_analyzer_batches_total)" -gt 0 ] &&
 	[ "$(metric trainscope_analyzer_lost_batches_total)" -eq 0 ] &&
 	[ "$(metric trainscope_analyzer_rejected_malformed_total)" -eq 0 ] &&
 	[ "$(metric trainscope_analyzer_ring_dropped_records_total)" -eq 0 ]; then
-	echo "ok    analyzer metrics: $(metric trainscope_analyzer_batches_total) batches, none lost"
+	pass "analyzer metrics: $(metric trainscope_analyzer_batches_total) batches, none lost"
 else
-	echo "$metrics" | grep -v '^#'; echo "FAIL  analyzer metrics"; fails=$((fails + 1))
+	echo "$metrics" | grep -v '^#'; fail "analyzer metrics"
 fi
 
 # make demo itself: exits 0 and names rank 5
 out=$(BUILD="$BUILD" "$here/demo.sh" 2>&1) || { echo "$out"; die "make demo failed"; }
 if echo "$out" | grep -q "slow rank 5  cause Compute"; then
-	echo "ok    make demo names rank 5 (Compute)"
+	pass "make demo names rank 5 (Compute)"
 else
-	echo "$out"; echo "FAIL  make demo"; fails=$((fails + 1))
+	echo "$out"; fail "make demo"
 fi
 if check_crd; then
-	echo "ok    every report fits the SlowNodeReport CRD: nothing pruned, all described"
+	pass "every report fits the SlowNodeReport CRD: nothing pruned, all described"
 else
-	echo "FAIL  reports against the CRD"; fails=$((fails + 1))
+	fail "reports against the CRD"
 fi
 total=12
 echo "e2e: $((total - fails)) passed, $fails failed"

@@ -37,15 +37,6 @@ YAML
 start_analyzer --quiet --config "$WORK/analyzer.yaml"
 ANALYZER_PID=${PIDS##* }
 HEALTHZ=${ANALYZER_METRICS%/metrics}/healthz
-fails=0
-passed=0
-expect() { # NAME CMD...
-	local name=$1; shift
-	if "$@"; then echo "ok    $name"; passed=$((passed + 1)); else echo "FAIL  $name"; fails=$((fails + 1)); fi
-}
-metric() { # NAME[{labels}]: its value now
-	curl -sf -m 2 "$ANALYZER_METRICS" | awk -v n="$1" '$1 == n { print $2 }'
-}
 rss_mib() { awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$ANALYZER_PID/status"; }
 steps_at_least() { [ "$(metric trainscope_analyzer_steps_total)" -ge "$1" ]; }
 analysed() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"]["stepsAnalyzed"])' "$WORK/$1.json"; }

@@ -14,12 +14,6 @@ BUILD=${BUILD:-build}
 RANKS=3
 STEPS=40
 
-pass=0 fail=0
-expect() { # expect WHAT CMD...
-	local what=$1; shift
-	if "$@"; then echo "  ok   $what"; pass=$((pass + 1)); else echo "  FAIL $what"; fail=$((fail + 1)); fi
-}
-metric() { curl -sf -m 2 "$ANALYZER_METRICS" | awk -v n="$1" '$1 == n { print $2 }'; }
 
 start_nats
 start_analyzer
@@ -93,5 +87,5 @@ expect "the relay said it once, with the cure" \
 	test "$(grep -c 'made no step: .*TRAINSCOPE_STEP_FUNC' "$WORK/nostep.log")" -eq 1
 expect "every report fits the CRD" check_crd
 
-echo "launchers e2e: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+echo "launchers e2e: $passed passed, $fails failed"
+[ "$fails" = 0 ]

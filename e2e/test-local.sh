@@ -12,9 +12,6 @@ BUILD=${BUILD:-build}
 # the private folders go under $TMPDIR: a server or analyzer left behind still names it
 export TMPDIR="$WORK/tmp"
 mkdir -p "$TMPDIR"
-fails=0
-pass() { echo "ok    $*"; }
-fail() { echo "FAIL  $*"; fails=$((fails + 1)); }
 # leftovers NAME: no process of ours left (their command lines name $TMPDIR), no folder
 leftovers() {
 	local left

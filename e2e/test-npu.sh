@@ -17,11 +17,6 @@ DRIVE="$BUILD/test/double/npudrive"
 
 start_nats
 start_analyzer --quiet
-fails=0
-expect() { # NAME CMD...
-	local name=$1; shift
-	if "$@"; then echo "ok    $name"; else echo "FAIL  $name"; fails=$((fails + 1)); fi
-}
 
 # ---- a slow NPU ----------------------------------------------------------------------
 TSD_NPU_JOB=npu-slow "$BIN/trainscope" run --nats "$NATS_URL" --job npu-slow -- \

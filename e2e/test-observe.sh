@@ -17,11 +17,6 @@ RANKS=${RANKS:-1024}
 STEPS=${STEPS:-260}
 SLOW=${SLOW:-700}
 
-pass=0 fail=0
-expect() { # expect WHAT CMD...
-	local what=$1; shift
-	if "$@"; then echo "  ok   $what"; pass=$((pass + 1)); else echo "  FAIL $what"; fail=$((fail + 1)); fi
-}
 
 TOOLS=$(bash e2e/k8s/tools.sh otelcol jaeger prometheus) || die "the collector, Jaeger or Prometheus could not be built"
 export PATH="$TOOLS:$PATH"
@@ -109,7 +104,6 @@ import json, sys
 st = json.load(open('$report'))['status']
 sys.exit(0 if any(r['rank'] == $SLOW for r in st.get('slowRanks', [])) else 1)"; }
 expect "rank $SLOW of $RANKS is named" wait_for 120 named
-metric() { curl -s "$ANALYZER_METRICS" | awk -v m="$1" '$1 == m { print $2 }'; }
 closed() { [ "$(metric trainscope_analyzer_otlp_traces_total)" -ge $(( (STEPS + 99) / 100 )) ] 2>/dev/null; }
 delivered() { [ "$(metric trainscope_analyzer_otlp_spans_sent_total)" = "$(metric trainscope_analyzer_otlp_spans_queued_total)" ]; }
 all_sent() { closed && delivered; }
@@ -224,6 +218,6 @@ clash = q('count({__name__=~"trainscope_.*", exported_namespace!=""}) or count({
 check("no series carries a namespace or job label of its own (Prometheus would rename it exported_*)", clash == [])
 sys.exit(0 if ok else 1)
 PY
-echo "observe e2e: $pass passed, $fail failed"
+echo "observe e2e: $passed passed, $fails failed"
 
-[ "$fail" = 0 ]
+[ "$fails" = 0 ]

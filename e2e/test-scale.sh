@@ -16,11 +16,6 @@ STEPS=${STEPS:-400}
 JOBS=4
 SLOW=${SLOW:-11}
 
-pass=0 fail=0
-expect() { # expect WHAT CMD...
-	local what=$1; shift
-	if "$@"; then echo "  ok   $what"; pass=$((pass + 1)); else echo "  FAIL $what"; fail=$((fail + 1)); fi
-}
 
 TOOLS=$(bash e2e/k8s/tools.sh nats) || die "nats-server 2.12 could not be built"
 export PATH="$TOOLS:$PATH"
@@ -40,7 +35,9 @@ start_replica() { # start_replica K: analyzer of partition K (its reports, log a
 	eval "APID_$k=$!"
 }
 metrics_of() { grep -o 'http://[0-9.:]*/metrics' "$WORK/a$1/log" | tail -1; }
-metric() { curl -sf -m 2 "$(metrics_of "$1")" | awk -v m="$2" '$1 == m { print $2 }'; }
+replica_metric() { # K NAME: the metric NAME of analyzer K
+	curl -sf -m 2 "$(metrics_of "$1")" | awk -v m="$2" '$1 == m { print $2 }'
+}
 consuming() { [ "$(grep -c "consuming" "$WORK/a$1/log")" -ge "$2" ]; }
 for k in 0 1; do
 	start_replica "$k"
@@ -83,12 +80,12 @@ expect "the analyzers made the stream: 3 replicas, subjects partitioned by names
 	--job llm >"$WORK/loadgen.out" 2>"$WORK/loadgen.log" &
 gen=$!
 PIDS="$PIDS $gen"
-steps_in() { [ "$(( $(metric 0 trainscope_analyzer_steps_total) + $(metric 1 trainscope_analyzer_steps_total) ))" -ge "$1" ]; }
+steps_in() { [ "$(( $(replica_metric 0 trainscope_analyzer_steps_total) + $(replica_metric 1 trainscope_analyzer_steps_total) ))" -ge "$1" ]; }
 total=$((RANKS * JOBS * STEPS))
 wait_for 120 steps_in $((total / 4)) || die "the analyzers took under a quarter of the load"
 kill -9 "${NATS_PID[2]}"
 wait "${NATS_PID[2]}" 2>/dev/null || true
-echo "      n2 killed (SIGKILL) at $(( $(metric 0 trainscope_analyzer_steps_total) + $(metric 1 trainscope_analyzer_steps_total) )) of $total rank-steps"
+echo "      n2 killed (SIGKILL) at $(( $(replica_metric 0 trainscope_analyzer_steps_total) + $(replica_metric 1 trainscope_analyzer_steps_total) )) of $total rank-steps"
 wait_for 120 steps_in $((total / 2)) || die "the analyzers stalled after n2 died"
 kill -9 "$APID_1"
 wait "$APID_1" 2>/dev/null || true
@@ -112,7 +109,7 @@ done_all() {
 	[ "$n" = "$JOBS" ]
 }
 expect "every job's last step analysed" wait_for 120 done_all
-python3 - "$WORK" "$JOBS" "$STEPS" "$RANKS" "$SLOW" <<'PY' && pass=$((pass + 1)) || fail=$((fail + 1))
+python3 - "$WORK" "$JOBS" "$STEPS" "$RANKS" "$SLOW" <<'PY' && passed=$((passed + 1)) || fails=$((fails + 1))
 import glob, json, os, sys
 work, jobs, steps, ranks, slow = sys.argv[1], *map(int, sys.argv[2:])
 
@@ -147,12 +144,12 @@ done
 nothing_lost() {
 	local k
 	for k in 0 1; do
-		[ "$(metric "$k" trainscope_analyzer_lost_batches_total)" = 0 ] || return 1
-		[ "$(metric "$k" trainscope_analyzer_other_partition_total)" = 0 ] || return 1
-		[ "$(metric "$k" trainscope_analyzer_mismatched_batches_total)" = 0 ] || return 1
+		[ "$(replica_metric "$k" trainscope_analyzer_lost_batches_total)" = 0 ] || return 1
+		[ "$(replica_metric "$k" trainscope_analyzer_other_partition_total)" = 0 ] || return 1
+		[ "$(replica_metric "$k" trainscope_analyzer_mismatched_batches_total)" = 0 ] || return 1
 	done
 }
 expect "no batch lost or misplaced by either analyzer, the restarted one included" nothing_lost
 
-echo "scale e2e: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+echo "scale e2e: $passed passed, $fails failed"
+[ "$fails" = 0 ]

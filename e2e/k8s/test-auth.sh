@@ -20,11 +20,6 @@ if ! TOOLS=$("$here/tools.sh"); then
 	exit 0
 fi
 export PATH="$TOOLS:$PATH"
-fails=0 passed=0
-expect() { # NAME CONDITION...
-	local name=$1; shift
-	if "$@"; then echo "ok    $name"; passed=$((passed + 1)); else echo "FAIL  $name"; fails=$((fails + 1)); fi
-}
 . "$here/apiserver.sh"
 serving_cert nats
 kubectl create clusterrolebinding e2e-natsauth --clusterrole system:auth-delegator \
@@ -229,7 +224,7 @@ expect "cli: delete a partition's consumer denied (--analyzer-partitions 2)" den
 	'req:$JS.API.CONSUMER.DELETE.TRAINSCOPE.trainscope-analyzer-p1'
 expect "the analyzer's consumer is still there (its own token may read it)" try "$tok_analyzer" \
 	"$uid_analyzer" 'req:$JS.API.CONSUMER.INFO.TRAINSCOPE.trainscope-analyzer'
-grep -q '"name":"trainscope-analyzer"' "$WORK/try.out" || { echo "FAIL  consumer info"; fails=$((fails + 1)); }
+grep -q '"name":"trainscope-analyzer"' "$WORK/try.out" || fail "consumer info"
 
 # ---- the agent and the CLI ----------------------------------------------------------------
 expect "agent: its node's announcements readable" try "$tok_agent" "$uid_agent" "sub:ts.v1.*.*.ctl.node-1"

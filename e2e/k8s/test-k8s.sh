@@ -20,11 +20,6 @@ if ! TOOLS=$("$here/tools.sh"); then
 	exit 0
 fi
 export PATH="$TOOLS:$PATH"
-fails=0 passed=0
-expect() { # NAME CONDITION...
-	local name=$1; shift
-	if "$@"; then echo "ok    $name"; passed=$((passed + 1)); else echo "FAIL  $name"; fails=$((fails + 1)); fi
-}
 
 . "$here/apiserver.sh"
 serving_cert webhook

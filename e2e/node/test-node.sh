@@ -62,12 +62,6 @@ node_cleanup() {
 }
 trap node_cleanup EXIT INT TERM
 
-fails=0
-passed=0
-expect() { # NAME CMD...
-	local name=$1; shift
-	if "$@"; then echo "ok    $name"; passed=$((passed + 1)); else echo "FAIL  $name"; fails=$((fails + 1)); fi
-}
 
 CERT_MANAGER_VERSION=$(cat "$TOOLS/../share/cert-manager.version")
 PAUSE_IMAGE=docker.io/library/trainscope-pause:e2e
