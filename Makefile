@@ -156,7 +156,7 @@ test: deps
 # its tests that need no Python and no network run under qemu-user. No -L sysroot: the
 # cross libc (libc6-arm64-cross) and the arm64 libc that libcmocka0:arm64 pulls in are
 # different builds, and qemu -L would pair one's loader with the other's libc.so.6.
-# Children the tests spawn run under qemu too ($TS_TEST_QEMU, tests/util.c): registering
+# Children the tests spawn run under qemu too ($TS_TEST_QEMU, common/tests/testutil.c): registering
 # a binfmt_misc handler is privileged and machine-wide, which a CI container may refuse.
 # The compiler and flags are reset for the cross build: a host CC or CFLAGS given on the
 # command line would reach it through MAKEFLAGS.

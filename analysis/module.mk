@@ -16,8 +16,10 @@ $(ANALYZER_BIN): $(BUILD)/obj/analysis/main.o $(ANALYSIS_LIB_OBJS) $(COMMON_OBJS
 	$(call link,$^)
 BINS += $(ANALYZER_BIN)
 
+# test_limits and test_snapshot feed the analyzer batches they pack (TEST_BATCH_OBJ).
 $(foreach t,test_dbscan test_ksigma test_failslow test_job test_net test_otlp test_limits \
 	test_snapshot test_nodehealth,$(eval $(call cmocka_test,$(t),$(BUILD)/obj/analysis/tests/$(t).o \
+	$(if $(filter test_limits test_snapshot,$(t)),$(TEST_BATCH_OBJ)) \
 	$(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ))))
 
 # make fuzz: the batch ingestion with evaluation, reports and /metrics (every source the
@@ -44,7 +46,7 @@ FUZZ_SEEDS_params := analysis/tests/corpus/params
 FUZZ_ARGS_params := -max_len=4096
 
 .PHONY: fuzz-seeds
-$(BUILD)/fuzz/fuzz_seeds: $(BUILD)/obj/analysis/tests/fuzz_seeds.o $(PROTO_OBJ)
+$(BUILD)/fuzz/fuzz_seeds: $(BUILD)/obj/analysis/tests/fuzz_seeds.o $(TEST_BATCH_OBJ) $(PROTO_OBJ)
 	$(call link,$^)
 fuzz-seeds: $(BUILD)/fuzz/fuzz_seeds
 	@mkdir -p $(FUZZ_SEEDS_ingest)

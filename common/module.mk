@@ -5,6 +5,12 @@ COMMON_SRCS := common/log.c common/config.c common/natsw_conn.c common/natsw_out
 	common/numparse.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
 
+# Helpers the tests share: running programs, the preload library and its doubles
+# (common/tests/testutil.c, cmocka tests only), and trainscope.v1.Batch messages built by
+# hand (common/tests/testbatch.c, with $(PROTO_OBJ)).
+TEST_UTIL_OBJ  := $(BUILD)/obj/common/tests/testutil.o
+TEST_BATCH_OBJ := $(BUILD)/obj/common/tests/testbatch.o
+
 $(eval $(call cmocka_test,test_config,$(BUILD)/obj/common/tests/test_config.o $(COMMON_OBJS)))
 $(eval $(call cmocka_test,test_names,$(BUILD)/obj/common/tests/test_names.o $(COMMON_OBJS)))
 

@@ -8,6 +8,6 @@ BINS += $(WORKLOAD_BIN)
 
 # e2e/test-faults.sh's hand-made batches (a buggy or hostile producer); test-only
 FORGE_BIN := $(BUILD)/bin/forge
-$(FORGE_BIN): $(BUILD)/obj/e2e/faults/forge.o $(COMMON_OBJS) $(PROTO_OBJ)
+$(FORGE_BIN): $(BUILD)/obj/e2e/faults/forge.o $(TEST_BATCH_OBJ) $(COMMON_OBJS) $(PROTO_OBJ)
 	$(call link,$^)
 BINS += $(FORGE_BIN)

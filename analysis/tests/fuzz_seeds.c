@@ -9,24 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/trainscope.pb-c.h"
+#include "common/tests/testbatch.h"
 
 #define T0_NS 1700000000000000000ull /* fuzz_ingest ticks from here */
 #define MS 1000000ull
-#define MAX_RECORDS 64
+#define MAX_RECORDS TS_TEST_BATCH_MAX
 
 struct seed {
 	uint8_t data[16384];
 	size_t len;
 };
 
-/* One batch being built: its records point into arrays of this struct. */
+/* One batch being built (steps and records in t), the records of other kinds than steps
+ * pointing into the arrays here, by the record's place. */
 struct batch {
-	Trainscope__V1__Batch b;
-	Trainscope__V1__Identity id;
+	struct ts_test_batch t;
 	Trainscope__V1__Device dev;
-	Trainscope__V1__Record rec[MAX_RECORDS], *recp[MAX_RECORDS];
-	Trainscope__V1__Step step[MAX_RECORDS];
 	Trainscope__V1__HostSample host[MAX_RECORDS];
 	Trainscope__V1__Preemptor preemptor[MAX_RECORDS], *preemptorp[MAX_RECORDS];
 	Trainscope__V1__DeviceSample dsample[MAX_RECORDS];
@@ -37,66 +35,48 @@ struct batch {
 static void batch_init(struct batch *x, int rank, int world, const char *node, uint64_t producer,
 		       uint64_t seq)
 {
-	static const Trainscope__V1__Batch b0 = TRAINSCOPE__V1__BATCH__INIT;
-	static const Trainscope__V1__Identity id0 = TRAINSCOPE__V1__IDENTITY__INIT;
 	static const Trainscope__V1__Device dev0 = TRAINSCOPE__V1__DEVICE__INIT;
 	static char pod[8][32];
 
 	memset(x, 0, sizeof(*x));
-	x->b = b0;
-	x->id = id0;
+	ts_test_batch_init(&x->t, "ml", "llm", 0, world, producer, seq);
 	x->dev = dev0;
-	x->id.namespace_ = "ml";
-	x->id.job = "llm";
 	if (rank >= 0 && rank < 8) {
 		snprintf(pod[rank], sizeof(pod[rank]), "llm-worker-%d", rank);
-		x->id.pod = pod[rank];
-		x->id.rank = rank;
-		x->id.local_rank = rank % 2;
-		x->id.pid = 1000 + rank;
+		x->t.id.pod = pod[rank];
+		x->t.id.rank = rank;
+		x->t.id.local_rank = rank % 2;
+		x->t.id.pid = 1000 + rank;
 		x->dev.index = rank % 2;
 		x->dev.uuid = rank % 2 ? "GPU-1" : "GPU-0";
-		x->id.device = &x->dev;
+		x->t.id.device = &x->dev;
 	}
-	x->id.node = (char *)node;
-	x->id.world_size = world;
-	x->b.id = &x->id;
-	x->b.producer_id = producer;
-	x->b.seq = seq;
-	x->b.records = x->recp;
+	x->t.id.node = (char *)node;
 }
 
 static Trainscope__V1__Record *add_record(struct batch *x)
 {
-	static const Trainscope__V1__Record r0 = TRAINSCOPE__V1__RECORD__INIT;
-	size_t i = x->b.n_records++;
+	Trainscope__V1__Record *r = ts_test_batch_record(&x->t);
 
-	if (i >= MAX_RECORDS)
+	if (!r)
 		abort();
-	x->rec[i] = r0;
-	x->recp[i] = &x->rec[i];
-	return &x->rec[i];
+	return r;
 }
 
 /* Step k: 100 ms of compute, collective, dataloader and launch, plus slow_ms of compute
  * on a slow rank or of waiting in the collective on the others; one step each 150 ms. */
 static void add_step(struct batch *x, uint64_t k, uint64_t compute_ms, uint64_t wait_ms)
 {
-	static const Trainscope__V1__Step s0 = TRAINSCOPE__V1__STEP__INIT;
-	Trainscope__V1__Record *r = add_record(x);
-	Trainscope__V1__Step *s = &x->step[x->b.n_records - 1];
 	uint64_t start = T0_NS - 15000 * MS + k * 150 * MS;
+	Trainscope__V1__Step *s = ts_test_batch_step(&x->t, k, start,
+						     start + (100 + compute_ms + wait_ms) * MS,
+						     (60 + compute_ms) * MS + (k % 3) * MS / 10);
 
-	*s = s0;
-	s->step = k;
-	s->start_ns = start;
-	s->end_ns = start + (100 + compute_ms + wait_ms) * MS;
-	s->compute_ns = (60 + compute_ms) * MS + (k % 3) * MS / 10;
+	if (!s)
+		abort();
 	s->collective_ns = (30 + wait_ms) * MS;
 	s->dataloader_ns = 5 * MS;
 	s->launch_ns = 2 * MS;
-	r->kind_case = TRAINSCOPE__V1__RECORD__KIND_STEP;
-	r->step = s;
 }
 
 static void add_host_sample(struct batch *x, int rank, uint64_t runq_ms)
@@ -104,7 +84,7 @@ static void add_host_sample(struct batch *x, int rank, uint64_t runq_ms)
 	static const Trainscope__V1__HostSample h0 = TRAINSCOPE__V1__HOST_SAMPLE__INIT;
 	static const Trainscope__V1__Preemptor p0 = TRAINSCOPE__V1__PREEMPTOR__INIT;
 	Trainscope__V1__Record *r = add_record(x);
-	size_t i = x->b.n_records - 1;
+	size_t i = x->t.b.n_records - 1;
 	Trainscope__V1__HostSample *h = &x->host[i];
 
 	*h = h0;
@@ -133,7 +113,7 @@ static void add_device_sample(struct batch *x, int index, uint32_t clock, uint64
 	static const Trainscope__V1__DeviceSample d0 = TRAINSCOPE__V1__DEVICE_SAMPLE__INIT;
 	static const Trainscope__V1__Device dev0 = TRAINSCOPE__V1__DEVICE__INIT;
 	Trainscope__V1__Record *r = add_record(x);
-	size_t i = x->b.n_records - 1;
+	size_t i = x->t.b.n_records - 1;
 	Trainscope__V1__DeviceSample *d = &x->dsample[i];
 
 	*d = d0;
@@ -169,7 +149,7 @@ static void add_hang(struct batch *x, uint64_t seq)
 static void frame(struct seed *s, const char *subject, const void *raw, size_t rawlen,
 		  const struct batch *x)
 {
-	size_t n = strlen(subject), len = x ? trainscope__v1__batch__get_packed_size(&x->b) : rawlen;
+	size_t n = strlen(subject), len = x ? trainscope__v1__batch__get_packed_size(&x->t.b) : rawlen;
 
 	if (s->len + n + 3 + len > sizeof(s->data) || len > 0xffff)
 		abort();
@@ -179,7 +159,7 @@ static void frame(struct seed *s, const char *subject, const void *raw, size_t r
 	s->data[s->len++] = (uint8_t)(len >> 8);
 	s->data[s->len++] = (uint8_t)len;
 	if (x)
-		trainscope__v1__batch__pack(&x->b, s->data + s->len);
+		trainscope__v1__batch__pack(&x->t.b, s->data + s->len);
 	else
 		memcpy(s->data + s->len, raw, len);
 	s->len += len;
@@ -206,7 +186,7 @@ static void ranks(struct seed *s, int world, int steps, int per_batch, int slow_
 			for (int k = first; k < first + per_batch && k < steps; k++)
 				add_step(&x, (uint64_t)k, r == slow_rank && k >= slow_from ? slow_ms : 0,
 					 r != slow_rank && k >= slow_from ? slow_ms : 0);
-			x.b.final = final && first + per_batch >= steps;
+			x.t.b.final = final && first + per_batch >= steps;
 			rank_subject(subject, sizeof(subject), "rank", r);
 			frame(s, subject, NULL, 0, &x);
 		}
@@ -294,16 +274,16 @@ int main(int argc, char **argv)
 	add_step(&x, 1, 0, 0);
 	frame(&s, "ts.v1.ml.llm.rank.0", NULL, 0, &x);
 	batch_init(&x, 0, 1, "node-a", 0x5000, 4);
-	x.b.dropped_records = 17;
+	x.t.b.dropped_records = 17;
 	add_step(&x, 5, 0, 0);
 	add_step(&x, 6, 0, 0);
-	x.step[1].end_ns = x.step[1].start_ns - 1;
+	x.t.step[1].end_ns = x.t.step[1].start_ns - 1;
 	frame(&s, "ts.v1.ml.llm.rank.0", NULL, 0, &x);
 	batch_init(&x, 0, 1, "node-a", 0x5000, 4);
 	add_step(&x, 5, 0, 0);
 	frame(&s, "ts.v1.ml.llm.rank.0", NULL, 0, &x);
 	batch_init(&x, 0, 1, "node-a", 0x5000, 5);
-	x.b.final = true;
+	x.t.b.final = true;
 	add_step(&x, 7, 0, 0);
 	frame(&s, "ts.v1.ml.llm.rank.0", NULL, 0, &x);
 	frame(&s, "ts.v1.ml.llm.bogus.0", NULL, 0, &x);
@@ -318,8 +298,8 @@ int main(int argc, char **argv)
 	frame(&s, "ts.v1.ml.llm.rank.0", NULL, 0, &x);
 	batch_init(&x, 0, 1, "node-a", 0x6000, 2);
 	add_step(&x, 1ull << 62, 0, 0);
-	x.step[0].start_ns = T0_NS - 100 * MS;
-	x.step[0].end_ns = T0_NS;
+	x.t.step[0].start_ns = T0_NS - 100 * MS;
+	x.t.step[0].end_ns = T0_NS;
 	frame(&s, "ts.v1.ml.llm.rank.0", NULL, 0, &x);
 	rc |= save(argv[1], "step-jump", &s);
 	return rc;

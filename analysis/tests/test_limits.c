@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "analysis/analyzer.h"
+#include "common/tests/testbatch.h"
 #include "ident.h"
 
 #define MS 1000000ull
@@ -31,46 +32,25 @@ static const char *feed_ns = "ml";      /* the namespace batches claim and publi
 static int feed(struct ts_analyzer *a, const char *job, int rank, int world, uint64_t first,
 		int n, bool final)
 {
-	Trainscope__V1__Batch b = TRAINSCOPE__V1__BATCH__INIT;
-	Trainscope__V1__Identity id = TRAINSCOPE__V1__IDENTITY__INIT;
-	Trainscope__V1__Record rec[8], *recp[8];
-	Trainscope__V1__Step st[8];
+	static struct ts_test_batch x;
 	static uint64_t seq[1 << 16];
 	char subject[128];
 	uint8_t buf[4096];
 	size_t len;
 
 	assert_true(n <= 8);
-	id.namespace_ = (char *)feed_ns;
-	id.job = (char *)job;
-	id.rank = rank;
-	id.world_size = world;
-	b.id = &id;
 	uint64_t h = 1469598103934665603ull; /* FNV-1a of the job's name: a producer a job */
 	for (const char *c = job; *c; c++)
 		h = (h ^ (uint8_t)*c) * 1099511628211ull;
-	b.producer_id = 0x1000 + (uint64_t)(rank & 0xffff) + ((h & 0xffffff) << 32);
-	b.seq = next_seq ? next_seq : ++seq[(b.producer_id ^ (b.producer_id >> 32)) & 0xffff];
-	b.final = final;
+	uint64_t producer = 0x1000 + (uint64_t)(rank & 0xffff) + ((h & 0xffffff) << 32);
+	ts_test_batch_init(&x, feed_ns, job, rank, world, producer,
+			   next_seq ? next_seq : ++seq[(producer ^ (producer >> 32)) & 0xffff]);
+	x.b.final = final;
 	for (int i = 0; i < n; i++) {
-		Trainscope__V1__Record r0 = TRAINSCOPE__V1__RECORD__INIT;
-		Trainscope__V1__Step s0 = TRAINSCOPE__V1__STEP__INIT;
-		uint64_t k = first + (uint64_t)i;
-		st[i] = s0;
-		st[i].step = k;
-		st[i].start_ns = T0 + k * 100 * MS;
-		st[i].end_ns = st[i].start_ns + 90 * MS;
-		st[i].compute_ns = 60 * MS;
-		rec[i] = r0;
-		rec[i].kind_case = TRAINSCOPE__V1__RECORD__KIND_STEP;
-		rec[i].step = &st[i];
-		recp[i] = &rec[i];
+		uint64_t k = first + (uint64_t)i, start = T0 + k * 100 * MS;
+		assert_non_null(ts_test_batch_step(&x, k, start, start + 90 * MS, 60 * MS));
 	}
-	b.records = recp;
-	b.n_records = (size_t)n;
-	len = trainscope__v1__batch__get_packed_size(&b);
-	assert_true(len <= sizeof(buf));
-	trainscope__v1__batch__pack(&b, buf);
+	assert_true((len = ts_test_batch_pack(&x, buf, sizeof(buf))) > 0);
 	snprintf(subject, sizeof(subject), "ts.v1.%s.%s.rank.%d%s", feed_ns,
 		 subject_job ? subject_job : job, rank, subject_tail);
 	return ts_analyzer_ingest(a, subject, buf, len);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analysis/analyzer.h"
+#include "common/tests/testbatch.h"
 
 #define MS 1000000ull
 #define T0 (1700000000ull * 1000 * MS)
@@ -24,33 +25,17 @@
 /* One step of one rank: rank 2 computes 1.8x slower from step 40. */
 static void feed(struct ts_analyzer *a, int rank, uint64_t step)
 {
-	Trainscope__V1__Batch b = TRAINSCOPE__V1__BATCH__INIT;
-	Trainscope__V1__Identity id = TRAINSCOPE__V1__IDENTITY__INIT;
-	Trainscope__V1__Record rec = TRAINSCOPE__V1__RECORD__INIT, *recp = &rec;
-	Trainscope__V1__Step st = TRAINSCOPE__V1__STEP__INIT;
+	static struct ts_test_batch x;
 	double f = rank == 2 && step >= 40 ? 1.8 : 1.0;
+	uint64_t start = T0 + step * 200 * MS;
+	uint64_t compute = (uint64_t)(60 * MS * f) + (uint64_t)((step * 7 + (uint64_t)rank * 3) % 5) * MS;
 	char subject[64];
 	uint8_t buf[1024];
 	size_t len;
 
-	id.namespace_ = "ml";
-	id.job = "snap";
-	id.rank = rank;
-	id.world_size = WORLD;
-	b.id = &id;
-	b.producer_id = 0x5000 + (uint64_t)rank;
-	b.seq = step + 1;
-	st.step = step;
-	st.start_ns = T0 + step * 200 * MS;
-	st.compute_ns = (uint64_t)(60 * MS * f) + (uint64_t)((step * 7 + (uint64_t)rank * 3) % 5) * MS;
-	st.end_ns = st.start_ns + st.compute_ns + 40 * MS;
-	rec.kind_case = TRAINSCOPE__V1__RECORD__KIND_STEP;
-	rec.step = &st;
-	b.records = &recp;
-	b.n_records = 1;
-	len = trainscope__v1__batch__get_packed_size(&b);
-	assert_true(len <= sizeof(buf));
-	trainscope__v1__batch__pack(&b, buf);
+	ts_test_batch_init(&x, "ml", "snap", rank, WORLD, 0x5000 + (uint64_t)rank, step + 1);
+	assert_non_null(ts_test_batch_step(&x, step, start, start + compute + 40 * MS, compute));
+	assert_true((len = ts_test_batch_pack(&x, buf, sizeof(buf))) > 0);
 	snprintf(subject, sizeof(subject), "ts.v1.ml.snap.rank.%d", rank);
 	assert_int_equal(ts_analyzer_ingest(a, subject, buf, len), 0);
 }

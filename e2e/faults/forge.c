@@ -21,7 +21,7 @@
  * (a request answered: the answer printed), 3 refused as not permitted, 4 the connection
  * itself refused, 1 anything else. */
 #include "natsw.h"
-#include "proto/trainscope.pb-c.h"
+#include "common/tests/testbatch.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -46,70 +46,44 @@ struct forge {
 
 static int announce_one(struct tsn *n, const struct forge *f, const char *node)
 {
-	Trainscope__V1__Batch b = TRAINSCOPE__V1__BATCH__INIT;
-	Trainscope__V1__Identity id = TRAINSCOPE__V1__IDENTITY__INIT;
+	static struct ts_test_batch x;
 	char subject[512];
 	uint8_t buf[4096];
 	size_t len;
 
-	id.namespace_ = (char *)f->ns;
-	id.job = (char *)f->job;
-	id.node = (char *)node;
-	id.rank = f->rank;
-	id.world_size = f->world;
-	id.pid = f->pid;
-	id.cgroup_id = f->cgroup_id;
-	id.pod_uid = (char *)(f->pod_uid ? f->pod_uid : "");
-	b.id = &id;
-	b.producer_id = f->producer ? f->producer : (uint64_t)f->pid << 20 | (uint64_t)f->rank | 1;
-	b.seq = f->seq;
-	len = trainscope__v1__batch__get_packed_size(&b);
-	if (len > sizeof(buf))
+	ts_test_batch_init(&x, f->ns, f->job, f->rank, f->world,
+			   f->producer ? f->producer : (uint64_t)f->pid << 20 | (uint64_t)f->rank | 1,
+			   f->seq);
+	x.id.node = (char *)node;
+	x.id.pid = f->pid;
+	x.id.cgroup_id = f->cgroup_id;
+	x.id.pod_uid = (char *)(f->pod_uid ? f->pod_uid : "");
+	if (!(len = ts_test_batch_pack(&x, buf, sizeof(buf))))
 		return -1;
-	trainscope__v1__batch__pack(&b, buf);
 	snprintf(subject, sizeof(subject), "ts.v1.%s.%s.ctl.%s", f->ns, f->job, node);
-	return tsn_publish_seq(n, subject, buf, len, b.producer_id, b.seq);
+	return tsn_publish_seq(n, subject, buf, len, x.b.producer_id, x.b.seq);
 }
 
 static int publish_one(struct tsn *n, const struct forge *f, const char *job, uint64_t producer)
 {
-	Trainscope__V1__Batch b = TRAINSCOPE__V1__BATCH__INIT;
-	Trainscope__V1__Identity id = TRAINSCOPE__V1__IDENTITY__INIT;
-	Trainscope__V1__Record rec[64], *recp[64];
-	Trainscope__V1__Step st[64];
+	static struct ts_test_batch x;
 	struct timespec now;
 	char subject[512];
 	uint8_t buf[16384];
 	size_t len;
 
 	clock_gettime(CLOCK_REALTIME, &now);
-	id.namespace_ = (char *)(f->payload_ns ? f->payload_ns : f->ns);
-	id.job = (char *)job;
-	id.rank = f->rank;
-	id.world_size = f->world;
-	b.id = &id;
-	b.producer_id = producer;
-	b.seq = f->seq;
-	b.final = f->final;
+	ts_test_batch_init(&x, f->payload_ns ? f->payload_ns : f->ns, job, f->rank, f->world,
+			   producer, f->seq);
+	x.b.final = f->final;
 	for (long i = 0; i < f->steps; i++) {
-		Trainscope__V1__Record r0 = TRAINSCOPE__V1__RECORD__INIT;
-		Trainscope__V1__Step s0 = TRAINSCOPE__V1__STEP__INIT;
-		st[i] = s0;
-		st[i].step = f->step + (uint64_t)i;
-		st[i].start_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)i * 100000000ull;
-		st[i].end_ns = st[i].start_ns + 90000000ull;
-		st[i].compute_ns = 60000000ull;
-		rec[i] = r0;
-		rec[i].kind_case = TRAINSCOPE__V1__RECORD__KIND_STEP;
-		rec[i].step = &st[i];
-		recp[i] = &rec[i];
+		uint64_t start = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)i * 100000000ull;
+		if (!ts_test_batch_step(&x, f->step + (uint64_t)i, start, start + 90000000ull,
+					60000000ull))
+			return -1;
 	}
-	b.records = recp;
-	b.n_records = (size_t)f->steps;
-	len = trainscope__v1__batch__get_packed_size(&b);
-	if (len > sizeof(buf))
+	if (!(len = ts_test_batch_pack(&x, buf, sizeof(buf))))
 		return -1;
-	trainscope__v1__batch__pack(&b, buf);
 	snprintf(subject, sizeof(subject), "ts.v1.%s.%s.rank.%d", f->ns, job, f->rank);
 	return tsn_publish_seq(n, subject, buf, len, producer, f->seq);
 }

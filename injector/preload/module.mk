@@ -81,11 +81,11 @@ $(BUILD)/test/plat/hello-musl: injector/preload/tests/plat_hello.c
 	@$(MUSL_CC) -std=c11 -O2 $(WARN) -o $@ $<
 
 $(eval $(call cmocka_test,test_preload,$(BUILD)/obj/injector/preload/tests/test_preload.o \
-	$(RING_OBJS) $(BUILD)/obj/injector/preload/tests/util.o,-ldl,\
+	$(RING_OBJS) $(TEST_UTIL_OBJ),-ldl,\
 	$(PRELOAD_LIB) $(PRELOAD_LINKS) $(PLAT_HELLO)))
 
 $(eval $(call cmocka_test,test_abi,$(BUILD)/obj/injector/preload/tests/test_abi.o \
-	$(BUILD)/obj/injector/preload/tests/util.o,,$(PRELOAD_LIB)))
+	$(TEST_UTIL_OBJ),,$(PRELOAD_LIB)))
 
 # TEST DOUBLES of the CUDA driver, runtime, cuBLAS and NCCL (tests/double/double.h),
 # under the vendors' library names, and the scenario driver that runs under the preload.
@@ -151,7 +151,7 @@ $(NPUDRIVE): $(BUILD)/plain/injector/preload/tests/double/npudrive.o \
 		$(DOUBLE_RPATH) -ldl -lpthread
 
 $(eval $(call cmocka_test,test_hooks,$(BUILD)/obj/injector/preload/tests/test_hooks.o \
-	$(BUILD)/obj/injector/preload/tests/util.o,,$(PRELOAD_LIB) $(HOOKDRIVE) $(NPUDRIVE)))
+	$(TEST_UTIL_OBJ),,$(PRELOAD_LIB) $(HOOKDRIVE) $(NPUDRIVE)))
 
 # A second NCCL profiler plugin (tests/double/profiler2_double.c), the stand-in for a
 # user's own that the library chains behind its own, built once per ABI: v5 under the
@@ -170,17 +170,17 @@ $(DOUBLE_DIR)/libnccl-profiler-tsd2v%.so: $(BUILD)/dpic/prof2/v%/profiler2_doubl
 	$(call double_lib,$<,libnccl-profiler-tsd2v$*.so)
 
 $(eval $(call cmocka_test,test_ncclchain,$(BUILD)/obj/injector/preload/tests/test_ncclchain.o \
-	$(BUILD)/obj/injector/preload/tests/util.o $(RING_OBJS),-ldl,$(PRELOAD_LIB) $(PROF2_LIBS)))
+	$(TEST_UTIL_OBJ) $(RING_OBJS),-ldl,$(PRELOAD_LIB) $(PROF2_LIBS)))
 
 $(eval $(call cmocka_test,test_shim,$(BUILD)/obj/injector/preload/tests/test_shim.o \
-	$(BUILD)/obj/injector/preload/tests/util.o $(RING_OBJS),,$(PRELOAD_LIB)))
+	$(TEST_UTIL_OBJ) $(RING_OBJS),,$(PRELOAD_LIB)))
 
 # The public API's ABI: a caller built against the v1 header (tests/abi/v1/, kept
 # verbatim) and callers of the current one with smaller and bigger sizes, against this
 # library with the CUDA doubles loaded.
 $(eval $(call cmocka_test,test_api_abi,$(BUILD)/obj/injector/preload/tests/test_api_abi.o \
 	$(BUILD)/obj/injector/preload/tests/abi/v1/caller.o \
-	$(BUILD)/obj/injector/preload/tests/util.o,-ldl,\
+	$(TEST_UTIL_OBJ),-ldl,\
 	$(PRELOAD_LIB) $(DOUBLE_DIR)/libcuda.so.1 $(DOUBLE_DIR)/libcudart.so.13))
 
 # What make arm64-test runs under qemu-user: the tests that need no Python.

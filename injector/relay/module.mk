@@ -12,5 +12,5 @@ $(eval $(call cmocka_test,test_agg,$(BUILD)/obj/injector/relay/tests/test_agg.o 
 	$(RELAY_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)))
 
 $(eval $(call cmocka_test,test_relay,$(BUILD)/obj/injector/relay/tests/test_relay.o \
-	$(RELAY_LIB_OBJS) $(BUILD)/obj/injector/preload/tests/util.o \
+	$(RELAY_LIB_OBJS) $(TEST_UTIL_OBJ) \
 	$(BUILD)/obj/common/tests/natsd.o $(COMMON_OBJS) $(PROTO_OBJ)))

@@ -15,26 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/tests/testutil.h"
 
 #define BASE_MAJOR 2
 #define BASE_MINOR 17
-
-static const char *lib_path(void)
-{
-	const char *p = ts_test_lib();
-
-	if (!p)
-		fail_msg("no preload library ($TRAINSCOPE_LIB or build/lib/libtrainscope.so)");
-	return p;
-}
 
 static FILE *readelf(const char *what)
 {
 	char cmd[4300];
 	FILE *f;
 
-	snprintf(cmd, sizeof(cmd), "readelf %s -W '%s' 2>/dev/null", what, lib_path());
+	snprintf(cmd, sizeof(cmd), "readelf %s -W '%s' 2>/dev/null", what, ts_test_lib_path());
 	f = popen(cmd, "r");
 	if (!f)
 		fail_msg("cannot run %s", cmd);

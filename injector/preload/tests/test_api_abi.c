@@ -20,7 +20,7 @@
 #include "abi/abi_caller.h"
 #include "cudefs.h"
 #include "trainscope.h"
-#include "util.h"
+#include "common/tests/testutil.h"
 
 /* What the device child does, chosen so that a field read at the wrong place shows. */
 #define LAUNCHES 7

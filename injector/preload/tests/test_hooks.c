@@ -14,22 +14,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "common/tests/testutil.h"
 
 #define MS 1000000ull
 
 struct out {
 	char text[65536];
 };
-
-static const char *lib_path(void)
-{
-	const char *p = ts_test_lib();
-
-	if (!p)
-		fail_msg("no preload library ($TRAINSCOPE_LIB or build/lib/libtrainscope.so)");
-	return p;
-}
 
 /* Runs PROG SCENARIO (hookdrive: CUDA, npudrive: the NPU) under the preload with extra
  * "NAME=value" settings; fails the test unless it exits 0. */
@@ -41,7 +32,7 @@ static void run_prog(const char *prog, const char *scenario, char *const *extra,
 
 	assert_int_equal(ts_test_double_path(prog, drv, sizeof(drv)), 0);
 	assert_non_null(mkdtemp(dir));
-	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", lib_path());
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", ts_test_lib_path());
 	snprintf(ring, sizeof(ring), "TRAINSCOPE_RING_DIR=%s", dir);
 	for (; extra && *extra && n < 15; extra++)
 		env[n++] = *extra;

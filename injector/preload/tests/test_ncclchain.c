@@ -26,7 +26,7 @@
 #include "double/profiler2_double.h"
 #include "ncclprof.h"
 #include "ring.h"
-#include "util.h"
+#include "common/tests/testutil.h"
 
 #define MIB (1u << 20)
 #define FLOOD 20000 /* group events left open: more than the chain's pairs */

@@ -16,7 +16,7 @@
 
 #include "ring.h"
 #include "trainscope.h"
-#include "util.h"
+#include "common/tests/testutil.h"
 
 struct api {
 	void *h;
@@ -27,20 +27,11 @@ struct api {
 	int (*get_counters)(struct trainscope_counters *, size_t);
 };
 
-static const char *lib_path(void)
-{
-	const char *p = ts_test_lib();
-
-	if (!p)
-		fail_msg("no preload library ($TRAINSCOPE_LIB or build/lib/libtrainscope.so)");
-	return p;
-}
-
 static void load(struct api *a)
 {
-	a->h = dlopen(lib_path(), RTLD_NOW | RTLD_LOCAL);
+	a->h = dlopen(ts_test_lib_path(), RTLD_NOW | RTLD_LOCAL);
 	if (!a->h)
-		fail_msg("dlopen %s: %s", lib_path(), dlerror());
+		fail_msg("dlopen %s: %s", ts_test_lib_path(), dlerror());
 	*(void **)&a->step_begin = dlsym(a->h, "trainscope_step_begin");
 	*(void **)&a->step_end = dlsym(a->h, "trainscope_step_end");
 	*(void **)&a->region_begin = dlsym(a->h, "trainscope_region_begin");
@@ -170,7 +161,7 @@ static void test_no_ring_folder_counts(void **state)
 static const char *platform_preload(void)
 {
 	static char env[4200];
-	const char *lib = lib_path(), *slash = strrchr(lib, '/');
+	const char *lib = ts_test_lib_path(), *slash = strrchr(lib, '/');
 
 	snprintf(env, sizeof(env), "LD_PRELOAD=%.*s/$PLATFORM/libtrainscope.so", (int)(slash - lib),
 		 lib);
@@ -221,7 +212,7 @@ static void test_platform_token_musl(void **state)
 	assert_int_equal(ts_test_spawn((char *[]){ (char *)prog, NULL }, env, out, sizeof(out)), 0);
 	assert_string_equal(out, "hello preloaded=no\n");
 	/* what the token avoids: musl loads the glibc library and cannot start the program */
-	snprintf(direct, sizeof(direct), "LD_PRELOAD=%s", lib_path());
+	snprintf(direct, sizeof(direct), "LD_PRELOAD=%s", ts_test_lib_path());
 	assert_int_equal(ts_test_spawn((char *[]){ "sh", "-c", "exec \"$0\" 2>&1", (char *)prog,
 						   NULL }, denv, out, sizeof(out)), 127);
 	assert_non_null(strstr(out, "Error relocating"));

@@ -18,7 +18,7 @@
 
 #include "ring.h"
 #include "trainscope.h"
-#include "util.h"
+#include "common/tests/testutil.h"
 
 #define SHIM "injector/preload/python"
 #define FAKES "injector/preload/tests/shim"
@@ -29,15 +29,6 @@ struct ring_seen {
 	int step_end, dataloader, gc, groups, exceptions;
 };
 
-static const char *lib_path(void)
-{
-	const char *p = ts_test_lib();
-
-	if (!p)
-		fail_msg("no preload library ($TRAINSCOPE_LIB or build/lib/libtrainscope.so)");
-	return p;
-}
-
 /* Runs python3 script under the preload and the shim; ring files go to dir. */
 static int python(const char *script, const char *dir, char *const *extra)
 {
@@ -46,7 +37,7 @@ static int python(const char *script, const char *dir, char *const *extra)
 			  "WORLD_SIZE=4", "TRAINSCOPE_JOB=shim" };
 	int n = 7;
 
-	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", lib_path());
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", ts_test_lib_path());
 	snprintf(ring, sizeof(ring), "TRAINSCOPE_RING_DIR=%s", dir);
 	snprintf(dump, sizeof(dump), "TRAINSCOPE_DUMP_SIGNAL=%d", SIGRTMIN + 5);
 	for (; extra && *extra && n < 15; extra++)

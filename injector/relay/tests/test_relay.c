@@ -31,7 +31,7 @@
 #include "proto/trainscope.pb-c.h"
 #include "ring.h"
 #include "trainscope.h"
-#include "injector/preload/tests/util.h"
+#include "common/tests/testutil.h"
 
 #define NOBODY 65534
 #define OTHER_UID 12345

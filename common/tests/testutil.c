@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "util.h"
+#include "testutil.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
 
 #include <dirent.h>
 
@@ -128,6 +133,15 @@ const char *ts_test_lib(void)
 	const char *p = getenv("TRAINSCOPE_LIB");
 
 	return realpath(p ? p : "build/lib/libtrainscope.so", abs) ? abs : NULL;
+}
+
+const char *ts_test_lib_path(void)
+{
+	const char *p = ts_test_lib();
+
+	if (!p)
+		fail_msg("no preload library ($TRAINSCOPE_LIB or build/lib/libtrainscope.so)");
+	return p;
 }
 
 int ts_test_double_path(const char *name, char *buf, size_t n)

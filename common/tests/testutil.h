@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Helpers of the preload library's tests: run a program, find the ring it left. */
-#ifndef TS_TEST_UTIL_H
-#define TS_TEST_UTIL_H
+/* Helpers of the cmocka tests (the preload library's, the relay's): run a program, find
+ * the ring it left, find the preload library and the test doubles. */
+#ifndef TS_TESTUTIL_H
+#define TS_TESTUTIL_H
 
 #include <stddef.h>
 
@@ -19,6 +20,9 @@ int ts_test_find(const char *dir, const char *suffix, char *path, size_t n);
  * build/lib/libtrainscope.so): a child may be a wrapper script (pyenv) that runs
  * elsewhere. NULL when there is no such file. */
 const char *ts_test_lib(void);
+
+/* ts_test_lib(), or the running test fails when there is no such file. */
+const char *ts_test_lib_path(void);
 
 /* <the test binary's folder>/double/<name>: where the build puts the test doubles
  * (build/test/test_x -> build/test/double/name). 0, or -1 when it cannot be said. */
