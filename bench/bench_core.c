@@ -152,7 +152,7 @@ static void *produce(void *arg)
 	struct ts_rec rec = { .type = TS_REC_REGION };
 
 	for (uint64_t i = 0; i < p->n; i++) {
-		rec.a = i;
+		rec.raw[0] = i; /* the ring moves any record: a count in its first word */
 		while (ts_ring_push(p->r, &rec))
 			p->dropped++; /* retry: throughput of delivered records */
 	}
@@ -194,12 +194,12 @@ static double relay_rate(void)
 	ts_agg_init(&a, 0);
 	for (uint64_t step = 0; step < 400000; step++) {
 		struct ts_rec recs[6] = {
-			{ .type = TS_REC_STEP_BEGIN, .t_ns = step * 100, .a = step },
+			{ .type = TS_REC_STEP_BEGIN, .t_ns = step * 100, .mark.step = step },
 			{ .type = TS_REC_REGION, .kind = TRAINSCOPE_REGION_DATALOADER, .t_ns = step * 100, .dur_ns = 10 },
 			{ .type = TS_REC_REGION, .kind = TRAINSCOPE_REGION_COMPUTE, .t_ns = step * 100 + 10, .dur_ns = 50 },
-			{ .type = TS_REC_DEVICE, .kind = TRAINSCOPE_REGION_COMPUTE, .a = 45 },
-			{ .type = TS_REC_COLL, .kind = TRAINSCOPE_COLL_ALL_REDUCE, .t_ns = step * 100 + 60, .dur_ns = 30, .a = 1 << 20 },
-			{ .type = TS_REC_STEP_END, .t_ns = step * 100 + 95, .a = step },
+			{ .type = TS_REC_DEVICE, .kind = TRAINSCOPE_REGION_COMPUTE, .device.busy_ns = 45 },
+			{ .type = TS_REC_COLL, .kind = TRAINSCOPE_COLL_ALL_REDUCE, .t_ns = step * 100 + 60, .dur_ns = 30, .coll.bytes = 1 << 20 },
+			{ .type = TS_REC_STEP_END, .t_ns = step * 100 + 95, .mark.step = step },
 		};
 		for (int i = 0; i < 6; i++, records++)
 			if (ts_agg_add(&a, &recs[i], &s))

@@ -88,10 +88,11 @@ int ts_lib_learn_rank(int32_t rank, int32_t world, int32_t local_rank, int how)
 		take = take && may_learn(&r->id, world, how);
 		if (take && ts_ident_set_rank(&r->id, rank, world, local_rank) > 0) {
 			struct ts_rec rec = { .type = TS_REC_IDENT, .kind = (uint16_t)how,
-					      .t_ns = ts_mono_ns(), .a = (uint64_t)rank,
-					      .b = (uint64_t)world,
-					      .c = (uint64_t)(int64_t)r->id.local_rank,
-					      .d = (uint64_t)(int64_t)r->id.dev_index };
+					      .t_ns = ts_mono_ns(),
+					      .ident = { .rank = (uint64_t)rank,
+							 .world = (uint64_t)world,
+							 .local_rank = r->id.local_rank,
+							 .device = r->id.dev_index } };
 			ts_ring_push(r, &rec); /* after the header: the relay reads it then */
 		}
 	}
@@ -110,7 +111,7 @@ TRAINSCOPE_API int trainscope_set_rank(int32_t rank, int32_t world_size, int32_t
 
 TRAINSCOPE_API void trainscope_step_begin(uint64_t step)
 {
-	struct ts_rec rec = { .type = TS_REC_STEP_BEGIN, .t_ns = ts_mono_ns(), .a = step };
+	struct ts_rec rec = { .type = TS_REC_STEP_BEGIN, .t_ns = ts_mono_ns(), .mark.step = step };
 
 	atomic_store_explicit(&ts_lib.step, step, memory_order_relaxed);
 	ts_emit(&rec);
@@ -134,12 +135,12 @@ void ts_emit_step_counters(void)
 	ts_ctr_add(&ts_lib.total_launches, launches);
 	ts_ctr_add(&ts_lib.total_api_calls, calls);
 	struct ts_rec rec = {
-		.type = TS_REC_STEP_CTR, .t_ns = ts_mono_ns(), .a = launches,
-		.b = (uint64_t)((double)take(&c->host_ticks) * ts_ns_per_tick()),
-		.c = take(&c->sync_ns), .d = atomic_load(&ts_lib.mem_live),
-		.dur_ns = atomic_exchange(&ts_lib.mem_peak, atomic_load(&ts_lib.mem_live)),
-		.kind = (uint16_t)(fails > 0xffff ? 0xffff : fails),
-		.reserved = (uint32_t)(calls > 0xffffffffu ? 0xffffffffu : calls),
+		.type = TS_REC_STEP_CTR, .t_ns = ts_mono_ns(), .ctr.launches = launches,
+		.ctr.call_ns = (uint64_t)((double)take(&c->host_ticks) * ts_ns_per_tick()),
+		.ctr.sync_ns = take(&c->sync_ns), .ctr.mem_live = atomic_load(&ts_lib.mem_live),
+		.mem_peak = atomic_exchange(&ts_lib.mem_peak, atomic_load(&ts_lib.mem_live)),
+		.alloc_failures = (uint16_t)(fails > 0xffff ? 0xffff : fails),
+		.api_calls = (uint32_t)(calls > 0xffffffffu ? 0xffffffffu : calls),
 	};
 	ts_emit(&rec);
 }
@@ -147,7 +148,7 @@ void ts_emit_step_counters(void)
 TRAINSCOPE_API void trainscope_step_end(uint64_t step)
 {
 	ts_emit_step_counters();
-	struct ts_rec rec = { .type = TS_REC_STEP_END, .t_ns = ts_mono_ns(), .a = step };
+	struct ts_rec rec = { .type = TS_REC_STEP_END, .t_ns = ts_mono_ns(), .mark.step = step };
 	ts_emit(&rec);
 	ts_gpu_step_end(step);
 	atomic_store_explicit(&ts_lib.step, step + 1, memory_order_relaxed);
@@ -174,7 +175,7 @@ TRAINSCOPE_API void trainscope_region_end(enum trainscope_region region)
 TRAINSCOPE_API void trainscope_compute_device_ns(uint64_t ns)
 {
 	struct ts_rec rec = { .type = TS_REC_DEVICE, .kind = TRAINSCOPE_REGION_COMPUTE,
-			      .t_ns = ts_mono_ns(), .a = ns };
+			      .t_ns = ts_mono_ns(), .device.busy_ns = ns };
 
 	ts_emit(&rec);
 }
@@ -195,7 +196,7 @@ TRAINSCOPE_API void trainscope_collective_end(enum trainscope_coll_op op)
 		return;
 	tls.coll_t0[op] = 0;
 	struct ts_rec rec = { .type = TS_REC_COLL, .kind = (uint16_t)op, .t_ns = t0,
-			      .dur_ns = now - t0, .a = tls.coll_bytes[op] };
+			      .dur_ns = now - t0, .coll.bytes = tls.coll_bytes[op] };
 	ts_emit(&rec);
 }
 

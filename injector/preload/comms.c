@@ -71,7 +71,8 @@ struct ts_comm *ts_comm_find(void *comm, uint64_t fallback_id, uint32_t nranks)
 void ts_comm_made(void *comm, uint64_t id, uint32_t nranks, uint32_t rank)
 {
 	struct ts_comm *e = lookup(comm, true, id, nranks);
-	struct ts_rec r = { .type = TS_REC_COMM, .a = id, .b = nranks, .c = rank };
+	struct ts_rec r = { .type = TS_REC_COMM,
+			    .comm = { .hash = id, .members = nranks, .rank = rank } };
 
 	if (e) { /* a pointer seen before its creation returned keeps its count */
 		atomic_store(&e->id, id);

@@ -491,14 +491,15 @@ static void complete(struct ev_slot *e, uint64_t ns)
 		break;
 	case TS_T_GEMM: {
 		struct ts_rec r = { .type = TS_REC_GEMM, .t_ns = e->t_start_ns, .dur_ns = ns,
-				    .a = e->step, .b = m->amount };
+				    .gemm = { .step = e->step, .flops = m->amount } };
 		ts_emit(&r);
 		break;
 	}
 	case TS_T_COLL: {
 		struct ts_rec r = { .type = TS_REC_COLL, .kind = m->op, .t_ns = e->t_start_ns,
-				    .dur_ns = ns, .a = m->amount, .b = e->step + 1, .c = m->comm,
-				    .d = m->seq, .reserved = m->nranks };
+				    .dur_ns = ns, .nranks = m->nranks,
+				    .coll = { .bytes = m->amount, .step_tag = e->step + 1,
+					      .comm = m->comm, .seq = m->seq } };
 		ts_emit(&r);
 		break;
 	}
@@ -538,11 +539,11 @@ static void close_steps(uint64_t min_active)
 	while (g.emitted_upto < upto && g.emitted_upto < min_active) {
 		uint64_t s = g.emitted_upto;
 		struct step_acc *a = &g.acc[s % NACC];
-		struct ts_rec r = { .type = TS_REC_GPU_STEP, .t_ns = ts_mono_ns(), .a = s };
+		struct ts_rec r = { .type = TS_REC_GPU_STEP, .t_ns = ts_mono_ns(), .gpu_step.step = s };
 		if (a->used && a->step == s) {
-			r.b = a->compute_ns;
-			r.c = a->comm_ns;
-			r.d = a->ksamples;
+			r.gpu_step.compute_ns = a->compute_ns;
+			r.gpu_step.comm_ns = a->comm_ns;
+			r.gpu_step.ksamples = a->ksamples;
 			r.dur_ns = a->ksample_ns;
 		}
 		if (a->step == s)
@@ -606,7 +607,7 @@ void ts_report_hang(unsigned op, uint64_t comm, uint64_t seq, uint64_t step, uin
 		pthread_sigmask(SIG_BLOCK, &one, NULL);
 	}
 	struct ts_rec r = { .type = TS_REC_HANG, .kind = (uint16_t)op, .t_ns = now,
-			    .dur_ns = pending, .a = comm, .b = seq, .c = step };
+			    .dur_ns = pending, .hang = { .comm = comm, .seq = seq, .step = step } };
 	ts_emit(&r);
 	atomic_fetch_add_explicit(&g.st.hangs, 1, memory_order_relaxed);
 }

@@ -250,8 +250,10 @@ void ts_graph_colls_replayed(int slot)
 
 	for (uint32_t i = 0; i < n; i++) {
 		struct ts_rec r = { .type = TS_REC_GRAPH_COLL, .kind = c[i].op,
-				    .reserved = c[i].nranks, .a = c[i].bytes * c[i].count,
-				    .b = step + 1, .c = c[i].comm, .d = c[i].count };
+				    .nranks = c[i].nranks,
+				    .graph_coll = { .bytes = c[i].bytes * c[i].count,
+						    .step_tag = step + 1, .comm = c[i].comm,
+						    .count = c[i].count } };
 		ts_ctr_add(&ts_lib.ctr.colls, c[i].count);
 		ts_ctr_add(&coll_replayed, c[i].count);
 		ts_emit(&r);

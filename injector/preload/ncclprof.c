@@ -139,8 +139,9 @@ static void op_finish(struct pop *o)
 	uint64_t a = atomic_load(&o->gpu_start), b = atomic_load(&o->gpu_stop);
 	struct ts_rec r = { .type = TS_REC_COLL, .kind = (uint16_t)(o->op | o->algo << 8),
 			    .t_ns = o->t_host_ns, .dur_ns = a && b > a ? b - a : 0,
-			    .a = o->bytes, .b = o->step + 1, .c = o->comm ? o->comm->id : 0,
-			    .d = o->seq, .reserved = o->comm ? o->comm->nranks : 1 };
+			    .nranks = o->comm ? o->comm->nranks : 1,
+			    .coll = { .bytes = o->bytes, .step_tag = o->step + 1,
+				      .comm = o->comm ? o->comm->id : 0, .seq = o->seq } };
 	ts_emit(&r);
 	atomic_store_explicit(&o->state, FREE, memory_order_release);
 }
@@ -163,9 +164,10 @@ int ts_prof_init(void **ctx, uint64_t comm_id, int *mask, const char *name, int 
 {
 	struct pcomm *c;
 
-	struct ts_rec announce = { .type = TS_REC_COMM, .a = comm_id,
-				   .b = nranks > 0 ? (uint64_t)nranks : 1,
-				   .c = rank > 0 ? (uint64_t)rank : 0 };
+	struct ts_rec announce = { .type = TS_REC_COMM,
+				   .comm = { .hash = comm_id,
+					     .members = nranks > 0 ? (uint64_t)nranks : 1,
+					     .rank = rank > 0 ? (uint64_t)rank : 0 } };
 
 	(void)name, (void)nnodes, (void)log;
 	/* NCCL's own name for the communicator, the same on every member: hang reports
@@ -407,9 +409,10 @@ void ts_prof_flush_peers(void)
 			continue;
 		uint64_t bytes = atomic_load_explicit(&p->bytes, memory_order_relaxed);
 		uint64_t ns = atomic_load_explicit(&p->ns, memory_order_relaxed);
-		struct ts_rec r = { .type = TS_REC_PEER, .reserved = p->peer, .t_ns = ts_mono_ns(),
-				    .dur_ns = ns - p->said_ns, .a = bytes - p->said_bytes,
-				    .c = p->comm, .d = n - p->said_n };
+		struct ts_rec r = { .type = TS_REC_PEER, .peer_rank = p->peer, .t_ns = ts_mono_ns(),
+				    .dur_ns = ns - p->said_ns,
+				    .peer = { .bytes = bytes - p->said_bytes, .comm = p->comm,
+					      .sends = n - p->said_n } };
 		ts_emit(&r);
 		p->said_n = n, p->said_bytes = bytes, p->said_ns = ns;
 	}

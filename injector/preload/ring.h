@@ -16,36 +16,27 @@
 #define TS_RING_VERSION 2 /* 2: ts_ident.groups */
 #define TS_RING_SUFFIX ".ring"
 
+/* What a record says; struct ts_rec names each type's fields. */
 enum ts_rec_type {
-	TS_REC_STEP_BEGIN = 1, /* a = step */
-	TS_REC_STEP_END = 2,   /* a = step */
-	TS_REC_REGION = 3,     /* kind = region, t_ns = start, dur_ns */
-	TS_REC_DEVICE = 4,     /* kind = region, a = device busy ns */
-	TS_REC_COLL = 5,       /* kind = op | algo << 8, t_ns = start, dur_ns, a = bytes,
-				* b = step + 1 (0: the open step), c = comm hash, d = seq,
-				* reserved = ranks in the communicator */
-	TS_REC_STEP_CTR = 6,   /* before STEP_END: a = launches, b = host ns in CUDA calls,
-				* c = sync wait ns, d = memory live, dur_ns = memory peak,
-				* kind = allocation failures, reserved = API calls */
-	TS_REC_GPU_STEP = 7,   /* a = step, b = compute-stream busy ns, c = comm-stream busy
-				* ns, d = sampled kernels, dur_ns = their device ns */
-	TS_REC_GEMM = 8,       /* a = step, b = flops, dur_ns = device ns (sampled) */
-	TS_REC_HANG = 9,       /* kind = op (0: a kernel), dur_ns = pending, a = comm hash,
-				* b = seq, c = step; stacks in the ring's .stacks file */
-	TS_REC_EXCEPTION = 10, /* the traceback is in the ring's .exc file */
-	TS_REC_GROUPS = 11,    /* the ring's .groups file changed */
-	TS_REC_COMM = 12,      /* an NCCL communicator made: a = its hash (the same on every
-				* member), b = members, c = this rank in it */
+	TS_REC_STEP_BEGIN = 1,  /* mark */
+	TS_REC_STEP_END = 2,    /* mark */
+	TS_REC_REGION = 3,      /* kind = region, t_ns = start, dur_ns */
+	TS_REC_DEVICE = 4,      /* kind = region, device */
+	TS_REC_COLL = 5,        /* kind = op | algo << 8, t_ns = start, dur_ns, nranks, coll */
+	TS_REC_STEP_CTR = 6,    /* before STEP_END: alloc_failures, api_calls, mem_peak, ctr */
+	TS_REC_GPU_STEP = 7,    /* dur_ns = the sampled kernels' device ns, gpu_step */
+	TS_REC_GEMM = 8,        /* dur_ns = device ns (sampled), gemm */
+	TS_REC_HANG = 9,        /* kind = op (0: a kernel), dur_ns = pending, hang; stacks in
+				 * the ring's .stacks file */
+	TS_REC_EXCEPTION = 10,  /* the traceback is in the ring's .exc file */
+	TS_REC_GROUPS = 11,     /* the ring's .groups file changed */
+	TS_REC_COMM = 12,       /* an NCCL communicator made: comm */
 	TS_REC_GRAPH_COLL = 13, /* collectives a CUDA graph's replay ran, untimed (the replay
-				 * is): kind = op, a = their bytes, b = step + 1, c = comm
-				 * hash, d = how many, reserved = ranks in the communicator */
+				 * is): kind = op, nranks, graph_coll */
 	TS_REC_PEER = 14,       /* network sends to one peer since the last such record (NCCL's
-				 * profiler): c = comm hash, reserved = the peer's rank in it,
-				 * a = bytes, dur_ns = summed send time, d = sends */
+				 * profiler): peer_rank, dur_ns = summed send time, peer */
 	TS_REC_IDENT = 15,      /* the rank learned after the ring was made (the header's id
-				 * says it too, written before): kind = enum ts_ident_how,
-				 * a = rank, b = world size, c = local rank, d = device index
-				 * (both as int64, -1 unknown) */
+				 * says it too, written before): kind = enum ts_ident_how, ident */
 };
 
 /* Who told the process its rank late. */
@@ -56,14 +47,138 @@ enum ts_ident_how { TS_IDENT_PROGRAM = 1, TS_IDENT_COMM = 2 };
 #define TS_SIDE_EXC ".exc"
 #define TS_SIDE_GROUPS ".groups"
 
+/* One record, 56 bytes: the type, a header whose fields some types name otherwise, and
+ * four 64-bit words each type names (the union below). Names cost nothing in the file:
+ * the layout is the ring's format (TS_RING_VERSION), which the asserts after it hold. */
 struct ts_rec {
-	uint16_t type;
-	uint16_t kind;
-	uint32_t reserved;
+	uint16_t type; /* enum ts_rec_type */
+	union {
+		uint16_t kind;           /* REGION, DEVICE: enum trainscope_region; COLL:
+					  * op | algo << 8; GRAPH_COLL, HANG: the op;
+					  * IDENT: enum ts_ident_how */
+		uint16_t alloc_failures; /* STEP_CTR: failed device allocations (saturated) */
+	};
+	union {                          /* 0 where the type names none */
+		uint32_t nranks;         /* COLL, GRAPH_COLL: ranks in the communicator */
+		uint32_t peer_rank;      /* PEER: the peer's rank in the communicator */
+		uint32_t api_calls;      /* STEP_CTR: calls into the API (saturated) */
+	};
 	uint64_t t_ns; /* CLOCK_MONOTONIC */
-	uint64_t dur_ns;
-	uint64_t a, b, c, d;
+	union {
+		uint64_t dur_ns;
+		uint64_t mem_peak;       /* STEP_CTR: device memory's peak bytes since the last one */
+	};
+	union {
+		/* The four words as they are, for code that moves records of any type (the
+		 * ring, its tests, a record built for whichever type a test names). */
+		uint64_t raw[4];
+		struct { /* STEP_BEGIN, STEP_END */
+			uint64_t step;
+		} mark;
+		struct { /* DEVICE */
+			uint64_t busy_ns; /* the device's busy ns in the region */
+		} device;
+		struct { /* COLL */
+			uint64_t bytes;
+			uint64_t step_tag; /* step + 1; 0: the step open when it is read */
+			uint64_t comm;     /* the communicator's hash (TS_REC_COMM's) */
+			uint64_t seq;      /* the collective's number in the communicator */
+		} coll;
+		struct { /* STEP_CTR */
+			uint64_t launches;
+			uint64_t call_ns;  /* host ns in the device runtime's calls */
+			uint64_t sync_ns;  /* host ns waiting in synchronisations */
+			uint64_t mem_live; /* device memory's live bytes */
+		} ctr;
+		struct { /* GPU_STEP */
+			uint64_t step;
+			uint64_t compute_ns; /* the compute stream's busy ns */
+			uint64_t comm_ns;    /* the communication stream's busy ns */
+			uint64_t ksamples;   /* kernels sampled */
+		} gpu_step;
+		struct { /* GEMM */
+			uint64_t step;
+			uint64_t flops;
+		} gemm;
+		struct { /* HANG */
+			uint64_t comm; /* the communicator's hash */
+			uint64_t seq;  /* the pending collective's number */
+			uint64_t step;
+		} hang;
+		struct { /* COMM */
+			uint64_t hash;    /* the same on every member */
+			uint64_t members;
+			uint64_t rank;    /* this process's rank in it */
+		} comm;
+		struct { /* GRAPH_COLL */
+			uint64_t bytes;    /* of all of them */
+			uint64_t step_tag; /* step + 1, as COLL's */
+			uint64_t comm;
+			uint64_t count;    /* how many */
+		} graph_coll;
+		struct { /* PEER */
+			uint64_t bytes;
+			uint64_t unused;
+			uint64_t comm;
+			uint64_t sends;
+		} peer;
+		struct { /* IDENT: -1 unknown for the last two */
+			uint64_t rank;
+			uint64_t world;
+			int64_t local_rank;
+			int64_t device; /* the device's index */
+		} ident;
+	};
 };
+
+/* The ring's format: every name at the place its word always had. */
+#define TS_REC_AT(field, off) \
+	_Static_assert(offsetof(struct ts_rec, field) == (off), "ts_rec." #field " moved")
+_Static_assert(sizeof(struct ts_rec) == 56, "struct ts_rec is the ring's 56-byte record");
+TS_REC_AT(type, 0);
+TS_REC_AT(kind, 2);
+TS_REC_AT(alloc_failures, 2);
+TS_REC_AT(nranks, 4);
+TS_REC_AT(peer_rank, 4);
+TS_REC_AT(api_calls, 4);
+TS_REC_AT(t_ns, 8);
+TS_REC_AT(dur_ns, 16);
+TS_REC_AT(mem_peak, 16);
+TS_REC_AT(raw, 24);
+TS_REC_AT(mark.step, 24);
+TS_REC_AT(device.busy_ns, 24);
+TS_REC_AT(coll.bytes, 24);
+TS_REC_AT(coll.step_tag, 32);
+TS_REC_AT(coll.comm, 40);
+TS_REC_AT(coll.seq, 48);
+TS_REC_AT(ctr.launches, 24);
+TS_REC_AT(ctr.call_ns, 32);
+TS_REC_AT(ctr.sync_ns, 40);
+TS_REC_AT(ctr.mem_live, 48);
+TS_REC_AT(gpu_step.step, 24);
+TS_REC_AT(gpu_step.compute_ns, 32);
+TS_REC_AT(gpu_step.comm_ns, 40);
+TS_REC_AT(gpu_step.ksamples, 48);
+TS_REC_AT(gemm.step, 24);
+TS_REC_AT(gemm.flops, 32);
+TS_REC_AT(hang.comm, 24);
+TS_REC_AT(hang.seq, 32);
+TS_REC_AT(hang.step, 40);
+TS_REC_AT(comm.hash, 24);
+TS_REC_AT(comm.members, 32);
+TS_REC_AT(comm.rank, 40);
+TS_REC_AT(graph_coll.bytes, 24);
+TS_REC_AT(graph_coll.step_tag, 32);
+TS_REC_AT(graph_coll.comm, 40);
+TS_REC_AT(graph_coll.count, 48);
+TS_REC_AT(peer.bytes, 24);
+TS_REC_AT(peer.comm, 40);
+TS_REC_AT(peer.sends, 48);
+TS_REC_AT(ident.rank, 24);
+TS_REC_AT(ident.world, 32);
+TS_REC_AT(ident.local_rank, 40);
+TS_REC_AT(ident.device, 48);
+#undef TS_REC_AT
 
 struct ts_slot {
 	_Atomic uint64_t seq;

@@ -63,18 +63,18 @@ static void add_comm(struct ts_step_sum *s, const struct ts_rec *r)
 	int i;
 
 	for (i = 0; i < s->ncomm; i++)
-		if (s->comm[i].id == r->c)
+		if (s->comm[i].id == r->coll.comm)
 			break;
 	if (i == s->ncomm) {
 		if (s->ncomm == TS_AGG_MAX_COMM) {
 			s->comm_overflow++;
 			return;
 		}
-		s->comm[s->ncomm++] = (struct ts_comm_acc){ .id = r->c, .nranks = r->reserved };
+		s->comm[s->ncomm++] = (struct ts_comm_acc){ .id = r->coll.comm, .nranks = r->nranks };
 	}
 	s->comm[i].count++;
 	s->comm[i].p2p += (r->kind & 0xff) == TRAINSCOPE_COLL_SEND_RECV;
-	s->comm[i].bytes += r->a;
+	s->comm[i].bytes += r->coll.bytes;
 	s->comm[i].time_ns += r->dur_ns;
 }
 
@@ -83,17 +83,17 @@ static void add_peer(struct ts_step_sum *s, const struct ts_rec *r)
 	int i;
 
 	for (i = 0; i < s->npeer; i++)
-		if (s->peer[i].comm == r->c && s->peer[i].peer == r->reserved)
+		if (s->peer[i].comm == r->peer.comm && s->peer[i].peer == r->peer_rank)
 			break;
 	if (i == s->npeer) {
 		if (s->npeer == TS_AGG_MAX_PEER) {
-			s->peer_overflow += r->d;
+			s->peer_overflow += r->peer.sends;
 			return;
 		}
-		s->peer[s->npeer++] = (struct ts_peer_acc){ .comm = r->c, .peer = r->reserved };
+		s->peer[s->npeer++] = (struct ts_peer_acc){ .comm = r->peer.comm, .peer = r->peer_rank };
 	}
-	s->peer[i].count += (uint32_t)r->d;
-	s->peer[i].bytes += r->a;
+	s->peer[i].count += (uint32_t)r->peer.sends;
+	s->peer[i].bytes += r->peer.bytes;
 	s->peer[i].time_ns += r->dur_ns;
 }
 
@@ -177,21 +177,23 @@ bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *ou
 		add_region(s, r->kind, r->dur_ns);
 		return false;
 	case TS_REC_DEVICE:
-		s->compute_ns += r->a;
+		s->compute_ns += r->device.busy_ns;
 		s->have_device = true;
 		return false;
 	case TS_REC_COLL:
-		if (r->b && !(s = tagged(a, r->b - 1)))
+		if (r->coll.step_tag && !(s = tagged(a, r->coll.step_tag - 1)))
 			return false;
-		if (!r->b)
+		if (!r->coll.step_tag)
 			mark_start(s, t);
-		add_coll(s, r->kind & 0xff, r->a, r->a, r->dur_ns, 1);
+		add_coll(s, r->kind & 0xff, r->coll.bytes, r->coll.bytes, r->dur_ns, 1);
 		add_comm(s, r);
 		a->cur_open |= s == &a->cur;
 		return false;
 	case TS_REC_GRAPH_COLL: /* sized by one call, untimed: no transfer time to judge */
-		if (r->b && (s = tagged(a, r->b - 1)) && r->d)
-			add_coll(s, r->kind & 0xff, r->a / r->d, r->a, 0, (uint32_t)r->d);
+		if (r->graph_coll.step_tag && (s = tagged(a, r->graph_coll.step_tag - 1)) &&
+		    r->graph_coll.count)
+			add_coll(s, r->kind & 0xff, r->graph_coll.bytes / r->graph_coll.count,
+				 r->graph_coll.bytes, 0, (uint32_t)r->graph_coll.count);
 		a->cur_open |= s == &a->cur;
 		return false;
 	case TS_REC_PEER: /* said by the library's poller: the step open now */
@@ -199,37 +201,37 @@ bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *ou
 		a->cur_open = true;
 		return false;
 	case TS_REC_GEMM:
-		if ((s = tagged(a, r->a)))
-			add_gemm(s, r->b, r->dur_ns);
+		if ((s = tagged(a, r->gemm.step)))
+			add_gemm(s, r->gemm.flops, r->dur_ns);
 		a->cur_open |= s == &a->cur;
 		return false;
 	case TS_REC_STEP_CTR:
-		s->launches += r->a;
-		s->launch_ns += r->b;
-		s->sync_ns += r->c;
-		s->mem_live = r->d;
-		s->mem_peak = r->dur_ns;
-		s->alloc_failures = r->kind;
+		s->launches += r->ctr.launches;
+		s->launch_ns += r->ctr.call_ns;
+		s->sync_ns += r->ctr.sync_ns;
+		s->mem_live = r->ctr.mem_live;
+		s->mem_peak = r->mem_peak;
+		s->alloc_failures = r->alloc_failures;
 		return false;
 	case TS_REC_GPU_STEP: {
-		int i = find_held(a, r->a);
+		int i = find_held(a, r->gpu_step.step);
 		a->gpu_seen = true;
 		if (i < 0) {
 			a->late++;
 			return ts_agg_pop(a, out);
 		}
-		if (r->b) {
-			a->held[i].compute_ns = r->b;
+		if (r->gpu_step.compute_ns) {
+			a->held[i].compute_ns = r->gpu_step.compute_ns;
 			a->held[i].have_device = true;
 		}
-		a->held[i].comm_busy_ns = r->c;
+		a->held[i].comm_busy_ns = r->gpu_step.comm_ns;
 		a->done[i] = true;
 		return ts_agg_pop(a, out);
 	}
 	case TS_REC_STEP_END:
 		if (!s->start_ns)
 			s->start_ns = a->prev_end_ns ? a->prev_end_ns : t;
-		s->step = r->a;
+		s->step = r->mark.step;
 		s->end_ns = t;
 		a->prev_end_ns = t;
 		if (!a->gpu_seen && !s->launches) {

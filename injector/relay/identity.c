@@ -48,13 +48,14 @@ static void take_device(struct producer *p, int32_t local, int32_t dev)
  * communicator): the steps held till now go out under it, and the rank is announced. */
 void relay_learn(struct relay *r, struct producer *p, const struct ts_rec *rec)
 {
-	int32_t rank = (int32_t)rec->a, world = (int32_t)rec->b;
+	int32_t rank = (int32_t)rec->ident.rank, world = (int32_t)rec->ident.world;
 
-	if (rank < 0 || world <= rank || rec->a > INT32_MAX || rec->b > INT32_MAX) {
+	if (rank < 0 || world <= rank || rec->ident.rank > INT32_MAX ||
+	    rec->ident.world > INT32_MAX) {
 		r->st.bad_records++;
 		return;
 	}
-	int32_t local = (int32_t)(int64_t)rec->c, dev = (int32_t)(int64_t)rec->d;
+	int32_t local = (int32_t)rec->ident.local_rank, dev = (int32_t)rec->ident.device;
 	bool same = rank == p->id.rank && world == p->id.world_size;
 
 	if (same && local == p->id.local_rank && dev == p->id.dev_index)

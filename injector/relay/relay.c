@@ -504,7 +504,7 @@ static void send_hang(struct relay *r, struct producer *p, const struct ts_rec *
 	char subject[256];
 	struct ts_hang_info hang = {
 		.time_ns = rec->t_ns + (uint64_t)p->ring->mono_to_real_ns, .op = rec->kind,
-		.comm_hash = rec->a, .seq = rec->b, .pending_ns = rec->dur_ns,
+		.comm_hash = rec->hang.comm, .seq = rec->hang.seq, .pending_ns = rec->dur_ns,
 		.stacks = read_side(p->path, TS_SIDE_STACKS, 64 * 1024),
 	};
 
@@ -534,8 +534,8 @@ static void add_comm(struct producer *p, const struct ts_rec *rec)
 {
 	char g[64];
 
-	snprintf(g, sizeof(g), "nccl:%016llx:%llu:%llu", (unsigned long long)rec->a,
-		 (unsigned long long)rec->b, (unsigned long long)rec->c);
+	snprintf(g, sizeof(g), "nccl:%016llx:%llu:%llu", (unsigned long long)rec->comm.hash,
+		 (unsigned long long)rec->comm.members, (unsigned long long)rec->comm.rank);
 	for (int i = 0; i < p->ngroups; i++)
 		if (!strcmp(p->groups[i], g))
 			return;

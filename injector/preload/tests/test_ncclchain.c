@@ -243,12 +243,12 @@ static void drive_traffic(void (*step_begin)(uint64_t))
 	printf("ring.colls %d\n", D.ncoll);
 	for (int i = 0; i < D.ncoll; i++)
 		printf("coll.%d.seq %llu\ncoll.%d.dur_ns %llu\n", i,
-		       (unsigned long long)D.coll[i].d, i, (unsigned long long)D.coll[i].dur_ns);
+		       (unsigned long long)D.coll[i].coll.seq, i, (unsigned long long)D.coll[i].dur_ns);
 	printf("ring.peers %d\n", D.npeer);
 	for (int i = 0; i < D.npeer; i++)
 		printf("peer.%d.peer %u\npeer.%d.bytes %llu\npeer.%d.sends %llu\n", i,
-		       D.peer[i].reserved, i, (unsigned long long)D.peer[i].a, i,
-		       (unsigned long long)D.peer[i].d);
+		       D.peer[i].peer_rank, i, (unsigned long long)D.peer[i].peer.bytes, i,
+		       (unsigned long long)D.peer[i].peer.sends);
 	finalize(c1);
 	finalize(c2);
 }

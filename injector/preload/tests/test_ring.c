@@ -41,23 +41,23 @@ static void test_fifo_and_full(void **state)
 	(void)state;
 	assert_int_equal(ts_ring_pop(r, &out), 0);
 	for (uint64_t i = 0; i < 8; i++) {
-		rec.a = i;
+		rec.mark.step = i;
 		assert_int_equal(ts_ring_push(r, &rec), 0);
 	}
-	rec.a = 99;
+	rec.mark.step = 99;
 	assert_int_equal(ts_ring_push(r, &rec), -ENOSPC);
 	assert_int_equal(atomic_load(&r->dropped), 1);
 	for (uint64_t i = 0; i < 8; i++) {
 		assert_int_equal(ts_ring_pop(r, &out), 1);
-		assert_int_equal(out.a, i);
+		assert_int_equal(out.mark.step, i);
 	}
 	assert_int_equal(ts_ring_pop(r, &out), 0);
 	/* wraps around after draining */
 	for (uint64_t i = 0; i < 20; i++) {
-		rec.a = 100 + i;
+		rec.mark.step = 100 + i;
 		assert_int_equal(ts_ring_push(r, &rec), 0);
 		assert_int_equal(ts_ring_pop(r, &out), 1);
-		assert_int_equal(out.a, 100 + i);
+		assert_int_equal(out.mark.step, 100 + i);
 	}
 	free(r);
 }
@@ -79,7 +79,7 @@ static void *producer(void *arg)
 
 	for (uint64_t i = 0; i < PER_PRODUCER; i++) {
 		rec.kind = (uint16_t)s->id;
-		rec.a = i;
+		rec.raw[0] = i; /* the ring moves any record: a count in its first word */
 		s->attempted++;
 		if (ts_ring_push(s->r, &rec))
 			s->refused++;
@@ -109,8 +109,8 @@ static void test_stress_exact_accounting(void **state)
 		int alive = atomic_load(&running);
 		while (ts_ring_pop(r, &out)) {
 			assert_true(out.kind < PRODUCERS);
-			assert_true((int64_t)out.a > last[out.kind]);
-			last[out.kind] = (int64_t)out.a;
+			assert_true((int64_t)out.raw[0] > last[out.kind]);
+			last[out.kind] = (int64_t)out.raw[0];
 			drained++;
 		}
 		if (!alive)
@@ -134,7 +134,7 @@ static void test_file_roundtrip_and_liveness(void **state)
 	char dir[] = "/tmp/ts-ring-test-XXXXXX", path[4096];
 	struct ts_ident id = { .ns = "ns1", .job = "j1", .rank = 3, .world_size = 8 };
 	struct ts_ring *w, *r;
-	struct ts_rec rec = { .type = TS_REC_STEP_BEGIN, .a = 7 }, out;
+	struct ts_rec rec = { .type = TS_REC_STEP_BEGIN, .mark.step = 7 }, out;
 	int fd;
 
 	(void)state;
@@ -145,7 +145,7 @@ static void test_file_roundtrip_and_liveness(void **state)
 	assert_int_equal(r->id.rank, 3);
 	assert_int_equal(ts_ring_push(w, &rec), 0);
 	assert_int_equal(ts_ring_pop(r, &out), 1);
-	assert_int_equal(out.a, 7);
+	assert_int_equal(out.mark.step, 7);
 	assert_int_equal(ts_ring_producer_alive(path), 1);
 	/* the mapping holds the open file, so the lock goes with both, as at process exit */
 	ts_ring_unmap(w);

@@ -180,8 +180,8 @@ static void test_late_rank_framework_steps(void **state)
 			idents++;
 			first_ident = i;
 			assert_int_equal(rec.kind, TS_IDENT_PROGRAM);
-			assert_int_equal(rec.a, 2);
-			assert_int_equal(rec.b, 3);
+			assert_int_equal(rec.ident.rank, 2);
+			assert_int_equal(rec.ident.world, 3);
 		}
 	}
 	ts_ring_unmap(r);

@@ -14,10 +14,13 @@
 #include "proto/trainscope.pb-c.h"
 #include "trainscope.h"
 
+/* A record of any type whose first word is first: the step (STEP_BEGIN, STEP_END,
+ * GPU_STEP), the device's busy ns (DEVICE), the bytes (COLL). */
 static bool R(struct ts_agg *g, struct ts_step_sum *s, uint16_t type, uint16_t kind, uint64_t t,
-	      uint64_t dur, uint64_t a)
+	      uint64_t dur, uint64_t first)
 {
-	struct ts_rec rec = { .type = type, .kind = kind, .t_ns = t, .dur_ns = dur, .a = a };
+	struct ts_rec rec = { .type = type, .kind = kind, .t_ns = t, .dur_ns = dur,
+			      .raw = { first } };
 
 	return ts_agg_add(g, &rec, s);
 }
@@ -82,7 +85,9 @@ static void test_graph_colls(void **state)
 	struct ts_agg a;
 	struct ts_step_sum s;
 	struct ts_rec r = { .type = TS_REC_GRAPH_COLL, .kind = TRAINSCOPE_COLL_ALL_REDUCE,
-			    .a = 5 * 4096, .b = 1, .c = 0xc1, .d = 5, .reserved = 8 };
+			    .nranks = 8,
+			    .graph_coll = { .bytes = 5 * 4096, .step_tag = 1, .comm = 0xc1,
+					    .count = 5 } };
 
 	(void)state;
 	ts_agg_init(&a, 0);
@@ -111,8 +116,8 @@ static void test_peers(void **state)
 	ts_agg_init(&a, 0);
 	assert_false(R(&a, &s, TS_REC_STEP_BEGIN, 0, 10, 0, 0));
 	for (uint32_t p = 0; p < TS_AGG_MAX_PEER + 2; p++) {
-		struct ts_rec r = { .type = TS_REC_PEER, .reserved = p, .c = 0xc1, .a = 1 << 20,
-				    .dur_ns = 100000, .d = 2 };
+		struct ts_rec r = { .type = TS_REC_PEER, .peer_rank = p, .dur_ns = 100000,
+				    .peer = { .bytes = 1 << 20, .comm = 0xc1, .sends = 2 } };
 		assert_false(ts_agg_add(&a, &r, &s));
 		if (p == 0) /* a second record for the same peer adds up */
 			assert_false(ts_agg_add(&a, &r, &s));
@@ -147,8 +152,9 @@ static void test_per_comm(void **state)
 	assert_false(R(&a, &s, TS_REC_COLL, TRAINSCOPE_COLL_ALL_REDUCE, 20, 10, 4096));
 	for (uint64_t c = 1; c <= TS_AGG_MAX_COMM + 2; c++) {
 		struct ts_rec r = { .type = TS_REC_COLL, .kind = TRAINSCOPE_COLL_SEND_RECV,
-				    .t_ns = 30, .dur_ns = 5, .a = 100, .b = 0, .c = 0xc0 + c,
-				    .d = 1, .reserved = 4 };
+				    .t_ns = 30, .dur_ns = 5, .nranks = 4,
+				    .coll = { .bytes = 100, .step_tag = 0, .comm = 0xc0 + c,
+					      .seq = 1 } };
 		assert_false(ts_agg_add(&a, &r, &s));
 	}
 	assert_true(R(&a, &s, TS_REC_STEP_END, 0, 100, 0, 0));
@@ -260,7 +266,7 @@ static void test_host_runs_ahead(void **state)
 		assert_false(R(&a, &s, TS_REC_STEP_END, 0, 100 * k + 90, 0, k));
 	}
 	for (uint64_t k = 0; k < 3; k++) {
-		gpu.a = k, gpu.b = 1000 + k;
+		gpu.gpu_step.step = k, gpu.gpu_step.compute_ns = 1000 + k;
 		assert_true(ts_agg_add(&a, &gpu, &s));
 		assert_int_equal(s.step, k);
 		assert_int_equal(s.compute_ns, 1000 + k);
@@ -273,7 +279,7 @@ static void test_host_runs_ahead(void **state)
 	assert_int_equal(s.step, 3);
 	assert_false(s.have_device);
 	assert_int_equal(a.undeviced, 1);
-	gpu.a = 4, gpu.b = 7;
+	gpu.gpu_step.step = 4, gpu.gpu_step.compute_ns = 7;
 	assert_true(ts_agg_add(&a, &gpu, &s));
 	assert_int_equal(s.step, 4);
 	assert_int_equal(s.compute_ns, 7);

@@ -188,10 +188,12 @@ static struct ts_ring *new_ring(const char *dir, int rank, int world, int *lock_
 	return ring;
 }
 
-static void push(struct ts_ring *ring, uint16_t type, uint16_t kind, uint64_t a)
+/* A record whose first word is first: the step (STEP_BEGIN, STEP_END), the bytes (COLL). */
+static void push(struct ts_ring *ring, uint16_t type, uint16_t kind, uint64_t first)
 {
 	static uint64_t t = 1000000000;
-	struct ts_rec rec = { .type = type, .kind = kind, .t_ns = t += 1000, .dur_ns = 400, .a = a };
+	struct ts_rec rec = { .type = type, .kind = kind, .t_ns = t += 1000, .dur_ns = 400,
+			      .raw = { first } };
 
 	assert_int_equal(ts_ring_push(ring, &rec), 0);
 }
@@ -606,7 +608,8 @@ static void test_hello_groups(void **state)
 	struct stream *s = &fx->s;
 	struct relay_opts o = { .ring_dir = fx->dir, .nats = { .url = s->d.url } };
 	struct ts_ring *ring;
-	struct ts_rec comm = { .type = TS_REC_COMM, .a = 0xabc, .b = 2, .c = 1 };
+	struct ts_rec comm = { .type = TS_REC_COMM,
+			       .comm = { .hash = 0xabc, .members = 2, .rank = 1 } };
 	int lock_fd, hello = 0, with_comm = 0;
 	struct relay *r;
 	char path[4096];

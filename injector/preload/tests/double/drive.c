@@ -37,8 +37,8 @@ void tsd_drain(struct tsd_seen *s)
 		case TS_REC_COMM: keep(s->comm, &s->ncomm, 8, &r); break;
 		case TS_REC_IDENT: s->nident++; break;
 		case TS_REC_STEP_CTR:
-			s->ctr_launches += r.a;
-			s->ctr_api += r.reserved;
+			s->ctr_launches += r.ctr.launches;
+			s->ctr_api += r.api_calls;
 			break;
 		}
 	}

@@ -381,10 +381,10 @@ static void sc_graph_colls(void)
 	tsd_kv("ring.graph_colls", -1, 0, (uint64_t)d.seen.ngcoll);
 	for (int i = 0; i < d.seen.ngcoll; i++) {
 		tsd_kv("gcoll", i, "op", d.seen.gcoll[i].kind);
-		tsd_kv("gcoll", i, "bytes", d.seen.gcoll[i].a);
-		tsd_kv("gcoll", i, "step", d.seen.gcoll[i].b - 1);
-		tsd_kv("gcoll", i, "count", d.seen.gcoll[i].d);
-		tsd_kv("gcoll", i, "ranks", d.seen.gcoll[i].reserved);
+		tsd_kv("gcoll", i, "bytes", d.seen.gcoll[i].graph_coll.bytes);
+		tsd_kv("gcoll", i, "step", d.seen.gcoll[i].graph_coll.step_tag - 1);
+		tsd_kv("gcoll", i, "count", d.seen.gcoll[i].graph_coll.count);
+		tsd_kv("gcoll", i, "ranks", d.seen.gcoll[i].nranks);
 	}
 }
 
@@ -620,15 +620,17 @@ static void sc_comms(void)
 	destroy(half);
 	drain();
 	for (int i = 0; i < d.seen.ncomm; i++) {
-		tsd_kv("comm", i, "nranks", d.seen.comm[i].b);
-		tsd_kv("comm", i, "rank", d.seen.comm[i].c);
+		tsd_kv("comm", i, "nranks", d.seen.comm[i].comm.members);
+		tsd_kv("comm", i, "rank", d.seen.comm[i].comm.rank);
 	}
 	/* the rank as the ring now says it: the first communicator's, for a process that
 	 * had none (later ones, and splits, change nothing) */
 	printf("ring.rank %d\nring.world %d\nring.idents %d\n", d.seen.ring->id.rank,
 	       d.seen.ring->id.world_size, d.seen.nident);
-	printf("comm_ids_agree %d\n", d.seen.ncomm >= 2 && d.seen.comm[0].a == d.seen.comm[1].a);
-	printf("split_id_differs %d\n", d.seen.ncomm >= 3 && d.seen.comm[2].a != d.seen.comm[0].a);
+	printf("comm_ids_agree %d\n", d.seen.ncomm >= 2 &&
+	       d.seen.comm[0].comm.hash == d.seen.comm[1].comm.hash);
+	printf("split_id_differs %d\n", d.seen.ncomm >= 3 &&
+	       d.seen.comm[2].comm.hash != d.seen.comm[0].comm.hash);
 	/* two members of one communicator made by ncclCommInitRankScalable, non-blocking */
 	void *(*scalable)(int, int, char) =
 		(void *(*)(int, int, char))user_fn("tsd_user_comm_init_scalable");
@@ -641,14 +643,16 @@ static void sc_comms(void)
 	drain();
 	printf("scalable_comms %d\n", d.seen.ncomm - before);
 	if (d.seen.ncomm == before + 2) {
-		tsd_kv("scalable", 0, "nranks", d.seen.comm[before].b);
-		tsd_kv("scalable", 0, "rank", d.seen.comm[before].c);
-		printf("scalable_ids_agree %d\n", d.seen.comm[before].a == d.seen.comm[before + 1].a &&
-						     d.seen.comm[before].a != d.seen.comm[0].a);
+		tsd_kv("scalable", 0, "nranks", d.seen.comm[before].comm.members);
+		tsd_kv("scalable", 0, "rank", d.seen.comm[before].comm.rank);
+		uint64_t h = d.seen.comm[before].comm.hash;
+		printf("scalable_ids_agree %d\n", h == d.seen.comm[before + 1].comm.hash &&
+							   h != d.seen.comm[0].comm.hash);
 	}
 	for (int i = 0; i < d.seen.ncoll; i++)
-		printf("coll.%d.comm_is %d\n", i, d.seen.coll[i].c == d.seen.comm[0].a ? 0 :
-					     d.seen.coll[i].c == d.seen.comm[2].a ? 2 : -1);
+		printf("coll.%d.comm_is %d\n", i,
+		       d.seen.coll[i].coll.comm == d.seen.comm[0].comm.hash ? 0 :
+		       d.seen.coll[i].coll.comm == d.seen.comm[2].comm.hash ? 2 : -1);
 }
 
 /* A GEMM whose library calls another GEMM inside counts once, with its flops. */
@@ -781,10 +785,10 @@ static void sc_plugin(void)
 	wait_until(have_peers, &two, "no per-peer sends from the plugin");
 	for (int i = 0; i < d.seen.npeer; i++) {
 		const struct ts_rec *r = &d.seen.peer[i];
-		int k = r->c == 0xabc ? 0 : 1;
-		tsd_kv("peer", k, "peer", r->reserved);
-		tsd_kv("peer", k, "bytes", r->a);
-		tsd_kv("peer", k, "sends", r->d);
+		int k = r->peer.comm == 0xabc ? 0 : 1;
+		tsd_kv("peer", k, "peer", r->peer_rank);
+		tsd_kv("peer", k, "bytes", r->peer.bytes);
+		tsd_kv("peer", k, "sends", r->peer.sends);
 		tsd_kv("peer", k, "ms", r->dur_ns / 1000000);
 	}
 	tsd_kv("ring.peers", -1, 0, (uint64_t)d.seen.npeer);
@@ -830,33 +834,33 @@ static void print_all(void)
 	tsd_kv("ring.step_ctr_launches", -1, 0, s->ctr_launches);
 	tsd_kv("ring.gpu_steps", -1, 0, (uint64_t)s->gpu_steps);
 	for (int i = 0; i < s->gpu_steps; i++) {
-		tsd_kv("gpu_step", i, "compute_ns", s->gpu_step[i].b);
-		tsd_kv("gpu_step", i, "comm_ns", s->gpu_step[i].c);
-		tsd_kv("gpu_step", i, "ksamples", s->gpu_step[i].d);
+		tsd_kv("gpu_step", i, "compute_ns", s->gpu_step[i].gpu_step.compute_ns);
+		tsd_kv("gpu_step", i, "comm_ns", s->gpu_step[i].gpu_step.comm_ns);
+		tsd_kv("gpu_step", i, "ksamples", s->gpu_step[i].gpu_step.ksamples);
 		tsd_kv("gpu_step", i, "ksample_ns", s->gpu_step[i].dur_ns);
 	}
 	tsd_kv("ring.colls", -1, 0, (uint64_t)s->ncoll);
 	tsd_kv("ring.comms", -1, 0, (uint64_t)s->ncomm);
 	for (int i = 0; i < s->ncoll; i++) {
 		tsd_kv("coll", i, "op", s->coll[i].kind & 0xff);
-		tsd_kv("coll", i, "bytes", s->coll[i].a);
-		tsd_kv("coll", i, "ranks", s->coll[i].reserved);
-		tsd_kv("coll", i, "seq", s->coll[i].d);
-		tsd_kv("coll", i, "has_comm", s->coll[i].c != 0);
+		tsd_kv("coll", i, "bytes", s->coll[i].coll.bytes);
+		tsd_kv("coll", i, "ranks", s->coll[i].nranks);
+		tsd_kv("coll", i, "seq", s->coll[i].coll.seq);
+		tsd_kv("coll", i, "has_comm", s->coll[i].coll.comm != 0);
 		tsd_kv("coll", i, "dur_ns", s->coll[i].dur_ns);
 		tsd_kv("coll", i, "algo", s->coll[i].kind >> 8);
-		tsd_kv("coll", i, "comm", s->coll[i].c);
+		tsd_kv("coll", i, "comm", s->coll[i].coll.comm);
 	}
 	tsd_kv("ring.gemms", -1, 0, (uint64_t)s->ngemm);
 	for (int i = 0; i < s->ngemm; i++) {
-		tsd_kv("gemm", i, "flops", s->gemm[i].b);
+		tsd_kv("gemm", i, "flops", s->gemm[i].gemm.flops);
 		tsd_kv("gemm", i, "dur_ns", s->gemm[i].dur_ns);
 	}
 	tsd_kv("ring.hangs", -1, 0, (uint64_t)s->nhang);
 	for (int i = 0; i < s->nhang; i++) {
 		tsd_kv("hang", i, "op", s->hang[i].kind);
-		tsd_kv("hang", i, "has_comm", s->hang[i].a != 0);
-		tsd_kv("hang", i, "seq", s->hang[i].b);
+		tsd_kv("hang", i, "has_comm", s->hang[i].hang.comm != 0);
+		tsd_kv("hang", i, "seq", s->hang[i].hang.seq);
 		tsd_kv("hang", i, "pending_ms", s->hang[i].dur_ns / 1000000);
 	}
 }

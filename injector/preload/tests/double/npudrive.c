@@ -260,29 +260,29 @@ static void print_all(void)
 	tsd_kv("ring.step_ctr_launches", -1, 0, seen.ctr_launches);
 	tsd_kv("ring.gpu_steps", -1, 0, (uint64_t)seen.gpu_steps);
 	for (int i = 0; i < seen.gpu_steps; i++) {
-		tsd_kv("gpu_step", i, "compute_ns", seen.gpu_step[i].b);
-		tsd_kv("gpu_step", i, "comm_ns", seen.gpu_step[i].c);
+		tsd_kv("gpu_step", i, "compute_ns", seen.gpu_step[i].gpu_step.compute_ns);
+		tsd_kv("gpu_step", i, "comm_ns", seen.gpu_step[i].gpu_step.comm_ns);
 	}
 	tsd_kv("ring.comms", -1, 0, (uint64_t)seen.ncomm);
 	for (int i = 0; i < seen.ncomm; i++) {
-		tsd_kv("comm", i, "id", seen.comm[i].a);
-		tsd_kv("comm", i, "ranks", seen.comm[i].b);
-		tsd_kv("comm", i, "rank", seen.comm[i].c);
+		tsd_kv("comm", i, "id", seen.comm[i].comm.hash);
+		tsd_kv("comm", i, "ranks", seen.comm[i].comm.members);
+		tsd_kv("comm", i, "rank", seen.comm[i].comm.rank);
 	}
 	tsd_kv("ring.colls", -1, 0, (uint64_t)seen.ncoll);
 	for (int i = 0; i < seen.ncoll; i++) {
 		tsd_kv("coll", i, "op", seen.coll[i].kind & 0xff);
-		tsd_kv("coll", i, "bytes", seen.coll[i].a);
-		tsd_kv("coll", i, "ranks", seen.coll[i].reserved);
-		tsd_kv("coll", i, "seq", seen.coll[i].d);
-		tsd_kv("coll", i, "comm", seen.coll[i].c);
+		tsd_kv("coll", i, "bytes", seen.coll[i].coll.bytes);
+		tsd_kv("coll", i, "ranks", seen.coll[i].nranks);
+		tsd_kv("coll", i, "seq", seen.coll[i].coll.seq);
+		tsd_kv("coll", i, "comm", seen.coll[i].coll.comm);
 		tsd_kv("coll", i, "dur_us", seen.coll[i].dur_ns / 1000);
 	}
 	tsd_kv("ring.hangs", -1, 0, (uint64_t)seen.nhang);
 	for (int i = 0; i < seen.nhang; i++) {
 		tsd_kv("hang", i, "op", seen.hang[i].kind);
-		tsd_kv("hang", i, "comm", seen.hang[i].a);
-		tsd_kv("hang", i, "seq", seen.hang[i].b);
+		tsd_kv("hang", i, "comm", seen.hang[i].hang.comm);
+		tsd_kv("hang", i, "seq", seen.hang[i].hang.seq);
 		tsd_kv("hang", i, "pending_ms", seen.hang[i].dur_ns / MS);
 	}
 }
