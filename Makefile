@@ -111,7 +111,7 @@ all: $(LIBS) $(BINS)
 endif
 
 deps:
-	@e2e/deps.sh
+	@scripts/deps.sh
 
 # The image's files as the Dockerfile copies them to / (e2e/node/images.sh too): the
 # programs, the preload library with its $$PLATFORM links, the Python shim.
@@ -128,10 +128,10 @@ image-root: all
 # Unit tests (cmocka), integration tests (a real nats-server), end to end (real
 # processes: workload, relay, NATS, analyzer).
 unit: all $(TESTS)
-	@TRAINSCOPE_LIB=$(PRELOAD_LIB) e2e/run-tests.sh $(TESTS)
+	@TRAINSCOPE_LIB=$(PRELOAD_LIB) scripts/run-tests.sh $(TESTS)
 
 integration: all $(ITESTS)
-	@e2e/run-tests.sh $(ITESTS)
+	@scripts/run-tests.sh $(ITESTS)
 
 test: deps
 	@$(MAKE) --no-print-directory all $(TESTS) $(ITESTS)
@@ -165,14 +165,14 @@ arm64-test:
 	@if [ "$$(uname -m)" = aarch64 ]; then \
 		echo "SKIP arm64-test: the host is aarch64, make unit tests the native build"; \
 		exit 0; fi; \
-	if ! e2e/deps.sh $(ARM64_DEPS); then \
+	if ! scripts/deps.sh $(ARM64_DEPS); then \
 		echo "SKIP arm64-test: cannot install $(ARM64_DEPS)"; exit 0; fi; \
 	$(MAKE) --no-print-directory ARCH=aarch64 CC=aarch64-linux-gnu-gcc CFLAGS= LDLIBS= \
 		BUILD=$(BUILD)/aarch64 arm64-run
 
 ifdef CROSS
 arm64-run: $(PRELOAD_LIB) $(PRELOAD_LINKS) $(PRELOAD_SYM_OK) $(PRELOAD_CROSS_TESTS)
-	@TRAINSCOPE_LIB=$(PRELOAD_LIB) TS_TEST_QEMU=qemu-aarch64 e2e/run-tests.sh \
+	@TRAINSCOPE_LIB=$(PRELOAD_LIB) TS_TEST_QEMU=qemu-aarch64 scripts/run-tests.sh \
 		$(PRELOAD_CROSS_TESTS)
 else
 arm64-run:
@@ -188,7 +188,7 @@ FAULT ?= compute
 RANKS ?= 8
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@BUILD=$(BUILD) FAULT=$(FAULT) RANKS=$(RANKS) e2e/demo.sh
+	@BUILD=$(BUILD) FAULT=$(FAULT) RANKS=$(RANKS) scripts/demo.sh
 
 e2e: deps
 	@$(MAKE) --no-print-directory image-root
@@ -218,7 +218,7 @@ detect-bench: deps
 	@$(DETECT_BENCH) $(DETECT_ARGS)
 
 lint: | $(NPU_STAMP)
-	@NPU_INC=$(NPU_INC) e2e/lint.sh
+	@NPU_INC=$(NPU_INC) scripts/lint.sh
 
 # The docs against the tree, in seconds: every relative link and #anchor of README.md,
 # CONTRIBUTING.md and docs/*.md resolves, docs/reference.md is what the programs say
@@ -234,12 +234,12 @@ docs-ref: $(BINS)
 	@python3 scripts/docs-ref.py --bin $(BUILD)/bin
 
 # Every fuzzer, one after the other, $(FUZZ_RUNS) runs each; one line each, and a failure
-# once all have run if any failed (e2e/fuzz.sh: corpus, log and failing input in
+# once all have run if any failed (scripts/fuzz.sh: corpus, log and failing input in
 # $(BUILD)/fuzz/NAME/). libFuzzer's runtime ships apart from clang in Debian.
 fuzz-deps:
-	@e2e/deps.sh clang libclang-rt-14-dev
+	@scripts/deps.sh clang libclang-rt-14-dev
 fuzz: $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
-	@rc=0; $(foreach t,$(FUZZERS),e2e/fuzz.sh $(t) $(BUILD)/fuzz $(FUZZ_RUNS) $(FUZZ_TIMEOUT) \
+	@rc=0; $(foreach t,$(FUZZERS),scripts/fuzz.sh $(t) $(BUILD)/fuzz $(FUZZ_RUNS) $(FUZZ_TIMEOUT) \
 		$(FUZZ_SEEDS_$(t)) $(FUZZ_ARGS_$(t)) || rc=1;) exit $$rc
 
 clean:

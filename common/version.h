@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The release, as helm/trainscope/Chart.yaml's appVersion (e2e/lint.sh checks they agree). */
+/* The release, as helm/trainscope/Chart.yaml's appVersion (scripts/lint.sh checks they agree). */
 #ifndef TS_VERSION_H
 #define TS_VERSION_H
 

@@ -76,7 +76,7 @@ else
 fi
 
 # make demo itself: exits 0 and names rank 5
-out=$(BUILD="$BUILD" "$here/demo.sh" 2>&1) || { echo "$out"; die "make demo failed"; }
+out=$(BUILD="$BUILD" "$here/../scripts/demo.sh" 2>&1) || { echo "$out"; die "make demo failed"; }
 if echo "$out" | grep -q "slow rank 5  cause Compute"; then
 	pass "make demo names rank 5 (Compute)"
 else

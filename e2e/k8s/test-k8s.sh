@@ -31,7 +31,7 @@ expect "helm lint" sh -c "helm lint '$root/helm/trainscope' >/dev/null"
 expect "chart CRDs match crds/" sh -c "cmp -s '$root/crds/slownodereports.trainscope.dev.yaml' \
 	'$root/helm/trainscope/crds/slownodereports.trainscope.dev.yaml' &&
 	cmp -s '$root/crds/slownodes.trainscope.dev.yaml' '$root/helm/trainscope/crds/slownodes.trainscope.dev.yaml'"
-expect "deploy/ is rendered from the chart" sh -c "'$root/e2e/k8s/render.sh' --check >/dev/null"
+expect "deploy/ is rendered from the chart" sh -c "'$root/scripts/render-deploy.sh' --check >/dev/null"
 helm install trainscope "$root/helm/trainscope" --namespace trainscope --create-namespace \
 	--set webhook.external.url="https://127.0.0.1:$webhook_port" \
 	--set webhook.external.caBundle="$(base64 -w0 "$pki/ca.crt")" \

@@ -29,7 +29,7 @@ if [ -z "$TS_NODE_NS" ]; then
 		grep -qw "$c" /proc/cgroups || skip "the kernel has no '$c' cgroup controller, which the kubelet needs"
 	done
 	# a container runtime and CNI plugins, iptables for kube-proxy, image tools
-	"$root/e2e/deps.sh" containerd runc containernetworking-plugins iptables umoci debootstrap \
+	"$root/scripts/deps.sh" containerd runc containernetworking-plugins iptables umoci debootstrap \
 		musl-tools || skip "the node's Debian packages could not be installed (see above)"
 	TOOLS=$("$root/e2e/k8s/tools.sh") || skip "the Kubernetes servers could not be built (see above)"
 	BUILD=$(cd "$BUILD" && pwd)

@@ -4,7 +4,7 @@
  * busy segment, device memory, captures into model runtime instances (the NPU's graphs);
  * and the event adapters through which gpu.c times NPU streams as it times CUDA ones.
  *
- * Built against the ACL headers torch-npu ships (make fetches them, e2e/npu-headers.sh):
+ * Built against the ACL headers torch-npu ships (make fetches them, scripts/npu-headers.sh):
  * every hook below is checked by the compiler against the real prototype. Nothing of
  * CANN is linked; the real functions are found at run time in whatever loaded
  * libascendcl, as the NCCL ones are. */

@@ -187,14 +187,14 @@ $(eval $(call cmocka_test,test_api_abi,$(BUILD)/obj/injector/preload/tests/test_
 PRELOAD_CROSS_TESTS := $(addprefix $(BUILD)/test/,test_ring test_abi test_api_abi test_preload test_hooks)
 
 # The Ascend headers the NPU hooks are built against, fetched once from the torch-npu
-# wheel on PyPI into the tool cache (e2e/npu-headers.sh). acl.c includes the real ACL
+# wheel on PyPI into the tool cache (scripts/npu-headers.sh). acl.c includes the real ACL
 # headers; HCCL's header is C++ only, so the hooks' own declarations (hccl_defs.h) are
 # compiled beside it as C++ and must match it (tests/hccl_abi_check.cc).
 TS_CACHE  ?= $(or $(TRAINSCOPE_TOOLS),$(HOME)/.cache/trainscope)
 NPU_INC   := $(TS_CACHE)/npu/torch_npu-2.14.0/include
 NPU_STAMP := $(NPU_INC)/.done
 $(NPU_STAMP):
-	@e2e/npu-headers.sh $(NPU_INC)
+	@scripts/npu-headers.sh $(NPU_INC)
 $(BUILD)/pic/injector/preload/acl.o: CFLAGS_ALL += -isystem $(NPU_INC)
 $(BUILD)/pic/injector/preload/acl.o: | $(NPU_STAMP)
 

@@ -7,7 +7,7 @@
 # MutatingWebhookConfiguration. So the output is the same every time and applies to an
 # empty cluster, nothing else needed. --check: fail when deploy/ is out of date.
 set -e
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 HELM=${HELM:-helm}
 # --kube-version: the oldest the chart supports (a helm built without its release
 # ldflags assumes 1.20 and would refuse the chart's kubeVersion)
@@ -15,7 +15,7 @@ chart=$("$HELM" template trainscope helm/trainscope --namespace trainscope --inc
 	--kube-version 1.29.0 --set webhook.certs.job=true)
 out=$(
 	cat <<'NS'
-# Rendered by e2e/k8s/render.sh from helm/trainscope: do not edit.
+# Rendered by scripts/render-deploy.sh from helm/trainscope: do not edit.
 #   kubectl apply -f deploy/trainscope.yaml
 # The webhook pod's init container makes the webhook's CA and certificate in the cluster
 # (no key is in this file) and keeps them in the Secret trainscope-webhook-certs across
@@ -36,7 +36,7 @@ if [ "$1" = --check ]; then
 	if diff -u deploy/trainscope.yaml <(echo "$out") >/dev/null; then
 		echo "ok    deploy/trainscope.yaml matches the chart"
 	else
-		echo "FAIL  deploy/trainscope.yaml is out of date: run e2e/k8s/render.sh"
+		echo "FAIL  deploy/trainscope.yaml is out of date: run scripts/render-deploy.sh"
 		exit 1
 	fi
 else

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# make fuzz, one target: e2e/fuzz.sh NAME DIR RUNS TIMEOUT SEEDS [libFuzzer flags...]
+# make fuzz, one target: scripts/fuzz.sh NAME DIR RUNS TIMEOUT SEEDS [libFuzzer flags...]
 # Runs DIR/fuzz_NAME for RUNS runs over DIR/NAME/corpus (new inputs land there) and the
 # committed SEEDS; its log is DIR/NAME/log, a failing input DIR/NAME/crash-... (or
 # leak-, timeout-, oom-). Prints one line; exits non-zero when the fuzzer failed.

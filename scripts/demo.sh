@@ -12,7 +12,7 @@ RANKS=${RANKS:-8}
 # the host fault is judged on the agent's samples (every 500 ms here): 5 make an alarm
 [ "$FAULT" = host ] && STEPS=${STEPS:-300}
 STEPS=${STEPS:-150}
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../e2e/lib.sh"
 
 case "$FAULT" in
 compute | storage | none) extra="" ;;

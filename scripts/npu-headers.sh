@@ -5,7 +5,7 @@
 # wheel on PyPI ships them under torch_npu/include/. Nothing of CANN is linked: the
 # headers only give the hooks' prototypes and constants.
 #
-#   e2e/npu-headers.sh DIR     leaves DIR/acl/, DIR/third_party/hccl/ and DIR/.done
+#   scripts/npu-headers.sh DIR     leaves DIR/acl/, DIR/third_party/hccl/ and DIR/.done
 #
 # One wheel, pinned by version and checksum (the headers are the same in every
 # Python build of it).
