@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # trainscope: one non-recursive GNU Makefile; each folder adds its parts in module.mk.
 # make [all|test|demo|e2e|bench|deps|lint|docs-check|docs-ref|clean|arm64-test|
-#       update-exports]   SAN=1 builds with ASan+UBSan into build/san.
+#       update-exports|scale-san]   SAN=1 builds with ASan+UBSan into build/san.
 
 # make ARCH=aarch64 cross-builds into build/aarch64 with Debian's aarch64-linux-gnu-gcc:
 # the preload library and its tests only (make arm64-test runs them under qemu-user).
@@ -100,7 +100,7 @@ include agent/module.mk
 include e2e/module.mk
 include bench/module.mk
 
-.PHONY: all test unit integration demo e2e e2e-node bench detect-bench deps lint clean image-root fuzz fuzz-deps \
+.PHONY: all scale-san test unit integration demo e2e e2e-node bench detect-bench deps lint clean image-root fuzz fuzz-deps \
 	arm64-test arm64-run docs-check docs-ref
 .DEFAULT_GOAL := all
 
@@ -150,7 +150,17 @@ test: deps
 	@BUILD=$(BUILD) e2e/k8s/test-k8s.sh
 	@BUILD=$(BUILD) e2e/k8s/test-auth.sh
 	@BUILD=$(BUILD) e2e/test-scale.sh
+	$(if $(filter 1,$(SAN)),,@$(MAKE) --no-print-directory scale-san)
 	@$(MAKE) --no-print-directory e2e-node
+
+# The scale test again with the analyzer, loadgen and the daemons under ASan+UBSan, at a
+# reduced size: an analyzer once aborted there with "double free or corruption", of a
+# cause never found (issue 37). `make SAN=1 test` runs every test so; this part runs in
+# every `make test`.
+SAN_SCALE := $(BUILD)/san-scale
+scale-san: deps
+	@$(MAKE) --no-print-directory SAN=1 BUILD=$(SAN_SCALE) all
+	@BUILD=$(SAN_SCALE) RANKS=16 STEPS=200 e2e/test-scale.sh
 
 # The preload library for aarch64 (Grace Hopper nodes): cross-built into $(BUILD)/aarch64,
 # its tests that need no Python and no network run under qemu-user. No -L sysroot: the

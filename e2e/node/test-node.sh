@@ -15,7 +15,7 @@ set -e
 BUILD=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-TOTAL=34
+TOTAL=40
 
 skip() {
 	echo "node e2e: skipped: $*"
