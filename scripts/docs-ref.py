@@ -424,6 +424,21 @@ def cell(s):
     return s.replace("|", "\\|").replace("\n", " ")
 
 
+def crd_section(o, title, intro, cols, fields):
+    """A CRD's printer columns and status fields, as crd() read them, onto o."""
+    o.append("\n## %s\n" % title)
+    o.append(intro)
+    o.append("| column | JSON path | priority | what |")
+    o.append("| --- | --- | --- | --- |")
+    for name, path, what, prio in cols:
+        o.append("| `%s` | `%s` | %d | %s |" % (name, path, prio, cell(what)))
+    o.append("\nStatus fields:\n")
+    o.append("| field | type | what |")
+    o.append("| --- | --- | --- |")
+    for path, typ, what in fields:
+        o.append("| `%s` | %s | %s |" % (path, typ, cell(what)))
+
+
 def render(bindir):
     progs = programs(bindir)
     env_where, other_where = variables()
@@ -495,31 +510,12 @@ def render(bindir):
     for key, value, what in values:
         o.append("| `%s` | %s | %s |" % (key, "`%s`" % cell(value) if value else "",
                                          cell(what)))
-    o.append("\n## SlowNodeReport fields\n")
-    o.append("From `crds/slownodereports.trainscope.dev.yaml`. Printer columns "
-             "(`kubectl get snr`; priority 1 only with `-o wide`):\n")
-    o.append("| column | JSON path | priority | what |")
-    o.append("| --- | --- | --- | --- |")
-    for name, path, what, prio in cols:
-        o.append("| `%s` | `%s` | %d | %s |" % (name, path, prio, cell(what)))
-    o.append("\nStatus fields:\n")
-    o.append("| field | type | what |")
-    o.append("| --- | --- | --- |")
-    for path, typ, what in fields:
-        o.append("| `%s` | %s | %s |" % (path, typ, cell(what)))
-    o.append("\n## SlowNode fields\n")
-    o.append("From `crds/slownodes.trainscope.dev.yaml` (cluster-scoped, one per node jobs' "
-             "verdicts named). Printer columns (`kubectl get slownodes`; priority 1 only with "
-             "`-o wide`):\n")
-    o.append("| column | JSON path | priority | what |")
-    o.append("| --- | --- | --- | --- |")
-    for name, path, what, prio in ncols:
-        o.append("| `%s` | `%s` | %d | %s |" % (name, path, prio, cell(what)))
-    o.append("\nStatus fields:\n")
-    o.append("| field | type | what |")
-    o.append("| --- | --- | --- |")
-    for path, typ, what in nfields:
-        o.append("| `%s` | %s | %s |" % (path, typ, cell(what)))
+    crd_section(o, "SlowNodeReport fields", "From `crds/slownodereports.trainscope.dev.yaml`. "
+                "Printer columns (`kubectl get snr`; priority 1 only with `-o wide`):\n",
+                cols, fields)
+    crd_section(o, "SlowNode fields", "From `crds/slownodes.trainscope.dev.yaml` (cluster-scoped, "
+                "one per node jobs' verdicts named). Printer columns (`kubectl get slownodes`; "
+                "priority 1 only with `-o wide`):\n", ncols, nfields)
     return "\n".join(o) + "\n"
 
 
