@@ -146,29 +146,56 @@ static json_t *slownode(struct ts_k8s_nodes *k, const char *node)
 	return NULL;
 }
 
-static int write_slownode(struct ts_k8s_nodes *k, const struct ts_nh_node *v, const char *action,
-			  const char *msg)
-{
-	char path[256];
+/* A write that names the resourceVersion it read: tried again while another writer's
+ * change came between (409). The attempt returns the HTTP status or -EIO. */
+struct write_try {
+	int (*attempt)(struct ts_k8s_nodes *k, const void *arg);
+	const void *arg;
+};
 
-	snprintf(path, sizeof(path), GROUP_PATH "/slownodes/%s/status", v->node);
-	for (int attempt = 0; attempt < RETRIES; attempt++) {
-		json_t *obj = slownode(k, v->node), *st = ts_nh_node_json(v), *answer = NULL;
-		if (!obj || !st) {
-			json_decref(obj), json_decref(st);
-			return -EIO;
-		}
-		json_object_set_new(st, "action", json_string(action));
-		json_object_set_new(st, "message", json_string(msg));
-		json_object_set_new(obj, "status", st);
-		int code = ts_kube_request(k->kube, "PUT", path, obj, NULL, &answer);
-		json_decref(obj), json_decref(answer);
+static int until_no_conflict(struct ts_k8s_nodes *k, struct write_try t)
+{
+	for (int i = 0; i < RETRIES; i++) {
+		int code = t.attempt(k, t.arg);
 		if (code == 200)
 			return 0;
 		if (code != 409)
 			return -EIO;
 	}
 	return -EAGAIN;
+}
+
+struct slownode_write {
+	const struct ts_nh_node *v;
+	const char *action, *msg;
+};
+
+static int put_slownode(struct ts_k8s_nodes *k, const void *arg)
+{
+	const struct slownode_write *w = arg;
+	char path[256];
+	json_t *obj = slownode(k, w->v->node), *st = ts_nh_node_json(w->v);
+	int code;
+
+	if (!obj || !st) {
+		json_decref(obj), json_decref(st);
+		return -EIO;
+	}
+	snprintf(path, sizeof(path), GROUP_PATH "/slownodes/%s/status", w->v->node);
+	json_object_set_new(st, "action", json_string(w->action));
+	json_object_set_new(st, "message", json_string(w->msg));
+	json_object_set_new(obj, "status", st);
+	code = ts_kube_request(k->kube, "PUT", path, obj, NULL, NULL);
+	json_decref(obj);
+	return code;
+}
+
+static int write_slownode(struct ts_k8s_nodes *k, const struct ts_nh_node *v, const char *action,
+			  const char *msg)
+{
+	struct slownode_write w = { v, action, msg };
+
+	return until_no_conflict(k, (struct write_try){ put_slownode, &w });
 }
 
 static void delete_slownode(struct ts_k8s_nodes *k, const char *node)
@@ -231,40 +258,45 @@ static bool has_taint(json_t *node)
 	return false;
 }
 
-/* Sets (cause non-NULL) or removes our taint, by a merge patch of the whole list that
- * names the resourceVersion read: a change made meanwhile is a conflict, retried. */
+struct taint_write {
+	const char *node, *cause; /* cause NULL: remove */
+};
+
+/* Our taint set or removed by a merge patch of the whole list that names the
+ * resourceVersion read. */
+static int patch_taint(struct ts_k8s_nodes *k, const void *arg)
+{
+	const struct taint_write *w = arg;
+	char path[256];
+	json_t *obj = NULL, *taints = json_array(), *t, *patch;
+	size_t i;
+	int code;
+
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s", w->node);
+	if (ts_kube_request(k->kube, "GET", path, NULL, NULL, &obj) != 200) {
+		json_decref(obj), json_decref(taints);
+		return -EIO;
+	}
+	json_array_foreach(json_object_get(json_object_get(obj, "spec"), "taints"), i, t)
+		if (strcmp(json_string_value(json_object_get(t, "key")) ?: "", TS_NODE_TAINT_KEY))
+			json_array_append(taints, t);
+	if (w->cause)
+		json_array_append_new(taints, json_pack("{s:s, s:s, s:s}", "key", TS_NODE_TAINT_KEY,
+							"value", w->cause, "effect", k->p.effect));
+	patch = json_pack("{s:{s:O}, s:{s:o}}", "metadata", "resourceVersion",
+			  json_object_get(json_object_get(obj, "metadata"), "resourceVersion"),
+			  "spec", "taints", taints);
+	code = ts_kube_request(k->kube, "PATCH", path, patch, "application/merge-patch+json", NULL);
+	json_decref(patch), json_decref(obj);
+	return code;
+}
+
+/* Sets (cause non-NULL) or removes our taint; a change made meanwhile is retried. */
 static int set_taint(struct ts_k8s_nodes *k, const char *node, const char *cause)
 {
-	char path[256];
+	struct taint_write w = { node, cause };
 
-	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
-	for (int attempt = 0; attempt < RETRIES; attempt++) {
-		json_t *obj = NULL, *taints = json_array(), *t;
-		size_t i;
-		if (ts_kube_request(k->kube, "GET", path, NULL, NULL, &obj) != 200) {
-			json_decref(obj), json_decref(taints);
-			return -EIO;
-		}
-		json_array_foreach(json_object_get(json_object_get(obj, "spec"), "taints"), i, t)
-			if (strcmp(json_string_value(json_object_get(t, "key")) ?: "", TS_NODE_TAINT_KEY))
-				json_array_append(taints, t);
-		if (cause)
-			json_array_append_new(taints, json_pack("{s:s, s:s, s:s}", "key",
-								TS_NODE_TAINT_KEY, "value", cause,
-								"effect", k->p.effect));
-		json_t *patch = json_pack("{s:{s:O}, s:{s:o}}", "metadata", "resourceVersion",
-					  json_object_get(json_object_get(obj, "metadata"),
-							  "resourceVersion"),
-					  "spec", "taints", taints);
-		int code = ts_kube_request(k->kube, "PATCH", path, patch,
-					   "application/merge-patch+json", NULL);
-		json_decref(patch), json_decref(obj);
-		if (code == 200)
-			return 0;
-		if (code != 409)
-			return -EIO;
-	}
-	return -EAGAIN;
+	return until_no_conflict(k, (struct write_try){ patch_taint, &w });
 }
 
 /* GPU (or NPU) nodes, all nodes where none has one, and those of them with our taint. */
