@@ -184,5 +184,8 @@ struct tsn_core_sub;
 int tsn_subscribe_core(struct tsn *n, const char *subject, tsn_msg_cb cb, void *closure,
 		       struct tsn_core_sub **out);
 void tsn_unsubscribe_core(struct tsn_core_sub *s);
+/* Messages that arrived for s and wait for its callback (0 when it cannot be told): a
+ * service's backlog. */
+int tsn_core_sub_pending(struct tsn_core_sub *s);
 
 #endif

@@ -300,6 +300,16 @@ int tsn_subscribe_core(struct tsn *n, const char *subject, tsn_msg_cb cb, void *
 	return core_subscribe(n, subject, NULL, on_core_msg, s, out);
 }
 
+/* Messages delivered to s and not yet handed to its callback (natsw.h). */
+int tsn_core_sub_pending(struct tsn_core_sub *s)
+{
+	int msgs = 0, bytes = 0;
+
+	if (!s || natsSubscription_GetPending(s->sub, &msgs, &bytes) != NATS_OK)
+		return 0;
+	return msgs;
+}
+
 /* Unsubscribes and frees s (NULL: nothing). */
 void tsn_unsubscribe_core(struct tsn_core_sub *s)
 {

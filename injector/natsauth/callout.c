@@ -52,7 +52,7 @@ static char *response(const struct ts_callout *c, const char *user_nkey, const c
 }
 
 static char *decide(const struct ts_callout *c, json_t *req, const char *user_nkey,
-		    const char *server_id, struct ts_callout_result *r)
+		    const char *server_id, const char *busy, struct ts_callout_result *r)
 {
 	const char *token = jstr(json_object_get(req, "nats"), "connect_opts", "auth_token");
 	json_t *perms = NULL;
@@ -60,7 +60,9 @@ static char *decide(const struct ts_callout *c, json_t *req, const char *user_nk
 	int64_t exp = 0;
 	int err;
 
-	if (!token || !*token) {
+	if (busy) {
+		snprintf(r->why, sizeof(r->why), "%s", busy);
+	} else if (!token || !*token) {
 		snprintf(r->why, sizeof(r->why), "no token: trainscope's NATS takes a Kubernetes "
 			 "ServiceAccount token with its audience");
 	} else if ((err = c->review(c->review_ctx, token, &r->who, &exp, r->why, sizeof(r->why)))) {
@@ -81,8 +83,8 @@ static char *decide(const struct ts_callout *c, json_t *req, const char *user_nk
 	return answer;
 }
 
-char *ts_callout_answer(const struct ts_callout *c, const void *req, size_t len,
-			struct ts_callout_result *res)
+static char *answer_request(const struct ts_callout *c, const void *req, size_t len,
+			    const char *busy, struct ts_callout_result *res)
 {
 	char *text = malloc(len + 1), *answer = NULL;
 	const char *user_nkey, *server_id, *type;
@@ -105,7 +107,19 @@ char *ts_callout_answer(const struct ts_callout *c, const void *req, size_t len,
 		snprintf(res->why, sizeof(res->why), "not an authorization request (nats.type, "
 			 "user_nkey and server_id.id)");
 	else if (claims)
-		answer = decide(c, claims, user_nkey, server_id, res);
+		answer = decide(c, claims, user_nkey, server_id, busy, res);
 	json_decref(claims);
 	return answer;
+}
+
+char *ts_callout_answer(const struct ts_callout *c, const void *req, size_t len,
+			struct ts_callout_result *res)
+{
+	return answer_request(c, req, len, NULL, res);
+}
+
+char *ts_callout_refuse(const struct ts_callout *c, const void *req, size_t len,
+			const char *why, struct ts_callout_result *res)
+{
+	return answer_request(c, req, len, why, res);
 }

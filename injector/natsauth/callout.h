@@ -34,5 +34,9 @@ struct ts_callout_result {
  * when the request cannot be read at all (then no answer can be addressed). */
 char *ts_callout_answer(const struct ts_callout *c, const void *req, size_t len,
 			struct ts_callout_result *res);
+/* The signed refusal, for why, of one request, its token never reviewed (a service too
+ * busy to: the client retries); NULL as ts_callout_answer. */
+char *ts_callout_refuse(const struct ts_callout *c, const void *req, size_t len,
+			const char *why, struct ts_callout_result *res);
 
 #endif

@@ -3,6 +3,7 @@
  * ServiceAccount token; the API server vouches for it (TokenReview) and the client gets
  * its role's rights only: a relay publishes its own namespace's subjects, an agent its
  * node's, the analyzer alone manages the stream. */
+#include "cache.h"
 #include "callout.h"
 #include "httpd.h"
 #include "keep.h"
@@ -16,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,7 @@
 #include <openssl/evp.h>
 
 #define REQ_SUBJECT "$SYS.REQ.USER.AUTH"
+#define MAX_WORKERS 64
 
 static void usage(FILE *f)
 {
@@ -77,6 +80,18 @@ static void usage(FILE *f)
 		"                           -p<N-1> are kept from the cli too (default 0: none)\n"
 		"  --analyzer-bucket NAME   its snapshot bucket (default trainscope-analyzer)\n"
 		"  --kubeconfig FILE        the API server (default: in cluster)\n"
+		"  --review-workers N       TokenReviews made at once: N subscriptions of the queue\n"
+		"                           group, each with its own API server client (default 8)\n"
+		"  --review-cache-s S       a valid token's review is remembered (by its SHA-256)\n"
+		"                           until the token expires, S seconds at most (default\n"
+		"                           300; 0: none): a pod's relays and a reconnecting client\n"
+		"                           cost one TokenReview. The trade-off: a token the API\n"
+		"                           server stops accepting (its pod deleted) is still\n"
+		"                           admitted up to S seconds longer. Refusals are remembered\n"
+		"                           10 s (at most S); \"could not ask\" never\n"
+		"  --review-queue N         requests waiting on one worker beyond which new ones\n"
+		"                           are refused at once, \"busy\", unreviewed: the clients\n"
+		"                           retry with backoff (default 512; 0: never)\n"
 		"  --metrics-port N         /metrics and /healthz (default 9466; 0: any)\n"
 		"  --metrics-addr ADDR      (default 0.0.0.0)\n"
 		TSN_HELP
@@ -84,9 +99,25 @@ static void usage(FILE *f)
 		"  -h, --help\n");
 }
 
+struct natsauth;
+
+/* A review worker: one subscription of the queue group, with its own API server client
+ * (one curl handle: one request at a time) behind the shared cache. */
+struct worker {
+	struct natsauth *a;
+	struct ts_callout co;        /* a->co, reviewing through cr */
+	struct ts_review review;
+	struct ts_cached_review cr;
+	struct tsn_core_sub *_Atomic sub; /* set once subscribed: requests may come first */
+};
+
 struct natsauth {
 	struct ts_callout co;
-	struct ts_review review;
+	struct ts_review review;     /* the options the workers' reviews share */
+	struct ts_review_cache cache;
+	struct worker *workers;
+	int n_workers, review_queue;
+	int64_t review_cache_s;
 	const char *seed_file, *server_config, *auth_user, *auth_account, *kubeconfig, *dir;
 	const char *secret, *routes;
 	bool init;
@@ -95,9 +126,11 @@ struct natsauth {
 	int metrics_port;
 	struct tsn_opts nats;
 	struct tsn *n;
-	_Atomic uint64_t granted[5], refused, review_errors, unreadable;
+	_Atomic uint64_t granted[5], refused, review_errors, unreadable, shed;
+	pthread_mutex_t say_lock;    /* what was last said of refusals (workers share it) */
 	char last_why[256];
-	time_t last_said;
+	time_t last_said, shed_said;
+	uint64_t shed_at_said;
 };
 
 static int load_issuer(struct natsauth *a)
@@ -255,31 +288,70 @@ static int write_server_config(struct natsauth *a)
 	return 0;
 }
 
-/* nats.c thread: one authorization request. */
+/* A worker's backlog over --review-queue: the request refused "busy" unreviewed,
+ * counted, and said once in 10 s at most. NULL: reviewed as usual. */
+static char *shed(struct worker *w, const void *data, size_t len, struct ts_callout_result *r)
+{
+	struct natsauth *a = w->a;
+	int waiting = a->review_queue > 0 ? tsn_core_sub_pending(atomic_load(&w->sub)) : 0;
+	char why[128];
+	time_t now;
+	uint64_t n;
+
+	if (waiting <= a->review_queue)
+		return NULL;
+	snprintf(why, sizeof(why), "busy: %d authorization requests waiting; retry", waiting);
+	n = atomic_fetch_add(&a->shed, 1) + 1;
+	now = time(NULL);
+	pthread_mutex_lock(&a->say_lock);
+	if (now - a->shed_said >= 10) {
+		ts_warn("busy: refused %llu authorization requests unreviewed since %s (%d waiting "
+			"on a worker, --review-queue %d): the clients retry",
+			(unsigned long long)(n - a->shed_at_said), a->shed_said ? "the last said" :
+			"the start", waiting, a->review_queue);
+		a->shed_said = now;
+		a->shed_at_said = n;
+	}
+	pthread_mutex_unlock(&a->say_lock);
+	return ts_callout_refuse(&w->co, data, len, why, r);
+}
+
+/* nats.c thread (the worker's subscription's): one authorization request. */
 static void *on_request(const void *data, size_t len, size_t *answer_len, void *closure)
 {
-	struct natsauth *a = closure;
+	struct worker *w = closure;
+	struct natsauth *a = w->a;
 	struct ts_callout_result r;
-	char *answer = ts_callout_answer(&a->co, data, len, &r);
-	time_t now = time(NULL);
+	char *answer = shed(w, data, len, &r);
+	bool busy = answer != NULL;
+	time_t now;
 
+	if (!busy)
+		answer = ts_callout_answer(&w->co, data, len, &r);
+	now = time(NULL);
 	if (!answer)
 		a->unreadable++;
+	else if (busy)
+		; /* counted as shed */
 	else if (r.role != TS_ROLE_NONE)
 		a->granted[r.role]++;
 	else if (strstr(r.why, "TokenReview"))
 		a->review_errors++;
 	else
 		a->refused++;
-	if (answer && r.role != TS_ROLE_NONE)
+	if (answer && r.role != TS_ROLE_NONE) {
 		ts_debug("granted %s/%s (pod %s, node %s) the %s role", r.who.ns, r.who.sa,
 			 r.who.pod, r.who.node, ts_authz_role_name(r.role));
-	else if (strcmp(r.why, a->last_why) || now - a->last_said >= 10) {
+	} else if (!busy) {
 		/* a refused client retries every fraction of a second: said once a while */
-		ts_warn("refused a client%s%s%s: %s", *r.who.ns ? " " : "", r.who.ns,
-			*r.who.pod ? "/" : "", r.why);
-		snprintf(a->last_why, sizeof(a->last_why), "%s", r.why);
-		a->last_said = now;
+		pthread_mutex_lock(&a->say_lock);
+		if (strcmp(r.why, a->last_why) || now - a->last_said >= 10) {
+			ts_warn("refused a client%s%s%s: %s", *r.who.ns ? " " : "", r.who.ns,
+				*r.who.pod ? "/" : "", r.why);
+			snprintf(a->last_why, sizeof(a->last_why), "%s", r.why);
+			a->last_said = now;
+		}
+		pthread_mutex_unlock(&a->say_lock);
 	}
 	*answer_len = answer ? strlen(answer) : 0;
 	return answer;
@@ -301,6 +373,18 @@ static void render(void *ctx, struct ts_buf *out)
 		"Clients refused because the API server could not be asked.", a->review_errors);
 	ts_prom(out, "trainscope_natsauth_unreadable_total", "counter",
 		"Authorization requests that could not be read (left unanswered).", a->unreadable);
+	ts_prom(out, "trainscope_natsauth_shed_total", "counter",
+		"Authorization requests refused unreviewed, busy: more than --review-queue "
+		"waiting on a worker (the clients retry).", a->shed);
+	ts_prom(out, "trainscope_natsauth_cache_hits_total", "counter",
+		"Tokens answered from the review cache, without a TokenReview.",
+		atomic_load(&a->cache.hits));
+	ts_prom(out, "trainscope_natsauth_cache_misses_total", "counter",
+		"Tokens the cache could not answer: the TokenReviews made.",
+		atomic_load(&a->cache.misses));
+	ts_prom(out, "trainscope_natsauth_reviews_in_flight", "gauge",
+		"TokenReviews under way now (at most --review-workers).",
+		(uint64_t)atomic_load(&a->cache.in_flight));
 	tsn_get_stats(a->n, &st);
 	ts_prom(out, "trainscope_natsauth_nats_connected", "gauge",
 		"Connected to NATS.", st.connected);
@@ -337,6 +421,9 @@ enum natsauth_opt {
 	OPT_SECRET,
 	OPT_ROUTES,
 	OPT_KUBECONFIG,
+	OPT_REVIEW_WORKERS,
+	OPT_REVIEW_CACHE_S,
+	OPT_REVIEW_QUEUE,
 	OPT_METRICS_PORT,
 	OPT_METRICS_ADDR,
 };
@@ -361,6 +448,9 @@ static int parse(struct natsauth *a, int argc, char **argv)
 		{ "secret", required_argument, NULL, OPT_SECRET },
 		{ "routes", required_argument, NULL, OPT_ROUTES },
 		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
+		{ "review-workers", required_argument, NULL, OPT_REVIEW_WORKERS },
+		{ "review-cache-s", required_argument, NULL, OPT_REVIEW_CACHE_S },
+		{ "review-queue", required_argument, NULL, OPT_REVIEW_QUEUE },
 		{ "metrics-port", required_argument, NULL, OPT_METRICS_PORT },
 		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -380,6 +470,9 @@ static int parse(struct natsauth *a, int argc, char **argv)
 	p->agent = "trainscope:trainscope-agent";
 	p->analyzer_durable = p->analyzer_bucket = "trainscope-analyzer";
 	a->metrics_port = 9466;
+	a->n_workers = 8;
+	a->review_cache_s = 300;
+	a->review_queue = 512;
 	a->metrics_addr = "0.0.0.0";
 	while ((ch = getopt_long(argc, argv, "s:vh", opts, NULL)) != -1) {
 		switch (ch) {
@@ -409,6 +502,15 @@ static int parse(struct natsauth *a, int argc, char **argv)
 		case OPT_SECRET: a->secret = optarg; break;
 		case OPT_ROUTES: a->routes = optarg; break;
 		case OPT_KUBECONFIG: a->kubeconfig = optarg; break;
+		case OPT_REVIEW_WORKERS:
+			a->n_workers = (int)ts_opt_int("--review-workers", optarg, 1, MAX_WORKERS);
+			break;
+		case OPT_REVIEW_CACHE_S:
+			a->review_cache_s = ts_opt_int("--review-cache-s", optarg, 0, 24 * 3600);
+			break;
+		case OPT_REVIEW_QUEUE:
+			a->review_queue = (int)ts_opt_int("--review-queue", optarg, 0, 1 << 20);
+			break;
 		case OPT_METRICS_PORT:
 			a->metrics_port = (int)ts_opt_int("--metrics-port", optarg, 0, 65535);
 			break;
@@ -445,36 +547,80 @@ static int parse(struct natsauth *a, int argc, char **argv)
 	return 0;
 }
 
+/* The workers: each its own API server client and subscription of the queue group. */
+static int start_workers(struct natsauth *a)
+{
+	char err[256] = "";
+
+	if (ts_review_cache_init(&a->cache, a->review_cache_s, TS_REVIEW_CACHE_MAX, a->n_workers))
+		return -1;
+	if (!(a->workers = calloc((size_t)a->n_workers, sizeof(*a->workers))))
+		return -1;
+	for (int i = 0; i < a->n_workers; i++) {
+		struct worker *w = &a->workers[i];
+
+		w->a = a;
+		w->review = a->review;
+		if (ts_kube_open(&w->review.kube, a->kubeconfig, err, sizeof(err))) {
+			ts_error("kubernetes: %s", err);
+			return -1;
+		}
+		w->cr = (struct ts_cached_review){ .cache = &a->cache, .review = ts_review_token,
+						   .ctx = &w->review };
+		w->co = a->co;
+		w->co.review = ts_cached_review;
+		w->co.review_ctx = &w->cr;
+	}
+	for (int i = 0; i < a->n_workers; i++) {
+		struct tsn_core_sub *sub = NULL;
+
+		if (tsn_serve(a->n, REQ_SUBJECT, "trainscope-natsauth", on_request, &a->workers[i],
+			      &sub))
+			return -1;
+		atomic_store(&a->workers[i].sub, sub);
+	}
+	return 0;
+}
+
+static void stop_workers(struct natsauth *a)
+{
+	for (int i = 0; a->workers && i < a->n_workers; i++)
+		tsn_unsubscribe_core(atomic_exchange(&a->workers[i].sub, NULL));
+}
+
+static void free_workers(struct natsauth *a)
+{
+	for (int i = 0; a->workers && i < a->n_workers; i++)
+		ts_kube_close(a->workers[i].review.kube);
+	free(a->workers);
+	a->workers = NULL;
+	ts_review_cache_free(&a->cache);
+}
+
 static int serve(struct natsauth *a)
 {
 	struct ts_httpd *h = NULL;
-	struct tsn_core_sub *sub = NULL;
-	char err[256] = "";
 	int rc = 1;
 
-	if (ts_kube_open(&a->review.kube, a->kubeconfig, err, sizeof(err))) {
-		ts_error("kubernetes: %s", err);
-		return 1;
-	}
-	a->co.review = ts_review_token;
-	a->co.review_ctx = &a->review;
+	pthread_mutex_init(&a->say_lock, NULL);
 	if (tsn_open(&a->n, &a->nats))
 		goto out;
-	if (tsn_serve(a->n, REQ_SUBJECT, "trainscope-natsauth", on_request, a, &sub))
+	if (start_workers(a))
 		goto out;
 	if (ts_httpd_start_metrics_health(&h, a->metrics_addr, (uint16_t)a->metrics_port, render,
 					  health, a))
 		goto out;
-	ts_info("answering %s on %s as %s; clients join account %s; metrics on port %u",
-		REQ_SUBJECT, a->nats.url, a->nats.user, a->co.account, ts_httpd_port(h));
+	ts_info("answering %s on %s as %s; clients join account %s; %d review workers, reviews "
+		"remembered %llds; metrics on port %u", REQ_SUBJECT, a->nats.url, a->nats.user,
+		a->co.account, a->n_workers, (long long)a->review_cache_s, ts_httpd_port(h));
 	while (!ts_stop_requested())
 		usleep(200 * 1000);
 	rc = 0;
 out:
-	tsn_unsubscribe_core(sub);
+	stop_workers(a);
 	ts_httpd_stop(h);
 	tsn_close(a->n);
-	ts_kube_close(a->review.kube);
+	free_workers(a);
 	return rc;
 }
 
