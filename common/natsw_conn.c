@@ -10,6 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+/* Reconnects (and a first connect that failed) back off: the wait before a round of the
+ * servers doubles from TSN_BACKOFF_MIN_MS to TSN_BACKOFF_MAX_MS, and each wait is drawn
+ * at random between its half and its whole (n->rng, seeded apart in each process), so
+ * that clients refused at once (a connect storm: an auth service shedding load, a server
+ * restarted under 12,500 relays) come back spread over the wait, not in lockstep. */
+#define TSN_BACKOFF_MIN_MS 250
+#define TSN_BACKOFF_MAX_MS 8000
 
 /* nats.c thread: the connection lost; said unless tsn_close is closing it. */
 static void on_disconnected(natsConnection *nc, void *closure)
@@ -28,16 +37,44 @@ static void on_disconnected(natsConnection *nc, void *closure)
 		ts_warn("nats: disconnected from %s; buffering", n->opts.url);
 }
 
-/* nats.c's last callback for the connection: after it none holds n. */
+/* The monotonic clock in milliseconds. */
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* nats.c's last callback for the connection: after it none holds n. Unless tsn_close
+ * closed it, nats.c gave it up (the server refused it twice: nats.c does not retry an
+ * authorization error that comes again): tsn_pump makes it anew after a backoff. */
 static void on_closed(natsConnection *nc, void *closure)
 {
 	struct tsn *n = closure;
+	const char *text = NULL;
+	int64_t wait = 0;
+	bool lost, said;
 
-	(void)nc;
+	natsConnection_GetLastError(nc, &text);
 	pthread_mutex_lock(&n->lock);
 	n->closed = true;
 	pthread_cond_signal(&n->closed_cond);
+	lost = !n->closing;
+	said = n->lost_rounds > 0;
+	if (lost) {
+		wait = tsn_backoff_ms(&n->rng, ++n->lost_rounds);
+		n->lost = true;
+		n->reopen_at_ms = mono_ms() + wait;
+	}
 	pthread_mutex_unlock(&n->lock);
+	if (lost && !said)
+		ts_warn("nats: nats.c gave the connection to %s up (%s: it does not retry a "
+			"server that refused it twice); connecting anew in %lld ms, backing off",
+			n->opts.url, text && *text ? text : "closed", (long long)wait);
+	else if (lost)
+		ts_debug("nats: %s: refused again (%s); connecting anew in %lld ms", n->opts.url,
+			 text && *text ? text : "closed", (long long)wait);
 }
 
 /* nats.c thread: connected again; the stream is looked at again before publishing. */
@@ -50,6 +87,7 @@ static void on_reconnected(natsConnection *nc, void *closure)
 	n->st.reconnects++;
 	n->st.connected = true;
 	n->stream_ready = false;
+	n->lost_rounds = 0;
 	pthread_mutex_unlock(&n->lock);
 	ts_info("nats: reconnected to %s", n->opts.url);
 }
@@ -121,6 +159,49 @@ static void on_error(natsConnection *nc, natsSubscription *sub, natsStatus err, 
 	pthread_mutex_unlock(&n->lock);
 	if (fresh)
 		ts_warn("nats: %s: %s", n->opts.url, text);
+}
+
+/* The wait before reconnect round `attempts` (1, 2, ...; nats.c counts them afresh after
+ * each success), as described at TSN_BACKOFF_MIN_MS. */
+int64_t tsn_backoff_ms(uint64_t *rng, int attempts)
+{
+	int64_t wait = TSN_BACKOFF_MIN_MS;
+	uint64_t x = *rng ? *rng : 0x9e3779b97f4a7c15ull;
+
+	for (int i = 1; i < attempts && wait < TSN_BACKOFF_MAX_MS; i++)
+		wait *= 2;
+	if (wait > TSN_BACKOFF_MAX_MS)
+		wait = TSN_BACKOFF_MAX_MS;
+	x ^= x << 13; /* xorshift64 */
+	x ^= x >> 7;
+	x ^= x << 17;
+	*rng = x;
+	return wait / 2 + (int64_t)(x % (uint64_t)(wait / 2 + 1));
+}
+
+/* A seed of its own for each connection of each process (the relays of a job start
+ * within the same second). */
+static uint64_t rng_seed(const struct tsn *n)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40) ^
+	       (uint64_t)(uintptr_t)n;
+}
+
+/* nats.c's reconnect thread (one per connection), after each round of the servers failed
+ * (and before the first attempt after a disconnect). */
+static int64_t reconnect_delay(natsConnection *nc, int attempts, void *closure)
+{
+	struct tsn *n = closure;
+	int64_t ms;
+
+	(void)nc;
+	pthread_mutex_lock(&n->lock);
+	ms = tsn_backoff_ms(&n->rng, attempts);
+	pthread_mutex_unlock(&n->lock);
+	return ms;
 }
 
 /* n NULL: a one-off connection (tsn_nats_options), the token file read now. */
@@ -210,7 +291,7 @@ static natsStatus make_options(struct tsn *n, natsOptions **out)
 	if (s == NATS_OK)
 		s = natsOptions_SetMaxReconnect(o, -1);
 	if (s == NATS_OK)
-		s = natsOptions_SetReconnectWait(o, 200);
+		s = natsOptions_SetCustomReconnectDelay(o, reconnect_delay, n);
 	if (s == NATS_OK)
 		s = natsOptions_SetReconnectBufSize(o, 32 * 1024 * 1024);
 	if (s == NATS_OK)
@@ -228,6 +309,90 @@ static natsStatus make_options(struct tsn *n, natsOptions **out)
 	else
 		*out = o;
 	return s;
+}
+
+/* n's JetStream context on nc: asynchronous publishes acknowledged to the outbox. */
+static natsStatus open_js(struct tsn *n, natsConnection *nc, jsCtx **js)
+{
+	jsOptions jo;
+	natsStatus s = jsOptions_Init(&jo);
+
+	if (s != NATS_OK)
+		return s;
+	jo.PublishAsync.MaxPending = n->opts.max_inflight * 2;
+	jo.PublishAsync.AckHandler = tsn_outbox_on_ack;
+	jo.PublishAsync.AckHandlerClosure = n;
+	return natsConnection_JetStream(js, nc, &jo);
+}
+
+/* A given-up connection kept for tsn_close; past TSN_RETIRED the oldest is freed. */
+static void retire(struct tsn *n, natsConnection *nc, jsCtx *js)
+{
+	if (n->n_retired == TSN_RETIRED) {
+		jsCtx_Destroy(n->retired_js[0]);
+		natsConnection_Destroy(n->retired_nc[0]);
+		memmove(n->retired_nc, n->retired_nc + 1, sizeof(n->retired_nc[0]) * (TSN_RETIRED - 1));
+		memmove(n->retired_js, n->retired_js + 1, sizeof(n->retired_js[0]) * (TSN_RETIRED - 1));
+		n->n_retired--;
+	}
+	n->retired_nc[n->n_retired] = nc;
+	n->retired_js[n->n_retired++] = js;
+}
+
+/* The connection nats.c gave up, made anew (natsw_impl.h). */
+void tsn_revive(struct tsn *n)
+{
+	natsConnection *nc = NULL;
+	natsOptions *o = NULL;
+	jsCtx *js = NULL;
+	natsStatus s;
+	bool due;
+
+	pthread_mutex_lock(&n->lock);
+	due = n->lost && !n->closing && mono_ms() >= n->reopen_at_ms;
+	if (due)
+		n->lost = false; /* on_closed sets it again if the new one is given up too */
+	pthread_mutex_unlock(&n->lock);
+	if (!due)
+		return;
+	s = make_options(n, &o);
+	if (s == NATS_OK) {
+		s = natsConnection_Connect(&nc, o);
+		if (s == NATS_NOT_YET_CONNECTED)
+			s = NATS_OK;
+	}
+	natsOptions_Destroy(o);
+	if (s == NATS_OK)
+		s = open_js(n, nc, &js);
+	if (s != NATS_OK) {
+		ts_warn("nats: cannot connect anew to %s: %s", n->opts.url, natsStatus_GetText(s));
+		jsCtx_Destroy(js);
+		natsConnection_Destroy(nc);
+		pthread_mutex_lock(&n->lock);
+		n->lost = true;
+		n->reopen_at_ms = mono_ms() + tsn_backoff_ms(&n->rng, ++n->lost_rounds);
+		pthread_mutex_unlock(&n->lock);
+		return;
+	}
+	pthread_mutex_lock(&n->lock);
+	retire(n, n->nc, n->js);
+	n->nc = nc;
+	n->js = js;
+	n->closed = natsConnection_IsClosed(nc);
+	n->stream_ready = false;
+	/* the old context's acks are not ours any more (tsn_outbox_on_ack): its
+	 * publishes are dropped, their entries freed, as a full outbox would */
+	while (n->inflight) {
+		struct tsn_entry *e = n->inflight;
+
+		n->inflight = e->next;
+		n->st.inflight--;
+		n->st.dropped++;
+		n->st.dropped_bytes += e->len;
+		free(e);
+	}
+	pthread_mutex_unlock(&n->lock);
+	tsn_core_subs_remake(n);
 }
 
 /* Zero settings given their defaults (natsw.h, struct tsn_opts). */
@@ -252,7 +417,6 @@ static void opts_defaults(struct tsn_opts *o)
 int tsn_open(struct tsn **out, const struct tsn_opts *opts)
 {
 	natsOptions *o = NULL;
-	jsOptions jo;
 	struct tsn *n;
 	natsStatus s;
 
@@ -265,6 +429,7 @@ int tsn_open(struct tsn **out, const struct tsn_opts *opts)
 	opts_defaults(&n->opts);
 	pthread_mutex_init(&n->lock, NULL);
 	pthread_cond_init(&n->closed_cond, NULL);
+	n->rng = rng_seed(n);
 	s = make_options(n, &o);
 	if (s == NATS_OK) {
 		s = natsConnection_Connect(&n->nc, o);
@@ -274,13 +439,7 @@ int tsn_open(struct tsn **out, const struct tsn_opts *opts)
 	}
 	natsOptions_Destroy(o);
 	if (s == NATS_OK)
-		s = jsOptions_Init(&jo);
-	if (s == NATS_OK) {
-		jo.PublishAsync.MaxPending = n->opts.max_inflight * 2;
-		jo.PublishAsync.AckHandler = tsn_outbox_on_ack;
-		jo.PublishAsync.AckHandlerClosure = n;
-		s = natsConnection_JetStream(&n->js, n->nc, &jo);
-	}
+		s = open_js(n, n->nc, &n->js);
 	if (s != NATS_OK) {
 		ts_error("nats: cannot open %s: %s", opts->url, natsStatus_GetText(s));
 		tsn_close(n);
@@ -324,6 +483,10 @@ void tsn_close(struct tsn *n)
 		return; /* a callback may still come: n is left, not freed under it */
 	jsCtx_Destroy(n->js);
 	natsConnection_Destroy(n->nc);
+	for (int i = 0; i < n->n_retired; i++) {
+		jsCtx_Destroy(n->retired_js[i]);
+		natsConnection_Destroy(n->retired_nc[i]);
+	}
 	tsn_outbox_free(n);
 	pthread_cond_destroy(&n->closed_cond);
 	pthread_mutex_destroy(&n->lock);

@@ -21,6 +21,8 @@ struct tsn_entry {
 	struct tsn_entry *next;
 };
 
+#define TSN_RETIRED 8
+
 /* A client's connection (natsw.h): its options, nats.c's handles, the outbox and what
  * has been said of the server's refusals. */
 struct tsn {
@@ -41,7 +43,27 @@ struct tsn {
 	char *token;                /* the token file's content, as last read */
 	bool token_unread;          /* the last read failed (and was said) */
 	char denied[256];           /* the last permission refusal said */
+	uint64_t rng;               /* the reconnect backoff's jitter (natsw_conn.c) */
+	/* nats.c closes a connection the server refused twice (an auth service shedding
+	 * load, a token not accepted yet): tsn_pump makes it anew after a backoff */
+	bool lost;                  /* closed by nats.c, not by tsn_close */
+	int lost_rounds;            /* made anew since a connection last held */
+	int64_t reopen_at_ms;       /* monotonic */
+	natsConnection *retired_nc[TSN_RETIRED]; /* given up: kept until tsn_close (another */
+	jsCtx *retired_js[TSN_RETIRED];          /* thread may still hold them) */
+	int n_retired;
+	struct tsn_core_sub *core_subs; /* made again on the new connection */
 };
+
+/* natsw_conn.c. The wait before reconnect round attempts (1, 2, ...): doubling from
+ * 250 ms to 8 s, drawn between its half and its whole from *rng (advanced). */
+int64_t tsn_backoff_ms(uint64_t *rng, int attempts);
+/* natsw_conn.c, from tsn_pump: a connection nats.c gave up made anew once its backoff
+ * passed, the publishes in flight on it dropped (counted), the core subscriptions made
+ * again on it. */
+void tsn_revive(struct tsn *n);
+/* natsw_sub.c: n's core subscriptions made again on n->nc. */
+void tsn_core_subs_remake(struct tsn *n);
 
 /* Whether an option's text is given: not NULL and not empty. */
 static inline bool tsn_set(const char *s)

@@ -132,8 +132,12 @@ void tsn_outbox_on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, 
 	struct tsn *n = closure;
 	struct tsn_entry *e;
 
-	(void)js;
 	pthread_mutex_lock(&n->lock);
+	if (js != n->js) { /* a given-up connection's: its entries went (tsn_revive) */
+		pthread_mutex_unlock(&n->lock);
+		natsMsg_Destroy(msg);
+		return;
+	}
 	n->st.inflight--;
 	e = inflight_take(n, msg);
 	if (pa || !pae || !e) {
@@ -249,8 +253,10 @@ static void hand_over(struct tsn *n)
 	for (;;) {
 		struct tsn_entry *e;
 		natsStatus s;
+		jsCtx *js;
 
 		pthread_mutex_lock(&n->lock);
+		js = n->js; /* tsn_revive may replace it */
 		if (n->closing || !n->stream_ready ||
 		    n->st.inflight >= (uint64_t)n->opts.max_inflight || !(e = outbox_take_ready(n))) {
 			pthread_mutex_unlock(&n->lock);
@@ -262,15 +268,17 @@ static void hand_over(struct tsn *n)
 		e->next = n->inflight;
 		n->inflight = e;
 		pthread_mutex_unlock(&n->lock);
-		natsMsg *m = e->msg;
-		s = js_PublishMsgAsync(n->js, &m, &po);
+		natsMsg *m = e->msg, *sent = e->msg;
+		s = js_PublishMsgAsync(js, &m, &po);
 		if (s == NATS_OK)
 			continue; /* nats.c owns the message until the ack handler */
-		/* not handed over: put it back and try again on the next pump */
+		/* not handed over: put it back and try again on the next pump (unless
+		 * tsn_revive dropped it meanwhile: e is gone then, not to be read) */
 		pthread_mutex_lock(&n->lock);
-		n->st.inflight--;
-		if (inflight_take(n, e->msg))
+		if ((e = inflight_take(n, sent))) {
+			n->st.inflight--;
 			outbox_push(n, e);
+		}
 		pthread_mutex_unlock(&n->lock);
 		ts_debug("nats: publish deferred: %s", natsStatus_GetText(s));
 		return;
@@ -280,6 +288,7 @@ static void hand_over(struct tsn *n)
 /* Hands queued messages over when connected and the stream is there (natsw.h). */
 void tsn_pump(struct tsn *n)
 {
+	tsn_revive(n);
 	if (natsConnection_Status(n->nc) != NATS_CONN_STATUS_CONNECTED || stream_wanted(n))
 		return;
 	hand_over(n);

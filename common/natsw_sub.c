@@ -226,10 +226,47 @@ void tsn_unsubscribe(struct tsn_sub *s)
 /* A core subscription: cb for plain messages, serve for requests. */
 struct tsn_core_sub {
 	natsSubscription *sub;
+	natsSubscription *old;     /* on a connection given up (tsn_revive): freed later */
 	tsn_msg_cb cb;
 	tsn_serve_cb serve;
 	void *closure;
+	struct tsn *n;
+	char *subject, *queue;     /* to subscribe again on a connection made anew */
+	natsMsgHandler handler;
+	struct tsn_core_sub *next; /* n->core_subs */
 };
+
+static void core_sub_free(struct tsn_core_sub *s)
+{
+	natsSubscription_Destroy(s->sub);
+	natsSubscription_Destroy(s->old);
+	free(s->subject);
+	free(s->queue);
+	free(s);
+}
+
+static natsStatus core_sub_make(struct tsn_core_sub *s, natsConnection *nc)
+{
+	return s->queue ? natsConnection_QueueSubscribe(&s->sub, nc, s->subject, s->queue, s->handler, s)
+			: natsConnection_Subscribe(&s->sub, nc, s->subject, s->handler, s);
+}
+
+/* n's core subscriptions made again on its connection made anew (natsw_impl.h). */
+void tsn_core_subs_remake(struct tsn *n)
+{
+	pthread_mutex_lock(&n->lock);
+	for (struct tsn_core_sub *s = n->core_subs; s; s = s->next) {
+		natsStatus st;
+
+		natsSubscription_Destroy(s->old);
+		s->old = s->sub;
+		s->sub = NULL;
+		if ((st = core_sub_make(s, n->nc)) != NATS_OK)
+			ts_error("nats: cannot subscribe again to %s: %s", s->subject,
+				 natsStatus_GetText(st));
+	}
+	pthread_mutex_unlock(&n->lock);
+}
 
 /* nats.c thread: a plain message to cb. */
 static void on_core_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
@@ -262,12 +299,23 @@ static void on_request(natsConnection *nc, natsSubscription *sub, natsMsg *m, vo
 static int core_subscribe(struct tsn *n, const char *subject, const char *queue,
 			  natsMsgHandler handler, struct tsn_core_sub *s, struct tsn_core_sub **out)
 {
-	natsStatus st = queue ? natsConnection_QueueSubscribe(&s->sub, n->nc, subject, queue, handler, s)
-			      : natsConnection_Subscribe(&s->sub, n->nc, subject, handler, s);
+	natsStatus st = NATS_NO_MEMORY;
 
+	s->n = n;
+	s->handler = handler;
+	s->subject = strdup(subject);
+	s->queue = queue ? strdup(queue) : NULL;
+	pthread_mutex_lock(&n->lock);
+	if (s->subject && (!queue || s->queue))
+		st = core_sub_make(s, n->nc);
+	if (st == NATS_OK) {
+		s->next = n->core_subs;
+		n->core_subs = s;
+	}
+	pthread_mutex_unlock(&n->lock);
 	if (st != NATS_OK) {
 		ts_error("nats: cannot subscribe to %s: %s", subject, natsStatus_GetText(st));
-		free(s);
+		core_sub_free(s);
 		return -EINVAL;
 	}
 	*out = s;
@@ -313,9 +361,16 @@ int tsn_core_sub_pending(struct tsn_core_sub *s)
 /* Unsubscribes and frees s (NULL: nothing). */
 void tsn_unsubscribe_core(struct tsn_core_sub *s)
 {
+	struct tsn_core_sub **at;
+
 	if (!s)
 		return;
+	pthread_mutex_lock(&s->n->lock);
+	for (at = &s->n->core_subs; *at && *at != s; at = &(*at)->next)
+		;
+	if (*at)
+		*at = s->next;
+	pthread_mutex_unlock(&s->n->lock);
 	natsSubscription_Unsubscribe(s->sub);
-	natsSubscription_Destroy(s->sub);
-	free(s);
+	core_sub_free(s);
 }

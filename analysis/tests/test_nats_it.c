@@ -128,6 +128,39 @@ static void test_subject_drains_on_acks(void **state)
 	natsd_cleanup(&d);
 }
 
+/* A server that refuses the client's token (an auth service shedding load, a token not
+ * accepted yet): nats.c gives the connection up at the second refusal; tsn_pump opens it
+ * anew, backing off, and once the server takes the token the batch goes through. */
+static void test_refused_client_comes_back(void **state)
+{
+	struct natsd d = { .token = "not-yours" };
+	struct tsn_opts o = { 0 };
+	struct tsn_stats st = { 0 };
+	struct tsn *n;
+
+	(void)state;
+	assert_int_equal(natsd_start(&d, 0), 0);
+	o.url = d.url;
+	o.token = "the-relays";
+	assert_int_equal(tsn_open(&n, &o), 0);
+	assert_int_equal(tsn_publish(n, SUBJ, "refused", 8, NULL), 0);
+	for (int t = 0; t < 150; t++) { /* 1.5 s of refusals */
+		tsn_pump(n);
+		nats_Sleep(10);
+	}
+	tsn_get_stats(n, &st);
+	assert_false(st.connected);
+	natsd_stop(&d, SIGTERM);
+	d.token = "the-relays";
+	assert_int_equal(natsd_start(&d, d.port), 0);
+	assert_int_equal(tsn_flush(n, 20000), 0);
+	tsn_get_stats(n, &st);
+	assert_int_equal(st.acked, 1);
+	assert_true(st.connected);
+	tsn_close(n);
+	natsd_cleanup(&d);
+}
+
 static void test_server_restart_loses_nothing(void **state)
 {
 	struct natsd d = { 0 };
@@ -326,6 +359,7 @@ int main(void)
 		cmocka_unit_test(test_publish_consume),
 		cmocka_unit_test(test_subject_drains_on_acks),
 		cmocka_unit_test(test_server_restart_loses_nothing),
+		cmocka_unit_test(test_refused_client_comes_back),
 		cmocka_unit_test(test_outbox_bound_drops_oldest),
 		cmocka_unit_test(test_lost_deliveries_come_next),
 		cmocka_unit_test(test_analyzer_refuses_bad_input),

@@ -77,8 +77,13 @@ int natsd_start(struct natsd *d, int port)
 		int null = open("/dev/null", O_WRONLY);
 		if (!getenv("TS_TEST_NATS_LOG"))
 			dup2(null, 2), dup2(null, 1);
-		execlp("nats-server", "nats-server", "-a", "127.0.0.1", "-p", portarg, "-js", "-sd",
-		       store, "--ports_file_dir", d->dir, (char *)NULL);
+		if (d->token)
+			execlp("nats-server", "nats-server", "-a", "127.0.0.1", "-p", portarg, "-js",
+			       "-sd", store, "--ports_file_dir", d->dir, "--auth", d->token,
+			       (char *)NULL);
+		else
+			execlp("nats-server", "nats-server", "-a", "127.0.0.1", "-p", portarg, "-js",
+			       "-sd", store, "--ports_file_dir", d->dir, (char *)NULL);
 		fprintf(stderr, "cannot run nats-server: %s\n", strerror(errno));
 		_exit(127);
 	}

@@ -10,6 +10,7 @@ struct natsd {
 	int port;
 	char dir[64];   /* store and ports file */
 	char url[64];
+	const char *token; /* set: clients must show it (--auth) */
 };
 
 /* Starts nats-server (port 0: random, else that port) and waits until it accepts

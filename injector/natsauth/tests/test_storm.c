@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Connect storms: the review cache (a hit, expiry by the token's exp and by the bound, a
  * refusal kept briefly, "could not ask" never kept, the oldest evicted, one review for
- * callers asking at once) and the "busy" refusal of a shedding worker. The review is a
- * fake that counts its calls; the clock is the test's. */
+ * callers asking at once), the "busy" refusal of a shedding worker, and the clients'
+ * reconnect backoff with jitter. The review is a fake that counts its calls; the clock
+ * is the test's. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/natsw_impl.h"
 #include "injector/natsauth/cache.h"
 #include "injector/natsauth/callout.h"
 
@@ -332,6 +334,35 @@ static void test_busy_refusal(void **state)
 	json_decref(claims);
 }
 
+/* Reconnects back off, doubling to a cap, each wait drawn between its half and its
+ * whole: clients with other seeds spread over it. */
+static void test_backoff(void **state)
+{
+	uint64_t rng = 12345, a = 1, b = 2;
+	int64_t lo[8] = { 0 }, hi[8] = { 0 };
+	int same = 0;
+
+	(void)state;
+	for (int attempt = 1; attempt <= 8; attempt++) {
+		lo[attempt - 1] = INT64_MAX;
+		for (int i = 0; i < 2000; i++) {
+			int64_t w = tsn_backoff_ms(&rng, attempt);
+			lo[attempt - 1] = w < lo[attempt - 1] ? w : lo[attempt - 1];
+			hi[attempt - 1] = w > hi[attempt - 1] ? w : hi[attempt - 1];
+		}
+	}
+	/* 250 ms, 500 ms, 1 s, 2 s, 4 s, then 8 s: from its half to its whole */
+	const int64_t full[8] = { 250, 500, 1000, 2000, 4000, 8000, 8000, 8000 };
+	for (int i = 0; i < 8; i++) {
+		assert_true(lo[i] >= full[i] / 2 && lo[i] < full[i] / 2 + full[i] / 20);
+		assert_true(hi[i] <= full[i] && hi[i] > full[i] - full[i] / 20);
+	}
+	/* two clients refused at once do not come back together */
+	for (int i = 0; i < 100; i++)
+		same += tsn_backoff_ms(&a, 3) == tsn_backoff_ms(&b, 3);
+	assert_true(same < 10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +375,7 @@ int main(void)
 		cmocka_unit_test(test_no_cache),
 		cmocka_unit_test(test_one_review_at_once),
 		cmocka_unit_test(test_busy_refusal),
+		cmocka_unit_test(test_backoff),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
