@@ -8,7 +8,8 @@
 # publishes A's job (analysed, report written) but not B's subjects, reads nothing and
 # cannot touch the stream; only the analyzer manages its consumer; the agent and the
 # CLI keep to their own rights; a batch whose payload names another namespace than its
-# subject is refused and counted by the analyzer.
+# subject is refused and counted by the analyzer; a second connection with a token
+# already reviewed makes no TokenReview (natsauth's cache; the API server's count too).
 set -e
 BUILD=${BUILD:-build}
 . "$(dirname "$0")/../lib.sh"
@@ -244,6 +245,29 @@ mismatch() { # a batch on team-a's subject whose payload says team-b
 }
 expect "a batch whose payload names another namespace is refused and counted" mismatch
 expect "no report for team-b" test ! -e "$REPORTS/team-b_authjob.json"
+# ---- connect storms: a token reviewed once is remembered ------------------------------------
+natsauth_metric() { curl -s "$natsauth_metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+# the API server's own count of TokenReviews made (every code)
+tokenreviews() {
+	kubectl get --raw /metrics | awk '/^apiserver_request_total\{/ && /resource="tokenreviews"/ &&
+		/verb="POST"/ { n += $NF } END { print n + 0 }'
+}
+same_token_again() {
+	local misses hits reviews
+	# the first connection with this token (its review remembered), then a second
+	try "$tok_a" "$uid_a" pub:ts.v1.team-a.j.rank.0 >/dev/null || return 1
+	misses=$(natsauth_metric trainscope_natsauth_cache_misses_total)
+	hits=$(natsauth_metric trainscope_natsauth_cache_hits_total)
+	reviews=$(tokenreviews)
+	try "$tok_a" "$uid_a" pub:ts.v1.team-a.j.rank.0 || return 1
+	echo "      natsauth's reviews $misses -> $(natsauth_metric trainscope_natsauth_cache_misses_total)," \
+		"cache hits $hits -> $(natsauth_metric trainscope_natsauth_cache_hits_total);" \
+		"the API server's TokenReviews $reviews -> $(tokenreviews)"
+	[ "$(natsauth_metric trainscope_natsauth_cache_misses_total)" = "$misses" ] &&
+		[ "$(natsauth_metric trainscope_natsauth_cache_hits_total)" -gt "$hits" ] &&
+		[ "$(tokenreviews)" = "$reviews" ] && [ "$reviews" -gt 0 ]
+}
+expect "a second connection with the same token: no new TokenReview (natsauth's cache)" same_token_again
 expect "natsauth counts grants and refusals" sh -c "curl -s '$natsauth_metrics' |
 	grep -q 'trainscope_natsauth_granted_total{role=\"relay\"} [1-9]' &&
 	curl -s '$natsauth_metrics' | grep -q '^trainscope_natsauth_refused_total [1-9]'"
