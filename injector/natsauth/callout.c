@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *jstr(json_t *o, const char *path1, const char *path2)
 {
@@ -89,6 +90,7 @@ static char *answer_request(const struct ts_callout *c, const void *req, size_t 
 	char *text = malloc(len + 1), *answer = NULL;
 	const char *user_nkey, *server_id, *type;
 	json_t *claims = NULL, *nats;
+	json_int_t exp;
 
 	memset(res, 0, sizeof(*res));
 	if (!text) {
@@ -103,10 +105,15 @@ static char *answer_request(const struct ts_callout *c, const void *req, size_t 
 	user_nkey = jstr(nats, "user_nkey", NULL);
 	server_id = jstr(nats, "server_id", "id");
 	type = jstr(nats, "type", NULL);
-	if (claims && (!user_nkey || !server_id || !type || strcmp(type, "authorization_request")))
+	exp = json_integer_value(json_object_get(claims, "exp"));
+	if (claims && (!user_nkey || !server_id || !type || strcmp(type, "authorization_request"))) {
 		snprintf(res->why, sizeof(res->why), "not an authorization request (nats.type, "
 			 "user_nkey and server_id.id)");
-	else if (claims)
+	} else if (claims && exp > 0 && (json_int_t)time(NULL) >= exp) {
+		res->stale = true;
+		snprintf(res->why, sizeof(res->why), "the request expired before it was read: its "
+			 "server gave up waiting");
+	} else if (claims)
 		answer = decide(c, claims, user_nkey, server_id, busy, res);
 	json_decref(claims);
 	return answer;

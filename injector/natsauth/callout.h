@@ -5,6 +5,7 @@
 #ifndef TS_NATSAUTH_CALLOUT_H
 #define TS_NATSAUTH_CALLOUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,10 +29,14 @@ struct ts_callout_result {
 	enum ts_authz_role role;      /* TS_ROLE_NONE: refused */
 	struct ts_authz_who who;
 	char why[256];                /* a refusal's reason */
+	bool stale;                   /* the request expired: its server gave up waiting */
 };
 
-/* The signed answer (a JWT, malloc'ed) to one request as the server sent it; NULL only
- * when the request cannot be read at all (then no answer can be addressed). */
+/* The signed answer (a JWT, malloc'ed) to one request as the server sent it; NULL when
+ * the request cannot be read at all (then no answer can be addressed), or when it has
+ * expired (res->stale: the server stops waiting at its exp, auth_timeout after it asked,
+ * and refuses the client itself; a request that waited that long in a connect storm is
+ * not worth a TokenReview). */
 char *ts_callout_answer(const struct ts_callout *c, const void *req, size_t len,
 			struct ts_callout_result *res);
 /* The signed refusal, for why, of one request, its token never reviewed (a service too

@@ -91,7 +91,9 @@ static void usage(FILE *f)
 		"                           10 s (at most S); \"could not ask\" never\n"
 		"  --review-queue N         requests waiting on one worker beyond which new ones\n"
 		"                           are refused at once, \"busy\", unreviewed: the clients\n"
-		"                           retry with backoff (default 512; 0: never)\n"
+		"                           retry with backoff (default 512; 0: never). A request\n"
+		"                           that expired while it waited (its server gave up,\n"
+		"                           auth_timeout) is dropped unreviewed\n"
 		"  --metrics-port N         /metrics and /healthz (default 9466; 0: any)\n"
 		"  --metrics-addr ADDR      (default 0.0.0.0)\n"
 		TSN_HELP
@@ -126,11 +128,11 @@ struct natsauth {
 	int metrics_port;
 	struct tsn_opts nats;
 	struct tsn *n;
-	_Atomic uint64_t granted[5], refused, review_errors, unreadable, shed;
+	_Atomic uint64_t granted[5], refused, review_errors, unreadable, shed, stale;
 	pthread_mutex_t say_lock;    /* what was last said of refusals (workers share it) */
 	char last_why[256];
-	time_t last_said, shed_said;
-	uint64_t shed_at_said;
+	time_t last_said, overload_said;
+	uint64_t shed_said, stale_said; /* the counts when overload was last said */
 };
 
 static int load_issuer(struct natsauth *a)
@@ -288,51 +290,72 @@ static int write_server_config(struct natsauth *a)
 	return 0;
 }
 
-/* A worker's backlog over --review-queue: the request refused "busy" unreviewed,
- * counted, and said once in 10 s at most. NULL: reviewed as usual. */
-static char *shed(struct worker *w, const void *data, size_t len, struct ts_callout_result *r)
+/* Requests waiting on w beyond --review-queue (0: not over it). */
+static int over_queue(struct worker *w)
 {
-	struct natsauth *a = w->a;
-	int waiting = a->review_queue > 0 ? tsn_core_sub_pending(atomic_load(&w->sub)) : 0;
-	char why[128];
-	time_t now;
-	uint64_t n;
+	int waiting;
 
-	if (waiting <= a->review_queue)
-		return NULL;
-	snprintf(why, sizeof(why), "busy: %d authorization requests waiting; retry", waiting);
-	n = atomic_fetch_add(&a->shed, 1) + 1;
-	now = time(NULL);
-	pthread_mutex_lock(&a->say_lock);
-	if (now - a->shed_said >= 10) {
-		ts_warn("busy: refused %llu authorization requests unreviewed since %s (%d waiting "
-			"on a worker, --review-queue %d): the clients retry",
-			(unsigned long long)(n - a->shed_at_said), a->shed_said ? "the last said" :
-			"the start", waiting, a->review_queue);
-		a->shed_said = now;
-		a->shed_at_said = n;
-	}
-	pthread_mutex_unlock(&a->say_lock);
-	return ts_callout_refuse(&w->co, data, len, why, r);
+	if (w->a->review_queue <= 0)
+		return 0;
+	waiting = tsn_core_sub_pending(atomic_load(&w->sub));
+	return waiting > w->a->review_queue ? waiting : 0;
 }
 
-/* nats.c thread (the worker's subscription's): one authorization request. */
+/* Says, once in 10 s at most, how many requests were shed or dropped stale since. */
+static void say_overload(struct natsauth *a, int waiting)
+{
+	uint64_t shed = atomic_load(&a->shed), stale = atomic_load(&a->stale);
+	time_t now = time(NULL);
+
+	pthread_mutex_lock(&a->say_lock);
+	if (now - a->overload_said >= 10) {
+		ts_warn("overloaded: since %s, refused %llu authorization requests unreviewed as "
+			"busy (more than --review-queue %d waiting on a worker; %d now) and dropped "
+			"%llu expired ones (their server had given up waiting): the clients retry",
+			a->overload_said ? "the last said" : "the start",
+			(unsigned long long)(shed - a->shed_said), a->review_queue, waiting,
+			(unsigned long long)(stale - a->stale_said));
+		a->overload_said = now;
+		a->shed_said = shed;
+		a->stale_said = stale;
+	}
+	pthread_mutex_unlock(&a->say_lock);
+}
+
+/* nats.c thread (the worker's subscription's): one authorization request. A worker with
+ * too many waiting refuses it at once, "busy", unreviewed; one that expired while it
+ * waited is dropped (its server has refused the client already). */
 static void *on_request(const void *data, size_t len, size_t *answer_len, void *closure)
 {
 	struct worker *w = closure;
 	struct natsauth *a = w->a;
 	struct ts_callout_result r;
-	char *answer = shed(w, data, len, &r);
-	bool busy = answer != NULL;
+	int waiting = over_queue(w);
+	char *answer, why[128];
 	time_t now;
 
-	if (!busy)
+	*answer_len = 0;
+	if (waiting) {
+		snprintf(why, sizeof(why), "busy: %d authorization requests waiting; retry", waiting);
+		answer = ts_callout_refuse(&w->co, data, len, why, &r);
+	} else {
 		answer = ts_callout_answer(&w->co, data, len, &r);
+	}
+	if (r.stale || waiting) {
+		if (r.stale)
+			a->stale++;
+		else if (answer)
+			a->shed++;
+		else
+			a->unreadable++;
+		say_overload(a, waiting);
+		if (answer)
+			*answer_len = strlen(answer);
+		return answer;
+	}
 	now = time(NULL);
 	if (!answer)
 		a->unreadable++;
-	else if (busy)
-		; /* counted as shed */
 	else if (r.role != TS_ROLE_NONE)
 		a->granted[r.role]++;
 	else if (strstr(r.why, "TokenReview"))
@@ -342,7 +365,7 @@ static void *on_request(const void *data, size_t len, size_t *answer_len, void *
 	if (answer && r.role != TS_ROLE_NONE) {
 		ts_debug("granted %s/%s (pod %s, node %s) the %s role", r.who.ns, r.who.sa,
 			 r.who.pod, r.who.node, ts_authz_role_name(r.role));
-	} else if (!busy) {
+	} else {
 		/* a refused client retries every fraction of a second: said once a while */
 		pthread_mutex_lock(&a->say_lock);
 		if (strcmp(r.why, a->last_why) || now - a->last_said >= 10) {
@@ -353,7 +376,8 @@ static void *on_request(const void *data, size_t len, size_t *answer_len, void *
 		}
 		pthread_mutex_unlock(&a->say_lock);
 	}
-	*answer_len = answer ? strlen(answer) : 0;
+	if (answer)
+		*answer_len = strlen(answer);
 	return answer;
 }
 
@@ -376,6 +400,9 @@ static void render(void *ctx, struct ts_buf *out)
 	ts_prom(out, "trainscope_natsauth_shed_total", "counter",
 		"Authorization requests refused unreviewed, busy: more than --review-queue "
 		"waiting on a worker (the clients retry).", a->shed);
+	ts_prom(out, "trainscope_natsauth_stale_total", "counter",
+		"Authorization requests dropped unanswered: expired (their server had given up "
+		"waiting, auth_timeout) before a worker read them.", a->stale);
 	ts_prom(out, "trainscope_natsauth_cache_hits_total", "counter",
 		"Tokens answered from the review cache, without a TokenReview.",
 		atomic_load(&a->cache.hits));

@@ -298,12 +298,31 @@ static void test_one_review_at_once(void **state)
 	teardown(f);
 }
 
+/* An authorization request with token ok:3600, expiring at exp (0: no exp). */
+static char *request(int64_t exp)
+{
+	uint8_t sraw[32] = { 9 };
+	struct ts_nkey server;
+	json_t *claims;
+	char *req;
+
+	assert_int_equal(ts_nkey_from_raw(&server, TS_NKEY_SERVER, sraw), 0);
+	claims = json_pack("{s:s, s:s, s:{s:s, s:{s:s}, s:{s:s}, s:s, s:i}}", "sub", "UX", "aud",
+			   "nats-authorization-request", "nats", "user_nkey", "UX", "server_id",
+			   "id", "NSERVERID", "connect_opts", "auth_token", "ok:3600", "type",
+			   "authorization_request", "version", 2);
+	if (exp)
+		json_object_set_new(claims, "exp", json_integer(exp));
+	req = ts_jwt_encode(claims, &server);
+	json_decref(claims);
+	return req;
+}
+
 /* A shedding worker's answer: a signed refusal saying busy, the token never reviewed. */
 static void test_busy_refusal(void **state)
 {
 	struct ts_callout c = { .account = "TS", .review = fake_review };
-	uint8_t raw[32] = { 1, 2, 3 }, sraw[32] = { 9 };
-	struct ts_nkey server;
+	uint8_t raw[32] = { 1, 2, 3 };
 	struct ts_callout_result r;
 	char *req, *ans, why[128];
 	json_t *claims;
@@ -311,13 +330,7 @@ static void test_busy_refusal(void **state)
 	(void)state;
 	reviews = 0;
 	assert_int_equal(ts_nkey_from_raw(&c.issuer, TS_NKEY_ACCOUNT, raw), 0);
-	assert_int_equal(ts_nkey_from_raw(&server, TS_NKEY_SERVER, sraw), 0);
-	claims = json_pack("{s:s, s:s, s:{s:s, s:{s:s}, s:{s:s}, s:s, s:i}}", "sub", "UX", "aud",
-			   "nats-authorization-request", "nats", "user_nkey", "UX", "server_id",
-			   "id", "NSERVERID", "connect_opts", "auth_token", "ok:3600", "type",
-			   "authorization_request", "version", 2);
-	req = ts_jwt_encode(claims, &server);
-	json_decref(claims);
+	req = request(0);
 	ans = ts_callout_refuse(&c, req, strlen(req), "busy: 600 authorization requests waiting; retry",
 				&r);
 	free(req);
@@ -332,6 +345,35 @@ static void test_busy_refusal(void **state)
 			    "busy: 600 authorization requests waiting; retry");
 	assert_string_equal(json_string_value(json_object_get(claims, "aud")), "NSERVERID");
 	json_decref(claims);
+}
+
+/* A request that waited past its exp (the server's auth_timeout) is dropped unreviewed:
+ * its server has refused the client already. One still in time is answered. */
+static void test_stale_request_dropped(void **state)
+{
+	struct ts_callout c = { .account = "TS", .review = fake_review };
+	uint8_t raw[32] = { 1, 2, 3 };
+	struct ts_callout_result r;
+	char *req, *ans;
+
+	(void)state;
+	reviews = 0;
+	assert_int_equal(ts_nkey_from_raw(&c.issuer, TS_NKEY_ACCOUNT, raw), 0);
+	req = request((int64_t)time(NULL) - 1);
+	assert_null(ts_callout_answer(&c, req, strlen(req), &r));
+	assert_true(r.stale);
+	assert_non_null(strstr(r.why, "expired"));
+	assert_null(ts_callout_refuse(&c, req, strlen(req), "busy", &r));
+	assert_true(r.stale);
+	free(req);
+	assert_int_equal(reviews, 0);
+	req = request((int64_t)time(NULL) + 30);
+	ans = ts_callout_answer(&c, req, strlen(req), &r);
+	assert_non_null(ans);
+	assert_false(r.stale);
+	assert_int_equal(reviews, 1);
+	free(ans);
+	free(req);
 }
 
 /* Reconnects back off, doubling to a cap, each wait drawn between its half and its
@@ -375,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_no_cache),
 		cmocka_unit_test(test_one_review_at_once),
 		cmocka_unit_test(test_busy_refusal),
+		cmocka_unit_test(test_stale_request_dropped),
 		cmocka_unit_test(test_backoff),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
