@@ -27,3 +27,10 @@ LOADGEN := $(BUILD)/bin/trainscope-loadgen
 $(LOADGEN): $(BUILD)/obj/bench/loadgen.o $(RELAY_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
 	$(call link,$^,-lm)
 BINS += $(LOADGEN)
+
+# A connect storm against NATS with auth callout (bench/bench_connstorm.sh builds it).
+CONNSTORM := $(BUILD)/bench/connstorm
+$(CONNSTORM): $(BUILD)/obj/bench/connstorm.o $(COMMON_OBJS) $(PROTO_OBJ)
+	$(call link,$^)
+connstorm: $(CONNSTORM)
+.PHONY: connstorm
