@@ -139,7 +139,6 @@ struct cli {
 	struct ts_node_sync *nodes;  /* node health; NULL: off */
 	struct ts_node_policy np;
 	int node_health_s;
-	struct tsn_kv *node_kv;
 	struct ts_otlp *otlp;
 	char exported[64][96]; /* slow-rank spans sent: "<ns>/<job>/<rank>/<since>" */
 	int nexported;
@@ -632,17 +631,14 @@ static int open_node_health(struct cli *c)
 	return 0;
 }
 
-/* Node health's round when due: the bucket opened once JetStream answers. */
-static void node_health(struct cli *c, struct tsn *n, uint64_t now)
+/* Node health's round when due, in the bucket that holds the lease (start() took it
+ * before the consume loop runs this). */
+static void node_health(struct cli *c, uint64_t now)
 {
-	char why[256];
-
 	if (!c->nodes || !ts_node_sync_due(c->nodes, now))
 		return;
-	if (!c->node_kv && tsn_kv_open(n, c->snapshot_bucket, &c->node_kv, why, sizeof(why)))
-		c->node_kv = NULL; /* said by the snapshots; the nodes are synced all the same */
 	pthread_mutex_lock(&core_lock); /* reports note findings and /metrics reads them */
-	ts_node_sync_tick(c->nodes, c->node_kv, c->k8s, now);
+	ts_node_sync_tick(c->nodes, c->lease_kv, c->k8s, now);
 	pthread_mutex_unlock(&core_lock);
 }
 
@@ -824,7 +820,7 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 			pthread_mutex_unlock(&core_lock);
 			last_tick = now;
 		}
-		node_health(c, n, now);
+		node_health(c, now);
 	}
 	pthread_mutex_lock(&core_lock);
 	ts_analyzer_tick(a, ts_real_ns());
@@ -879,7 +875,6 @@ out:
 	ts_httpd_stop(http);
 	ts_snapshots_close(c.snap);
 	tsn_kv_close(c.lease_kv);
-	tsn_kv_close(c.node_kv);
 	ts_node_sync_free(c.nodes);
 	tsn_close(n);
 	ts_analyzer_free(a);
