@@ -249,49 +249,92 @@ static void bench_job_memory(void)
 	ts_job_free(j);
 }
 
-static void bench_analyzer(void)
+/* One job of world ranks fed steps of 2 % noise with one rank 30 % slower (DBSCAN's
+ * spread test passes, so the window's clustering runs as on a job with a straggler).
+ * Fills the ingest and analysis time per step, the worst analysis of one step past
+ * the warm-up, the heap it holds; returns whether the straggler was named. */
+struct job_cost {
+	double ingest_ms, tick_ms, worst_ms, heap_per_rank, counted_per_rank;
+};
+
+static bool job_cost(int world, int steps, struct job_cost *c)
 {
-	const int world = 16384, steps = 40;
+	const int slow = world / 4 + 321;
 	struct ts_params p;
 	struct ts_job *j;
-	double worst = 0;
-	uint64_t t0, busy = 0;
+	uint64_t add = 0, tick = 0;
 	size_t before = heap_used();
+	int measured = 0;
 
 	ts_params_defaults(&p);
+	p.limits.max_world = world;
+	memset(c, 0, sizeof(*c));
 	if (ts_job_new(&j, "b", "b", world, &p))
-		return;
+		return false;
 	for (int st = 0; st < steps; st++) {
-		t0 = now_ns();
-		/* 2 % noise and one rank 30 % slower: DBSCAN's spread test passes, so the
-		 * window's clustering runs as on a job with a straggler */
+		uint64_t t0 = now_ns();
 		for (int r = 0; r < world; r++) {
 			uint64_t h = ((uint64_t)r * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)st << 32);
 			double noise = 1 + 0.02 * ((double)((h * 0xbf58476d1ce4e5b9ull) >> 40) /
 						   (double)(1 << 24) * 2 - 1);
 			struct ts_rank_step rs = { .step = (uint64_t)st, .start_ns = 1000,
 						   .end_ns = 1000 + 60000000,
-						   .m = { 30 * noise * (r == 4321 ? 1.3 : 1), 5, 0.5,
+						   .m = { 30 * noise * (r == slow ? 1.3 : 1), 5, 0.5,
 							  20 * noise, 0 } };
 			ts_job_add_step(j, r, world, &rs);
 		}
 		uint64_t t1 = now_ns();
 		ts_job_tick(j, 1);
 		uint64_t t2 = now_ns();
-		busy += t2 - t0;
-		if (st >= p.fs.task_stable_step + p.space_window && (double)(t2 - t1) / 1e6 > worst)
-			worst = (double)(t2 - t1) / 1e6;
+		if (st < p.fs.task_stable_step + p.space_window)
+			continue;
+		measured++;
+		add += t1 - t0, tick += t2 - t1;
+		if ((double)(t2 - t1) / 1e6 > c->worst_ms)
+			c->worst_ms = (double)(t2 - t1) / 1e6;
 	}
 	const struct ts_job_result *res = ts_job_result(j);
-	row("  (the straggler named: 1 = yes)", res->nslow == 1 && res->slow[0].rank == 4321, "-", "1");
-	row("analyzer: rank-steps ingested and analysed", (double)world * steps / ((double)busy / 1e9),
-	    "/s/core", ">= 100,000 /s/core");
-	row("analyzer: one step of a 16,384-rank job", worst, "ms", "<= 100 ms");
-	row("analyzer: memory per rank (16,384-rank job)", (double)(heap_used() - before) / world,
-	    "bytes", "-");
-	row("  (limits.memory_mb counts, ts_job_bytes)", (double)ts_job_bytes(&p, world) / world,
-	    "bytes", "-");
+	bool named = res->nslow == 1 && res->slow[0].rank == slow;
+	c->ingest_ms = (double)add / 1e6 / measured;
+	c->tick_ms = (double)tick / 1e6 / measured;
+	c->heap_per_rank = (double)(heap_used() - before) / world;
+	c->counted_per_rank = (double)ts_job_bytes(&p, world) / world;
 	ts_job_free(j);
+	return named;
+}
+
+static void bench_analyzer(void)
+{
+	struct job_cost c;
+	bool named = job_cost(16384, 40, &c);
+
+	row("  (the straggler named: 1 = yes)", named, "-", "1");
+	row("analyzer: rank-steps ingested and analysed",
+	    16384 / ((c.ingest_ms + c.tick_ms) / 1e3), "/s/core", ">= 100,000 /s/core");
+	row("analyzer: one step of a 16,384-rank job", c.worst_ms, "ms", "<= 100 ms");
+	row("analyzer: memory per rank (16,384-rank job)", c.heap_per_rank, "bytes", "-");
+	row("  (limits.memory_mb counts, ts_job_bytes)", c.counted_per_rank, "bytes", "-");
+}
+
+/* Does one job's cost per step grow faster than its ranks? (issue: one job on more
+ * than one core). Per rank-step, ingest and analysis, from 1,024 to 131,072 ranks. */
+static void bench_job_scaling(void)
+{
+	static const int worlds[] = { 1024, 4096, 16384, 65536, 131072 };
+	char what[64];
+
+	for (size_t i = 0; i < sizeof(worlds) / sizeof(worlds[0]); i++) {
+		struct job_cost c;
+		bool named = job_cost(worlds[i], 34, &c);
+		double ns_rank = (c.ingest_ms + c.tick_ms) * 1e6 / worlds[i];
+
+		snprintf(what, sizeof(what), "  %d ranks: ns per rank-step%s", worlds[i],
+			 named ? "" : " (straggler MISSED)");
+		row(what, ns_rank, "ns", "-");
+		snprintf(what, sizeof(what), "    ingest / analysis / worst step");
+		printf("| %-46s | %7.1f / %6.1f / %6.1f ms | %-22s |\n", what, c.ingest_ms,
+		       c.tick_ms, c.worst_ms, "-");
+	}
 }
 
 int main(int argc, char **argv)
@@ -308,6 +351,8 @@ int main(int argc, char **argv)
 	row("ring: 2 producers -> consumer", ring_rate(2), "records/s", "-");
 	row("relay: fold + encode (no network)", relay_rate(), "records/s", ">= 1,000,000 /s/core");
 	bench_analyzer();
+	printf("| %-46s | %25s | %-22s |\n", "analyzer: one job's cost as it grows", "", "linear: flat per rank");
+	bench_job_scaling();
 	bench_job_memory();
 	return 0;
 }
