@@ -9,6 +9,7 @@
 #include "metrics.h"
 #include "names.h"
 #include "report.h"
+#include "tsclock.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -22,7 +23,7 @@ static const char *const limit_names[L_COUNT] = { "jobs", "world", "memory", "st
 static const char *const limit_keys[L_COUNT] = { "max_jobs", "max_world", "memory_mb",
 						 "max_step_jump" };
 
-static int publish_report(struct ts_analyzer *a, struct ts_job *j);
+static int publish_report(struct ts_analyzer *a, int i, uint64_t now_ns);
 static const char *trouble(const struct ts_analyzer *a);
 
 int ts_analyzer_new(struct ts_analyzer **out, const struct ts_analyzer_opts *opts)
@@ -52,6 +53,7 @@ void ts_analyzer_free(struct ts_analyzer *a)
 		ts_job_free(a->jobs[i]);
 	free(a->jobs);
 	free(a->dirty);
+	free(a->report_due);
 	free(a->prod);
 	free(a);
 }
@@ -134,12 +136,16 @@ int ts_analyzer_jobs_reserve(struct ts_analyzer *a)
 	int cap = a->capjobs ? 2 * a->capjobs : 8;
 	struct ts_job **nj = realloc(a->jobs, (size_t)cap * sizeof(*nj));
 	bool *nd = realloc(a->dirty, (size_t)cap * sizeof(*nd));
+	uint64_t *nr = realloc(a->report_due, (size_t)cap * sizeof(*nr));
 	if (nj)
 		a->jobs = nj;
 	if (nd)
 		a->dirty = nd;
-	if (!nj || !nd)
+	if (nr)
+		a->report_due = nr;
+	if (!nj || !nd || !nr)
 		return -ENOMEM;
+	memset(nr + a->capjobs, 0, (size_t)(cap - a->capjobs) * sizeof(*nr));
 	a->capjobs = cap;
 	return 0;
 }
@@ -179,26 +185,26 @@ static int jobs_in_ns(const struct ts_analyzer *a, const char *ns)
 }
 
 /* Job i's tick: its verdict brought up to date, its report published when it changed,
- * its end told once. */
+ * its end told once. A report is built from every rank (O(world)): for a large job that
+ * is most of a step's work, so a report whose verdict stays is refreshed at most as
+ * often as keeps it under REPORT_SHARE of a core; a new verdict goes out at once. */
 static void tick_job(struct ts_analyzer *a, int i, uint64_t now_ns)
 {
 	struct ts_job *j = a->jobs[i];
-	enum ts_state before = ts_job_result(j)->state;
+	const struct ts_job_result *r = ts_job_result(j);
+	enum ts_state before = r->state;
+	int nslow = r->nslow;
 	char summary[512];
 
-	snprintf(summary, sizeof(summary), "%s", ts_job_result(j)->summary);
-	bool changed = ts_job_tick(j, now_ns);
+	snprintf(summary, sizeof(summary), "%s", r->summary);
+	a->dirty[i] |= ts_job_tick(j, now_ns);
 	ts_job_take_lag(j, &a->lag);
-	if (changed || a->dirty[i]) {
-		a->dirty[i] = publish_report(a, j) != 0;
-		json_t *rep = a->opts.on_report ? ts_report_json(j, trouble(a)) : NULL;
-		if (rep)
-			a->opts.on_report(a->opts.on_report_ctx, rep, now_ns);
-		json_decref(rep);
-	}
+	bool news = r->state != before || r->nslow != nslow || ts_job_finished(j) ||
+		    ts_job_exited(j);
+	if (a->dirty[i] && (news || now_ns >= a->report_due[i]))
+		a->dirty[i] = publish_report(a, i, now_ns) != 0;
 	if (a->opts.on_finish && ts_job_finished_news(j))
 		a->opts.on_finish(a->opts.on_report_ctx, j);
-	const struct ts_job_result *r = ts_job_result(j);
 	if (a->opts.print_changes && (r->state != before || strcmp(summary, r->summary))) {
 		json_t *rep = ts_report_json(j, trouble(a));
 		if (rep)
@@ -305,15 +311,18 @@ static void update_trouble(struct ts_analyzer *a)
 		a->dirty[i] = true;
 }
 
+/* The share of a core a job's routine report refreshes may take (tick_job). */
+#define REPORT_SHARE 10
+
 /* Writes the job's report file: 0, or the error (the caller tries again later). A
  * folder that fails (a full disk) is said once, and again when it works again. */
-static int publish_report(struct ts_analyzer *a, struct ts_job *j)
+static int write_report(struct ts_analyzer *a, struct ts_job *j, json_t *rep)
 {
 	int err;
 
 	if (!a->opts.report_dir)
 		return 0;
-	if ((err = ts_report_write(j, a->opts.report_dir, trouble(a)))) {
+	if ((err = ts_report_write(rep, a->opts.report_dir, ts_job_ns(j), ts_job_name(j)))) {
 		a->st.report_errors++;
 		snprintf(a->disk_why, sizeof(a->disk_why), "report files cannot be written in %s: %s",
 			 a->opts.report_dir, strerror(-err));
@@ -332,19 +341,37 @@ static int publish_report(struct ts_analyzer *a, struct ts_job *j)
 	return 0;
 }
 
+/* Job i's report, built once, to its file and to on_report; its next routine refresh
+ * paced by what this one cost. 0, or the file's error (the caller tries again). */
+static int publish_report(struct ts_analyzer *a, int i, uint64_t now_ns)
+{
+	struct ts_job *j = a->jobs[i];
+	uint64_t t0 = ts_mono_ns();
+	json_t *rep = ts_report_json(j, trouble(a));
+	int err = write_report(a, j, rep);
+
+	if (rep && a->opts.on_report)
+		a->opts.on_report(a->opts.on_report_ctx, rep, now_ns);
+	json_decref(rep);
+	a->report_due[i] = now_ns + (ts_mono_ns() - t0) * REPORT_SHARE;
+	return err;
+}
+
 /* Frees job i after its last report file and on_forget. */
 void ts_analyzer_drop_job(struct ts_analyzer *a, int i)
 {
 	struct ts_job *j = a->jobs[i];
 
 	if (a->dirty[i])
-		publish_report(a, j);
+		publish_report(a, i, a->now_ns);
 	if (a->opts.on_forget)
 		a->opts.on_forget(a->opts.on_report_ctx, j);
 	a->job_bytes -= ts_job_bytes(&a->opts.params, ts_job_world(j));
 	ts_job_free(j);
 	a->jobs[i] = a->jobs[a->njobs - 1];
 	a->dirty[i] = a->dirty[a->njobs - 1];
+	a->report_due[i] = a->report_due[a->njobs - 1];
+	a->report_due[a->njobs - 1] = 0; /* a job that takes the slot reports at once */
 	a->njobs--;
 }
 
@@ -385,7 +412,7 @@ void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
 void ts_analyzer_flush_reports(struct ts_analyzer *a)
 {
 	for (int i = 0; i < a->njobs; i++)
-		publish_report(a, a->jobs[i]);
+		a->dirty[i] = publish_report(a, i, a->now_ns) != 0;
 }
 
 void ts_analyzer_get_stats(struct ts_analyzer *a, struct ts_analyzer_stats *out)

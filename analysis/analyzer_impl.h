@@ -29,7 +29,8 @@ enum limit { L_JOBS, L_WORLD, L_MEMORY, L_STEP_JUMP, L_COUNT };
 struct ts_analyzer {
 	struct ts_analyzer_opts opts;
 	struct ts_job **jobs;
-	bool *dirty;
+	bool *dirty;           /* [capjobs]: the job's report is not out yet */
+	uint64_t *report_due;  /* [capjobs]: its next routine report (paced, analyzer.c) */
 	int njobs, capjobs;
 	size_t job_bytes;      /* ts_job_bytes of every job followed */
 	uint64_t report_failures; /* report writes failed in a row */

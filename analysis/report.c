@@ -425,14 +425,13 @@ json_t *ts_report_json(struct ts_job *j, const char *trouble)
 	return root;
 }
 
-int ts_report_write(struct ts_job *j, const char *dir, const char *trouble)
+int ts_report_write(json_t *root, const char *dir, const char *ns, const char *job)
 {
 	char path[4096], tmp[4200] = "";
-	json_t *root = ts_report_json(j, trouble);
 	int err = 0;
 
 	errno = 0;
-	if (ts_name_report_path(path, sizeof(path), dir, ts_job_ns(j), ts_job_name(j)))
+	if (ts_name_report_path(path, sizeof(path), dir, ns, job))
 		err = -ENAMETOOLONG;
 	else if (!root)
 		err = -EINVAL; /* a name jansson cannot encode */
@@ -441,7 +440,6 @@ int ts_report_write(struct ts_job *j, const char *dir, const char *trouble)
 		err = errno ? -errno : -EIO;
 	if (err && tmp[0])
 		unlink(tmp); /* no half-written file left on a full disk */
-	json_decref(root);
 	return err;
 }
 

@@ -14,8 +14,9 @@
  * trouble: why the analyzer cannot store what it should (a full disk or store), shown as
  * the condition Stored=False; NULL when all is stored. */
 json_t *ts_report_json(struct ts_job *j, const char *trouble);
-/* Writes <dir>/<namespace>_<job>.json atomically. Returns 0 or -errno. */
-int ts_report_write(struct ts_job *j, const char *dir, const char *trouble);
+/* Writes report (ts_report_json's) as <dir>/<namespace>_<job>.json atomically. Returns 0
+ * or -errno. */
+int ts_report_write(json_t *report, const char *dir, const char *ns, const char *job);
 /* One human-readable paragraph. */
 void ts_report_print(json_t *report, void *file);
 
