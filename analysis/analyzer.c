@@ -81,6 +81,7 @@ int ts_analyzer_over_limit(struct ts_analyzer *a, enum limit l, const char *ns, 
 			   const char *what)
 {
 	a->st.over_limit[l]++;
+	snprintf(a->refuse_why, sizeof(a->refuse_why), "%s is past limits.%s", what, limit_keys[l]);
 	if (!a->limit_said[l]) {
 		a->limit_said[l] = true;
 		ts_warn("analyzer: %s/%s: refused %s, past limits.%s (the first such refusal; "
@@ -171,6 +172,7 @@ static int refuse_in_ns(struct ts_analyzer *a, enum limit l, const char *ns, con
 		snprintf(r->ns, sizeof(r->ns), "%s", ns);
 	r->count++;
 	a->st.over_limit[l]++;
+	snprintf(a->refuse_why, sizeof(a->refuse_why), "%s", why);
 	return -ERANGE;
 }
 
@@ -269,12 +271,15 @@ int ts_analyzer_job_get(struct ts_analyzer *a, const char *ns, const char *name,
 		return 0;
 	if (world < 1)
 		world = 1;
-	if (job_room(a, ns, name))
-		return -ERANGE;
-	if (ts_analyzer_jobs_reserve(a))
-		return -ENOMEM;
-	if (ts_analyzer_budget_world(a, NULL, world, ns, name))
-		return -ERANGE;
+	int err = job_room(a, ns, name);
+	if (!err && (err = ts_analyzer_jobs_reserve(a)))
+		return err;
+	if (!err)
+		err = ts_analyzer_budget_world(a, NULL, world, ns, name);
+	if (err) { /* its own report says so */
+		ts_refusals_note(&a->refused, ns, name, world, a->refuse_why, a->now_ns);
+		return err;
+	}
 	if (ts_job_new(&j, ns, name, world, &a->opts.params)) {
 		a->job_bytes -= ts_job_bytes(&a->opts.params, world);
 		return -ENOMEM;
@@ -282,6 +287,7 @@ int ts_analyzer_job_get(struct ts_analyzer *a, const char *ns, const char *name,
 	a->dirty[a->njobs] = true;
 	a->jobs[a->njobs++] = j;
 	a->st.jobs++;
+	ts_refusals_forget(&a->refused, ns, name);
 	ts_info("analyzer: new job %s/%s (world %d)", ns, name, world);
 	*out = j;
 	return 0;
@@ -357,6 +363,24 @@ static int publish_report(struct ts_analyzer *a, int i, uint64_t now_ns)
 	return err;
 }
 
+/* Each job refused whole gets a report of its own that says why, once. */
+static void tell_refusals(struct ts_analyzer *a, uint64_t now_ns)
+{
+	struct ts_refusal *r;
+
+	while ((r = ts_refusals_untold(&a->refused))) {
+		json_t *rep = ts_report_refused_json(r->ns, r->job, r->world, r->why, r->at_ns);
+		int err = a->opts.report_dir && rep ? ts_report_write(rep, a->opts.report_dir, r->ns,
+								      r->job) : 0;
+		if (rep && a->opts.on_report)
+			a->opts.on_report(a->opts.on_report_ctx, rep, now_ns);
+		json_decref(rep);
+		if (err)
+			return; /* the folder's trouble is said by the jobs' reports; next tick */
+		r->told = true;
+	}
+}
+
 /* Frees job i after its last report file and on_forget. */
 void ts_analyzer_drop_job(struct ts_analyzer *a, int i)
 {
@@ -402,6 +426,7 @@ void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_ns)
 	a->now_ns = now_ns;
 	ts_analyzer_prune_producers(a, now_ns);
 	update_trouble(a);
+	tell_refusals(a, now_ns);
 	for (int i = 0; i < a->njobs; i++) {
 		tick_job(a, i, now_ns);
 		if (forget_quiet(a, i, now_ns))

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "analysis/analyzer.h"
+#include "analysis/refusals.h"
 
 /* A producer of batches (a relay, a node agent), followed for its sequence numbers
  * (analyzer_ingest.c). */
@@ -38,6 +39,8 @@ struct ts_analyzer {
 	char ext_why[320];        /* ts_analyzer_set_trouble's */
 	char said_why[660];       /* the trouble the reports say now: both */
 	bool limit_said[L_COUNT];
+	char refuse_why[320];     /* the last refusal's reason, for the job's own report */
+	struct ts_refusals refused; /* jobs refused whole, each told in a report */
 	struct ts_ns_refusals ns_refused[TS_NS_REFUSALS + 1]; /* the last: every other */
 	struct producer *prod; /* open addressing, power-of-two size */
 	size_t nprod, capprod;

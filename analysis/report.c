@@ -425,6 +425,24 @@ json_t *ts_report_json(struct ts_job *j, const char *trouble)
 	return root;
 }
 
+json_t *ts_report_refused_json(const char *ns, const char *job, int world, const char *why,
+			       uint64_t at_ns)
+{
+	char summary[512];
+
+	snprintf(summary, sizeof(summary), "not analysed: the analyzer refused this job of %d "
+		 "ranks: %s (raise the limit in the analyzer's configuration; docs/kubernetes.md, "
+		 "\"Large jobs\")", world, why);
+	json_t *cond = json_pack("{s:s, s:s, s:s, s:s, s:o}", "type", "DataComplete", "status",
+				 "False", "reason", "Refused", "message", summary,
+				 "lastTransitionTime", time_str(at_ns));
+	return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:i, s:[], s:s, s:[o], s:o, s:I}}",
+			 "apiVersion", "trainscope.dev/v1alpha1", "kind", "SlowNodeReport",
+			 "metadata", "name", job, "namespace", ns, "status", "state", "Unknown",
+			 "worldSize", world, "slowRanks", "summary", summary, "conditions", cond,
+			 "lastUpdateTime", time_str(at_ns), "stepsAnalyzed", (json_int_t)0);
+}
+
 int ts_report_write(json_t *root, const char *dir, const char *ns, const char *job)
 {
 	char path[4096], tmp[4200] = "";

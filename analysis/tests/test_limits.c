@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "analysis/analyzer.h"
 #include "common/tests/testbatch.h"
 #include "ident.h"
@@ -261,6 +263,53 @@ static void test_world_and_memory(void **state)
 	assert_non_null(strstr(m.data, "trainscope_analyzer_refused_over_limit_total{limit=\"world\"} 9"));
 	assert_non_null(strstr(m.data, "trainscope_analyzer_job_state_bytes "));
 	ts_buf_free(&m);
+	ts_analyzer_free(a);
+}
+
+struct told { int n; char name[64], state[16], reason[32], message[512]; };
+
+static void on_report(void *ctx, json_t *rep, uint64_t now_ns)
+{
+	struct told *t = ctx;
+	json_t *st = json_object_get(rep, "status");
+	json_t *c = json_array_get(json_object_get(st, "conditions"), 0);
+
+	(void)now_ns;
+	if (strcmp(json_string_value(json_object_get(st, "state")), "Unknown"))
+		return;
+	t->n++;
+	snprintf(t->name, sizeof(t->name), "%s",
+		 json_string_value(json_object_get(json_object_get(rep, "metadata"), "name")));
+	snprintf(t->state, sizeof(t->state), "%s", json_string_value(json_object_get(st, "state")));
+	snprintf(t->reason, sizeof(t->reason), "%s", json_string_value(json_object_get(c, "reason")));
+	snprintf(t->message, sizeof(t->message), "%s",
+		 json_string_value(json_object_get(c, "message")));
+}
+
+/* A job refused whole is told so in a report of its own, once: never left with none. */
+static void test_refused_job_told(void **state)
+{
+	struct ts_analyzer_opts o = { .on_report = on_report };
+	struct told t = { 0 };
+	struct ts_analyzer *a;
+
+	(void)state;
+	o.on_report_ctx = &t;
+	ts_params_defaults(&o.params);
+	small_world(&o.params.limits);
+	assert_int_equal(ts_analyzer_new(&a, &o), 0);
+	feed(a, "huge", 0, 100000, 0, 4, false);
+	feed(a, "huge", 1, 100000, 0, 4, false);
+	ts_analyzer_tick(a, T0 + 1000 * MS);
+	ts_analyzer_tick(a, T0 + 2000 * MS);
+	assert_int_equal(t.n, 1);
+	assert_string_equal(t.name, "huge");
+	assert_string_equal(t.reason, "Refused");
+	assert_non_null(strstr(t.message, "100000 ranks"));
+	assert_non_null(strstr(t.message, "limits.max_world"));
+	feed(a, "huge", 2, 100000, 0, 4, false); /* refused again: already told */
+	ts_analyzer_tick(a, T0 + 3000 * MS);
+	assert_int_equal(t.n, 1);
 	ts_analyzer_free(a);
 }
 
@@ -532,6 +581,7 @@ int main(void)
 		cmocka_unit_test(test_world_grows_a_rank_a_batch),
 		cmocka_unit_test(test_silent_jobs_forgotten),
 		cmocka_unit_test(test_world_and_memory),
+		cmocka_unit_test(test_refused_job_told),
 		cmocka_unit_test(test_step_jump_and_forget),
 		cmocka_unit_test(test_resend_out_of_order),
 		cmocka_unit_test(test_gap_filled_late_reported),

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The jobs refused whole past a limit, each to be told once (refusals.h). A fixed table:
+ * a flood of refused jobs keeps the newest, and costs no allocation. */
+#include "refusals.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static struct ts_refusal *find(struct ts_refusals *t, const char *ns, const char *job)
+{
+	for (int i = 0; i < TS_REFUSALS; i++)
+		if (t->r[i].ns[0] && !strcmp(t->r[i].ns, ns) && !strcmp(t->r[i].job, job))
+			return &t->r[i];
+	return NULL;
+}
+
+void ts_refusals_note(struct ts_refusals *t, const char *ns, const char *job, int world,
+		      const char *why, uint64_t now_ns)
+{
+	struct ts_refusal *r = find(t, ns, job);
+
+	if (r && !strcmp(r->why, why) && r->world >= world)
+		return;
+	if (!r) {
+		r = &t->r[t->next];
+		t->next = (t->next + 1) % TS_REFUSALS;
+		snprintf(r->ns, sizeof(r->ns), "%s", ns);
+		snprintf(r->job, sizeof(r->job), "%s", job);
+	}
+	snprintf(r->why, sizeof(r->why), "%s", why);
+	r->world = world;
+	r->at_ns = now_ns;
+	r->told = false;
+}
+
+void ts_refusals_forget(struct ts_refusals *t, const char *ns, const char *job)
+{
+	struct ts_refusal *r = find(t, ns, job);
+
+	if (r)
+		memset(r, 0, sizeof(*r));
+}
+
+struct ts_refusal *ts_refusals_untold(struct ts_refusals *t)
+{
+	for (int i = 0; i < TS_REFUSALS; i++)
+		if (t->r[i].ns[0] && !t->r[i].told)
+			return &t->r[i];
+	return NULL;
+}
