@@ -221,3 +221,8 @@ void ts_params_print(const struct ts_params *p, void *file)
 {
 	ts_cfg_dump(fields, sizeof(fields) / sizeof(fields[0]), p, file);
 }
+
+int ts_params_schema(void *file)
+{
+	return ts_cfg_schema(fields, sizeof(fields) / sizeof(fields[0]), file);
+}

@@ -64,5 +64,7 @@ void ts_params_defaults(struct ts_params *p);
 int ts_params_load(struct ts_params *p, const char *path, const char *yaml_text, char *err,
 		   size_t errlen);
 void ts_params_print(const struct ts_params *p, void *file);
+/* Writes the JSON Schema of the configuration (ts_cfg_schema). 0 or -ENOMEM. */
+int ts_params_schema(void *file);
 
 #endif

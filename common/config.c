@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "config.h"
+
+#include <jansson.h>
 #include "numparse.h"
 
 #include <ctype.h>
@@ -291,4 +293,60 @@ void ts_cfg_dump(const struct ts_cfg_field *fields, size_t n, const void *obj, v
 			fprintf(out, "   # %s", fields[i].help);
 		fputc('\n', out);
 	}
+}
+
+/* The schema of one field's value. */
+static json_t *field_schema(const struct ts_cfg_field *f)
+{
+	static const char *const types[] = { "integer", "number", "boolean", "string" };
+	json_t *o = json_pack("{s:s}", "type", types[f->type]);
+
+	if (o && f->help)
+		json_object_set_new(o, "description", json_string(f->help));
+	if (o && f->min <= f->max && (f->type == TS_CFG_INT || f->type == TS_CFG_DOUBLE)) {
+		json_object_set_new(o, "minimum", json_real(f->min));
+		json_object_set_new(o, "maximum", json_real(f->max));
+	}
+	return o;
+}
+
+/* An object schema refusing unknown keys. */
+static json_t *object_schema(void)
+{
+	return json_pack("{s:s, s:b, s:{}}", "type", "object", "additionalProperties", 0,
+			 "properties");
+}
+
+/* Puts value at the dotted path key inside schema obj (nested objects made as needed). */
+static int put_nested(json_t *obj, const char *key, json_t *value)
+{
+	const char *dot = strchr(key, '.');
+	json_t *props = json_object_get(obj, "properties");
+
+	if (!dot)
+		return json_object_set(props, key, value);
+	char part[128];
+	snprintf(part, sizeof(part), "%.*s", (int)(dot - key), key);
+	json_t *sub = json_object_get(props, part);
+	if (!sub && json_object_set_new(props, part, sub = object_schema()))
+		return -1;
+	return put_nested(sub, dot + 1, value);
+}
+
+int ts_cfg_schema(const struct ts_cfg_field *fields, size_t n, void *file)
+{
+	json_t *root = object_schema();
+	int err = !root;
+
+	for (size_t i = 0; i < n && !err; i++) {
+		json_t *v = field_schema(&fields[i]);
+		err = !v || put_nested(root, fields[i].key, v) ||
+		      (strchr(fields[i].key, '.') &&
+		       json_object_set(json_object_get(root, "properties"), fields[i].key, v));
+		json_decref(v);
+	}
+	if (!err)
+		err = json_dumpf(root, file, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+	json_decref(root);
+	return err ? -ENOMEM : 0;
 }

@@ -33,5 +33,9 @@ int ts_cfg_load_text(const char *text, const struct ts_cfg_field *fields, size_t
 
 /* Writes the current values as YAML (for --print-config). */
 void ts_cfg_dump(const struct ts_cfg_field *fields, size_t n, const void *obj, void *file);
+/* Writes a JSON Schema of what the loader takes (a chart's values.schema.json): each key
+ * nested (space: {eps: 1}) and dotted (space.eps: 1), with its type, bounds and help;
+ * unknown keys refused. Returns 0 or -ENOMEM. */
+int ts_cfg_schema(const struct ts_cfg_field *fields, size_t n, void *file);
 
 #endif
