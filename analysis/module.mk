@@ -11,8 +11,12 @@ ANALYSIS_LIB_SRCS := analysis/stats.c analysis/dbscan.c analysis/ksigma.c analys
 	analysis/node_sync.c
 ANALYSIS_LIB_OBJS := $(ANALYSIS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 ANALYZER_BIN := $(BUILD)/bin/trainscope-analyzer
+# The daemon around the library (main_impl.h): its loop, options, HTTP and exporters.
+ANALYZER_MAIN_SRCS := analysis/main.c analysis/main_options.c analysis/main_http.c \
+	analysis/main_export.c
 
-$(ANALYZER_BIN): $(BUILD)/obj/analysis/main.o $(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
+$(ANALYZER_BIN): $(ANALYZER_MAIN_SRCS:%.c=$(BUILD)/obj/%.o) $(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) \
+		$(PROTO_OBJ)
 	$(call link,$^)
 BINS += $(ANALYZER_BIN)
 
@@ -23,7 +27,7 @@ $(foreach t,test_dbscan test_ksigma test_failslow test_job test_net test_otlp te
 	$(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ))))
 
 # make fuzz: the batch ingestion with evaluation, reports and /metrics (every source the
-# analyzer links but main.c), and the YAML configuration. make fuzz-seeds writes the
+# analyzer links but its main*.c), and the YAML configuration. make fuzz-seeds writes the
 # ingestion's seeds (analysis/tests/fuzz_seeds.c).
 FUZZ_HDRS := $(wildcard analysis/*.h common/*.h)
 $(BUILD)/fuzz/fuzz_ingest: analysis/tests/fuzz_ingest.c $(ANALYSIS_LIB_SRCS) $(COMMON_SRCS) \

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The analyzer daemon's insides, for the files that make up its program (no other file
+ * includes this):
+ *   main.c         the consume loop: the lease on the durable, snapshots, ticks, a clean stop
+ *   main_options.c its options, the partition it reads, and the usage text
+ *   main_http.c    /metrics and /healthz, answered from the HTTP thread
+ *   main_export.c  where reports go beside their files: Kubernetes (node health with it)
+ *                  and OTLP traces */
+#ifndef TS_MAIN_IMPL_H
+#define TS_MAIN_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "analyzer.h"
+#include "buf.h"
+#include "k8s_nodes.h"
+#include "k8s_writer.h"
+#include "kube.h"
+#include "natskv.h"
+#include "natsw.h"
+#include "node_sync.h"
+#include "otlp.h"
+#include "snapshot.h"
+
+struct cli {
+	struct ts_analyzer_opts ao;
+	struct tsn_opts nats;
+	const char *config, *durable, *filter, *metrics_addr, *snapshot_bucket;
+	int metrics_port, k8s_interval_s, snapshot_s;
+	int partitions, partition; /* this analyzer reads partition of partitions */
+	char durable_buf[96], filter_buf[64];
+	struct ts_snapshots *_Atomic snap; /* set once JetStream answers; read by /healthz */
+	int restored;                      /* the restore's result; -EAGAIN: not done yet */
+	uint64_t replay_after;             /* the stream sequence a restored state is as of */
+	char kv_why[256];                  /* the bucket's last refusal, said once */
+	bool print_config, in_cluster;
+	const char *kubeconfig, *otlp_endpoint;
+	struct ts_kube *kube;
+	struct ts_k8sw *k8s;   /* the Kubernetes writer's thread */
+	struct ts_node_sync *nodes;  /* node health; NULL: off */
+	struct ts_node_policy np;
+	int node_health_s;
+	struct ts_otlp *otlp;
+	char exported[64][96]; /* slow-rank spans sent: "<ns>/<job>/<rank>/<since>" */
+	int nexported;
+	struct ts_analyzer *analyzer;
+	/* the HTTP thread renders metrics while the main thread ingests: one lock between them */
+	pthread_mutex_t core_lock;
+	uint64_t consumer_recreated; /* the durable consumer vanished and was made again */
+	int stall_s;                 /* /healthz fails when the consume loop stops this long */
+	_Atomic uint64_t heartbeat_ns; /* the consume loop's last turn */
+	/* the lease on the durable (natskv.h): one analyzer consumes it, another waits */
+	struct tsn_kv *lease_kv;
+	char owner[160];
+	uint64_t lease_at_ns;        /* when it was last taken or renewed */
+	_Atomic bool standby;
+	char standby_why[512];       /* read by /healthz while standby */
+};
+
+/* main_options.c: fills c from the command line and TRAINSCOPE_* variables (defaults
+ * first, --config's parameters last); --help prints the usage and exits 0. 0, or -1
+ * once stderr said why (the usage for an unknown option). */
+int analyzer_parse_args(int argc, char **argv, struct cli *c);
+
+/* main_http.c: the handlers ts_httpd_start_metrics_health calls from its thread, with
+ * the struct cli as ctx. /healthz: 0 healthy, 1 failing (out says why); /metrics takes
+ * core_lock. */
+int analyzer_health(void *ctx, struct ts_buf *out);
+void analyzer_render(void *ctx, struct ts_buf *out);
+
+/* main_export.c: Kubernetes mode (--kubeconfig or --in-cluster) and node health with it,
+ * and the OTLP exporter: each, when asked for, started and hooked to the analyzer's
+ * reports (c->ao, before ts_analyzer_new). 0 (started, or not asked for) or -1 once
+ * stderr said why. */
+int analyzer_open_k8s(struct cli *c);
+int analyzer_open_otlp(struct cli *c);
+
+#endif
