@@ -9,6 +9,7 @@
  *   job_change.c   change points on each rank's excess over its peers
  *   job_verdict.c  the verdict in words: the ranks named and their causes, the reason
  *   job_net.c      the Communication cause: communicators' transfer times
+ *   job_net_place.c ... the node or link they meet at, and the ranks named there
  *   job_links.c    ... and the sends between ranks, to place it
  *   job_hang.c     a hang: its report, its culprit, its end
  *   job_lost.c     lost time: where the window's step time went
@@ -210,7 +211,8 @@ void ts_job_hang_culprits(struct ts_job *j, uint64_t now_ns);
 void ts_job_hang_cleared(struct ts_job *j);
 
 /* job_net.c: a rank's time per communicator in a step; the step's verdict once it is
- * evaluated (after compose); the ranks its verdict names, added to res.slow. */
+ * evaluated (after compose). job_net_place.c: the ranks its verdict names, added to
+ * res.slow. */
 int ts_job_net_add(struct ts_job *j, int rank, const struct ts_rank_step *s);
 void ts_job_net_row(struct ts_job *j, uint64_t step, uint64_t t_ns);
 void ts_job_net_name(struct ts_job *j);
