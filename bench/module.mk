@@ -19,7 +19,8 @@ $(BENCH_WEBHOOK): $(BUILD)/obj/bench/bench_webhook.o $(BUILD)/obj/injector/webho
 
 # make detect-bench: the analyzer's detection matrix (bench/results/detect.md).
 DETECT_BENCH := $(BUILD)/bench/detect_bench
-$(DETECT_BENCH): $(BUILD)/obj/bench/detect_bench.o $(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
+$(DETECT_BENCH): $(BUILD)/obj/bench/detect_bench.o $(BUILD)/obj/bench/detect_sim.o $(ANALYSIS_LIB_OBJS) \
+		$(COMMON_OBJS) $(PROTO_OBJ)
 	$(call link,$^)
 
 # Simulated relays of large jobs (e2e/test-otlp.sh, the scale benchmark).
