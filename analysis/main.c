@@ -218,6 +218,8 @@ int main(int argc, char **argv)
 		ts_params_print(&c.ao.params, stdout);
 		return 0;
 	}
+	if (c.config_schema)
+		return ts_params_schema(stdout) ? 1 : (putchar('\n'), 0);
 	if (mkdir(c.ao.report_dir, 0755) < 0 && errno != EEXIST) {
 		fprintf(stderr, "trainscope-analyzer: cannot create %s: %s\n", c.ao.report_dir,
 			strerror(errno));

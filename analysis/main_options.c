@@ -79,6 +79,8 @@ static void usage(FILE *f)
 		"                         window_steps steps, sampled for large jobs (--config)\n"
 		"  -q, --quiet            do not print reports when a verdict changes\n"
 		"      --print-config     print the effective parameters and exit\n"
+		"      --config-schema    print the JSON Schema of --config's keys and exit (the\n"
+		"                         chart's values.schema.json holds it)\n"
 		"  -h, --help\n");
 }
 
@@ -89,6 +91,7 @@ enum analyzer_opt {
 	OPT_METRICS_ADDR,
 	OPT_MAX_MSG_BYTES,
 	OPT_PRINT_CONFIG,
+	OPT_CONFIG_SCHEMA,
 	OPT_KUBECONFIG,
 	OPT_IN_CLUSTER,
 	OPT_K8S_INTERVAL_S,
@@ -185,6 +188,7 @@ int analyzer_parse_args(int argc, char **argv, struct cli *c)
 		{ "max-msg-bytes", required_argument, NULL, OPT_MAX_MSG_BYTES },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
+		{ "config-schema", no_argument, NULL, OPT_CONFIG_SCHEMA },
 		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
 		{ "in-cluster", no_argument, NULL, OPT_IN_CLUSTER },
 		{ "k8s-interval-s", required_argument, NULL, OPT_K8S_INTERVAL_S },
@@ -234,6 +238,7 @@ int analyzer_parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case 'q': c->ao.print_changes = 0; break;
 		case OPT_PRINT_CONFIG: c->print_config = true; break;
+		case OPT_CONFIG_SCHEMA: c->config_schema = true; break;
 		case OPT_KUBECONFIG: c->kubeconfig = optarg; break;
 		case OPT_IN_CLUSTER: c->in_cluster = true; break;
 		case OPT_K8S_INTERVAL_S:

@@ -304,8 +304,9 @@ static json_t *field_schema(const struct ts_cfg_field *f)
 	if (o && f->help)
 		json_object_set_new(o, "description", json_string(f->help));
 	if (o && f->min <= f->max && (f->type == TS_CFG_INT || f->type == TS_CFG_DOUBLE)) {
-		json_object_set_new(o, "minimum", json_real(f->min));
-		json_object_set_new(o, "maximum", json_real(f->max));
+		bool i = f->type == TS_CFG_INT;
+		json_object_set_new(o, "minimum", i ? json_integer((json_int_t)f->min) : json_real(f->min));
+		json_object_set_new(o, "maximum", i ? json_integer((json_int_t)f->max) : json_real(f->max));
 	}
 	return o;
 }
@@ -346,7 +347,7 @@ int ts_cfg_schema(const struct ts_cfg_field *fields, size_t n, void *file)
 		json_decref(v);
 	}
 	if (!err)
-		err = json_dumpf(root, file, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+		err = json_dumpf(root, file, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(12));
 	json_decref(root);
 	return err ? -ENOMEM : 0;
 }

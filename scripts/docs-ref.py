@@ -15,10 +15,15 @@ the built programs (make docs-ref and make docs-check pass $(BUILD)/bin).
   helm values   helm/trainscope/values.yaml, with the comment above each key
   CRD           the SlowNodeReport's printer columns and status fields
 
+It also writes (or, with --check, compares) the chart's values.schema.json
+analyzer.config from trainscope-analyzer --config-schema, so that every key the analyzer
+takes is accepted by helm and no other.
+
 --check also fails when README.md, CONTRIBUTING.md or docs/*.md name a trainscope_*
 metric that no program emits. Exit status: 0 up to date, 1 stale (what, and the command
 to regenerate, on stderr), 2 a program could not be run or a source not read."""
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -28,6 +33,7 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = "docs/reference.md"
+SCHEMA = "helm/trainscope/values.schema.json"
 REGEN = "make docs-ref (that is: scripts/docs-ref.py --bin <build>/bin)"
 
 # What each TRAINSCOPE_* variable does. A variable the sources use and this table lacks,
@@ -342,6 +348,21 @@ def analyzer_config(bindir):
     return rows
 
 
+def chart_schema(bindir):
+    """values.schema.json with analyzer.config as the analyzer says it is."""
+    text = run_help([os.path.join(bindir, "trainscope-analyzer"), "--config-schema"])
+    try:
+        cfg = json.loads(text)
+        doc = json.loads(read(SCHEMA))
+    except ValueError as e:
+        raise Fail("%s or trainscope-analyzer --config-schema: not JSON: %s" % (SCHEMA, e))
+    cfg["description"] = ("detection parameters, nested (failslow: {k_sigma: 3}) or dotted as "
+                          "--print-config writes them (failslow.k_sigma: 3); generated from "
+                          "trainscope-analyzer --config-schema by make docs-ref")
+    doc["properties"]["analyzer"]["properties"]["config"] = cfg
+    return json.dumps(doc, indent=2) + "\n"
+
+
 def helm_values():
     path = "helm/trainscope/values.yaml"
     lines = read(path).split("\n")
@@ -545,17 +566,22 @@ def main():
     try:
         new = render(os.path.abspath(a.bin))
         fams = metrics()
+        schema = chart_schema(os.path.abspath(a.bin))
     except Fail as e:
         for line in str(e).split("\n"):
             print("docs-ref: %s" % line, file=sys.stderr)
         return 2
     path = os.path.join(ROOT, OUT)
     if not a.check:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(new)
-        print("docs-ref: wrote %s" % OUT)
+        for rel, text in ((OUT, new), (SCHEMA, schema)):
+            with open(os.path.join(ROOT, rel), "w", encoding="utf-8") as fh:
+                fh.write(text)
+            print("docs-ref: wrote %s" % rel)
         return 0
     bad = metric_mentions(fams)
+    if read(SCHEMA) != schema:
+        bad.append("%s: analyzer.config is not what trainscope-analyzer --config-schema says; "
+                   "regenerate it: %s" % (SCHEMA, REGEN))
     old = read(OUT) if os.path.exists(path) else ""
     if old != new:
         was, now = items(old), items(new)
