@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-RELAY_LIB_SRCS := injector/relay/relay.c injector/relay/identity.c injector/relay/agg.c \
-		  injector/relay/batch.c
+RELAY_LIB_SRCS := injector/relay/relay.c injector/relay/scan.c injector/relay/side.c \
+		  injector/relay/identity.c injector/relay/agg.c injector/relay/batch.c
 RELAY_LIB_OBJS := $(RELAY_LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/injector/preload/ring.o
 RELAY_BIN := $(BUILD)/bin/trainscope-relay
 

@@ -5,9 +5,7 @@
 #include "httpd.h"
 #include "log.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -15,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* A round takes at most this many steps from a ring, then goes to the next ring: a backlog
@@ -24,361 +21,6 @@
  * the others' steps late); relay_poll does not wait while a ring has records left. */
 #define DRAIN_STEPS 4
 #define DRAIN_RECORDS 4096 /* ... and records, for a ring whose records close no step */
-
-static uint64_t splitmix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-static bool known(struct relay *r, const char *path)
-{
-	for (int i = 0; i < r->nprod; i++)
-		if (strcmp(r->prod[i]->path, path) == 0)
-			return true;
-	return false;
-}
-
-/* <ring path minus .ring><suffix>: the files beside a ring. */
-static void side_name(const char *ring_path, const char *suffix, char *buf, size_t n)
-{
-	size_t base = strlen(ring_path) - strlen(TS_RING_SUFFIX);
-
-	snprintf(buf, n, "%.*s%s", (int)base, ring_path, suffix);
-}
-
-/* The relay's identity for a ring, kept beside it by the relay only: a restarted relay goes
- * on as the same producer, from the seq after the last one the old relay reserved, so the
- * analyzer counts what the old one lost as a gap instead of meeting a new producer.
- *
- * Reserved: the file says at least the seq of every batch sent, and of the batch being
- * filled from the moment a record for it is taken from the ring (the ring's tail, in the
- * shared file, is past it then). A relay killed at any point thus leaves a gap of exactly
- * the batches lost with it: those not yet stored (its outbox) and the one it was filling.
- * That costs one pwrite per batch, of one record within a page, which a killed relay
- * leaves whole, old or new. Seqs reserved in blocks ahead were refused: the unsent ones
- * would count as lost batches. No fsync: the record is as durable as the ring's tail,
- * which lives in the page cache too. */
-#define SIDE_RELAY ".relay"
-#define SIDE_MAGIC 0x3159414c45525354ull /* "TSRELAY1" */
-#define SIDE_VERSION 1
-
-struct side_rec {
-	uint64_t magic;
-	uint32_t version, size;
-	uint64_t ring_start_ns; /* the ring's start_real_ns and pid: a record for this ring */
-	int64_t pid;
-	uint64_t producer_id;
-	uint64_t seq, ctl_seq;  /* the highest reserved of the rank's and the ctl sequence */
-	uint64_t check;         /* of the words above */
-};
-_Static_assert(sizeof(struct side_rec) == 64, "side record layout");
-
-static uint64_t side_check(const struct side_rec *s)
-{
-	uint64_t w[offsetof(struct side_rec, check) / 8], h = 0;
-
-	memcpy(w, s, sizeof(w));
-	for (size_t i = 0; i < sizeof(w) / 8; i++)
-		h = splitmix(h ^ w[i]);
-	return h;
-}
-
-/* The ring folder is writable by the training processes: never through a link, only a
- * plain file of one name. Made with the rings' mode: a relay of the folder's group may go
- * on with it. */
-static int side_open(const char *path, const char *dir)
-{
-	int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC, mode = ts_ring_file_mode(dir), fd;
-	struct stat st;
-
-	fd = open(path, flags);
-	if (fd < 0 && errno == ENOENT && (fd = open(path, flags | O_CREAT | O_EXCL, 0600)) >= 0 &&
-	    mode != 0600)
-		(void)fchmod(fd, (mode_t)mode); /* as ring.c: fchmod ignores the umask */
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
-		close(fd);
-		return -EINVAL;
-	}
-	return fd;
-}
-
-/* The record the last relay left for this ring, when there is a valid one. */
-static bool side_load(const struct producer *p, struct side_rec *s)
-{
-	if (pread(p->side_fd, s, sizeof(*s), 0) != (ssize_t)sizeof(*s))
-		return false;
-	return s->magic == SIDE_MAGIC && s->version == SIDE_VERSION && s->size == sizeof(*s) &&
-	       s->check == side_check(s) && s->ring_start_ns == p->ring->start_real_ns &&
-	       s->pid == p->id.pid && s->producer_id;
-}
-
-static int side_write(struct producer *p, uint64_t seq, uint64_t ctl_seq)
-{
-	struct side_rec s = { .magic = SIDE_MAGIC, .version = SIDE_VERSION, .size = sizeof(s),
-			      .ring_start_ns = p->ring->start_real_ns, .pid = p->id.pid,
-			      .producer_id = p->producer_id, .seq = seq, .ctl_seq = ctl_seq };
-	ssize_t n;
-
-	s.check = side_check(&s);
-	n = pwrite(p->side_fd, &s, sizeof(s), 0);
-	if (n != (ssize_t)sizeof(s))
-		return n < 0 ? -errno : -EIO;
-	p->saved_seq = seq;
-	p->saved_ctl = ctl_seq;
-	return 0;
-}
-
-/* Once per ring: its identity is not kept, as before side files (a restarted relay will
- * be a new producer to the analyzer, its losses uncounted). */
-static void unsaved(struct relay *r, struct producer *p, const char *side, int err)
-{
-	r->st.identity_unsaved++;
-	ts_warn("relay: cannot keep the producer id of %s in %s: %s; a restarted relay will "
-		"start it anew, without counting what this one loses",
-		p->path, side, err == -EINVAL ? "not a plain file" : strerror(-err));
-}
-
-static uint64_t new_producer_id(const struct relay *r, const struct producer *p)
-{
-	return splitmix(r->relay_nonce ^ (uint64_t)p->id.pid ^ p->ring->start_real_ns);
-}
-
-/* The last relay's producer id and seqs from the side file, or new ones; kept only once
- * written, so a file that can be read but not written is not followed twice. */
-static void take_identity(struct relay *r, struct producer *p)
-{
-	char side[4200];
-	struct side_rec s;
-	bool resumed;
-	int err;
-
-	side_name(p->path, SIDE_RELAY, side, sizeof(side));
-	p->producer_id = new_producer_id(r, p);
-	if ((p->side_fd = side_open(side, r->opts.ring_dir)) < 0) {
-		unsaved(r, p, side, p->side_fd);
-		return;
-	}
-	if ((resumed = side_load(p, &s))) {
-		p->producer_id = s.producer_id;
-		p->seq = s.seq;
-		p->ctl_seq = s.ctl_seq;
-	}
-	if ((err = side_write(p, p->seq, p->ctl_seq))) {
-		p->producer_id = new_producer_id(r, p);
-		p->seq = p->ctl_seq = 0;
-		close(p->side_fd);
-		p->side_fd = -1;
-		unsaved(r, p, side, err);
-	} else if (resumed) {
-		ts_info("relay: %s: producer %016" PRIx64 " resumed after seq %" PRIu64, p->path,
-			p->producer_id, p->seq);
-	}
-}
-
-/* The side file says at least seq and ctl_seq, or is gone: once a write failed, a record
- * left behind would hand seqs already sent to a relay after this one. */
-void relay_reserve(struct relay *r, struct producer *p, uint64_t seq, uint64_t ctl_seq)
-{
-	char side[4200];
-	int err;
-
-	if (p->side_fd < 0 || (seq <= p->saved_seq && ctl_seq <= p->saved_ctl))
-		return;
-	err = side_write(p, seq > p->saved_seq ? seq : p->saved_seq,
-			 ctl_seq > p->saved_ctl ? ctl_seq : p->saved_ctl);
-	if (!err)
-		return;
-	side_name(p->path, SIDE_RELAY, side, sizeof(side));
-	if (unlink(side) < 0 && ftruncate(p->side_fd, 0) < 0)
-		ts_warn("relay: %s is stale and stays: %s", side, strerror(errno));
-	close(p->side_fd);
-	p->side_fd = -1;
-	unsaved(r, p, side, err);
-}
-
-static int add_producer(struct relay *r, const char *path)
-{
-	struct producer *p = calloc(1, sizeof(*p));
-	int err;
-
-	if (!p)
-		return -ENOMEM;
-	snprintf(p->path, sizeof(p->path), "%s", path);
-	err = ts_ring_open(path, &p->ring);
-	if (err) {
-		free(p);
-		return err;
-	}
-	if (r->nprod == r->capprod) {
-		int cap = r->capprod ? r->capprod * 2 : 16;
-		struct producer **np = realloc(r->prod, (size_t)cap * sizeof(*np));
-		if (!np) {
-			ts_ring_unmap(p->ring);
-			free(p);
-			return -ENOMEM;
-		}
-		r->prod = np;
-		r->capprod = cap;
-	}
-	ts_agg_init(&p->agg, p->ring->mono_to_real_ns);
-	relay_copy_ident(&p->id, &p->ring->id);
-	take_identity(r, p);
-	p->last_flush_ms = mono_ms();
-	relay_set_subjects(p);
-	if (p->id.groups[0]) /* cut to what a Hello group holds */
-		snprintf(p->groups[p->ngroups++], sizeof(p->groups[0]), "layout:%.*s",
-			 (int)(sizeof(p->groups[0]) - 8), p->id.groups);
-	r->prod[r->nprod++] = p;
-	r->st.producers_seen++;
-	ts_info("relay: following %s (job %s/%s rank %d/%d pid %d) -> %s", path, p->id.ns,
-		p->id.job, p->id.rank, p->id.world_size, p->id.pid,
-		p->subject);
-	return 0;
-}
-
-static struct refused *find_refused(struct relay *r, const char *path)
-{
-	for (int i = 0; i < r->nrefused; i++)
-		if (strcmp(r->refused[i].path, path) == 0)
-			return &r->refused[i];
-	return NULL;
-}
-
-/* Remembers path; false when out of memory (then it is said again at the next scan). */
-static bool add_refused(struct relay *r, const char *path)
-{
-	char *copy;
-
-	if (r->nrefused == r->caprefused) {
-		int cap = r->caprefused ? r->caprefused * 2 : 8;
-		struct refused *nf = realloc(r->refused, (size_t)cap * sizeof(*nf));
-		if (!nf)
-			return false;
-		r->refused = nf;
-		r->caprefused = cap;
-	}
-	if (!(copy = strdup(path)))
-		return false;
-	r->refused[r->nrefused++] = (struct refused){ .path = copy, .seen = true };
-	return true;
-}
-
-/* Forgets refused files that left the folder or are followed now: not seen by this scan. */
-static void prune_refused(struct relay *r)
-{
-	for (int i = 0; i < r->nrefused; i++) {
-		if (r->refused[i].seen)
-			continue;
-		free(r->refused[i].path);
-		r->refused[i--] = r->refused[--r->nrefused];
-	}
-}
-
-static bool in_group(gid_t gid)
-{
-	gid_t groups[256];
-	int n = getgroups(256, groups);
-
-	if (gid == getegid())
-		return true;
-	for (int i = 0; i < n; i++)
-		if (groups[i] == gid)
-			return true;
-	return false;
-}
-
-/* What makes a ring readable by this relay, for the line that says it is not. */
-static const char *unreadable_fix(const char *dir, const struct stat *ring, char *buf, size_t n)
-{
-	struct stat d;
-
-	if (stat(dir, &d) == 0 && !(d.st_mode & S_ISGID))
-		snprintf(buf, n, "give the ring folder the relay's group and the setgid bit "
-			 "(chgrp %u %s; chmod 3777 %s): the library then makes its rings 0660",
-			 (unsigned)getegid(), dir, dir);
-	else if (!in_group(ring->st_gid))
-		snprintf(buf, n, "the ring's group %u is not the relay's (gid %u): chgrp %u %s",
-			 (unsigned)ring->st_gid, (unsigned)getegid(), (unsigned)getegid(), dir);
-	else
-		snprintf(buf, n, "the ring is not group-readable: the program's libtrainscope.so "
-			 "predates group-readable rings in a setgid folder, use this version's");
-	return buf;
-}
-
-static void say_unreadable(struct relay *r, const char *path)
-{
-	char fix[1024];
-	struct stat st;
-
-	r->st.unreadable_rings++;
-	if (stat(path, &st) < 0) {
-		ts_warn("relay: cannot open ring %s: permission denied", path);
-		return;
-	}
-	ts_warn("relay: cannot open ring %s: permission denied (owner uid %u gid %u, mode %04o; "
-		"relay uid %u gid %u); fix: %s",
-		path, (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777),
-		(unsigned)geteuid(), (unsigned)getegid(),
-		unreadable_fix(r->opts.ring_dir, &st, fix, sizeof(fix)));
-}
-
-/* One line and one count per file, however many scans meet it. */
-static void refuse(struct relay *r, const char *path, int err)
-{
-	struct refused *f = find_refused(r, path);
-
-	if (f) {
-		f->seen = true;
-		return;
-	}
-	add_refused(r, path);
-	if (err == -EACCES || err == -EPERM) {
-		say_unreadable(r, path);
-	} else {
-		r->st.bad_rings++;
-		ts_warn("relay: ignoring %s: %s", path, strerror(-err));
-	}
-}
-
-static bool is_ring_name(const char *name)
-{
-	size_t n = strlen(name), k = strlen(TS_RING_SUFFIX);
-
-	return n > k && strcmp(name + n - k, TS_RING_SUFFIX) == 0;
-}
-
-static void scan(struct relay *r)
-{
-	char path[4096];
-	struct dirent *de;
-	DIR *d = opendir(r->opts.ring_dir);
-
-	r->last_scan_ms = mono_ms();
-	r->rescan = false;
-	if (!d) {
-		ts_warn("relay: cannot read %s: %s", r->opts.ring_dir, strerror(errno));
-		return;
-	}
-	for (int i = 0; i < r->nrefused; i++)
-		r->refused[i].seen = false;
-	while ((de = readdir(d))) {
-		if (!is_ring_name(de->d_name))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", r->opts.ring_dir, de->d_name);
-		if (known(r, path))
-			continue;
-		int err = add_producer(r, path);
-		if (err)
-			refuse(r, path, err);
-	}
-	closedir(d);
-	prune_refused(r);
-}
 
 static bool ring_empty(const struct ts_ring *ring)
 {
@@ -471,31 +113,6 @@ static void publish(struct relay *r, struct producer *p, bool final)
 	reserve_open(r, p);
 }
 
-/* The side file's text (the last max bytes), malloc'ed; NULL when there is none. */
-static char *read_side(const char *ring_path, const char *suffix, size_t max)
-{
-	char path[4200];
-	FILE *f;
-	char *buf;
-	long size;
-	size_t n;
-
-	side_name(ring_path, suffix, path, sizeof(path));
-	if (!(f = fopen(path, "r")))
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	size = ftell(f);
-	if (size > (long)max)
-		fseek(f, size - (long)max, SEEK_SET);
-	else
-		rewind(f);
-	buf = malloc(max + 1);
-	n = buf ? fread(buf, 1, max, f) : 0;
-	if (buf)
-		buf[n] = 0;
-	fclose(f);
-	return buf;
-}
 
 /* A hang goes out at once, on its own subject, after the steps before it. */
 static void send_hang(struct relay *r, struct producer *p, const struct ts_rec *rec)
@@ -505,7 +122,7 @@ static void send_hang(struct relay *r, struct producer *p, const struct ts_rec *
 	struct ts_hang_info hang = {
 		.time_ns = rec->t_ns + (uint64_t)p->ring->mono_to_real_ns, .op = rec->kind,
 		.comm_hash = rec->hang.comm, .seq = rec->hang.seq, .pending_ns = rec->dur_ns,
-		.stacks = read_side(p->path, TS_SIDE_STACKS, 64 * 1024),
+		.stacks = relay_read_side(p->path, TS_SIDE_STACKS, 64 * 1024),
 	};
 
 	if (p->id.rank < 0) { /* no rank to blame: its report says it has none */
@@ -600,17 +217,13 @@ static bool drain(struct relay *r, struct producer *p)
 static void remove_producer(struct relay *r, int i)
 {
 	struct producer *p = r->prod[i];
-	char side[4200];
 
 	ts_info("relay: %s finished (rank %d, %" PRIu64 " batches, %" PRIu64 " ring drops)",
 		p->path, p->id.rank, p->seq, (uint64_t)atomic_load(&p->ring->dropped));
 	r->dropped_done += atomic_load(&p->ring->dropped);
 	r->undeviced_done += p->agg.undeviced;
 	unlink(p->path);
-	side_name(p->path, SIDE_RELAY, side, sizeof(side));
-	unlink(side); /* after the ring: killed in between, a relay finds no ring to follow */
-	if (p->side_fd >= 0)
-		close(p->side_fd);
+	relay_side_remove(p);
 	ts_ring_unmap(p->ring);
 	free(p->pending);
 	free(p);
@@ -668,7 +281,7 @@ int relay_new(struct relay **out, const struct relay_opts *opts)
 		r->opts.flush_ms = 100;
 	if (r->opts.max_batch_steps <= 0)
 		r->opts.max_batch_steps = 256;
-	r->relay_nonce = splitmix(ts_real_ns() ^ ((uint64_t)getpid() << 32));
+	r->relay_nonce = relay_splitmix(ts_real_ns() ^ ((uint64_t)getpid() << 32));
 	snprintf(r->pod_uid, sizeof(r->pod_uid), "%s",
 		 getenv("TRAINSCOPE_POD_UID") ? getenv("TRAINSCOPE_POD_UID") : "");
 	r->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -703,7 +316,7 @@ int relay_poll(struct relay *r, int timeout_ms)
 		r->rescan = true;
 	}
 	if (r->rescan || mono_ms() - r->last_scan_ms > 1000)
-		scan(r);
+		relay_scan(r);
 	round_all(r, false);
 	return 0;
 }
@@ -714,7 +327,7 @@ int relay_finish(struct relay *r, int timeout_ms)
 	struct tsn_stats ns;
 	int err;
 
-	scan(r);
+	relay_scan(r);
 	do /* bounded: a producer may still be writing; what is left waits in its ring */
 		round_all(r, false);
 	while (r->backlog && mono_ms() < deadline);
@@ -812,9 +425,7 @@ void relay_free(struct relay *r)
 		free(r->prod[i]);
 	}
 	free(r->prod);
-	for (int i = 0; i < r->nrefused; i++)
-		free(r->refused[i].path);
-	free(r->refused);
+	relay_forget_refused(r);
 	tsn_close(r->nats);
 	close(r->inotify_fd);
 	free(r);

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The relay's state, shared by relay.c (rings, batches, publishing) and identity.c (a
- * producer's identity learned late, and the notices for processes it cannot use). */
+/* The relay's state, shared by the files that make it up:
+ *   relay.c     rounds: rings drained into steps, batches published, /metrics
+ *   scan.c      the folder's rings found and followed, or refused
+ *   side.c      the files beside a ring: its .relay file (the producer's id and seqs)
+ *   identity.c  a producer's identity learned late, and the notices for processes it
+ *               cannot use */
 #ifndef TS_RELAY_IMPL_H
 #define TS_RELAY_IMPL_H
 
@@ -82,8 +86,32 @@ static inline uint64_t mono_ms(void)
 	return ts_mono_ns() / 1000000;
 }
 
-/* The producer's side file says at least seq and ctl_seq (relay.c, SIDE_RELAY). */
+/* splitmix64's finalizer: the relay's nonce, producer ids, the .relay record's check
+ * (which a relay of another version must compute alike). */
+static inline uint64_t relay_splitmix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* scan.c: the folder's rings not followed yet made producers; a ring that cannot be is
+ * said and counted once however many scans meet it, and retried at each. */
+void relay_scan(struct relay *r);
+/* Frees the list of refused rings. */
+void relay_forget_refused(struct relay *r);
+
+/* side.c: the producer's id and seqs from the .relay file the last relay left beside its
+ * ring, or new ones, and the file made or rewritten for this relay (SIDE_RELAY). */
+void relay_take_identity(struct relay *r, struct producer *p);
+/* The producer's side file says at least seq and ctl_seq (side.c, SIDE_RELAY). */
 void relay_reserve(struct relay *r, struct producer *p, uint64_t seq, uint64_t ctl_seq);
+/* The text of the file beside the producer's ring with this suffix (its last max bytes),
+ * malloc'ed; NULL when there is none. */
+char *relay_read_side(const char *ring_path, const char *suffix, size_t max);
+/* The producer's .relay file removed and closed, once its ring is. */
+void relay_side_remove(struct producer *p);
 /* Encodes and queues one batch; returns 0 or a negative errno (counted). */
 int relay_send_batch(struct relay *r, struct producer *p, const char *subject,
 		     struct ts_batch_hdr *h, const struct ts_step_sum *steps, int n);
