@@ -103,7 +103,8 @@ int ts_job_save(struct ts_job *j, struct ts_snap *s)
 static bool pow2(int v) { return v > 0 && !(v & (v - 1)); }
 
 /* The struct as saved, with every pointer it holds dropped: they point into the
- * process that wrote it. */
+ * process that wrote it (sends between ranks, j->links, are not saved: they are
+ * learned again). */
 static void adopt_scalars(struct ts_job *j, const struct ts_job *saved)
 {
 	*j = *saved;
@@ -114,7 +115,7 @@ static void adopt_scalars(struct ts_job *j, const struct ts_job *saved)
 	j->chg = NULL, j->ehist = NULL, j->base = NULL, j->order = NULL, j->cstart = NULL;
 	j->class_wait = NULL;
 	j->res.slow = NULL, j->res.ever_alarmed = NULL;
-	j->net = NULL;
+	j->net = NULL, j->links = NULL;
 	j->fs.hist = NULL, j->fs.win = NULL, j->fs.done = NULL;
 	j->world = 0;
 }
