@@ -469,7 +469,11 @@ void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 #define M(name, type, help, v) ts_prom(b, "trainscope_analyzer_" name, type, help, (uint64_t)(v))
 	M("messages_total", "counter", "NATS messages received.", s.msgs);
 	M("batches_total", "counter", "Batches accepted.", s.batches);
-	M("rejected_malformed_total", "counter", "Messages refused: not a valid batch.", s.bad_msgs);
+	M("bundles_total", "counter",
+	  "Relays' Bundles received (pod subjects): each of their batches is counted as one "
+	  "that came alone.", s.bundles);
+	M("rejected_malformed_total", "counter",
+	  "Messages refused: not a valid batch (or a Bundle's batch that is none).", s.bad_msgs);
 	M("rejected_oversized_total", "counter", "Messages refused: over the size limit.",
 	  s.oversized);
 	M("rejected_subject_total", "counter", "Messages refused: bad subject.", s.bad_subject);

@@ -32,6 +32,7 @@ struct ts_analyzer_opts {
 
 struct ts_analyzer_stats {
 	uint64_t msgs, batches, bad_msgs, oversized, bad_subject, duplicates, lost_batches, hangs;
+	uint64_t bundles; /* messages that were relays' Bundles (their batches in batches) */
 	uint64_t steps, bad_steps, late_steps, ring_dropped, reports_written, report_errors;
 	uint64_t control, host_samples, device_samples;
 	uint64_t jobs, jobs_forgotten, reordered, attempts;
@@ -53,8 +54,10 @@ struct ts_analyzer;
 
 int ts_analyzer_new(struct ts_analyzer **out, const struct ts_analyzer_opts *opts);
 void ts_analyzer_free(struct ts_analyzer *a);
-/* One NATS message. Returns 0, or -EMSGSIZE / -EBADMSG / -EINVAL (refused, counted and
- * logged); refused messages must still be acknowledged: a resend would fail alike. */
+/* One NATS message: a Batch, or on a pod subject a relay's Bundle, each of whose batches
+ * is taken as one that came alone. Returns 0, or -EMSGSIZE / -EBADMSG / -EINVAL (refused,
+ * counted and logged; for a Bundle, the first of its batches refused, the others taken);
+ * refused messages must still be acknowledged: a resend would fail alike. */
 int ts_analyzer_ingest(struct ts_analyzer *a, const char *subject, const void *data, size_t len);
 /* Evaluates what is due; writes and prints reports that changed. */
 void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_real_ns);

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /* A NATS message in: its subject (ts.v1.<ns>.<job>.<kind>.<id>[.<partition>]) checked,
- * its batch decoded and held to the subject its identity publishes on, duplicates
- * dropped and gaps counted per producer, and its records given to the job they name:
- * steps, hangs and Hello groups of a rank, a node agent's host and device samples, a
- * rank's end, a relay's notice of processes it cannot use. */
+ * its batch decoded (a relay's Bundle: each of its batches, alike) and held to the
+ * subject its identity publishes on, duplicates dropped and gaps counted per producer,
+ * and its records given to the job they name: steps, hangs and Hello groups of a rank, a
+ * node agent's host and device samples, a rank's end, a relay's notice of processes it
+ * cannot use. */
 #include "analyzer_impl.h"
 #include "ident.h"
 #include "log.h"
+#include "proto/wire.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -62,8 +64,14 @@ static int job_index(const struct ts_analyzer *a, const struct ts_job *j)
 	return i;
 }
 
-enum kind { K_RANK, K_HOST, K_DEV, K_HANG, K_CTL, K_BAD };
-static const char *const kinds[] = { "rank", "host", "dev", "hang", "ctl" };
+enum kind { K_RANK, K_HOST, K_DEV, K_HANG, K_CTL, K_POD, K_BAD };
+static const char *const kinds[] = { "rank", "host", "dev", "hang", "ctl", "pod" };
+
+/* A rank's batch: on its own subject, or in its pod's Bundle. */
+static bool rank_kind(enum kind k)
+{
+	return k == K_RANK || k == K_POD;
+}
 
 /* ts.v1.<ns>.<job>.<kind>.<leaf>[.<partition>]: 6 tokens, none empty, a known kind, and
  * the partition the stream's subject transform appends (a number) when partitioned.
@@ -360,11 +368,13 @@ static bool subject_matches(const char *subject, size_t base, enum kind kind,
 {
 	const Trainscope__V1__Identity *id = b->id;
 	char want[512], leaf[16];
+	const char *at = kind == K_POD ? id->pod : id->node;
 	int len;
 
 	snprintf(leaf, sizeof(leaf), "%d", id->rank);
-	len = ts_subject(want, sizeof(want), id->namespace_, id->job, kinds[kind],
-			 kind == K_RANK || kind == K_HANG ? leaf : id->node ? id->node : "");
+	if (kind == K_RANK || kind == K_HANG)
+		at = leaf;
+	len = ts_subject(want, sizeof(want), id->namespace_, id->job, kinds[kind], at ? at : "");
 	return len >= 0 && (size_t)len == base && !strncmp(want, subject, base);
 }
 
@@ -377,9 +387,10 @@ static int refuse_mismatch(struct ts_analyzer *a, const char *subject,
 	if (p && !p->said_mismatch) { /* once per producer: a forger may send many */
 		p->said_mismatch = true;
 		ts_warn("analyzer: refused batches of producer %016" PRIx64 " on %s: they claim job "
-			"%s/%s rank %d node %s, which publishes elsewhere (counted in "
+			"%s/%s rank %d pod %s node %s, which publishes elsewhere (counted in "
 			"trainscope_analyzer_mismatched_batches_total)", b->producer_id, subject,
-			b->id->namespace_, b->id->job, b->id->rank, b->id->node ? b->id->node : "");
+			b->id->namespace_, b->id->job, b->id->rank, b->id->pod ? b->id->pod : "",
+			b->id->node ? b->id->node : "");
 	}
 	return -EBADMSG;
 }
@@ -441,7 +452,7 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, size_t base,
 	int rc;
 
 	if (!id || !id->namespace_ || !*id->namespace_ || !id->job || !*id->job ||
-	    (kind == K_RANK && id->rank < 0 && !unranked_notice(b)))
+	    (rank_kind(kind) && id->rank < 0 && !unranked_notice(b)))
 		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "batch without identity");
 	if (!b->producer_id || !b->seq)
 		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "batch without producer/seq");
@@ -457,7 +468,7 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, size_t base,
 		return rc;
 	if ((rc = ts_analyzer_job_get(a, id->namespace_, id->job, id->world_size, &j)))
 		return rc;
-	if (kind == K_RANK && new_attempt(j, b)) {
+	if (rank_kind(kind) && new_attempt(j, b)) {
 		ts_info("analyzer: %s/%s: a new run (rank %d steps again after its exit): the "
 			"report starts afresh", id->namespace_, id->job, id->rank);
 		ts_analyzer_drop_job(a, job_index(a, j));
@@ -469,41 +480,72 @@ static int ingest_batch(struct ts_analyzer *a, const char *subject, size_t base,
 		ts_job_data_loss(j, dropped, lost);
 		a->dirty[job_index(a, j)] = true;
 	}
-	if (kind == K_RANK && unranked_notice(b))
+	if (rank_kind(kind) && unranked_notice(b))
 		return unranked(a, j, b);
-	if (kind == K_RANK && has_steps(b))
+	if (rank_kind(kind) && has_steps(b))
 		ts_job_ranked(j, b->producer_id);
-	if (kind == K_RANK || kind == K_HANG)
+	if (rank_kind(kind) || kind == K_HANG)
 		rank_records(a, j, b);
 	else
 		node_records(a, j, b);
 	return 0;
 }
 
+/* Where a message's batches go: its subject as checked. */
+struct arrival {
+	struct ts_analyzer *a;
+	const char *subject;
+	size_t base;
+	enum kind kind;
+	int err; /* the first of a Bundle's batches refused */
+};
+
+/* One encoded batch: a message's own, or one of a Bundle's. */
+static int ingest_encoded(struct arrival *m, const uint8_t *data, size_t len)
+{
+	Trainscope__V1__Batch *b = trainscope__v1__batch__unpack(NULL, len, data);
+	int err;
+
+	if (!b)
+		return refuse(m->a, &m->a->st.bad_msgs, -EBADMSG, m->subject,
+			      "not a trainscope.v1.Batch");
+	err = ingest_batch(m->a, m->subject, m->base, m->kind, b);
+	trainscope__v1__batch__free_unpacked(b, NULL);
+	if (!err)
+		m->a->st.batches++;
+	return err > 0 ? 0 : err; /* a duplicate is not an error */
+}
+
+/* A Bundle's batch (ts_batch_fn), taken as if it came alone on its rank's subject. */
+static void ingest_bundled(void *ctx, const uint8_t *data, size_t len)
+{
+	struct arrival *m = ctx;
+	int err = ingest_encoded(m, data, len);
+
+	if (err && !m->err)
+		m->err = err;
+}
+
 int ts_analyzer_ingest(struct ts_analyzer *a, const char *subject, const void *data, size_t len)
 {
-	Trainscope__V1__Batch *b;
-	int err;
+	struct arrival m = { .a = a, .subject = subject };
 
 	a->st.msgs++;
 	if (len > a->opts.max_msg_bytes)
 		return refuse(a, &a->st.oversized, -EMSGSIZE, subject, "larger than the message limit");
-	size_t base = 0;
 	long part = -1;
-	enum kind kind = subject ? subject_kind(subject, &base, &part) : K_BAD;
-	if (kind == K_BAD)
+	m.kind = subject ? subject_kind(subject, &m.base, &part) : K_BAD;
+	if (m.kind == K_BAD)
 		return refuse(a, &a->st.bad_subject, -EINVAL, subject ? subject : "(none)",
-			      "subject is not ts.v1.<ns>.<job>.<rank|host|dev|hang|ctl>.<id>"
+			      "subject is not ts.v1.<ns>.<job>.<rank|host|dev|hang|ctl|pod>.<id>"
 			      "[.<partition>]");
 	check_partition(a, subject, part);
-	b = trainscope__v1__batch__unpack(NULL, len, data);
-	if (!b)
-		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "not a trainscope.v1.Batch");
-	err = ingest_batch(a, subject, base, kind, b);
-	trainscope__v1__batch__free_unpacked(b, NULL);
-	if (!err)
-		a->st.batches++;
-	return err > 0 ? 0 : err; /* a duplicate is not an error */
+	if (m.kind != K_POD)
+		return ingest_encoded(&m, data, len);
+	if (ts_bundle_each(data, len, ingest_bundled, &m) < 0)
+		return refuse(a, &a->st.bad_msgs, -EBADMSG, subject, "not a trainscope.v1.Bundle");
+	a->st.bundles++;
+	return m.err;
 }
 
 /* Producers silent for limits.job_ttl_s are forgotten, like their jobs: processes come

@@ -20,10 +20,11 @@ $(ANALYZER_BIN): $(ANALYZER_MAIN_SRCS:%.c=$(BUILD)/obj/%.o) $(ANALYSIS_LIB_OBJS)
 	$(call link,$^)
 BINS += $(ANALYZER_BIN)
 
-# test_limits and test_snapshot feed the analyzer batches they pack (TEST_BATCH_OBJ).
+# test_limits, test_snapshot and test_bundle feed the analyzer batches they pack
+# (TEST_BATCH_OBJ).
 $(foreach t,test_dbscan test_ksigma test_failslow test_job test_net test_otlp test_limits \
-	test_snapshot test_nodehealth,$(eval $(call cmocka_test,$(t),$(BUILD)/obj/analysis/tests/$(t).o \
-	$(if $(filter test_limits test_snapshot,$(t)),$(TEST_BATCH_OBJ)) \
+	test_snapshot test_nodehealth test_bundle,$(eval $(call cmocka_test,$(t),$(BUILD)/obj/analysis/tests/$(t).o \
+	$(if $(filter test_limits test_snapshot test_bundle,$(t)),$(TEST_BATCH_OBJ)) \
 	$(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ))))
 
 # make fuzz: the batch ingestion with evaluation, reports and /metrics (every source the
@@ -31,7 +32,7 @@ $(foreach t,test_dbscan test_ksigma test_failslow test_job test_net test_otlp te
 # ingestion's seeds (analysis/tests/fuzz_seeds.c).
 FUZZ_HDRS := $(wildcard analysis/*.h common/*.h)
 $(BUILD)/fuzz/fuzz_ingest: analysis/tests/fuzz_ingest.c $(ANALYSIS_LIB_SRCS) $(COMMON_SRCS) \
-		$(PROTO_SRC) $(OTLP_SRC) $(FUZZ_HDRS) | fuzz-deps
+		$(PROTO_SRC) $(PROTO_WIRE_SRC) $(OTLP_SRC) $(FUZZ_HDRS) | fuzz-deps
 	@mkdir -p $(dir $@)
 	@echo "  FUZZ    $@"
 	@$(FUZZ_CC) $(INCS) $(PKG_CFLAGS) $(filter %.c,$^) -o $@ $(LDLIBS_ALL)

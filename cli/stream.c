@@ -2,14 +2,34 @@
 /* Reading a job back from the TRAINSCOPE stream, for the commands that draw it. */
 #include "cli.h"
 #include "ident.h"
+#include "proto/wire.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+/* The command's callback and its argument. */
+struct reader {
+	cli_batch_fn fn;
+	void *arg;
+};
+
+/* One encoded batch to the command (ts_batch_fn); one that does not decode is skipped. */
+static void give(void *ctx, const uint8_t *data, size_t len)
+{
+	struct reader *rd = ctx;
+	Trainscope__V1__Batch *b = trainscope__v1__batch__unpack(NULL, len, data);
+
+	if (b) {
+		rd->fn(rd->arg, b);
+		trainscope__v1__batch__free_unpacked(b, NULL);
+	}
+}
+
 int cli_read_job(struct tsn *n, const char *ns, const char *job, cli_batch_fn fn, void *arg)
 {
 	char durable[64], filter[256];
+	struct reader rd = { .fn = fn, .arg = arg };
 	struct tsn_sub *sub = NULL;
 	int idle = 0;
 
@@ -25,13 +45,8 @@ int cli_read_job(struct tsn *n, const char *ns, const char *job, cli_batch_fn fn
 		int got = tsn_fetch(sub, &l, 512, 500);
 		idle = got > 0 ? 0 : idle + 1;
 		for (int i = 0; got > 0 && i < l.Count; i++) {
-			Trainscope__V1__Batch *b = trainscope__v1__batch__unpack(
-				NULL, (size_t)natsMsg_GetDataLength(l.Msgs[i]),
-				(const uint8_t *)natsMsg_GetData(l.Msgs[i]));
-			if (b) {
-				fn(arg, b);
-				trainscope__v1__batch__free_unpacked(b, NULL);
-			}
+			ts_wire_each(natsMsg_GetSubject(l.Msgs[i]), natsMsg_GetData(l.Msgs[i]),
+				     (size_t)natsMsg_GetDataLength(l.Msgs[i]), give, &rd);
 			natsMsg_Ack(l.Msgs[i], NULL);
 		}
 		if (got > 0)

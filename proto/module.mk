@@ -11,7 +11,9 @@ $(BUILD)/obj/proto/trainscope.pb-c.o: $(PROTO_SRC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Wno-unused-parameter $(SANFLAGS) -c $< -o $@
 
-PROTO_OBJ := $(BUILD)/obj/proto/trainscope.pb-c.o
+# proto/wire.c: Bundles packed and taken apart, for every program that links the wire.
+PROTO_WIRE_SRC := proto/wire.c
+PROTO_OBJ := $(BUILD)/obj/proto/trainscope.pb-c.o $(BUILD)/obj/proto/wire.o
 
 OTLP_SRC := $(BUILD)/gen/proto/otlp_trace.pb-c.c
 OTLP_HDR := $(BUILD)/gen/proto/otlp_trace.pb-c.h

@@ -6,7 +6,8 @@
  * An input is a run of NATS messages, each one frame:
  *   subject '\n'           up to 255 bytes, e.g. ts.v1.ns.job.rank.0
  *   length                 2 bytes, big endian
- *   payload                a trainscope.v1.Batch: length bytes, or what is left
+ *   payload                a trainscope.v1.Batch (on a pod subject a Bundle): length
+ *                          bytes, or what is left
  * A subject without its '\n' in the next 256 bytes ends the input. The analyzer ticks
  * after every message (one second apart, as the daemon does), and once more an hour
  * later so that the hang watch fires. analysis/tests/fuzz_seeds.c writes the seeds. */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Writes the seed corpus of fuzz_ingest (make fuzz-seeds): inputs in its frame format
- * (subject '\n', 2-byte big-endian length, a packed trainscope.v1.Batch), each a small
- * job as the relay and the node agent would send it. Usage: fuzz_seeds DIR */
+ * (subject '\n', 2-byte big-endian length, a packed trainscope.v1.Batch, or on a pod
+ * subject a Bundle), each a small job as the relay and the node agent would send it.
+ * Usage: fuzz_seeds DIR */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "common/tests/testbatch.h"
+#include "proto/wire.h"
 
 #define T0_NS 1700000000000000000ull /* fuzz_ingest ticks from here */
 #define MS 1000000ull
@@ -210,6 +212,41 @@ static void node(struct seed *s, const char *name, int rank0, int nranks, int sl
 	frame(s, subject, NULL, 0, &x);
 }
 
+/* world ranks (8 at most) of one pod, steps in batches of per_batch, each round's batches
+ * in one Bundle on the pod's subject, as a relay of the pod wire sends them; in the
+ * second round rank 1's batch claims another pod (refused) and rank 0's is missing (a
+ * gap). */
+static void pod_rounds(struct seed *s, int world, int steps, int per_batch)
+{
+	static struct batch x;
+	static uint8_t buf[8][2048];
+	ProtobufCBinaryData b[8];
+	uint64_t seq = 1;
+	uint8_t *out;
+	size_t len;
+	int n;
+
+	for (int first = 0; first < steps; first += per_batch, seq++) {
+		n = 0;
+		for (int r = 0; r < world; r++) {
+			if (seq == 2 && r == 0)
+				continue;
+			batch_init(&x, r, world, "node-a", 0x7000 + (uint64_t)r, seq);
+			x.t.id.pod = (char *)(seq == 2 && r == 1 ? "elsewhere" : "llm-pod");
+			for (int k = first; k < first + per_batch && k < steps; k++)
+				add_step(&x, (uint64_t)k, 0, 0);
+			b[n].data = buf[n];
+			if (!(b[n].len = ts_test_batch_pack(&x.t, buf[n], sizeof(buf[n]))))
+				abort();
+			n++;
+		}
+		if (ts_bundle_pack(b, (size_t)n, 0xb0, seq, &out, &len))
+			abort();
+		frame(s, "ts.v1.ml.llm.pod.llm-pod", out, len, NULL);
+		free(out);
+	}
+}
+
 static int save(const char *dir, const char *name, const struct seed *s)
 {
 	char path[4096];
@@ -302,5 +339,11 @@ int main(int argc, char **argv)
 	x.t.step[0].end_ns = T0_NS;
 	frame(&s, "ts.v1.ml.llm.rank.0", NULL, 0, &x);
 	rc |= save(argv[1], "step-jump", &s);
+
+	/* a relay's Bundles of a pod of four ranks, then one that is no Bundle */
+	s.len = 0;
+	pod_rounds(&s, 4, 24, 6);
+	frame(&s, "ts.v1.ml.llm.pod.llm-pod", "\xff\xff\xff", 3, NULL);
+	rc |= save(argv[1], "pod-bundles", &s);
 	return rc;
 }
