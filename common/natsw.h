@@ -133,6 +133,10 @@ int tsn_publish(struct tsn *n, const char *subject, const void *data, size_t len
 /* A producer's batch: its Nats-Msg-Id "<producer>-<seq>" lets the server drop resends. */
 int tsn_publish_seq(struct tsn *n, const char *subject, const void *data, size_t len,
 		    uint64_t producer_id, uint64_t seq);
+/* The most data one tsn_publish may carry for the server to take it: its max_payload
+ * (before the first connection, the server's default of 1 MiB) less room for the
+ * headers tsn_publish adds. */
+size_t tsn_max_payload(struct tsn *n);
 /* Hands queued messages to nats.c while fewer than max_inflight await an ack. */
 void tsn_pump(struct tsn *n);
 /* Pumps until the outbox is empty and every publish is acknowledged, or timeout.

@@ -222,6 +222,19 @@ int tsn_publish_seq(struct tsn *n, const char *subject, const void *data, size_t
 	return tsn_publish(n, subject, data, len, msg_id);
 }
 
+/* Room for the headers tsn_publish adds ("NATS/1.0", Nats-Msg-Id), which the server's
+ * max_payload counts with the data. */
+#define HEADERS_MAX 256
+
+size_t tsn_max_payload(struct tsn *n)
+{
+	int64_t max = n->nc ? natsConnection_GetMaxPayload(n->nc) : 0;
+
+	if (max <= 0) /* no server has said yet */
+		max = 1 << 20;
+	return max > HEADERS_MAX ? (size_t)(max - HEADERS_MAX) : 0;
+}
+
 /* Whether publishes must wait for the stream: a publish-only client while its hold
  * lasts; any other until tsn_ensure_stream succeeds, tried every 500 ms at most. */
 static bool stream_wanted(struct tsn *n)

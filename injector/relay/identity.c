@@ -27,6 +27,7 @@ void relay_set_subjects(struct producer *p)
 
 	snprintf(leaf, sizeof(leaf), "%d", p->id.rank);
 	ts_subject(p->subject, sizeof(p->subject), p->id.ns, p->id.job, "rank", leaf);
+	ts_subject(p->pod_subject, sizeof(p->pod_subject), p->id.ns, p->id.job, "pod", p->id.pod);
 	ts_subject(p->ctl_subject, sizeof(p->ctl_subject), p->id.ns, p->id.job, "ctl",
 		   p->id.node);
 }
@@ -84,8 +85,7 @@ static void send_notice(struct relay *r, struct producer *p, struct ts_batch_hdr
 	h->producer_id = p->producer_id;
 	h->seq = p->seq + 1;
 	relay_reserve(r, p, h->seq, 0);
-	if (!relay_send_batch(r, p, p->subject, h, NULL, 0))
-		r->st.batches++;
+	relay_send_rank(r, p, h, NULL, 0);
 	p->seq++;
 }
 

@@ -16,15 +16,18 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: trainscope-relay [options]\n"
 		"Drains the trainscope rings of a folder (one per training process), folds them\n"
-		"into per-step records and publishes them to NATS JetStream on\n"
-		"ts.v1.<namespace>.<job>.rank.<rank>. Runs until SIGTERM/SIGINT, then drains\n"
-		"everything left and waits for NATS to acknowledge it.\n\n"
+		"into per-step records and publishes them to NATS JetStream: each round one\n"
+		"Bundle of its ranks' batches per job on ts.v1.<namespace>.<job>.pod.<pod>, or\n"
+		"(--wire rank) each rank's on ts.v1.<namespace>.<job>.rank.<rank>. Runs until\n"
+		"SIGTERM/SIGINT, then drains everything left and waits for NATS to acknowledge it.\n\n"
 		"  -d, --ring-dir DIR       ring folder (env TRAINSCOPE_RING_DIR)\n"
 		TSN_HELP
 		"  -p, --metrics-port N     serve /metrics and /healthz (0 = any free port,\n"
 		"                           -1 = off; default -1)\n"
 		"      --metrics-addr ADDR  listen address (default 127.0.0.1)\n"
 		"      --flush-ms N         publish pending steps at least every N ms (100)\n"
+		"      --wire pod|rank      a Bundle per pod and job a round, or a message per\n"
+		"                           rank (env TRAINSCOPE_WIRE; default pod)\n"
 		"      --outbox-mb N        bound of data buffered while NATS is away (64)\n"
 		"      --drain-timeout-ms N wait this long for acks at exit (10000)\n"
 		"  -h, --help\n");
@@ -36,6 +39,7 @@ enum relay_opt {
 	OPT_FLUSH_MS,
 	OPT_OUTBOX_MB,
 	OPT_DRAIN_TIMEOUT_MS,
+	OPT_WIRE,
 };
 
 struct relay_cli {
@@ -54,9 +58,11 @@ static int parse_args(int argc, char **argv, struct relay_cli *c)
 		{ "flush-ms", required_argument, NULL, OPT_FLUSH_MS },
 		{ "outbox-mb", required_argument, NULL, OPT_OUTBOX_MB },
 		{ "drain-timeout-ms", required_argument, NULL, OPT_DRAIN_TIMEOUT_MS },
+		{ "wire", required_argument, NULL, OPT_WIRE },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
+	const char *wire = getenv("TRAINSCOPE_WIRE");
 	int ch;
 
 	c->ro.ring_dir = getenv("TRAINSCOPE_RING_DIR");
@@ -77,6 +83,7 @@ static int parse_args(int argc, char **argv, struct relay_cli *c)
 		case OPT_DRAIN_TIMEOUT_MS:
 			c->drain_timeout_ms = (int)ts_opt_int("--drain-timeout-ms", optarg, 0, 3600000);
 			break;
+		case OPT_WIRE: wire = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			if (tsn_parse_option(&c->ro.nats, ch, optarg))
@@ -84,6 +91,11 @@ static int parse_args(int argc, char **argv, struct relay_cli *c)
 			usage(stderr);
 			return -1;
 		}
+	}
+	if (ts_wire_parse(wire, &c->ro.wire)) {
+		fprintf(stderr, "trainscope-relay: --wire (TRAINSCOPE_WIRE) %s: want pod or rank\n",
+			wire);
+		return -1;
 	}
 	if (!c->ro.ring_dir || !*c->ro.ring_dir) {
 		fprintf(stderr, "trainscope-relay: no ring folder: pass --ring-dir or set "

@@ -41,7 +41,34 @@ static int push_pending(struct producer *p, const struct ts_step_sum *s)
 	return 0;
 }
 
-/* Encodes and queues one batch; returns 0 or a negative errno (counted). */
+/* The batch encoded with the producer's identity and ring counts: 0 with *buf
+ * malloc'ed, or -ENOMEM (counted). */
+static int encode(struct relay *r, struct producer *p, struct ts_batch_hdr *h,
+		  const struct ts_step_sum *steps, int n, uint8_t **buf, size_t *len)
+{
+	h->id = &p->id;
+	h->pod_uid = r->pod_uid;
+	h->dropped_records = atomic_load(&p->ring->dropped);
+	h->start_real_ns = p->ring->start_real_ns;
+	if (!ts_batch_encode(h, steps, n, buf, len))
+		return 0;
+	r->st.encode_errors++;
+	return -ENOMEM;
+}
+
+/* Queues an encoded batch on subject, then frees it; a refusal is counted. */
+static int queue(struct relay *r, const char *subject, uint8_t *buf, size_t len,
+		 const struct ts_batch_hdr *h)
+{
+	int err = tsn_publish_seq(r->nats, subject, buf, len, h->producer_id, h->seq);
+
+	free(buf);
+	if (err)
+		r->st.publish_errors++;
+	return err;
+}
+
+/* A hang, an announcement: a message of its own (relay_impl.h). */
 int relay_send_batch(struct relay *r, struct producer *p, const char *subject,
 		     struct ts_batch_hdr *h, const struct ts_step_sum *steps, int n)
 {
@@ -49,18 +76,29 @@ int relay_send_batch(struct relay *r, struct producer *p, const char *subject,
 	size_t len;
 	int err;
 
-	h->id = &p->id;
-	h->pod_uid = r->pod_uid;
-	h->dropped_records = atomic_load(&p->ring->dropped);
-	h->start_real_ns = p->ring->start_real_ns;
-	if (ts_batch_encode(h, steps, n, &buf, &len)) {
-		r->st.encode_errors++;
-		return -ENOMEM;
+	if ((err = encode(r, p, h, steps, n, &buf, &len)))
+		return err;
+	return queue(r, subject, buf, len, h);
+}
+
+/* A batch of the rank's sequence: alone, or in its pod's Bundle (relay_impl.h), whose
+ * batches the bundler counts once sent and says when lost. */
+int relay_send_rank(struct relay *r, struct producer *p, struct ts_batch_hdr *h,
+		    const struct ts_step_sum *steps, int n)
+{
+	uint8_t *buf;
+	size_t len;
+	int err;
+
+	if (!(err = encode(r, p, h, steps, n, &buf, &len))) {
+		if (r->opts.wire == TS_WIRE_POD)
+			return ts_bundler_add(&r->bundler, p->pod_subject, buf, len, n);
+		if (!(err = queue(r, p->subject, buf, len, h))) {
+			r->st.batches++;
+			return 0;
+		}
 	}
-	err = tsn_publish_seq(r->nats, subject, buf, len, h->producer_id, h->seq);
-	free(buf);
-	if (err)
-		r->st.publish_errors++;
+	ts_warn("relay: %d steps of %s lost: %s", n, p->subject, strerror(-err));
 	return err;
 }
 
@@ -92,21 +130,15 @@ static void publish(struct relay *r, struct producer *p, bool final)
 	struct ts_batch_hdr h = { .producer_id = p->producer_id, .seq = p->seq + 1,
 				  .hello = !p->hello_sent, .final = final, .died = died };
 	const char *groups[1 + TS_RELAY_MAX_COMMS];
-	int err;
 
 	for (int i = 0; i < p->ngroups; i++)
 		groups[i] = p->groups[i];
 	h.groups = groups, h.ngroups = (size_t)p->ngroups;
 
-	p->last_flush_ms = mono_ms();
 	if (!p->npending && p->hello_sent && !final)
 		return;
 	relay_reserve(r, p, h.seq, 0);
-	err = relay_send_batch(r, p, p->subject, &h, p->pending, p->npending);
-	if (err)
-		ts_warn("relay: %d steps of %s lost: %s", p->npending, p->subject, strerror(-err));
-	else
-		r->st.batches++;
+	relay_send_rank(r, p, &h, p->pending, p->npending);
 	p->seq++;
 	p->hello_sent = true;
 	p->npending = 0;
@@ -132,6 +164,7 @@ static void send_hang(struct relay *r, struct producer *p, const struct ts_rec *
 		return;
 	}
 	publish(r, p, false);
+	ts_bundler_flush(&r->bundler); /* the steps before the hang go first */
 	snprintf(leaf, sizeof(leaf), "%d", p->id.rank);
 	if (ts_subject(subject, sizeof(subject), p->id.ns, p->id.job, "hang", leaf) > 0) {
 		struct ts_batch_hdr h = { .producer_id = p->producer_id, .seq = ++p->seq,
@@ -236,7 +269,12 @@ static void remove_producer(struct relay *r, int i)
 static void round_all(struct relay *r, bool final)
 {
 	uint64_t now = mono_ms();
+	/* the producers' flushes fall in one round, so that a pod's ranks share a Bundle */
+	bool due = now - r->last_flush_ms >= (uint64_t)r->opts.flush_ms;
 
+	if (due)
+		r->last_flush_ms = now;
+	r->bundler.opts.max_bytes = tsn_max_payload(r->nats);
 	r->backlog = false;
 	for (int i = 0; i < r->nprod; i++) {
 		struct producer *p = r->prod[i];
@@ -255,8 +293,7 @@ static void round_all(struct relay *r, bool final)
 			relay_unranked_round(r, p, done, now);
 		} else {
 			relay_stepless_round(r, p, done, now);
-			if (final || done || (more && p->npending) ||
-			    now - p->last_flush_ms >= (uint64_t)r->opts.flush_ms)
+			if (final || done || (more && p->npending) || due)
 				publish(r, p, done);
 			if (done || now >= p->next_hello_ms)
 				announce(r, p, done);
@@ -266,6 +303,7 @@ static void round_all(struct relay *r, bool final)
 			i--;
 		}
 	}
+	ts_bundler_flush(&r->bundler);
 	tsn_pump(r->nats);
 }
 
@@ -294,6 +332,9 @@ int relay_new(struct relay **out, const struct relay_opts *opts)
 	err = tsn_open(&r->nats, &opts->nats);
 	if (err)
 		goto fail;
+	ts_bundler_init(&r->bundler, &(struct ts_bundler_opts){
+		.producer_id = relay_splitmix(r->relay_nonce ^ 0x62756e646c65ull), /* "bundle" */
+		.send = ts_bundle_send_nats, .ctx = r->nats });
 	r->rescan = true;
 	*out = r;
 	return 0;
@@ -345,6 +386,10 @@ int relay_finish(struct relay *r, int timeout_ms)
 void relay_get_stats(struct relay *r, struct relay_stats *out)
 {
 	*out = r->st;
+	out->batches += r->bundler.st.batches;
+	out->publish_errors += r->bundler.st.lost;
+	out->bundles = r->bundler.st.bundles;
+	out->bundle_splits = r->bundler.st.splits;
 	out->producers_active = (uint64_t)r->nprod;
 	out->ring_dropped = r->dropped_done;
 	out->steps_undeviced = r->undeviced_done;
@@ -366,7 +411,14 @@ void relay_render_metrics(struct relay *r, struct ts_buf *b)
 	M("ring_dropped_total", "counter", "Records the training processes dropped: ring full.",
 	  s.ring_dropped);
 	M("steps_total", "counter", "Step summaries built.", s.steps);
-	M("batches_total", "counter", "Batches queued for NATS.", s.batches);
+	M("batches_total", "counter",
+	  "Batches of the ranks' sequences queued for NATS, alone or in Bundles.", s.batches);
+	M("bundles_total", "counter",
+	  "Bundles queued for NATS (--wire pod): one a round per pod and job, each holding its "
+	  "ranks' batches (batches_total / bundles_total: batches per Bundle).", s.bundles);
+	M("bundle_splits_total", "counter",
+	  "Bundles sent before their round ended: the next batch would have taken them past "
+	  "the server's max_payload.", s.bundle_splits);
 	M("producers", "gauge", "Rings followed now.", s.producers_active);
 	M("producers_done_total", "counter", "Rings finished and removed.", s.producers_done);
 	M("bad_rings_total", "counter", "Ring files refused (bad header).", s.bad_rings);
@@ -395,7 +447,9 @@ void relay_render_metrics(struct relay *r, struct ts_buf *b)
 	  "GPU, or the library's device record never came.", s.steps_undeviced);
 	M("encode_errors_total", "counter", "Batches lost to encoding or memory errors.",
 	  s.encode_errors);
-	M("publish_errors_total", "counter", "Batches refused by the outbox.", s.publish_errors);
+	M("publish_errors_total", "counter",
+	  "Batches refused by the outbox, or in a Bundle that was, or larger alone than the "
+	  "server's max_payload (the reason is logged).", s.publish_errors);
 	M("nats_published_total", "counter", "Publishes handed to NATS, resends included.",
 	  n.published);
 	M("nats_acked_total", "counter", "Batches stored by JetStream.", n.acked);
@@ -426,6 +480,7 @@ void relay_free(struct relay *r)
 	}
 	free(r->prod);
 	relay_forget_refused(r);
+	ts_bundler_free(&r->bundler);
 	tsn_close(r->nats);
 	close(r->inotify_fd);
 	free(r);

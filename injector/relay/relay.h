@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include "buf.h"
+#include "bundle.h"
 #include "natsw.h"
 
 struct relay_opts {
@@ -12,6 +13,8 @@ struct relay_opts {
 	struct tsn_opts nats;
 	int flush_ms;        /* publish a producer's pending steps at least this often */
 	int max_batch_steps; /* ... or as soon as this many are pending */
+	enum ts_wire wire;   /* a Bundle per pod and job a round (default), or a message per
+			      * rank batch */
 };
 
 struct relay_stats {
@@ -19,6 +22,8 @@ struct relay_stats {
 	uint64_t unreadable_rings; /* ring files not ours to open (EACCES), once per file */
 	uint64_t identity_unsaved; /* rings whose .relay file cannot be written, once per ring */
 	uint64_t records, steps, batches, encode_errors, publish_errors;
+	uint64_t bundles, bundle_splits; /* the pod wire's messages, and those split at the
+					  * server's message bound */
 	uint64_t ring_dropped; /* drops counted by the producers' rings, finished ones too */
 	uint64_t unranked_producers;    /* processes that stepped with no rank, once each */
 	uint64_t unranked_steps_dropped; /* their held steps past the bound or at their end */

@@ -33,10 +33,10 @@ struct producer {
 	uint64_t producer_id, seq;
 	uint64_t steps;           /* step sums made from its ring */
 	bool hello_sent;
-	uint64_t last_flush_ms;
 	int npending, cap;
 	struct ts_step_sum *pending;
 	char subject[256];
+	char pod_subject[256];  /* the pod wire's, for its ranks' batches (bundle.h) */
 	char ctl_subject[256];  /* announcements for the node's agent */
 	uint64_t ctl_seq, next_hello_ms;
 	int side_fd;                  /* the relay's side file; -1: the identity is not kept */
@@ -71,6 +71,9 @@ struct relay {
 	bool rescan;
 	uint64_t last_scan_ms, relay_nonce;
 	bool backlog; /* the last round left records in a ring */
+	uint64_t last_flush_ms; /* every producer's pending steps go out together, into one
+				 * Bundle (the pod wire) */
+	struct ts_bundler bundler;
 	char pod_uid[64]; /* the relay's pod (TRAINSCOPE_POD_UID): the rings' pod, as a sidecar */
 	struct producer **prod;
 	int nprod, capprod;
@@ -112,9 +115,15 @@ void relay_reserve(struct relay *r, struct producer *p, uint64_t seq, uint64_t c
 char *relay_read_side(const char *ring_path, const char *suffix, size_t max);
 /* The producer's .relay file removed and closed, once its ring is. */
 void relay_side_remove(struct producer *p);
-/* Encodes and queues one batch; returns 0 or a negative errno (counted). */
+/* Encodes and queues one batch on subject (a hang, an announcement); returns 0 or a
+ * negative errno (counted). */
 int relay_send_batch(struct relay *r, struct producer *p, const char *subject,
 		     struct ts_batch_hdr *h, const struct ts_step_sum *steps, int n);
+/* Encodes one batch of the rank's own sequence (steps, a notice, its end) and queues it
+ * on its subject, or (the pod wire) adds it to its pod's Bundle of the round; returns 0
+ * or a negative errno (counted). */
+int relay_send_rank(struct relay *r, struct producer *p, struct ts_batch_hdr *h,
+		    const struct ts_step_sum *steps, int n);
 
 /* identity.c: the ring's identity copied with every string ended (the ring is the
  * process's memory); the rank's subjects from it. */

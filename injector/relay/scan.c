@@ -48,7 +48,6 @@ static int add_producer(struct relay *r, const char *path)
 	ts_agg_init(&p->agg, p->ring->mono_to_real_ns);
 	relay_copy_ident(&p->id, &p->ring->id);
 	relay_take_identity(r, p);
-	p->last_flush_ms = mono_ms();
 	relay_set_subjects(p);
 	if (p->id.groups[0]) /* cut to what a Hello group holds */
 		snprintf(p->groups[p->ngroups++], sizeof(p->groups[0]), "layout:%.*s",
@@ -57,7 +56,7 @@ static int add_producer(struct relay *r, const char *path)
 	r->st.producers_seen++;
 	ts_info("relay: following %s (job %s/%s rank %d/%d pid %d) -> %s", path, p->id.ns,
 		p->id.job, p->id.rank, p->id.world_size, p->id.pid,
-		p->subject);
+		r->opts.wire == TS_WIRE_POD ? p->pod_subject : p->subject);
 	return 0;
 }
 

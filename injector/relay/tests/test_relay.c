@@ -29,6 +29,7 @@
 #include "log.h"
 #include "natsw.h"
 #include "proto/trainscope.pb-c.h"
+#include "proto/wire.h"
 #include "ring.h"
 #include "trainscope.h"
 #include "common/tests/testutil.h"
@@ -217,9 +218,9 @@ static bool drained(struct ts_ring *ring)
 	return atomic_load(&ring->tail) == atomic_load(&ring->head);
 }
 
-/* One message of the stream, as the analyzer reads it. */
+/* One batch of the stream, as the analyzer reads it: a message, or one of a Bundle's. */
 struct msg {
-	char kind[8]; /* rank, ctl, hang */
+	char kind[8]; /* rank (alone or in a Bundle), ctl, hang */
 	int rank;
 	uint64_t producer_id, seq;
 	int nsteps;
@@ -233,6 +234,7 @@ struct stream {
 	struct tsn_sub *sub;
 	struct msg m[1024];
 	int count;
+	int bundles; /* messages that were Bundles */
 };
 
 static void stream_open(struct stream *s)
@@ -286,15 +288,23 @@ static int fixture_down(void **state)
 	return 0;
 }
 
-/* ts.v1.<ns>.<job>.<kind>.<leaf> */
-static void add_msg(struct stream *s, const char *subject, const void *data, size_t len)
+/* Where a message's batches go, and its kind. */
+struct arrival {
+	struct stream *s;
+	char kind[8];
+};
+
+/* One batch (ts_batch_fn). */
+static void add_batch(void *ctx, const uint8_t *data, size_t len)
 {
+	struct arrival *a = ctx;
+	struct stream *s = a->s;
 	Trainscope__V1__Batch *b = trainscope__v1__batch__unpack(NULL, len, data);
 	struct msg *m = &s->m[s->count++];
 
 	assert_true(s->count <= (int)(sizeof(s->m) / sizeof(s->m[0])));
 	assert_non_null(b);
-	assert_int_equal(sscanf(subject, "ts.v1.ns.job.%7[a-z].", m->kind), 1);
+	snprintf(m->kind, sizeof(m->kind), "%s", a->kind);
 	m->rank = b->id->rank;
 	m->producer_id = b->producer_id;
 	m->seq = b->seq;
@@ -318,6 +328,19 @@ static void add_msg(struct stream *s, const char *subject, const void *data, siz
 		m->nsteps++;
 	}
 	trainscope__v1__batch__free_unpacked(b, NULL);
+}
+
+/* ts.v1.<ns>.<job>.<kind>.<leaf>: a Bundle's batches are the ranks'. */
+static void add_msg(struct stream *s, const char *subject, const void *data, size_t len)
+{
+	struct arrival a = { .s = s };
+
+	assert_int_equal(sscanf(subject, "ts.v1.ns.job.%7[a-z].", a.kind), 1);
+	if (!strcmp(a.kind, "pod")) {
+		s->bundles++;
+		strcpy(a.kind, "rank");
+	}
+	assert_true(ts_wire_each(subject, data, len, add_batch, &a) > 0);
 }
 
 static void stream_fetch(struct stream *s, int timeout_ms)
@@ -636,12 +659,13 @@ static void test_hello_groups(void **state)
 	ts_ring_unmap(ring);
 }
 
-static void test_backlog_interleaves_ranks(void **state)
+/* ... on either wire: a round's batches of both ranks in one Bundle, or each alone. */
+static void backlog_interleaves_ranks(void **state, enum ts_wire wire)
 {
 	struct fixture *fx = *state;
 	struct stream *s = &fx->s;
 	/* flush_ms 100, max_batch_steps 256: the relay's defaults */
-	struct relay_opts o = { .ring_dir = fx->dir, .nats = { .url = s->d.url } };
+	struct relay_opts o = { .ring_dir = fx->dir, .nats = { .url = s->d.url }, .wire = wire };
 	struct ts_ring *ring[2];
 	int lock_fd[2], polls = 0, skew = 0;
 	int64_t max[2] = { -1, -1 };
@@ -687,7 +711,12 @@ static void test_backlog_interleaves_ranks(void **state)
 		int d = (int)(max[0] > max[1] ? max[0] - max[1] : max[1] - max[0]);
 		skew = d > skew ? d : skew;
 	}
-	print_message("%d messages, the ranks at most %d steps apart\n", s->count, skew);
+	print_message("%d batches in %d bundles, the ranks at most %d steps apart\n", s->count,
+		      s->bundles, skew);
+	if (wire == TS_WIRE_POD) /* most rounds carry both ranks' batches */
+		assert_true(s->bundles > 0 && s->bundles < count_kind(s, 0, "rank") * 3 / 4);
+	else
+		assert_int_equal(s->bundles, 0);
 	assert_int_equal(max[0], BACKLOG_STEPS - 1);
 	assert_int_equal(max[1], BACKLOG_STEPS - 1);
 	assert_true(skew <= MAX_SKEW);
@@ -695,6 +724,16 @@ static void test_backlog_interleaves_ranks(void **state)
 		ts_ring_unmap(ring[i]);
 		close(lock_fd[i]);
 	}
+}
+
+static void test_backlog_pod_wire(void **state)
+{
+	backlog_interleaves_ranks(state, TS_WIRE_POD);
+}
+
+static void test_backlog_rank_wire(void **state)
+{
+	backlog_interleaves_ranks(state, TS_WIRE_RANK);
 }
 
 int main(void)
@@ -705,8 +744,8 @@ int main(void)
 		cmocka_unit_test(test_unsaved_read_only_folder),
 		cmocka_unit_test(test_unsaved_read_only_side_file),
 		cmocka_unit_test_setup_teardown(test_hello_groups, fixture_up, fixture_down),
-		cmocka_unit_test_setup_teardown(test_backlog_interleaves_ranks, fixture_up,
-						fixture_down),
+		cmocka_unit_test_setup_teardown(test_backlog_pod_wire, fixture_up, fixture_down),
+		cmocka_unit_test_setup_teardown(test_backlog_rank_wire, fixture_up, fixture_down),
 	};
 	return cmocka_run_group_tests_name("relay", tests, NULL, NULL);
 }
