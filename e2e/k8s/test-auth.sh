@@ -211,6 +211,9 @@ TRAINSCOPE_NATS_TOKEN_FILE=$tok_a TRAINSCOPE_POD_UID=$uid_a TRAINSCOPE_NODE=node
 wait_report authjob 119 team-a
 expect "team-a's job analysed through the authenticated relay" check_report authjob 5 Compute
 expect "relay A: publish to B's subjects denied" denied "$tok_a" "$uid_a" pub:ts.v1.team-b.j.rank.0
+expect "relay A: a Bundle on B's pod subjects denied" denied "$tok_a" "$uid_a" pub:ts.v1.team-b.j.pod.p
+expect "relay A: a Bundle on its own namespace's pod subjects allowed" try "$tok_a" "$uid_a" \
+	pub:ts.v1.team-a.j.pod.trainer-0
 expect "relay A: announce to another node denied" denied "$tok_a" "$uid_a" pub:ts.v1.team-a.j.ctl.node-2
 expect "relay A: publish host samples denied" denied "$tok_a" "$uid_a" pub:ts.v1.team-a.j.host.node-1
 expect "relay A: read its own namespace's subjects denied" denied "$tok_a" "$uid_a" "sub:ts.v1.team-a.>"
@@ -232,6 +235,7 @@ expect "agent: its node's announcements readable" try "$tok_agent" "$uid_agent" 
 expect "agent: another node's announcements denied" denied "$tok_agent" "$uid_agent" "sub:ts.v1.*.*.ctl.node-2"
 expect "agent: samples as another node denied" denied "$tok_agent" "$uid_agent" pub:ts.v1.team-a.j.host.node-2
 expect "agent: rank batches denied" denied "$tok_agent" "$uid_agent" pub:ts.v1.team-a.j.rank.0
+expect "agent: Bundles denied" denied "$tok_agent" "$uid_agent" pub:ts.v1.team-a.j.pod.p
 expect "cli: the stream readable" try "$tok_cli" "" 'req:$JS.API.STREAM.INFO.TRAINSCOPE'
 expect "cli: timeline through a consumer of its own" sh -c "TRAINSCOPE_NATS_TOKEN_FILE='$tok_cli' \
 	'$BIN/trainscope' timeline --nats '$NATS_URL' --namespace team-a --job authjob \

@@ -38,7 +38,7 @@ static void usage(FILE *f)
 		"NATS auth callout for trainscope (nats-server 2.10 or later). A client connects with\n"
 		"a Kubernetes ServiceAccount token as its NATS token; the API server reviews it\n"
 		"(TokenReview, for --audience) and the client gets the rights of its role only:\n"
-		"  relay     any pod's token: publish ts.v1.<its namespace>.*.{rank,hang}.* and\n"
+		"  relay     any pod's token: publish ts.v1.<its namespace>.*.{rank,pod,hang}.* and\n"
 		"            ts.v1.<its namespace>.*.ctl.<its node>\n"
 		"  agent     --agent's token: publish ts.v1.*.*.{host,dev}.<its node>, read\n"
 		"            ts.v1.*.*.ctl.<its node>\n"

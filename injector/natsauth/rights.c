@@ -126,8 +126,10 @@ enum ts_authz_role ts_authz_rights(const struct ts_authz_policy *p, const struct
 	if (role != TS_ROLE_NONE && role != TS_ROLE_CLI)
 		add(sub, "%s.%s.>", TS_AUTHZ_INBOX, w->pod_uid);
 	switch (role) {
-	case TS_ROLE_RELAY: /* its namespace's ranks and hangs; announcements to its own node */
+	case TS_ROLE_RELAY: /* its namespace's ranks (alone or in its pod's Bundles) and
+			     * hangs; announcements to its own node */
 		add(pub, "ts.v1.%s.*.rank.*", ns);
+		add(pub, "ts.v1.%s.*.pod.*", ns);
 		add(pub, "ts.v1.%s.*.hang.*", ns);
 		add(pub, "ts.v1.%s.*.ctl.%s", ns, node);
 		*out = perms(pub, sub, NULL);

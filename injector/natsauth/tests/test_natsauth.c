@@ -74,7 +74,8 @@ static void test_roles(void **state)
 	w = who_of("team-a", "default", UID, "gpu-node-1.example");
 	assert_int_equal(ts_authz_rights(&policy, &w, &p, why, sizeof(why)), TS_ROLE_RELAY);
 	expect(p, "pub", "allow",
-	       "ts.v1.team-a.*.rank.* ts.v1.team-a.*.hang.* ts.v1.team-a.*.ctl.gpu-node-1_example");
+	       "ts.v1.team-a.*.rank.* ts.v1.team-a.*.pod.* ts.v1.team-a.*.hang.* "
+	       "ts.v1.team-a.*.ctl.gpu-node-1_example");
 	expect(p, "sub", "allow", "_INBOX." UID ".>");
 	json_decref(p);
 
