@@ -15,7 +15,9 @@
 #   live on one server: the RANKS run again on a single server, stream R1, to tell
 #          what the 3 servers' replication costs this machine from what the analyzers do.
 # RANKS, LIVE_STEPS, BACKLOG_STEPS override the sizes; OUT=FILE also writes the table;
-# ANALYZER=PATH runs another build of the analyzer (a sanitizer build: build/san/bin/...).
+# ANALYZER=PATH runs another build of the analyzer (a sanitizer build: build/san/bin/...);
+# WIRE=rank publishes each rank's batches alone, as relays with --wire rank do (default
+# pod: a Bundle per pod of 8 ranks and step).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -23,6 +25,7 @@ BUILD=${BUILD:-build}
 RANKS=${RANKS:-16384}
 LIVE_STEPS=${LIVE_STEPS:-60}
 BACKLOG_STEPS=${BACKLOG_STEPS:-30}
+WIRE=${WIRE:-pod}
 
 
 TOOLS=$(bash e2e/k8s/tools.sh nats) || die "nats-server 2.12 could not be built"
@@ -57,7 +60,7 @@ for a in json.load(sys.stdin)["account_details"]:
 # ---- drain: one analyzer reads a stored backlog as fast as it can -------------------------------
 echo "scale bench: storing $BACKLOG_STEPS steps of a $RANKS-rank job (namespace drain)"
 "$BIN/trainscope-loadgen" --nats "$CLUSTER_URLS" --ranks "$RANKS" --steps "$BACKLOG_STEPS" \
-	--namespace drain --job backlog >"$WORK/drain-gen.out" 2>"$WORK/drain-gen.log" ||
+	--namespace drain --job backlog --wire "$WIRE" >"$WORK/drain-gen.out" 2>"$WORK/drain-gen.log" ||
 	die "loadgen: $(tail -3 "$WORK/drain-gen.log")"
 sed 's/^/  /' "$WORK/drain-gen.out"
 read -r bytes0 msgs0 < <(stream_bytes)
@@ -101,7 +104,7 @@ start_live() {
 	IDLE=$(rss_mb "$P0")
 	echo "scale bench: live, $ranks ranks x $LIVE_STEPS steps at 1 step/s, rank $SLOW 1.5x slower from step 15"
 	"$BIN/trainscope-loadgen" --nats "$CLUSTER_URLS" --ranks "$ranks" --steps "$LIVE_STEPS" \
-		--step-ms 1000 --live --slow "$SLOW:1.5:15" --namespace "$name" --job llm \
+		--step-ms 1000 --live --slow "$SLOW:1.5:15" --namespace "$name" --job llm --wire "$WIRE" \
 		>"$WORK/$name-gen.out" 2>"$WORK/$name-gen.log" &
 	GEN=$!
 	PIDS="$PIDS $GEN"
@@ -185,12 +188,12 @@ SERVERS=1 TRAINSCOPE_STREAM_REPLICAS=1
 live solo "$RANKS"
 
 python3 - "$WORK/live.txt" "$RANKS" "$BACKLOG_STEPS" "$t0" "$t1" "$c0" "$c1" "${OUT:-}" \
-	"$WORK/killed.txt" "$LIVE_STEPS" <<'PY'
+	"$WORK/killed.txt" "$LIVE_STEPS" "$WIRE" <<'PY'
 import sys
 a = sys.argv
 ranks, bsteps = int(a[2]), int(a[3])
 t0, t1, c0, c1 = map(float, a[4:8])
-out, killed, lsteps = a[8], a[9], int(a[10])
+out, killed, lsteps, wire = a[8], a[9], int(a[10]), a[11]
 rows = [("one analyzer draining a stored backlog (%d ranks)" % ranks,
          "%.0f rank-steps/s, %.3f core-s per 1,000" % (ranks * bsteps / (t1 - t0),
                                                        (c1 - c0) / (ranks * bsteps / 1000)),
@@ -209,7 +212,9 @@ for line in open(a[1]):
          "budget <= 2 s"),
         ("  analyzer CPU per 1,000 rank-steps/s", "%.3f cores" % ((lc1 - lc0) / (lt1 - lt0) / (rate / 1000)), ""),
         ("  analyzer memory per 1,000 ranks", "%.1f MiB (peak RSS %.0f, idle %.0f MiB)" % ((rss - idle) / (n / 1000), rss, idle), ""),
-        ("  NATS storage per rank-step, one replica", "%.0f bytes" % ((b1 - b0) / max(m1 - m0, 1)),
+        ("  NATS messages per second, per rank-step", "%.0f, %.3f" % (
+            (m1 - m0) / (lt1 - lt0), (m1 - m0) / max(ls1 - ls0, 1)), "--wire " + wire),
+        ("  NATS storage per rank-step, one replica", "%.0f bytes" % ((b1 - b0) / max(ls1 - ls0, 1)),
          "x%s on disk" % r),
         ("  slow rank %s named" % slow, named, "must be " + slow),
     ]

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /* trainscope-loadgen: simulated relays for jobs of up to tens of thousands of ranks.
  *
- * Each rank is a producer of its own (producer id, batch sequence) publishing real
- * trainscope.v1.Batch messages, encoded by the relay's own encoder, on the rank's
- * subject: a Hello first, then a Step per step with its phases, collectives by size,
- * the communicator and GEMMs, and a final batch. Synchronous data parallelism: every
- * rank of a step ends together; a slow rank computes longer and the others wait in
- * their collective. Faults: --slow RANK:FACTOR[:FROM] (compute), and jitter. */
+ * Each rank is a producer of its own (producer id, batch sequence) making real
+ * trainscope.v1.Batch messages, encoded by the relay's own encoder: a Hello first, then
+ * a Step per step with its phases, collectives by size, the communicator and GEMMs, and
+ * a final batch. A pod's relay sends its ranks' batches of a step as one Bundle on the
+ * pod's subject (the relay's bundler), or with --wire rank each on the rank's subject.
+ * Synchronous data parallelism: every rank of a step ends together; a slow rank
+ * computes longer and the others wait in their collective. Faults: --slow
+ * RANK:FACTOR[:FROM] (compute), and jitter. */
 #include "injector/relay/batch.h"
+#include "injector/relay/bundle.h"
 #include "hash.h"
 #include "log.h"
 #include "natsw.h"
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_SLOW 16
 
@@ -37,13 +41,15 @@ struct gen {
 	uint64_t steps;
 	double step_ms, rate, jitter;
 	bool live;          /* steps in real time: each published as it ends */
+	enum ts_wire wire;
+	struct ts_bundler bundler; /* the pod wire's: one Bundle per pod and step */
 	struct slow slow[MAX_SLOW];
 	int nslow;
 	unsigned seed;
 	uint64_t t0;        /* the first step's start, CLOCK_REALTIME */
 	uint64_t *seq;      /* per job and rank */
 	double *start_ms;   /* each step's start after t0: the sum of the steps before */
-	uint64_t published, bytes;
+	uint64_t published, bytes; /* batches, and their encoded bytes */
 };
 
 static void usage(FILE *f)
@@ -51,7 +57,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: trainscope-loadgen [options]\n"
 		"Publishes the records of simulated training jobs to NATS JetStream, as the\n"
-		"relays of that many ranks would (one producer per rank).\n\n"
+		"relays of that many ranks would (one producer per rank, a relay per pod).\n\n"
 		"  -n, --ranks N          ranks per job (default 1024)\n"
 		"  -j, --jobs N           jobs at once, named JOB-0.. when more than one (default 1)\n"
 		"      --steps N          steps per job (default 200)\n"
@@ -67,6 +73,8 @@ static void usage(FILE *f)
 		"      --namespace NS     (default loadgen)\n"
 		"      --job NAME         (default big)\n"
 		"      --ranks-per-node N pods and nodes hold this many ranks (default 8)\n"
+		"      --wire pod|rank    a Bundle of its ranks' batches per pod and step, as\n"
+		"                         relays send them (default), or a message per rank\n"
 		"      --seed N           noise seed (default 1)\n"
 		TSN_HELP
 		"  -h, --help\n\n"
@@ -102,6 +110,7 @@ enum loadgen_opt {
 	OPT_RANKS_PER_NODE,
 	OPT_SEED,
 	OPT_LIVE,
+	OPT_WIRE,
 };
 
 static int parse_args(struct gen *g, int argc, char **argv)
@@ -120,6 +129,7 @@ static int parse_args(struct gen *g, int argc, char **argv)
 		{ "ranks-per-node", required_argument, NULL, OPT_RANKS_PER_NODE },
 		{ "seed", required_argument, NULL, OPT_SEED },
 		{ "live", no_argument, NULL, OPT_LIVE },
+		{ "wire", required_argument, NULL, OPT_WIRE },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -148,6 +158,12 @@ static int parse_args(struct gen *g, int argc, char **argv)
 		case OPT_RANKS_PER_NODE: g->ranks_per_node = atoi(optarg); break;
 		case OPT_SEED: g->seed = (unsigned)atoi(optarg); break;
 		case OPT_LIVE: g->live = true; break;
+		case OPT_WIRE:
+			if (ts_wire_parse(optarg, &g->wire)) {
+				fprintf(stderr, "trainscope-loadgen: --wire %s: want pod or rank\n", optarg);
+				return -1;
+			}
+			break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			if (tsn_parse_option(&g->nats, ch, optarg))
@@ -251,6 +267,8 @@ static double job_step_ms(const struct gen *g, uint64_t step)
 	return g->step_ms + 0.6 * g->step_ms * (1 + g->jitter) * (worst - 1.0);
 }
 
+/* The rank's batch (s: its step; NULL: its final batch) on its subject, or into its
+ * pod's Bundle (sent by pod_done). */
 static int publish(struct gen *g, struct tsn *n, int job, int rank, const struct ts_step_sum *s,
 		   bool first, bool final)
 {
@@ -273,15 +291,31 @@ static int publish(struct gen *g, struct tsn *n, int job, int rank, const struct
 	h.final = final;
 	if ((rc = ts_batch_encode(&h, s, s ? 1 : 0, &buf, &len)))
 		return rc;
+	g->published++;
+	g->bytes += len;
+	if (g->wire == TS_WIRE_POD) {
+		if (ts_subject(subject, sizeof(subject), id.ns, id.job, "pod", id.pod) < 0) {
+			free(buf);
+			return -ENAMETOOLONG;
+		}
+		return ts_bundler_add(&g->bundler, subject, buf, len, s ? 1 : 0);
+	}
 	snprintf(leaf, sizeof(leaf), "%d", rank);
 	if (ts_subject(subject, sizeof(subject), id.ns, id.job, "rank", leaf) < 0)
 		rc = -ENAMETOOLONG;
 	else
 		rc = tsn_publish_seq(n, subject, buf, len, h.producer_id, h.seq);
-	g->published++;
-	g->bytes += len;
 	free(buf);
 	return rc;
+}
+
+/* After rank's batch: its pod's Bundle goes once the pod's last rank is in it. */
+static int pod_done(struct gen *g, int rank)
+{
+	if (g->wire != TS_WIRE_POD ||
+	    ((rank + 1) % g->ranks_per_node && rank + 1 < g->ranks))
+		return 0;
+	return ts_bundler_flush(&g->bundler);
 }
 
 /* Keeps the outbox small (it drops its oldest past its bound) and paces to --rate. */
@@ -323,7 +357,8 @@ static int run(struct gen *g, struct tsn *n)
 			double slowest = job_step_ms(g, step);
 			for (int rank = 0; rank < g->ranks && !rc; rank++) {
 				step_sum(g, job, rank, step, slowest, &s);
-				rc = publish(g, n, job, rank, &s, step == 0, false);
+				if (!(rc = publish(g, n, job, rank, &s, step == 0, false)))
+					rc = pod_done(g, rank);
 			}
 		}
 		if (!rc)
@@ -334,7 +369,8 @@ static int run(struct gen *g, struct tsn *n)
 	}
 	for (int job = 0; job < g->jobs && !rc; job++)
 		for (int rank = 0; rank < g->ranks && !rc; rank++)
-			rc = publish(g, n, job, rank, NULL, false, true);
+			if (!(rc = publish(g, n, job, rank, NULL, false, true)))
+				rc = pod_done(g, rank);
 	return rc;
 }
 
@@ -362,6 +398,10 @@ int main(int argc, char **argv)
 	if ((rc = tsn_ensure_stream(n)))
 		fprintf(stderr, "trainscope-loadgen: the TRAINSCOPE stream is not there and cannot "
 			"be made: is NATS with JetStream at %s?\n", g.nats.url);
+	/* one bundler for every pod: its ids new at each run, as a relay's at each start */
+	ts_bundler_init(&g.bundler, &(struct ts_bundler_opts){
+		.producer_id = ts_mix64(ts_real_ns() ^ (uint64_t)getpid() << 32),
+		.max_bytes = tsn_max_payload(n), .send = ts_bundle_send_nats, .ctx = n });
 	uint64_t began = ts_mono_ns();
 	if (!rc && (rc = run(&g, n)))
 		fprintf(stderr, "trainscope-loadgen: publishing failed: %s\n", strerror(-rc));
@@ -369,12 +409,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "trainscope-loadgen: JetStream did not acknowledge everything in 120 s\n");
 	double secs = (double)(ts_mono_ns() - began) / 1e9;
 	tsn_get_stats(n, &st);
-	printf("loadgen: %d job(s) x %d ranks x %" PRIu64 " steps: %" PRIu64 " batches, %.1f MB, "
-	       "%.1f s (%.0f rank-steps/s); acked %" PRIu64 ", dropped %" PRIu64 "\n",
-	       g.jobs, g.ranks, g.steps, g.published, (double)g.bytes / 1e6, secs,
+	printf("loadgen: %d job(s) x %d ranks x %" PRIu64 " steps: %" PRIu64 " batches in %" PRIu64
+	       " messages (--wire %s), %.1f MB, %.1f s (%.0f rank-steps/s); acked %" PRIu64
+	       ", dropped %" PRIu64 "\n",
+	       g.jobs, g.ranks, g.steps, g.published,
+	       g.wire == TS_WIRE_POD ? g.bundler.st.bundles : g.published,
+	       g.wire == TS_WIRE_POD ? "pod" : "rank", (double)g.bytes / 1e6, secs,
 	       (double)g.jobs * g.ranks * (double)g.steps / (secs > 0 ? secs : 1), st.acked, st.dropped);
+	rc = rc || st.dropped || g.bundler.st.lost;
+	ts_bundler_free(&g.bundler);
 	tsn_close(n);
 	free(g.seq);
 	free(g.start_ms);
-	return rc || st.dropped ? 1 : 0;
+	return rc ? 1 : 0;
 }
