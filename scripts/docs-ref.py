@@ -84,6 +84,7 @@ ENV = {
     "TRAINSCOPE_STREAM_MAX_AGE": "The stream's messages are dropped past this age (default `24h`).",
     "TRAINSCOPE_STREAM_MAX_BYTES": "The stream's bound on each server (default `1G`).",
     "TRAINSCOPE_STREAM_REPLICAS": "Copies of the stream on different servers (default 1).",
+    "TRAINSCOPE_WIRE": "How the relay publishes its ranks' batches (`--wire`): `pod` (default), one `Bundle` a round per pod and job on `ts.v1.<ns>.<job>.pod.<pod>`; `rank`, each on its rank's subject.",
     "TRAINSCOPE_WORLD_SIZE": "The job's world size, with `TRAINSCOPE_RANK`.",
 }
 

@@ -452,10 +452,13 @@ void relay_render_metrics(struct relay *r, struct ts_buf *b)
 	  "server's max_payload (the reason is logged).", s.publish_errors);
 	M("nats_published_total", "counter", "Publishes handed to NATS, resends included.",
 	  n.published);
-	M("nats_acked_total", "counter", "Batches stored by JetStream.", n.acked);
-	M("nats_retried_total", "counter", "Batches resent after an error or ack timeout.",
+	M("nats_acked_total", "counter", "Messages (batches, Bundles) stored by JetStream.",
+	  n.acked);
+	M("nats_retried_total", "counter", "Messages resent after an error or ack timeout.",
 	  n.retried);
-	M("nats_dropped_total", "counter", "Batches dropped from a full outbox.", n.dropped);
+	M("nats_dropped_total", "counter",
+	  "Messages dropped from a full outbox (a Bundle with all its batches: the analyzer "
+	  "counts each rank's gap).", n.dropped);
 	M("nats_dropped_bytes_total", "counter", "Bytes dropped from a full outbox.",
 	  n.dropped_bytes);
 	M("nats_denied_total", "counter",
