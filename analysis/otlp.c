@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* What becomes a span: windows of steps as traces, sampling, the per-trace budget. */
 #include "otlp_impl.h"
+#include "hash.h"
 #include "log.h"
 
 #include <errno.h>
@@ -8,24 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 static uint64_t hash_str(uint64_t h, const char *s)
 {
 	while (*s)
-		h = mix(h ^ (uint8_t)*s++);
+		h = ts_splitmix64(h ^ (uint8_t)*s++);
 	return h;
 }
 
 void ts_otlp_trace_id(const char *ns, const char *job, uint64_t first_start_ns, uint8_t out[16])
 {
-	uint64_t a = mix(hash_str(hash_str(1, ns), job) ^ first_start_ns), b = mix(a ^ 0xabcdef);
+	uint64_t a = ts_splitmix64(hash_str(hash_str(1, ns), job) ^ first_start_ns);
+	uint64_t b = ts_splitmix64(a ^ 0xabcdef);
 
 	memcpy(out, &a, 8);
 	memcpy(out + 8, &b, 8);
@@ -40,8 +34,8 @@ void ts_otlp_window_trace(const uint8_t base[16], uint64_t w, uint8_t out[16])
 		return;
 	memcpy(&a, base, 8);
 	memcpy(&b, base + 8, 8);
-	a = mix(a ^ mix(w));
-	b = mix(b ^ a);
+	a = ts_splitmix64(a ^ ts_splitmix64(w));
+	b = ts_splitmix64(b ^ a);
 	memcpy(out, &a, 8);
 	memcpy(out + 8, &b, 8);
 }
@@ -54,7 +48,7 @@ static void root_id(const uint8_t trace[16], uint8_t out[8])
 
 	memcpy(&a, trace, 8);
 	memcpy(&b, trace + 8, 8);
-	a = mix(a ^ b ^ 0x77696e646f77ull) | 1;
+	a = ts_splitmix64(a ^ b ^ 0x77696e646f77ull) | 1;
 	memcpy(out, &a, 8);
 }
 
@@ -73,7 +67,7 @@ static struct qspan *slot(struct ts_otlp *x)
 	s = &x->q[(x->head + x->count++) % x->o.max_queue];
 	memset(s, 0, sizeof(*s));
 	x->st.queued++;
-	uint64_t id = mix(++x->next_id ^ (uint64_t)(uintptr_t)x) | 1;
+	uint64_t id = ts_splitmix64(++x->next_id ^ (uint64_t)(uintptr_t)x) | 1;
 	memcpy(s->id, &id, 8);
 	return s;
 }

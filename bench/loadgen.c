@@ -185,12 +185,9 @@ static int parse_args(struct gen *g, int argc, char **argv)
 /* A deterministic uniform in [-1, 1) per (job, rank, step). */
 static double noise(const struct gen *g, int job, int rank, uint64_t step)
 {
-	uint64_t x = ((uint64_t)g->seed << 40) ^ ((uint64_t)job << 32) ^ ((uint64_t)rank << 20) ^ step;
+	uint64_t x = ts_splitmix64(((uint64_t)g->seed << 40) ^ ((uint64_t)job << 32) ^
+				   ((uint64_t)rank << 20) ^ step);
 
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	x ^= x >> 31;
 	return (double)(x >> 11) / (double)(1ull << 52) - 1.0;
 }
 

@@ -78,25 +78,37 @@ static int ingest_bundle(struct ts_analyzer *a, const char *subject, const struc
 	return rc;
 }
 
-static struct ts_analyzer *analyzer(void)
+/* An analyzer of the default parameters for the test (*state), freed after it even when
+ * it failed. */
+static int up(void **state)
 {
 	struct ts_analyzer_opts o = { 0 };
-	struct ts_analyzer *a;
+	struct ts_analyzer *a = NULL;
+	int err;
 
 	ts_params_defaults(&o.params);
-	assert_int_equal(ts_analyzer_new(&a, &o), 0);
-	return a;
+	err = ts_analyzer_new(&a, &o);
+	*state = a;
+	return err;
+}
+
+static int down(void **state)
+{
+	ts_analyzer_free(*state);
+	return 0;
 }
 
 /* Each batch's rank keeps its identity; the stats are those of the batches sent alone. */
 static void test_bundle_as_batches(void **state)
 {
-	struct ts_analyzer *pod = analyzer(), *alone = analyzer();
+	struct ts_analyzer *pod = *state, *alone;
 	struct ts_analyzer_stats ps, as;
 	char subject[64];
+	void *other;
 	struct msg m;
 
-	(void)state;
+	assert_int_equal(up(&other), 0);
+	alone = other;
 	for (uint64_t seq = 1; seq <= 3; seq++) {
 		every_rank(&m, seq, (seq - 1) * 4, 4);
 		assert_int_equal(ingest_bundle(pod, SUBJECT, &m, seq), 0);
@@ -129,7 +141,6 @@ static void test_bundle_as_batches(void **state)
 	ts_analyzer_get_stats(pod, &ps);
 	assert_int_equal(ps.duplicates, RANKS);
 	assert_int_equal(ps.steps, 3 * 4 * RANKS);
-	ts_analyzer_free(pod);
 	ts_analyzer_free(alone);
 }
 
@@ -138,11 +149,10 @@ static void test_bundle_as_batches(void **state)
  * drops too. */
 static void test_bundle_gap_is_loss(void **state)
 {
-	struct ts_analyzer *a = analyzer();
+	struct ts_analyzer *a = *state;
 	struct ts_analyzer_stats st;
 	struct msg m;
 
-	(void)state;
 	every_rank(&m, 1, 0, 4);
 	assert_int_equal(ingest_bundle(a, SUBJECT, &m, 1), 0);
 	/* round 2: rank 2's batch (its seq 2) lost; round 3: rank 2 goes on with seq 3 and
@@ -166,19 +176,17 @@ static void test_bundle_gap_is_loss(void **state)
 	const struct ts_job_result *res = ts_job_result(ts_analyzer_job(a, "ml", "llm"));
 	assert_int_equal(res->batches_lost, 1);
 	assert_int_equal(res->ring_dropped, 7);
-	ts_analyzer_free(a);
 }
 
 /* A relay may speak only for its subject's namespace, job and pod: a batch that claims
  * another is refused and counted, the bundle's others taken. */
 static void test_bundle_mismatch_refused(void **state)
 {
-	struct ts_analyzer *a = analyzer();
+	struct ts_analyzer *a = *state;
 	struct ts_analyzer_stats st;
 	struct ts_test_batch *x;
 	struct msg m;
 
-	(void)state;
 	every_rank(&m, 1, 0, 4);
 	m.n = 2; /* ranks 0 and 1, then forged ones */
 	add(&m, rank_batch("victim", "llm", 2, 1, 0, 4));
@@ -199,18 +207,16 @@ static void test_bundle_mismatch_refused(void **state)
 	assert_int_equal(ingest_bundle(a, SUBJECT ".1", &m, 2), 0);
 	ts_analyzer_get_stats(a, &st);
 	assert_int_equal(st.batches, 2 + RANKS);
-	ts_analyzer_free(a);
 }
 
 /* A message on a pod subject that is no Bundle, or a Bundle's batch that is no Batch. */
 static void test_bundle_malformed(void **state)
 {
-	struct ts_analyzer *a = analyzer();
+	struct ts_analyzer *a = *state;
 	struct ts_analyzer_stats st;
 	static const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff, 0x0f };
 	struct msg m;
 
-	(void)state;
 	assert_int_equal(ts_analyzer_ingest(a, SUBJECT, junk, sizeof(junk)), -EBADMSG);
 	every_rank(&m, 1, 0, 1);
 	m.batch[1].data = (uint8_t *)junk;
@@ -220,16 +226,15 @@ static void test_bundle_malformed(void **state)
 	assert_int_equal(st.bad_msgs, 2);
 	assert_int_equal(st.bundles, 1);
 	assert_int_equal(st.batches, RANKS - 1);
-	ts_analyzer_free(a);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bundle_as_batches),
-		cmocka_unit_test(test_bundle_gap_is_loss),
-		cmocka_unit_test(test_bundle_mismatch_refused),
-		cmocka_unit_test(test_bundle_malformed),
+		cmocka_unit_test_setup_teardown(test_bundle_as_batches, up, down),
+		cmocka_unit_test_setup_teardown(test_bundle_gap_is_loss, up, down),
+		cmocka_unit_test_setup_teardown(test_bundle_mismatch_refused, up, down),
+		cmocka_unit_test_setup_teardown(test_bundle_malformed, up, down),
 	};
 	return cmocka_run_group_tests_name("bundle", tests, NULL, NULL);
 }

@@ -319,7 +319,7 @@ int relay_new(struct relay **out, const struct relay_opts *opts)
 		r->opts.flush_ms = 100;
 	if (r->opts.max_batch_steps <= 0)
 		r->opts.max_batch_steps = 256;
-	r->relay_nonce = relay_splitmix(ts_real_ns() ^ ((uint64_t)getpid() << 32));
+	r->relay_nonce = ts_splitmix64(ts_real_ns() ^ ((uint64_t)getpid() << 32));
 	snprintf(r->pod_uid, sizeof(r->pod_uid), "%s",
 		 getenv("TRAINSCOPE_POD_UID") ? getenv("TRAINSCOPE_POD_UID") : "");
 	r->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -333,7 +333,7 @@ int relay_new(struct relay **out, const struct relay_opts *opts)
 	if (err)
 		goto fail;
 	ts_bundler_init(&r->bundler, &(struct ts_bundler_opts){
-		.producer_id = relay_splitmix(r->relay_nonce ^ 0x62756e646c65ull), /* "bundle" */
+		.producer_id = ts_splitmix64(r->relay_nonce ^ 0x62756e646c65ull), /* "bundle" */
 		.send = ts_bundle_send_nats, .ctx = r->nats });
 	r->rescan = true;
 	*out = r;

@@ -11,6 +11,7 @@
 #include "relay.h"
 #include "agg.h"
 #include "batch.h"
+#include "hash.h"
 #include "ring.h"
 #include "tsclock.h"
 
@@ -87,16 +88,6 @@ struct relay {
 static inline uint64_t mono_ms(void)
 {
 	return ts_mono_ns() / 1000000;
-}
-
-/* splitmix64's finalizer: the relay's nonce, producer ids, the .relay record's check
- * (which a relay of another version must compute alike). */
-static inline uint64_t relay_splitmix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
 }
 
 /* scan.c: the folder's rings not followed yet made producers; a ring that cannot be is

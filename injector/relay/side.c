@@ -56,7 +56,7 @@ static uint64_t side_check(const struct side_rec *s)
 
 	memcpy(w, s, sizeof(w));
 	for (size_t i = 0; i < sizeof(w) / 8; i++)
-		h = relay_splitmix(h ^ w[i]);
+		h = ts_splitmix64(h ^ w[i]);
 	return h;
 }
 
@@ -119,7 +119,7 @@ static void unsaved(struct relay *r, struct producer *p, const char *side, int e
 
 static uint64_t new_producer_id(const struct relay *r, const struct producer *p)
 {
-	return relay_splitmix(r->relay_nonce ^ (uint64_t)p->id.pid ^ p->ring->start_real_ns);
+	return ts_splitmix64(r->relay_nonce ^ (uint64_t)p->id.pid ^ p->ring->start_real_ns);
 }
 
 /* The last relay's producer id and seqs from the side file, or new ones (relay_impl.h);
