@@ -33,29 +33,7 @@ export PATH="$TOOLS:$PATH"
 trap cleanup EXIT
 start_nats_cluster 3
 export TRAINSCOPE_STREAM_REPLICAS=3 TRAINSCOPE_STREAM_MAX_BYTES=4G
-tck=$(getconf CLK_TCK)
-cpu_s() { awk -v t="$tck" '{ print ($14 + $15) / t }' "/proc/$1/stat"; }
-rss_mb() { awk '/VmHWM/ { print $2 / 1024 }' "/proc/$1/status"; }
-analyzer() { # analyzer NAME ARGS...: started, its pid in APID, its metrics URL in AMET
-	local name=$1; shift
-	mkdir -p "$WORK/$name"
-	"${ANALYZER:-$BIN/trainscope-analyzer}" --nats "$CLUSTER_URLS" --report-dir "$WORK/$name/reports" \
-		--metrics-port 0 --quiet "$@" >"$WORK/$name/out" 2>"$WORK/$name/log" &
-	APID=$!
-	PIDS="$PIDS $APID"
-	wait_for 60 grep -q consuming "$WORK/$name/log" || die "$name: $(tail -3 "$WORK/$name/log")"
-	AMET=$(grep -o 'http://[0-9.:]*/metrics' "$WORK/$name/log" | head -1)
-}
-metric() { curl -sf -m 5 "$1" | awk -v m="$2" '$1 == m { print $2 }'; }
-steps_at_least() { [ "$(metric "$1" trainscope_analyzer_steps_total)" -ge "$2" ] 2>/dev/null; }
-stream_bytes() {
-	curl -sf "http://127.0.0.1:${NATS_MON[1]}/jsz?streams=true" | python3 -c '
-import json, sys
-for a in json.load(sys.stdin)["account_details"]:
-    for s in a.get("stream_detail", []):
-        if s["name"] == "TRAINSCOPE":
-            print(s["state"]["bytes"], s["state"]["messages"])'
-}
+. bench/scale_lib.sh
 
 # ---- drain: one analyzer reads a stored backlog as fast as it can -------------------------------
 echo "scale bench: storing $BACKLOG_STEPS steps of a $RANKS-rank job (namespace drain)"
@@ -73,22 +51,6 @@ drain_rss=$(rss_mb "$APID")
 kill "$APID"
 
 # ---- live: a job at 1 step/s, two partitioned analyzers of their own ------------------------------
-lag_q() { # lag_q METRICS_URL: p50 p99 max of the verdict lag histogram (bucket bounds, capped at max)
-	curl -sf "$1" | python3 -c '
-import re, sys
-b, mx = {}, 0.0
-for line in sys.stdin:
-    m = re.match(r"trainscope_analyzer_verdict_lag_seconds_bucket\{le=\"([^\"]+)\"\} (\S+)", line)
-    if m:
-        b[float("inf") if m.group(1) == "+Inf" else float(m.group(1))] = float(m.group(2))
-    m = re.match(r"trainscope_analyzer_verdict_lag_max_seconds (\S+)", line)
-    if m:
-        mx = float(m.group(1))
-def q(p):
-    n = b[float("inf")]
-    return next(min(le, mx) for le, c in sorted(b.items()) if c >= p * n)
-print("%.2f %.2f %.2f" % (q(0.5), q(0.99), mx))'
-}
 # start_live NAME RANKS: two partitioned analyzers (P0 P1, metrics M0 M1, idle RSS IDLE) and
 # the generator (GEN) publishing the job at 1 step/s; OWNER names the analyzer that took
 # the job, K its partition, PID and MET its pid and metrics, SLOW the slowed rank
