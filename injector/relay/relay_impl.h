@@ -4,7 +4,8 @@
  *   scan.c      the folder's rings found and followed, or refused
  *   side.c      the files beside a ring: its .relay file (the producer's id and seqs)
  *   identity.c  a producer's identity learned late, and the notices for processes it
- *               cannot use */
+ *               cannot use
+ * (bundle.c, with its own header, gathers the pod wire's Bundles.) */
 #ifndef TS_RELAY_IMPL_H
 #define TS_RELAY_IMPL_H
 
