@@ -118,6 +118,9 @@ static int alloc_world(struct ts_job *j, int world, int cap)
 		if (ts_ksigma_init(&j->ks[i], j->p.time.training_window_size))
 			return -ENOMEM;
 	fresh_history(j, nm);
+	/* the slow ranks' entries were made anew, empty: none is named until judged again */
+	j->res.nslow = 0;
+	j->res.summary[0] = 0;
 	j->res.world = world;
 	j->res.hang_rank = j->res.hang_stacks_rank = -1;
 	return 0;

@@ -98,6 +98,31 @@ static void expect_slow(enum ts_metric metric, double factor, const char *cause,
 	assert_int_equal(r->slow[0].confirmed_step, first);
 }
 
+/* A world grown past its arrays' room starts its ranks' history over: the ranks named
+ * before are not named from arrays made anew (a report built then read a NULL cause and
+ * crashed the analyzer). */
+static void test_world_regrown_forgets_named(void **state)
+{
+	struct sim s = { 8, 5, 40, TS_M_COMPUTE, 1.3, 7 };
+	struct ts_params p;
+	struct ts_job *j;
+
+	(void)state;
+	ts_params_defaults(&p);
+	assert_int_equal(ts_job_new(&j, "ns", "job", s.world, &p), 0);
+	for (int st = 0; st < 120; st++) {
+		feed_step(j, &s, (uint64_t)st);
+		ts_job_tick(j, 1000000 * MS + (uint64_t)st * 100 * MS);
+	}
+	assert_int_equal(ts_job_result(j)->nslow, 1);
+	struct ts_rank_step rs = { .step = 120, .start_ns = 1000000 * MS + 120 * 100 * MS };
+	rs.end_ns = rs.start_ns + 56 * MS;
+	assert_int_equal(ts_job_add_step(j, 63, 64, &rs), 0); /* past the arrays' room */
+	assert_int_equal(ts_job_result(j)->nslow, 0);
+	assert_string_equal(ts_job_result(j)->summary, "");
+	ts_job_free(j);
+}
+
 static void test_compute(void **state)
 {
 	(void)state;
@@ -1200,6 +1225,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_compute),
+		cmocka_unit_test(test_world_regrown_forgets_named),
 		cmocka_unit_test(test_gemm_throughput),
 		cmocka_unit_test(test_waiting_rank_not_named),
 		cmocka_unit_test(test_runq_named_whatever_the_wait),
