@@ -13,6 +13,8 @@
 
 struct tsn_kv {
 	kvStore *kv;
+	jsCtx *js;           /* purges go to the bucket's stream */
+	char stream[80], prefix[80]; /* KV_<bucket>, $KV.<bucket>. */
 };
 
 static void say(char *why, size_t n, natsStatus s)
@@ -48,6 +50,9 @@ int tsn_kv_open(struct tsn *n, const char *bucket, struct tsn_kv **out, char *wh
 		free(k);
 		return -EAGAIN;
 	}
+	k->js = tsn_jsctx(n);
+	snprintf(k->stream, sizeof(k->stream), "KV_%s", bucket);
+	snprintf(k->prefix, sizeof(k->prefix), "$KV.%s.", bucket);
 	*out = k;
 	return 0;
 }
@@ -89,27 +94,16 @@ static int get_head(struct tsn_kv *k, const char *key, struct head *h)
 	return 0;
 }
 
-int tsn_kv_put_blob(struct tsn_kv *k, const char *key, const void *data, size_t len, char *why,
-		    size_t whylen)
+int tsn_kv_put_parts(struct tsn_kv *k, const char *name, const void *data, size_t len,
+		     char *why, size_t whylen)
 {
-	struct head h = { 0 };
-	char name[256], text[160];
 	natsStatus s = NATS_OK;
+	char part[256];
 
-	/* the slot the head does not name now: the blob it names stays whole meanwhile */
-	int slot = get_head(k, key, &h) == 0 ? !h.slot : 0;
-	size_t chunks = (len + CHUNK - 1) / CHUNK;
-
-	for (size_t i = 0; i < chunks && s == NATS_OK; i++) {
+	for (size_t i = 0; i * CHUNK < len && s == NATS_OK; i++) {
 		size_t n = len - i * CHUNK < CHUNK ? len - i * CHUNK : CHUNK;
-		snprintf(name, sizeof(name), "%s.%d.%zu", key, slot, i);
-		s = kvStore_Put(NULL, k->kv, name, (const char *)data + i * CHUNK, (int)n);
-	}
-	if (s == NATS_OK) {
-		snprintf(name, sizeof(name), "%s.head", key);
-		snprintf(text, sizeof(text), "v1 slot=%d chunks=%zu bytes=%zu fnv=%016" PRIx64, slot,
-			 chunks, len, ts_fnv1a(data, len));
-		s = kvStore_PutString(NULL, k->kv, name, text);
+		snprintf(part, sizeof(part), "%s.%zu", name, i);
+		s = kvStore_Put(NULL, k->kv, part, (const char *)data + i * CHUNK, (int)n);
 	}
 	if (s != NATS_OK) {
 		say(why, whylen, s);
@@ -118,15 +112,39 @@ int tsn_kv_put_blob(struct tsn_kv *k, const char *key, const void *data, size_t 
 	return 0;
 }
 
-static int get_chunk(struct tsn_kv *k, const char *key, int slot, size_t i, char *to, size_t n)
+int tsn_kv_put_blob(struct tsn_kv *k, const char *key, const void *data, size_t len, char *why,
+		    size_t whylen)
 {
-	char name[256];
+	struct head h = { 0 };
+	char name[256], text[160];
+	natsStatus s;
+
+	/* the slot the head does not name now: the blob it names stays whole meanwhile */
+	int slot = get_head(k, key, &h) == 0 ? !h.slot : 0;
+
+	snprintf(name, sizeof(name), "%s.%d", key, slot);
+	if (tsn_kv_put_parts(k, name, data, len, why, whylen))
+		return -EAGAIN;
+	snprintf(name, sizeof(name), "%s.head", key);
+	snprintf(text, sizeof(text), "v1 slot=%d chunks=%zu bytes=%zu fnv=%016" PRIx64, slot,
+		 (len + CHUNK - 1) / CHUNK, len, ts_fnv1a(data, len));
+	s = kvStore_PutString(NULL, k->kv, name, text);
+	if (s != NATS_OK) {
+		say(why, whylen, s);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+static int get_chunk(struct tsn_kv *k, const char *name, size_t i, char *to, size_t n)
+{
+	char part[256];
 	kvEntry *e = NULL;
 	natsStatus s;
 	int rc = 0;
 
-	snprintf(name, sizeof(name), "%s.%d.%zu", key, slot, i);
-	s = kvStore_Get(&e, k->kv, name);
+	snprintf(part, sizeof(part), "%s.%zu", name, i);
+	s = kvStore_Get(&e, k->kv, part);
 	if (s == NATS_NOT_FOUND)
 		return -EBADMSG;
 	if (s != NATS_OK)
@@ -139,8 +157,20 @@ static int get_chunk(struct tsn_kv *k, const char *key, int slot, size_t i, char
 	return rc;
 }
 
+int tsn_kv_get_parts(struct tsn_kv *k, const char *name, void *to, size_t len)
+{
+	int err = 0;
+
+	for (size_t i = 0; i * CHUNK < len && !err; i++) {
+		size_t n = len - i * CHUNK < CHUNK ? len - i * CHUNK : CHUNK;
+		err = get_chunk(k, name, i, (char *)to + i * CHUNK, n);
+	}
+	return err;
+}
+
 int tsn_kv_get_blob(struct tsn_kv *k, const char *key, void **data, size_t *len)
 {
+	char name[256];
 	struct head h;
 	char *buf;
 	int err = get_head(k, key, &h);
@@ -149,10 +179,8 @@ int tsn_kv_get_blob(struct tsn_kv *k, const char *key, void **data, size_t *len)
 		return err;
 	if (!(buf = malloc(h.bytes ? h.bytes : 1)))
 		return -ENOMEM;
-	for (size_t i = 0; i < h.chunks && !err; i++) {
-		size_t n = h.bytes - i * CHUNK < CHUNK ? h.bytes - i * CHUNK : CHUNK;
-		err = get_chunk(k, key, h.slot, i, buf + i * CHUNK, n);
-	}
+	snprintf(name, sizeof(name), "%s.%d", key, h.slot);
+	err = tsn_kv_get_parts(k, name, buf, h.bytes);
 	if (!err && ts_fnv1a(buf, h.bytes) != h.hash)
 		err = -EBADMSG;
 	if (err) {
@@ -162,6 +190,48 @@ int tsn_kv_get_blob(struct tsn_kv *k, const char *key, void **data, size_t *len)
 	*data = buf;
 	*len = h.bytes;
 	return 0;
+}
+
+int tsn_kv_purge(struct tsn_kv *k, const char *pattern, char *why, size_t whylen)
+{
+	char subject[384];
+	jsErrCode jerr = 0;
+	jsOptions o;
+	natsStatus s;
+
+	/* a purge of the stream's subjects: a key's purge (kvStore_Purge) would leave its
+	 * marker behind, one for every part of every snapshot ever dropped */
+	snprintf(subject, sizeof(subject), "%s%s", k->prefix, pattern);
+	jsOptions_Init(&o);
+	o.Stream.Purge.Subject = subject;
+	s = js_PurgeStream(k->js, k->stream, &o, &jerr);
+	if (s != NATS_OK) {
+		say(why, whylen, s);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+int tsn_kv_keys(struct tsn_kv *k, const char *pattern, void (*fn)(void *ctx, const char *key),
+		void *ctx)
+{
+	kvWatcher *w = NULL;
+	kvWatchOptions o;
+	kvEntry *e = NULL;
+	natsStatus s;
+
+	kvWatchOptions_Init(&o);
+	o.MetaOnly = true;
+	o.IgnoreDeletes = true;
+	s = kvStore_Watch(&w, k->kv, pattern, &o);
+	/* a NULL entry ends the keys stored now */
+	while (s == NATS_OK && (s = kvWatcher_Next(&e, w, 10000)) == NATS_OK && e) {
+		fn(ctx, kvEntry_Key(e));
+		kvEntry_Destroy(e);
+	}
+	if (w)
+		kvWatcher_Destroy(w);
+	return s == NATS_OK ? 0 : -EAGAIN;
 }
 
 /* The lease under name, read: its owner text, when it was taken (unix ms, from its

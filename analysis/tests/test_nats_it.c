@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Integration with a real nats-server: the publisher's outbox, acknowledgements and
- * resends across a server restart, deliveries lost on the way read again, and the
- * analyzer's refusal of bad messages. */
+ * resends across a server restart, deliveries lost on the way read again, the
+ * analyzer's refusal of bad messages, and the key-value bucket's parts, purges and
+ * listings that its state snapshots stand on. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "common/tests/natsd.h"
 #include "injector/relay/batch.h"
 #include "log.h"
+#include "natskv.h"
 #include "natsw.h"
 
 #define SUBJ "ts.v1.it.job.rank.0"
@@ -353,6 +356,52 @@ static void test_analyzer_refuses_bad_input(void **state)
 	natsd_cleanup(&d);
 }
 
+static void count_key(void *ctx, const char *key)
+{
+	(void)key;
+	(*(int *)ctx)++;
+}
+
+/* An object in parts (three of the bucket's 256 KiB values) reads back whole; a purge
+ * by pattern removes its parts and no other key, and leaves none listed. */
+static void test_kv_parts_purged(void **state)
+{
+	static char data[600 << 10], back[sizeof(data)];
+	struct natsd d = { 0 };
+	struct tsn_opts o = { 0 };
+	struct tsn_kv *kv;
+	struct tsn *n;
+	char why[256];
+	int keys;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (char)(i * 7);
+	assert_int_equal(natsd_start(&d, 0), 0);
+	o.url = d.url;
+	assert_int_equal(tsn_open(&n, &o), 0);
+	assert_int_equal(tsn_kv_open(n, "it-snap", &kv, why, sizeof(why)), 0);
+	assert_int_equal(tsn_kv_put_parts(kv, "an.o.7", data, sizeof(data), why, sizeof(why)), 0);
+	assert_int_equal(tsn_kv_put_parts(kv, "an.o.8", data, 10, why, sizeof(why)), 0);
+	assert_int_equal(tsn_kv_get_parts(kv, "an.o.7", back, sizeof(back)), 0);
+	assert_memory_equal(back, data, sizeof(data));
+	keys = 0;
+	assert_int_equal(tsn_kv_keys(kv, "an.o.>", count_key, &keys), 0);
+	assert_int_equal(keys, 4);
+	assert_int_equal(tsn_kv_purge(kv, "an.o.7.>", why, sizeof(why)), 0);
+	keys = 0;
+	assert_int_equal(tsn_kv_keys(kv, "an.o.>", count_key, &keys), 0);
+	assert_int_equal(keys, 1);
+	assert_int_equal(tsn_kv_get_parts(kv, "an.o.7", back, sizeof(back)), -EBADMSG);
+	assert_int_equal(tsn_kv_get_parts(kv, "an.o.8", back, 10), 0);
+	keys = 0;
+	assert_int_equal(tsn_kv_keys(kv, "none.>", count_key, &keys), 0);
+	assert_int_equal(keys, 0);
+	tsn_kv_close(kv);
+	tsn_close(n);
+	natsd_cleanup(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +412,7 @@ int main(void)
 		cmocka_unit_test(test_outbox_bound_drops_oldest),
 		cmocka_unit_test(test_lost_deliveries_come_next),
 		cmocka_unit_test(test_analyzer_refuses_bad_input),
+		cmocka_unit_test(test_kv_parts_purged),
 	};
 	ts_log_set_level(TS_LOG_ERROR);
 	return cmocka_run_group_tests_name("nats integration", tests, NULL, NULL);
