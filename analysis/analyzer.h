@@ -65,8 +65,9 @@ void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_real_ns);
 void ts_analyzer_flush_reports(struct ts_analyzer *a);
 void ts_analyzer_get_stats(struct ts_analyzer *a, struct ts_analyzer_stats *out);
 void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b);
-/* The state of every job and producer, as of the stream message stream_seq, appended to
- * out: 0 or -ENOMEM. */
+/* The state of every job and producer as one blob, as of the stream message
+ * stream_seq, appended to out: 0 or -ENOMEM. The snapshots of earlier builds; saves
+ * now go in parts (snapstate.h). */
 int ts_analyzer_save(struct ts_analyzer *a, uint64_t stream_seq, struct ts_buf *out);
 /* Into an analyzer that holds nothing yet: 0 with *stream_seq, the message to replay
  * after; -EPROTO (written by a build of another layout), -EBADMSG (damaged) or -ENOMEM,
@@ -74,6 +75,22 @@ int ts_analyzer_save(struct ts_analyzer *a, uint64_t stream_seq, struct ts_buf *
 int ts_analyzer_restore(struct ts_analyzer *a, const void *data, size_t len, uint64_t now_ns,
 			uint64_t *stream_seq);
 int ts_analyzer_njobs(const struct ts_analyzer *a);
+
+/* The state in parts, for snapshots that store each apart (snapstate.h). */
+struct ts_snap;
+/* What tells this build's snapshots from another's: their layout. */
+uint64_t ts_analyzer_snap_layout(void);
+/* Job i of ts_analyzer_njobs, NULL past them. */
+struct ts_job *ts_analyzer_job_at(struct ts_analyzer *a, int i);
+/* The producers' sequence state, their table as it is, saved or loaded by s (into an
+ * analyzer that follows none yet): s->err (0, -ENOMEM, -EBADMSG). */
+int ts_analyzer_producers_io(struct ts_analyzer *a, struct ts_snap *s);
+/* A job saved alone with ts_job_save, read back into the analyzer: 0, 1 (refused by a
+ * limit: counted, not kept), -EBADMSG or -ENOMEM. */
+int ts_analyzer_restore_job(struct ts_analyzer *a, const void *data, size_t len,
+			    uint64_t now_ns);
+/* Every job and producer dropped, never reported: a restore that failed midway. */
+void ts_analyzer_clear(struct ts_analyzer *a);
 /* Why what the analyzer keeps outside the reports cannot be stored (its state snapshots
  * refused by a full store), NULL once it is again: every report says so (Stored). */
 void ts_analyzer_set_trouble(struct ts_analyzer *a, const char *why);

@@ -322,9 +322,10 @@ bool ts_job_finished_news(struct ts_job *j);
  * with none yet. out holds ts_job_world(j) values. */
 void ts_job_rank_busy_ms(const struct ts_job *j, double *out);
 
-/* Snapshots (snap.h): the job's whole state appended, or read back as a new job whose
- * hang and lost-rank clocks start at now_ns. Return 0 or a negative errno (-EBADMSG: a
- * snapshot this build cannot read; -ENOMEM). */
+/* Snapshots (snap.h): the job's whole state appended (or compared with its last save:
+ * snapdiff.h), or read back as a new job whose last tick, hang and lost-rank clocks
+ * start at now_ns. Return 0 or a negative errno (-EBADMSG: a snapshot this build cannot
+ * read; -ENOMEM). */
 struct ts_snap;
 int ts_job_save(struct ts_job *j, struct ts_snap *s);
 int ts_job_load(struct ts_job **out, struct ts_snap *s, int max_world, uint64_t now_ns);

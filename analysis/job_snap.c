@@ -23,13 +23,18 @@ static void slow_io(struct ts_snap *s, struct ts_slow_rank *r)
 {
 	uint8_t cause = index_of(causes, NCAUSES, r->cause);
 	uint8_t metric = index_of(ts_metric_names, TS_M_COUNT, r->metric);
+	struct ts_slow_rank rec;
 
-	TS_SNAP_VAR(s, *r);
+	/* saved without the pointers: equal names may sit apart (a sanitizer's build) */
+	memcpy(&rec, r, sizeof(rec));
+	rec.cause = rec.metric = NULL;
+	TS_SNAP_VAR(s, rec);
 	TS_SNAP_VAR(s, cause);
 	TS_SNAP_VAR(s, metric);
 	if (cause >= NCAUSES || metric >= TS_M_COUNT)
 		s->err = -EBADMSG;
-	if (!s->err) {
+	if (!s->err && ts_snap_loading(s)) {
+		*r = rec;
 		r->cause = causes[cause];
 		r->metric = ts_metric_names[metric];
 	}
@@ -37,17 +42,32 @@ static void slow_io(struct ts_snap *s, struct ts_slow_rank *r)
 
 static void ksigma_io(struct ts_snap *s, struct ts_ksigma *k)
 {
-	int cap = k->cap, n = k->n, next = k->next;
+	int v[3] = { k->cap, k->n, k->next }; /* in one call: a job holds millions of these */
 
-	TS_SNAP_VAR(s, cap);
-	TS_SNAP_VAR(s, n);
-	TS_SNAP_VAR(s, next);
-	if (cap != k->cap || n < 0 || n > cap || next < 0 || next >= cap) {
+	TS_SNAP_VAR(s, v);
+	if (v[0] != k->cap || v[1] < 0 || v[1] > v[0] || v[2] < 0 || v[2] >= v[0]) {
 		s->err = s->err ? s->err : -EBADMSG;
 		return;
 	}
-	k->n = n, k->next = next;
-	TS_SNAP_ARR(s, k->win, cap);
+	k->n = v[1], k->next = v[2];
+	TS_SNAP_ARR(s, k->win, v[0]);
+}
+
+/* A row that holds no step is saved as zeros: what its last step left is never read
+ * again, and a delta then pays nothing for the steps that came and went. */
+static void row_io(struct ts_snap *s, struct row *r, size_t n)
+{
+	void (*io)(struct ts_snap *, void *, size_t) =
+		ts_snap_loading(s) || r->used ? ts_snap_io : ts_snap_dead;
+
+	io(s, &r->step, sizeof(r->step));
+	TS_SNAP_VAR(s, r->used);
+	io(s, &r->count, sizeof(r->count));
+	io(s, &r->end_max, sizeof(r->end_max));
+	io(s, &r->first_ns, sizeof(r->first_ns));
+	io(s, r->have, n);
+	io(s, r->m, n * TS_M_COUNT * sizeof(*r->m));
+	io(s, r->step_ms, n * sizeof(*r->step_ms));
 }
 
 /* Every array sized by the world, the rows and the fail-slow history. */
@@ -56,17 +76,8 @@ static void arrays_io(struct ts_snap *s, struct ts_job *j)
 	size_t n = (size_t)j->world, nm = n * TS_M_COUNT, w = (size_t)j->p.space_window;
 	int fw = j->p.fs.steps_window_size > 0 ? j->p.fs.steps_window_size : 1;
 
-	for (int i = 0; i < j->cap; i++) {
-		struct row *r = &j->rows[i];
-		TS_SNAP_VAR(s, r->step);
-		TS_SNAP_VAR(s, r->used);
-		TS_SNAP_VAR(s, r->count);
-		TS_SNAP_VAR(s, r->end_max);
-		TS_SNAP_VAR(s, r->first_ns);
-		TS_SNAP_ARR(s, r->have, n);
-		TS_SNAP_ARR(s, r->m, nm);
-		TS_SNAP_ARR(s, r->step_ms, n);
-	}
+	for (int i = 0; i < j->cap; i++)
+		row_io(s, &j->rows[i], n);
 	TS_SNAP_ARR(s, j->meta, n);
 	TS_SNAP_ARR(s, j->hist, nm * w);
 	for (size_t i = 0; i < nm; i++)
@@ -93,21 +104,10 @@ static void arrays_io(struct ts_snap *s, struct ts_job *j)
 	ts_job_net_io(s, j);
 }
 
-int ts_job_save(struct ts_job *j, struct ts_snap *s)
+/* The pointers a job holds: meaningless once read back (load remakes them), and saved
+ * as NULL so that one that moves costs a delta nothing. */
+static void drop_pointers(struct ts_job *j)
 {
-	TS_SNAP_VAR(s, *j); /* its pointers are meaningless once read back: load remakes them */
-	arrays_io(s, j);
-	return s->err;
-}
-
-static bool pow2(int v) { return v > 0 && !(v & (v - 1)); }
-
-/* The struct as saved, with every pointer it holds dropped: they point into the
- * process that wrote it (sends between ranks, j->links, are not saved: they are
- * learned again). */
-static void adopt_scalars(struct ts_job *j, const struct ts_job *saved)
-{
-	*j = *saved;
 	j->rows = NULL, j->meta = NULL, j->hist = NULL, j->ks = NULL, j->dir = NULL;
 	j->tdir = NULL, j->hits = NULL, j->misses = NULL, j->alarm = NULL, j->since = NULL;
 	j->win_median = NULL, j->hit_value = NULL, j->hit_median = NULL, j->judged_sample = NULL;
@@ -117,6 +117,32 @@ static void adopt_scalars(struct ts_job *j, const struct ts_job *saved)
 	j->res.slow = NULL, j->res.ever_alarmed = NULL;
 	j->net = NULL, j->links = NULL;
 	j->fs.hist = NULL, j->fs.win = NULL, j->fs.done = NULL;
+}
+
+int ts_job_save(struct ts_job *j, struct ts_snap *s)
+{
+	struct ts_job *head = malloc(sizeof(*head));
+
+	if (!head)
+		return s->err = -ENOMEM;
+	memcpy(head, j, sizeof(*head)); /* its padding too: an assignment may leave it be */
+	drop_pointers(head);
+	head->now_ns = 0; /* the last tick's time is the analyzer's: load sets it anew */
+	TS_SNAP_VAR(s, *head);
+	free(head);
+	arrays_io(s, j);
+	return s->err;
+}
+
+static bool pow2(int v) { return v > 0 && !(v & (v - 1)); }
+
+/* The struct as saved, with every pointer it holds dropped: a single-blob snapshot
+ * holds those of the process that wrote it (sends between ranks, j->links, are not
+ * saved: they are learned again). */
+static void adopt_scalars(struct ts_job *j, const struct ts_job *saved)
+{
+	*j = *saved;
+	drop_pointers(j);
 	j->world = 0;
 }
 
@@ -145,6 +171,7 @@ static int remake(struct ts_job *j, const struct ts_job *saved)
  * a hang or a lost rank start again now. */
 static void restart_clocks(struct ts_job *j, uint64_t now_ns)
 {
+	j->now_ns = now_ns;
 	if (j->last_progress_ns)
 		j->last_progress_ns = now_ns;
 	j->last_data_ns = now_ns;

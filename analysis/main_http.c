@@ -91,7 +91,7 @@ void analyzer_render(void *ctx, struct ts_buf *out)
 			"1 while JetStream refuses the analyzer's state (the last snapshot or lease write failed).",
 			ss.failing_since_ns ? 1 : 0);
 		ts_prom(out, "trainscope_analyzer_snapshot_bytes", "gauge",
-			"Size of the last state snapshot.", ss.bytes);
+			"Bytes the last state snapshot stored: what changed since the one before.", ss.bytes);
 		ts_prom(out, "trainscope_analyzer_snapshot_restored_jobs", "gauge",
 			"Jobs restored from the snapshot at start.", ss.restored_jobs);
 	}

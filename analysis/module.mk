@@ -7,7 +7,8 @@ ANALYSIS_LIB_SRCS := analysis/stats.c analysis/dbscan.c analysis/ksigma.c analys
 	analysis/job_net_place.c analysis/job_links.c analysis/job_snap.c \
 	analysis/report.c analysis/refusals.c analysis/analyzer.c analysis/analyzer_ingest.c analysis/analyzer_snap.c \
 	analysis/k8s.c analysis/k8s_writer.c analysis/otlp.c analysis/otlp_send.c analysis/otlp_env.c \
-	analysis/metrics.c analysis/snapshot.c analysis/nodehealth.c analysis/k8s_nodes.c \
+	analysis/metrics.c analysis/snapshot.c analysis/snapdiff.c analysis/snapstate.c \
+	analysis/snapstate_load.c analysis/nodehealth.c analysis/k8s_nodes.c \
 	analysis/node_sync.c
 ANALYSIS_LIB_OBJS := $(ANALYSIS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 ANALYZER_BIN := $(BUILD)/bin/trainscope-analyzer
@@ -23,9 +24,13 @@ BINS += $(ANALYZER_BIN)
 # test_limits, test_snapshot and test_bundle feed the analyzer batches they pack
 # (TEST_BATCH_OBJ).
 $(foreach t,test_dbscan test_ksigma test_failslow test_job test_net test_otlp test_limits \
-	test_snapshot test_nodehealth test_bundle,$(eval $(call cmocka_test,$(t),$(BUILD)/obj/analysis/tests/$(t).o \
-	$(if $(filter test_limits test_snapshot test_bundle,$(t)),$(TEST_BATCH_OBJ)) \
+	test_nodehealth test_bundle,$(eval $(call cmocka_test,$(t),$(BUILD)/obj/analysis/tests/$(t).o \
+	$(if $(filter test_limits test_bundle,$(t)),$(TEST_BATCH_OBJ)) \
 	$(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ))))
+# test_snapshot stores in a bucket in memory (tests/fakekv.c) in place of JetStream's.
+$(eval $(call cmocka_test,test_snapshot,$(BUILD)/obj/analysis/tests/test_snapshot.o \
+	$(BUILD)/obj/analysis/tests/fakekv.o $(TEST_BATCH_OBJ) $(ANALYSIS_LIB_OBJS) \
+	$(filter-out %/natskv.o,$(COMMON_OBJS)) $(PROTO_OBJ)))
 
 # make fuzz: the batch ingestion with evaluation, reports and /metrics (every source the
 # analyzer links but its main*.c), and the YAML configuration. make fuzz-seeds writes the

@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
+/* The analyzer's state snapshots over time: when a save is due (the interval, the
+ * messages held, the pace), the messages acknowledged once a save holds their effect,
+ * and the counts /metrics and /healthz read. What a save stores and a restore reads:
+ * snapstate.c. */
 #include "snapshot.h"
 #include "ident.h"
 #include "log.h"
 #include "natskv.h"
+#include "snapstate.h"
+#include "tsclock.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,7 +26,7 @@ struct ts_snapshots {
 	uint64_t interval_ns, next_ns; /* next_ns: the next save is due */
 	natsMsg *held;          /* the last message ingested, not acknowledged yet */
 	uint64_t held_seq, held_count;
-	struct ts_buf buf;      /* kept: its capacity serves the next save */
+	struct ts_snapstate *state;
 	pthread_mutex_t lock;   /* stats, read by the HTTP thread */
 	struct ts_snapshot_stats st;
 };
@@ -39,6 +45,11 @@ int ts_snapshots_open(struct ts_snapshots **out, struct tsn *n, const char *buck
 	}
 	/* a key takes [-_.a-zA-Z0-9]; a durable name may hold more: mapped as subject tokens are */
 	ts_subject_token(s->key, sizeof(s->key), key);
+	if (ts_snapstate_new(&s->state, s->kv, s->key)) {
+		tsn_kv_close(s->kv);
+		free(s);
+		return -ENOMEM;
+	}
 	s->interval_ns = (uint64_t)interval_s * 1000000000ull;
 	pthread_mutex_init(&s->lock, NULL);
 	ts_info("analyzer: state snapshots every %d s in key-value bucket %s, key %s", interval_s,
@@ -52,7 +63,7 @@ void ts_snapshots_close(struct ts_snapshots *s)
 	if (!s)
 		return;
 	natsMsg_Destroy(s->held);
-	ts_buf_free(&s->buf);
+	ts_snapstate_free(s->state);
 	tsn_kv_close(s->kv);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -61,30 +72,26 @@ void ts_snapshots_close(struct ts_snapshots *s)
 int ts_snapshots_restore(struct ts_snapshots *s, struct ts_analyzer *a, uint64_t now_ns,
 			 uint64_t *seq)
 {
-	void *data = NULL;
-	size_t len = 0;
-	int err = tsn_kv_get_blob(s->kv, s->key, &data, &len);
+	uint64_t t0 = ts_mono_ns();
+	size_t read = 0;
+	int err = ts_snapstate_restore(s->state, a, now_ns, seq, &read);
 
 	if (err == -EBADMSG)
-		ts_warn("analyzer: the state snapshot %s is damaged (chunks missing or not "
+		ts_warn("analyzer: the state snapshot %s is damaged (parts missing or not "
 			"matching): starting afresh", s->key);
-	if (err)
-		return err;
-	err = ts_analyzer_restore(a, data, len, now_ns, seq);
-	free(data);
-	if (err == -EPROTO)
+	else if (err == -EPROTO)
 		ts_warn("analyzer: the state snapshot %s was written by a build of another "
 			"layout: starting afresh", s->key);
-	else if (err)
+	else if (err && err != -ENOENT && err != -EAGAIN)
 		ts_warn("analyzer: the state snapshot %s cannot be read (%s): starting afresh",
 			s->key, strerror(-err));
 	if (err)
 		return err;
 	s->next_ns = now_ns + s->interval_ns;
 	s->st.restored_jobs = ts_analyzer_njobs(a);
-	ts_info("analyzer: restored %d jobs from the state snapshot (%zu bytes) as of stream "
-		"message %" PRIu64 "; replaying the stream after it", ts_analyzer_njobs(a), len,
-		*seq);
+	ts_info("analyzer: restored %d jobs from the state snapshot (%zu bytes read in %.1f s) "
+		"as of stream message %" PRIu64 "; replaying the stream after it",
+		ts_analyzer_njobs(a), read, (double)(ts_mono_ns() - t0) / 1e9, *seq);
 	return 0;
 }
 
@@ -147,29 +154,22 @@ int ts_snapshots_tick(struct ts_snapshots *s, struct ts_analyzer *a, pthread_mut
 		      uint64_t now_ns, bool force)
 {
 	char why[256] = "";
+	size_t written;
 	int err;
 
 	if (!s->held || (!force && s->held_count < MAX_HELD && now_ns < s->next_ns))
 		return 0;
 	s->next_ns = now_ns + s->interval_ns;
-	s->buf.len = 0;
-	pthread_mutex_lock(lock);
-	err = ts_analyzer_save(a, s->held_seq, &s->buf);
-	pthread_mutex_unlock(lock);
+	err = ts_snapstate_save(s->state, a, lock, s->held_seq, &written, why, sizeof(why));
 	if (err) {
-		s->buf.oom = 0;
-		failed(s, "out of memory", now_ns);
+		failed(s, err == -ENOMEM ? "out of memory" : why, now_ns);
 		return -EAGAIN;
 	}
-	if (tsn_kv_put_blob(s->kv, s->key, s->buf.data, s->buf.len, why, sizeof(why))) {
-		failed(s, why, now_ns);
-		return -EAGAIN;
-	}
-	stored(s, s->buf.len, now_ns);
-	/* a large state is saved less often: at most about 1 MB/s on average goes to the
-	 * store (the time a save took is no guide: a slow server makes it long too) */
-	if (now_ns + s->buf.len * 1000ull > s->next_ns)
-		s->next_ns = now_ns + s->buf.len * 1000ull;
+	stored(s, written, now_ns);
+	/* what changed is stored at most about 1 MB/s on average (the time a save took is
+	 * no guide: a slow server makes it long too) */
+	if (now_ns + written * 1000ull > s->next_ns)
+		s->next_ns = now_ns + written * 1000ull;
 	natsMsg_Ack(s->held, NULL); /* and every message before it */
 	natsMsg_Destroy(s->held);
 	s->held = NULL;

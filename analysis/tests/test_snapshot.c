@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Analyzer snapshots: an analyzer restored from a snapshot taken mid-job and fed the
  * rest gives the verdict and counts of one that never stopped; damaged snapshots and
- * those of another build are refused, leaving the analyzer empty. */
+ * those of another build are refused, leaving the analyzer empty. The state in parts
+ * (snapstate.h) over a bucket in memory (fakekv.h): saves that store only what changed,
+ * a save cut short, the single blob of earlier builds; and the deltas' codec. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +18,9 @@
 #include <string.h>
 
 #include "analysis/analyzer.h"
+#include "analysis/snapdiff.h"
+#include "analysis/snapstate.h"
+#include "analysis/tests/fakekv.h"
 #include "common/tests/testbatch.h"
 
 #define MS 1000000ull
@@ -148,12 +154,301 @@ static void test_links_not_carried(void **state)
 	ts_buf_free(&snap);
 }
 
+/* A save of a as of stream message seq (one per step here): its bytes stored. */
+static size_t save(struct ts_snapstate *st, struct ts_analyzer *a, uint64_t seq)
+{
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	size_t written = 0;
+	char why[256];
+
+	assert_int_equal(ts_snapstate_save(st, a, &lock, seq, &written, why, sizeof(why)), 0);
+	return written;
+}
+
+static struct ts_snapstate *state(struct tsn_kv *kv)
+{
+	struct ts_snapstate *st;
+
+	assert_int_equal(ts_snapstate_new(&st, kv, "an"), 0);
+	return st;
+}
+
+/* The analyzer killed after the save of step seq: restored into a new one by a new
+ * state (the process that follows), which is returned. */
+static struct ts_snapstate *restart(struct tsn_kv *kv, struct ts_snapstate *st,
+				    struct ts_analyzer *a, struct ts_analyzer *into, uint64_t seq)
+{
+	uint64_t got = 0;
+	size_t read = 0;
+
+	ts_snapstate_free(st);
+	ts_analyzer_free(a);
+	st = state(kv);
+	assert_int_equal(ts_snapstate_restore(st, into, T0, &got, &read), 0);
+	assert_int_equal(got, seq);
+	assert_true(read > 0);
+	return st;
+}
+
+static int objects(struct tsn_kv *kv, size_t *bytes)
+{
+	return fakekv_count(kv, "an.o.>", bytes);
+}
+
+/* Saved every 5 steps, each save after the first storing only what changed, and
+ * restored: the verdicts of an analyzer that never stopped. A save after the restore
+ * goes on from it, and restores alike. */
+static void test_parts_restore_continues(void **state_)
+{
+	struct ts_analyzer *whole = analyzer(), *first = analyzer(), *second = analyzer();
+	struct ts_analyzer *third = analyzer();
+	struct tsn_kv *kv = fakekv_new();
+	struct ts_snapstate *st = state(kv);
+	struct ts_buf blob = { 0 };
+	size_t most = 0, bytes;
+
+	(void)state_;
+	feed_steps(whole, 0, STEPS);
+	for (uint64_t s = 0; s < STEPS / 2; s += 5) {
+		feed_steps(first, s, s + 5);
+		size_t w = save(st, first, s + 4);
+		most = s && w > most ? w : most;
+	}
+	assert_int_equal(ts_analyzer_save(first, 0, &blob), 0);
+	assert_true(most < blob.len / 4); /* the whole state, as one blob */
+	ts_buf_free(&blob);
+	st = restart(kv, st, first, second, STEPS / 2 - 1);
+	feed(second, 1, STEPS / 2 - 1); /* a duplicate now */
+	feed_steps(second, STEPS / 2, STEPS);
+	assert_same(whole, second);
+	save(st, second, STEPS);
+	assert_true(objects(kv, &bytes) > 0);
+	st = restart(kv, st, second, third, STEPS);
+	assert_same(whole, third);
+	ts_snapstate_free(st);
+	ts_analyzer_free(whole);
+	ts_analyzer_free(third);
+	fakekv_free(kv);
+}
+
+/* A save with nothing new, ticks aside, stores the manifest alone. */
+static void test_unchanged_stores_nothing(void **state_)
+{
+	struct ts_analyzer *a = analyzer();
+	struct tsn_kv *kv = fakekv_new();
+	struct ts_snapstate *st = state(kv);
+	size_t bytes, again;
+
+	(void)state_;
+	feed_steps(a, 0, 50);
+	save(st, a, 49);
+	int n = objects(kv, &bytes);
+	ts_analyzer_tick(a, T0 + 50 * 200 * MS + 1500 * MS);
+	assert_true(save(st, a, 50) < 1024);
+	assert_int_equal(objects(kv, &again), n);
+	assert_int_equal(again, bytes);
+	ts_snapstate_free(st);
+	ts_analyzer_free(a);
+	fakekv_free(kv);
+}
+
+/* Saves that fail midway (objects stored, no manifest): the next save makes them good;
+ * an analyzer killed after one restores the save before, and what the failed one stored
+ * is purged. */
+static void test_save_cut_short(void **state_)
+{
+	struct ts_analyzer *whole = analyzer(), *first = analyzer(), *second = analyzer();
+	struct tsn_kv *kv = fakekv_new();
+	struct ts_snapstate *st = state(kv);
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	size_t written, bytes, after;
+	char why[256];
+
+	(void)state_;
+	feed_steps(whole, 0, STEPS);
+	feed_steps(first, 0, 100);
+	save(st, first, 99);
+	feed_steps(first, 100, 120);
+	fakekv_fail_after(kv, 1);
+	assert_int_equal(ts_snapstate_save(st, first, &lock, 119, &written, why, sizeof(why)), -EAGAIN);
+	fakekv_fail_after(kv, -1);
+	feed_steps(first, 120, 140);
+	save(st, first, 139);
+	int n = objects(kv, &bytes);
+	feed_steps(first, 140, 150);
+	fakekv_fail_after(kv, 1);
+	assert_int_equal(ts_snapstate_save(st, first, &lock, 149, &written, why, sizeof(why)), -EAGAIN);
+	fakekv_fail_after(kv, -1);
+	assert_true(objects(kv, &after) > n);
+	st = restart(kv, st, first, second, 139);
+	assert_int_equal(objects(kv, &after), n);
+	assert_int_equal(after, bytes);
+	feed_steps(second, 140, STEPS);
+	assert_same(whole, second);
+	ts_snapstate_free(st);
+	ts_analyzer_free(whole);
+	ts_analyzer_free(second);
+	fakekv_free(kv);
+}
+
+/* The single blob of earlier builds restores, and goes once a save in parts is stored. */
+static void test_single_blob_restores(void **state_)
+{
+	struct ts_analyzer *whole = analyzer(), *first = analyzer(), *second = analyzer();
+	struct tsn_kv *kv = fakekv_new();
+	struct ts_snapstate *st = state(kv);
+	struct ts_buf blob = { 0 };
+	size_t bytes;
+	char why[256];
+
+	(void)state_;
+	feed_steps(whole, 0, STEPS);
+	feed_steps(first, 0, STEPS / 2);
+	assert_int_equal(ts_analyzer_save(first, 149, &blob), 0);
+	assert_int_equal(tsn_kv_put_blob(kv, "an", blob.data, blob.len, why, sizeof(why)), 0);
+	st = restart(kv, st, first, second, 149);
+	feed_steps(second, STEPS / 2, STEPS);
+	assert_same(whole, second);
+	assert_int_equal(fakekv_count(kv, "an.head", &bytes), 1);
+	save(st, second, STEPS);
+	assert_int_equal(fakekv_count(kv, "an.head", &bytes), 0);
+	assert_int_equal(fakekv_count(kv, "an.0.>", &bytes), 0);
+	ts_buf_free(&blob);
+	ts_snapstate_free(st);
+	ts_analyzer_free(whole);
+	ts_analyzer_free(second);
+	fakekv_free(kv);
+}
+
+/* A damaged part, or a manifest of another layout, is refused: the analyzer is left
+ * empty, and what it named purged (the next save starts afresh). */
+static void test_parts_refused(void **state_)
+{
+	struct ts_analyzer *a = analyzer(), *b = analyzer();
+	struct tsn_kv *kv = fakekv_new();
+	struct ts_snapstate *st = state(kv);
+	uint64_t seq;
+	size_t read, bytes;
+
+	(void)state_;
+	feed_steps(a, 0, 60);
+	save(st, a, 59);
+	assert_int_equal(fakekv_damage(kv, "an.m.0.0", 8), 0); /* the layout word */
+	assert_int_equal(ts_snapstate_restore(st, b, T0, &seq, &read), -EPROTO);
+	assert_int_equal(ts_analyzer_njobs(b), 0);
+	assert_int_equal(objects(kv, &bytes), 0);
+	save(st, a, 59);
+	assert_int_equal(fakekv_damage(kv, "an.o.4.1", 100), 0); /* the job's base */
+	assert_int_equal(ts_snapstate_restore(st, b, T0, &seq, &read), -EBADMSG);
+	assert_int_equal(ts_analyzer_njobs(b), 0);
+	ts_snapstate_free(st);
+	ts_analyzer_free(a);
+	ts_analyzer_free(b);
+	fakekv_free(kv);
+}
+
+/* Saved at every step: a part takes a new base once its deltas would pass half of one,
+ * what the store holds stays within about one and a half times the state, and a job
+ * that is gone is purged. */
+static void test_bases_bound_the_store(void **state_)
+{
+	struct ts_analyzer *a = analyzer();
+	struct tsn_kv *kv = fakekv_new();
+	struct ts_snapstate *st = state(kv);
+	size_t first, bytes, most = 0;
+
+	(void)state_;
+	feed_steps(a, 0, 10);
+	save(st, a, 9);
+	objects(kv, &first);
+	for (uint64_t s = 10; s < STEPS; s++) {
+		feed_steps(a, s, s + 1);
+		save(st, a, s);
+		objects(kv, &bytes);
+		most = bytes > most ? bytes : most;
+	}
+	assert_int_equal(fakekv_count(kv, "an.o.2.>", &bytes), 0); /* the first base went */
+	assert_true(most < 3 * first);
+	ts_analyzer_tick(a, T0 + 4000 * 1000 * MS); /* quiet past limits.job_ttl_s */
+	ts_analyzer_tick(a, T0 + 8000 * 1000 * MS);
+	assert_int_equal(ts_analyzer_njobs(a), 0);
+	save(st, a, STEPS);
+	objects(kv, &bytes);
+	assert_true(bytes < 1024); /* the producers' table alone */
+	ts_snapstate_free(st);
+	ts_analyzer_free(a);
+	fakekv_free(kv);
+}
+
+/* The codec alone: random images changed at random (bytes, zero runs, their length),
+ * walked in fields of random sizes; the segments applied in order give each back, as
+ * does a base; an image that did not change makes no segment. */
+static void test_diff_segments(void **state_)
+{
+	struct ts_image shadow = { 0 }, back = { 0 }, whole = { 0 };
+	static uint8_t img[20000];
+	struct ts_buf ops = { 0 }, base = { 0 };
+	struct ts_snapdiff d;
+	struct ts_snap s;
+	size_t len = 5000;
+	unsigned seed = 7;
+
+	(void)state_;
+	for (int round = 0; round < 200; round++) {
+		for (int k = rand_r(&seed) % 8; k >= 0; k--) {
+			size_t at = (size_t)rand_r(&seed) % sizeof(img), n = (size_t)rand_r(&seed) % 300;
+			n = at + n > sizeof(img) ? sizeof(img) - at : n;
+			int zero = rand_r(&seed) % 3 == 0;
+			for (size_t i = 0; i < n; i++)
+				img[at + i] = zero ? 0 : (uint8_t)rand_r(&seed);
+		}
+		if (round % 10 == 3)
+			len = (size_t)rand_r(&seed) % sizeof(img);
+		ops.len = 0;
+		ts_snapdiff_begin(&s, &d, &shadow, &ops);
+		for (size_t o = 0; o < len;) {
+			size_t n = 1 + (size_t)rand_r(&seed) % 97;
+			n = o + n > len ? len - o : n;
+			ts_snap_io(&s, img + o, n);
+			o += n;
+		}
+		bool changed = ts_snapdiff_end(&s);
+		assert_int_equal(s.err, 0);
+		assert_int_equal(changed, ops.len > 0);
+		assert_int_equal(ts_snapdiff_apply(&back, ops.data, ops.len), 0);
+		assert_int_equal(back.len, len);
+		assert_memory_equal(back.data, img, len);
+		assert_memory_equal(shadow.data, img, len);
+	}
+	assert_int_equal(ts_snapdiff_base(&shadow, &base), 0);
+	assert_int_equal(ts_snapdiff_apply(&whole, base.data, base.len), 0);
+	assert_int_equal(whole.len, len);
+	assert_memory_equal(whole.data, img, len);
+	ops.len = 0;
+	ts_snapdiff_begin(&s, &d, &shadow, &ops);
+	ts_snap_io(&s, img, len);
+	assert_false(ts_snapdiff_end(&s));
+	assert_int_equal(ops.len, 0);
+	ts_image_free(&shadow);
+	ts_image_free(&back);
+	ts_image_free(&whole);
+	ts_buf_free(&ops);
+	ts_buf_free(&base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_restore_continues),
 		cmocka_unit_test(test_damaged_refused),
 		cmocka_unit_test(test_links_not_carried),
+		cmocka_unit_test(test_parts_restore_continues),
+		cmocka_unit_test(test_unchanged_stores_nothing),
+		cmocka_unit_test(test_save_cut_short),
+		cmocka_unit_test(test_single_blob_restores),
+		cmocka_unit_test(test_parts_refused),
+		cmocka_unit_test(test_bases_bound_the_store),
+		cmocka_unit_test(test_diff_segments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The state in parts read back (snapstate.h): the manifest, each part's base and deltas
+ * applied into its image (its shadow for the saves that follow), the image into the
+ * analyzer; the single blob of earlier builds when there is no manifest; and what no
+ * manifest names (a save cut short), found and purged. */
+#include "snapstate_impl.h"
+#include "hash.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The manifest's parts, with their chains (the producers' and the jobs'). */
+static int parse(struct ts_snapstate *st, const void *data, size_t len, uint64_t *seq)
+{
+	struct ts_snap s = { .in = data, .len = len };
+	struct ts_snapman_head h;
+
+	TS_SNAP_VAR(&s, h);
+	if (s.err || h.magic != TS_SNAP_MANIFEST_MAGIC)
+		return -EBADMSG;
+	if (h.layout != ts_analyzer_snap_layout())
+		return -EPROTO;
+	for (uint32_t i = 0; i < h.nparts && !s.err; i++) {
+		struct ts_snapman_part id;
+		struct ts_snappart *p;
+		int had = st->nparts;
+		TS_SNAP_VAR(&s, id);
+		if (s.err || id.ndelta > TS_SNAP_MAX_DELTAS)
+			return -EBADMSG;
+		id.ns[sizeof(id.ns) - 1] = id.name[sizeof(id.name) - 1] = 0;
+		if (!(p = ts_snapstate_part(st, id.producers, id.ns, id.name, -1)))
+			return -ENOMEM;
+		if (st->nparts == had) /* named twice */
+			return -EBADMSG;
+		p->id = id;
+		p->need_base = false;
+		TS_SNAP_ARR(&s, p->delta, id.ndelta);
+		for (uint32_t k = 0; k < id.ndelta; k++)
+			p->delta_len += p->delta[k].len;
+	}
+	if (s.err || s.off != s.len)
+		return -EBADMSG;
+	st->next_gen = h.next_gen;
+	*seq = h.stream_seq;
+	return 0;
+}
+
+/* Object r applied to img. */
+static int read_object(struct ts_snapstate *st, const struct ts_snapref *r, struct ts_image *img,
+		       size_t *read)
+{
+	char name[160];
+	void *data = malloc(r->len ? r->len : 1);
+	int err;
+
+	if (!data)
+		return -ENOMEM;
+	ts_snapstate_name(st, r->gen, name, sizeof(name));
+	err = tsn_kv_get_parts(st->kv, name, data, r->len);
+	if (!err && ts_fnv1a(data, r->len) != r->fnv)
+		err = -EBADMSG;
+	if (!err)
+		err = ts_snapdiff_apply(img, data, r->len);
+	free(data);
+	*read += r->len;
+	return err;
+}
+
+/* Part p rebuilt from its base and deltas, into the analyzer: 0, 1 (a job refused by a
+ * limit) or an error. */
+static int load_part(struct ts_snapstate *st, struct ts_snappart *p, struct ts_analyzer *a,
+		     uint64_t now_ns, size_t *read)
+{
+	int err = read_object(st, &p->id.base, &p->shadow, read);
+
+	for (uint32_t i = 0; i < p->id.ndelta && !err; i++)
+		err = read_object(st, &p->delta[i], &p->shadow, read);
+	if (err)
+		return err;
+	if (!p->shadow.len)
+		return -EBADMSG;
+	if (p->id.producers) {
+		struct ts_snap s = { .in = p->shadow.data, .len = p->shadow.len };
+		ts_analyzer_producers_io(a, &s);
+		return s.err ? s.err : s.off != s.len ? -EBADMSG : 0;
+	}
+	return ts_analyzer_restore_job(a, p->shadow.data, p->shadow.len, now_ns);
+}
+
+static int load_parts(struct ts_snapstate *st, struct ts_analyzer *a, uint64_t now_ns,
+		      size_t *read)
+{
+	for (int i = 0; i < st->nparts;) {
+		struct ts_snappart *p = st->parts[i];
+		int rc = load_part(st, p, a, now_ns, read);
+		if (rc < 0)
+			return rc;
+		if (rc == 1) { /* refused: its objects go */
+			ts_snapstate_bury(st, p);
+			ts_image_free(&p->shadow);
+			free(p);
+			st->parts[i] = st->parts[--st->nparts];
+			continue;
+		}
+		i++;
+	}
+	return 0;
+}
+
+static int cmp_gen(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+struct listing {
+	struct ts_snapstate *st;
+	uint64_t *named; /* every object the parts name, sorted */
+	size_t nnamed, prefix;
+};
+
+/* Key <key>.o.<gen>.<i> stored: dead when no part names gen; no later save reuses it. */
+static void listed(void *ctx, const char *key)
+{
+	struct listing *l = ctx;
+	struct ts_snapstate *st = l->st;
+	uint64_t gen = strtoull(key + l->prefix, NULL, 10);
+
+	if (gen >= st->next_gen)
+		st->next_gen = gen + 1;
+	if (!bsearch(&gen, l->named, l->nnamed, sizeof(gen), cmp_gen) &&
+	    (!st->ndead || st->dead[st->ndead - 1] != gen)) /* a gen's parts come together */
+		ts_snapstate_dead(st, gen);
+}
+
+/* Objects stored that no part names, from a save cut short: dead. 0, -ENOMEM or
+ * -EAGAIN. */
+static int find_dead(struct ts_snapstate *st)
+{
+	struct listing l = { .st = st };
+	char pattern[160];
+	size_t n = 0;
+	int err;
+
+	for (int i = 0; i < st->nparts; i++)
+		n += 1 + st->parts[i]->id.ndelta;
+	if (!(l.named = malloc((n ? n : 1) * sizeof(*l.named))))
+		return -ENOMEM;
+	for (int i = 0; i < st->nparts; i++) {
+		l.named[l.nnamed++] = st->parts[i]->id.base.gen;
+		for (uint32_t k = 0; k < st->parts[i]->id.ndelta; k++)
+			l.named[l.nnamed++] = st->parts[i]->delta[k].gen;
+	}
+	qsort(l.named, l.nnamed, sizeof(*l.named), cmp_gen);
+	l.prefix = (size_t)snprintf(pattern, sizeof(pattern), "%s.o.", st->key);
+	strcat(pattern, ">");
+	err = tsn_kv_keys(st->kv, pattern, listed, &l);
+	free(l.named);
+	return err;
+}
+
+static int read_manifest(struct ts_snapstate *st, uint64_t *seq, size_t *read)
+{
+	char name[160];
+	void *data = NULL;
+	size_t len = 0;
+	int err;
+
+	snprintf(name, sizeof(name), "%s.m", st->key);
+	if ((err = tsn_kv_get_blob(st->kv, name, &data, &len)))
+		return err;
+	*read += len;
+	err = parse(st, data, len, seq);
+	free(data);
+	return err;
+}
+
+static int restore_legacy(struct ts_snapstate *st, struct ts_analyzer *a, uint64_t now_ns,
+			  uint64_t *seq, size_t *read)
+{
+	void *data = NULL;
+	size_t len = 0;
+	int err = tsn_kv_get_blob(st->kv, st->key, &data, &len);
+
+	if (err)
+		return err;
+	*read += len;
+	err = ts_analyzer_restore(a, data, len, now_ns, seq);
+	free(data);
+	return err;
+}
+
+int ts_snapstate_restore(struct ts_snapstate *st, struct ts_analyzer *a, uint64_t now_ns,
+			 uint64_t *seq, size_t *read)
+{
+	int err, lerr;
+
+	*read = 0;
+	ts_snapstate_drop_parts(st);
+	st->ndead = 0;
+	if ((err = read_manifest(st, seq, read)) == -EAGAIN)
+		return err;
+	if (err && err != -ENOENT)
+		ts_snapstate_drop_parts(st); /* unread: all it names is dead */
+	if ((lerr = find_dead(st))) {
+		ts_snapstate_drop_parts(st);
+		st->ndead = 0;
+		return lerr == -ENOMEM ? lerr : -EAGAIN;
+	}
+	if (err == -ENOENT)
+		err = restore_legacy(st, a, now_ns, seq, read);
+	else if (!err)
+		err = load_parts(st, a, now_ns, read);
+	if (err) {
+		ts_analyzer_clear(a);
+		for (int i = 0; err != -EAGAIN && i < st->nparts; i++)
+			ts_snapstate_bury(st, st->parts[i]);
+		ts_snapstate_drop_parts(st);
+	}
+	if (err != -EAGAIN)
+		ts_snapstate_purge(st);
+	return err;
+}
