@@ -209,20 +209,29 @@ bool ts_snapdiff_end(struct ts_snap *s)
 	return true;
 }
 
+/* The words of img in [o, o + n) that are not zeros, gathered (a span, skipped whole
+ * when it is all zeros, then a block at a time). */
+static void nonzero(struct ts_snapdiff *d, const struct ts_image *img, size_t o, size_t n)
+{
+	if (all_zero(img->data + o, n))
+		return;
+	for (size_t b = o; b < o + n; b += BLOCK) {
+		size_t k = o + n - b < BLOCK ? o + n - b : BLOCK;
+		if (all_zero(img->data + b, k))
+			continue;
+		for (size_t w = b; w < b + k; w += WORD)
+			if (differ(img->data + w, zeros, b + k - w < WORD ? b + k - w : WORD))
+				changed(d, img->data, w, w + WORD);
+	}
+}
+
 int ts_snapdiff_base(const struct ts_image *img, struct ts_buf *out)
 {
 	struct ts_snapdiff d;
 
 	begin_segment(&d, out);
-	for (size_t o = 0; o < img->len; o += WORD) {
-		size_t k = img->len - o < WORD ? img->len - o : WORD;
-		if (!(o % BLOCK) && img->len - o >= BLOCK && all_zero(img->data + o, BLOCK)) {
-			o += BLOCK - WORD;
-			continue;
-		}
-		if (!all_zero(img->data + o, k))
-			changed(&d, img->data, o, o + WORD);
-	}
+	for (size_t o = 0; o < img->len; o += SPAN)
+		nonzero(&d, img, o, img->len - o < SPAN ? img->len - o : SPAN);
 	flush(&d, img->data, d.run_end < img->len ? d.run_end : img->len);
 	end_segment(&d, img->len);
 	return out->oom ? -ENOMEM : 0;
