@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "analysis/job.h"
+#include "analysis/snapdiff.h"
+#include "hash.h"
 #include "injector/relay/agg.h"
 #include "injector/relay/batch.h"
 #include "ring.h"
@@ -216,6 +218,144 @@ static double relay_rate(void)
 	return (double)records / ((double)(now_ns() - t0) / 1e9);
 }
 
+/* Step st of rank r: 2 % noise and one rank 30 % slower, as a job with a straggler. */
+static void feed_rank(struct ts_job *j, int world, int r, int st)
+{
+	uint64_t h = ((uint64_t)r * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)st << 32);
+	double noise = 1 + 0.02 * ((double)((h * 0xbf58476d1ce4e5b9ull) >> 40) /
+				   (double)(1 << 24) * 2 - 1);
+	uint64_t t = 1000 + (uint64_t)st * 1000000000ull;
+	struct ts_rank_step rs = { .step = (uint64_t)st, .start_ns = t, .end_ns = t + 60000000,
+				   .m = { 30 * noise * (r == 4321 ? 1.3 : 1), 5, 0.5, 20 * noise, 0 } };
+
+	ts_job_add_step(j, r, world, &rs);
+}
+
+/* Steps [from, to) at 1 step/s, and the first half of step to's ranks: a save finds a
+ * step in flight, as it does in a live job. */
+static void feed_until(struct ts_job *j, int world, int from, int to)
+{
+	for (int st = from; st <= to; st++) {
+		for (int r = st == from && from ? world / 2 : 0; r < (st == to ? world / 2 : world); r++)
+			feed_rank(j, world, r, st);
+		ts_job_tick(j, (uint64_t)st * 1000000000ull + 500000000);
+	}
+}
+
+/* The job saved whole, as the single-blob snapshot did: its bytes and CPU (the copy,
+ * and the hash the bucket's head holds). */
+static double save_whole(struct ts_job *j, struct ts_buf *out)
+{
+	struct ts_snap s = { .out = out };
+	uint64_t t0 = now_ns();
+
+	out->len = 0;
+	ts_job_save(j, &s);
+	volatile uint64_t h = ts_fnv1a(out->data, out->len);
+	(void)h;
+	return (double)(now_ns() - t0) / 1e6;
+}
+
+/* What changed since the last save, against its shadow: its bytes into ops, and CPU
+ * (the walk, and the object's hash). */
+static double save_delta(struct ts_job *j, struct ts_image *shadow, struct ts_buf *ops)
+{
+	struct ts_snapdiff d;
+	struct ts_snap s;
+	uint64_t t0 = now_ns();
+
+	ops->len = 0;
+	ts_snapdiff_begin(&s, &d, shadow, ops);
+	ts_job_save(j, &s);
+	ts_snapdiff_end(&s);
+	volatile uint64_t h = ts_fnv1a(ops->data, ops->len);
+	(void)h;
+	return (double)(now_ns() - t0) / 1e6;
+}
+
+/* A job read back from what a restore reads (stored): its hash checked, its segments
+ * applied when it is a base and deltas (else it is the whole image), the job loaded. */
+static double restore(const struct ts_buf *stored, bool segments, int world)
+{
+	struct ts_image img = { 0 };
+	struct ts_job *j = NULL;
+	uint64_t t0 = now_ns();
+	volatile uint64_t h = ts_fnv1a(stored->data, stored->len);
+
+	(void)h;
+	if (segments)
+		ts_snapdiff_apply(&img, stored->data, stored->len);
+	struct ts_snap s = { .in = segments ? img.data : (const uint8_t *)stored->data,
+			     .len = segments ? img.len : stored->len };
+	if (ts_job_load(&j, &s, world, 1))
+		fprintf(stderr, "bench: the job did not restore\n");
+	double ms = (double)(now_ns() - t0) / 1e6;
+	ts_job_free(j);
+	ts_image_free(&img);
+	return ms;
+}
+
+/* The job's base from its shadow, appended to out: ms (the encoding and its hash). */
+static double save_base(const struct ts_image *shadow, struct ts_buf *out)
+{
+	uint64_t t0 = now_ns();
+
+	ts_snapdiff_base(shadow, out);
+	volatile uint64_t h = ts_fnv1a(out->data, out->len);
+	(void)h;
+	return (double)(now_ns() - t0) / 1e6;
+}
+
+/* State snapshots of a job of world ranks at 1 step/s saved every 5 s, steady state:
+ * the whole state every save (before) against what changed, with a new base once the
+ * deltas would pass half of one (after), and a restore of each. */
+static void bench_snapshot(int world)
+{
+	struct ts_buf whole = { 0 }, ops = { 0 }, chain = { 0 };
+	double w[ROUNDS], d[ROUNDS], bytes[ROUNDS], bms;
+	struct ts_image shadow = { 0 };
+	struct ts_params p;
+	struct ts_job *j;
+	char what[64];
+	int st = 40, k;
+
+	ts_params_defaults(&p);
+	p.limits.max_world = world > p.limits.max_world ? world : p.limits.max_world;
+	if (ts_job_new(&j, "b", "b", world, &p))
+		return;
+	feed_until(j, world, 0, st);
+	save_delta(j, &shadow, &ops);
+	bms = save_base(&shadow, &chain);
+	size_t base = chain.len;
+	for (int r = 0; r < ROUNDS; r++, st += 5) {
+		feed_until(j, world, st, st + 5);
+		w[r] = save_whole(j, &whole);
+		d[r] = save_delta(j, &shadow, &ops);
+		bytes[r] = (double)ops.len;
+		if (chain.len + ops.len - base <= base / 2)
+			ts_buf_append(&chain, ops.data, ops.len);
+	}
+	double delta = median(bytes, ROUNDS);
+	k = (int)((double)base / 2 / delta); /* deltas before a base */
+	k = k < 16 ? k : 16;
+	snprintf(what, sizeof(what), "snapshot, %d ranks: stored a save, before", world);
+	row(what, (double)whole.len / 1e6, "MB", "-");
+	row("  ... CPU a save, before (copy, hash)", median(w, ROUNDS), "ms", "-");
+	row("  ... a restore, before", restore(&whole, false, world), "ms", "-");
+	snprintf(what, sizeof(what), "snapshot, %d ranks: stored a save, after", world);
+	row(what, delta / 1e6, "MB", "-");
+	row("  ... CPU a save, after (walk, hash)", median(d, ROUNDS), "ms", "-");
+	row("  ... a base (zeros left out): its size", (double)base / 1e6, "MB", "-");
+	row("  ... a base: once a save in", k + 1, "saves", "-");
+	row("  ... a base: its CPU", bms, "ms", "-");
+	row("  ... stored a save, after, bases included", (k * delta + (double)base) / (k + 1) / 1e6,
+	    "MB", "-");
+	row("  ... a restore, after (a base, its deltas)", restore(&chain, true, world), "ms", "-");
+	ts_buf_free(&whole), ts_buf_free(&ops), ts_buf_free(&chain);
+	ts_image_free(&shadow);
+	ts_job_free(j);
+}
+
 /* Analyzer: rank-steps/s, and the time to analyse one step of a 16,384-rank job. */
 /* Heap bytes in use (glibc): job state measured, next to what limits.memory_mb counts. */
 static size_t heap_used(void)
@@ -354,5 +494,9 @@ int main(int argc, char **argv)
 	printf("| %-46s | %25s | %-22s |\n", "analyzer: one job's cost as it grows", "", "linear: flat per rank");
 	bench_job_scaling();
 	bench_job_memory();
+	/* BENCH_SNAP_RANKS=16384,100000: more sizes, by hand (100,000 ranks take 2.5 GB) */
+	const char *sizes = getenv("BENCH_SNAP_RANKS");
+	for (const char *c = sizes && *sizes ? sizes : "16384"; c && *c; c = strchr(c, ',') ? strchr(c, ',') + 1 : NULL)
+		bench_snapshot(atoi(c));
 	return 0;
 }
