@@ -17,8 +17,13 @@
 #include <string.h>
 
 /* Unacknowledged messages that force a save before the interval: the consumer stops
- * delivering at MaxAckPending (65536). */
-#define MAX_HELD 16384
+ * delivering at MaxAckPending (65536), a fetch at most 512 past this. Not fewer: a save
+ * reads the whole state (a 100,000-rank job's in about 0.2 s), and such a job sends
+ * 100,000 messages a second. */
+#define MAX_HELD 49152
+/* The pace never holds messages past half the consumer's AckWait (120 s): they would
+ * be delivered again. */
+#define MAX_PACE_NS (60ull * 1000000000ull)
 
 struct ts_snapshots {
 	struct tsn_kv *kv;
@@ -168,8 +173,9 @@ int ts_snapshots_tick(struct ts_snapshots *s, struct ts_analyzer *a, pthread_mut
 	stored(s, written, now_ns);
 	/* what changed is stored at most about 1 MB/s on average (the time a save took is
 	 * no guide: a slow server makes it long too) */
-	if (now_ns + written * 1000ull > s->next_ns)
-		s->next_ns = now_ns + written * 1000ull;
+	uint64_t pace = written * 1000ull < MAX_PACE_NS ? written * 1000ull : MAX_PACE_NS;
+	if (now_ns + pace > s->next_ns)
+		s->next_ns = now_ns + pace;
 	natsMsg_Ack(s->held, NULL); /* and every message before it */
 	natsMsg_Destroy(s->held);
 	s->held = NULL;

@@ -176,12 +176,24 @@ static int walk_all(struct ts_snapstate *st, struct ts_analyzer *a)
 	return 0;
 }
 
-/* A base once the deltas would add up to half of one: a restore reads at most about
- * one and a half times the state. */
+static uint64_t weight(uint64_t len)
+{
+	return len > TS_SNAP_DELTA_MIN ? len : TS_SNAP_DELTA_MIN;
+}
+
+void ts_snapstate_weigh(struct ts_snappart *p)
+{
+	p->delta_len = 0;
+	for (uint32_t k = 0; k < p->id.ndelta; k++)
+		p->delta_len += weight(p->delta[k].len);
+}
+
+/* A base once the deltas would weigh more than half of one: a restore reads at most
+ * about one and a half times the state. */
 static bool wants_base(const struct ts_snappart *p)
 {
 	return p->need_base || !p->id.base.gen || p->id.ndelta == TS_SNAP_MAX_DELTAS ||
-	       p->delta_len + p->pending.len > p->id.base.len / 2;
+	       p->delta_len + weight(p->pending.len) > p->id.base.len / 2;
 }
 
 /* The part's object, when it changed: its delta or a new base. */
@@ -270,9 +282,7 @@ static void commit(struct ts_snapstate *st)
 		if (p->wrote.gen && p->wrote_base)
 			ts_snapstate_bury(st, p);
 		chain(p, &p->id, p->delta);
-		p->delta_len = 0;
-		for (uint32_t k = 0; k < p->id.ndelta; k++)
-			p->delta_len += p->delta[k].len;
+		ts_snapstate_weigh(p);
 		p->pending.len = 0;
 		p->need_base = false;
 		p->wrote.gen = 0;

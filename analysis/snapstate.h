@@ -4,8 +4,8 @@
  * and the deltas since (snapdiff.h), each an object of its own in the key-value bucket,
  * <key>.o.<gen>, gen never used twice. A save walks every part under the core lock and
  * stores, outside it, one object for each part that changed: a delta, or a new base once
- * its deltas would add up to more than half of it (or MAX_DELTAS of them); a part that
- * did not change stores nothing. The manifest, <key>.m (a blob: written whole or not at
+ * its deltas would add up to more than half of it (each counted as 4 KB at least), or
+ * number 128; a part that did not change stores nothing. The manifest, <key>.m (a blob: written whole or not at
  * all), names the stream message the state is as of and every part's base and deltas;
  * it is written last, so a save that fails midway leaves the one before whole. Objects
  * no manifest names any more are purged after it. A single-blob snapshot of earlier

@@ -10,7 +10,11 @@
 #include "analysis/snapdiff.h"
 #include "analysis/snapstate.h"
 
-#define TS_SNAP_MAX_DELTAS 16 /* a part's deltas before a new base: the manifest's size */
+#define TS_SNAP_MAX_DELTAS 128 /* a part's deltas before a new base, whatever their size */
+/* What a delta weighs against half its base: its bytes, and at least this, since each
+ * one costs the manifest a ref at every save and a restore a read until the next base
+ * (a small job's few bytes a save would otherwise pile up). */
+#define TS_SNAP_DELTA_MIN 4096
 #define TS_SNAP_MANIFEST_MAGIC 0x3254534e414d5354ull /* "TSMANST2" */
 
 /* An object stored: its generation (its key), length and hash. */
@@ -35,7 +39,7 @@ struct ts_snapman_head {
 struct ts_snappart {
 	struct ts_snapman_part id;  /* its name and base, as the last manifest stored */
 	struct ts_snapref delta[TS_SNAP_MAX_DELTAS];
-	uint64_t delta_len;         /* the deltas' bytes */
+	uint64_t delta_len;         /* the deltas' weight (ts_snapstate_weigh) */
 	struct ts_image shadow;     /* its image as last walked */
 	struct ts_buf pending;      /* segments walked since the last manifest */
 	bool need_base;             /* the shadow moved on with no segment to tell how */
@@ -63,6 +67,8 @@ struct ts_snappart *ts_snapstate_part(struct ts_snapstate *st, bool producers, c
 void ts_snapstate_drop_parts(struct ts_snapstate *st);
 /* Object gen for the purge after the next manifest: 0 or -ENOMEM. */
 int ts_snapstate_dead(struct ts_snapstate *st, uint64_t gen);
+/* Part p's deltas weighed again (delta_len). */
+void ts_snapstate_weigh(struct ts_snappart *p);
 /* Part p's objects, for the purge: its job went, or a save stored a new base. */
 void ts_snapstate_bury(struct ts_snapstate *st, const struct ts_snappart *p);
 /* Purges what no manifest names, as far as the store lets. */

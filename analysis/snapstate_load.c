@@ -37,8 +37,7 @@ static int parse(struct ts_snapstate *st, const void *data, size_t len, uint64_t
 		p->id = id;
 		p->need_base = false;
 		TS_SNAP_ARR(&s, p->delta, id.ndelta);
-		for (uint32_t k = 0; k < id.ndelta; k++)
-			p->delta_len += p->delta[k].len;
+		ts_snapstate_weigh(p);
 	}
 	if (s.err || s.off != s.len)
 		return -EBADMSG;
