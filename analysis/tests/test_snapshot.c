@@ -165,6 +165,19 @@ static size_t save(struct ts_snapstate *st, struct ts_analyzer *a, uint64_t seq)
 	return written;
 }
 
+/* A save of a as of seq that the store cuts short after one put. */
+static void save_cut_short(struct tsn_kv *kv, struct ts_snapstate *st, struct ts_analyzer *a,
+			   uint64_t seq)
+{
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	size_t written;
+	char why[256];
+
+	fakekv_fail_after(kv, 1);
+	assert_int_equal(ts_snapstate_save(st, a, &lock, seq, &written, why, sizeof(why)), -EAGAIN);
+	fakekv_fail_after(kv, -1);
+}
+
 static struct ts_snapstate *state(struct tsn_kv *kv)
 {
 	struct ts_snapstate *st;
@@ -260,25 +273,19 @@ static void test_save_cut_short(void **state_)
 	struct ts_analyzer *whole = analyzer(), *first = analyzer(), *second = analyzer();
 	struct tsn_kv *kv = fakekv_new();
 	struct ts_snapstate *st = state(kv);
-	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	size_t written, bytes, after;
-	char why[256];
+	size_t bytes, after;
 
 	(void)state_;
 	feed_steps(whole, 0, STEPS);
 	feed_steps(first, 0, 100);
 	save(st, first, 99);
 	feed_steps(first, 100, 120);
-	fakekv_fail_after(kv, 1);
-	assert_int_equal(ts_snapstate_save(st, first, &lock, 119, &written, why, sizeof(why)), -EAGAIN);
-	fakekv_fail_after(kv, -1);
+	save_cut_short(kv, st, first, 119);
 	feed_steps(first, 120, 140);
 	save(st, first, 139);
 	int n = objects(kv, &bytes);
 	feed_steps(first, 140, 150);
-	fakekv_fail_after(kv, 1);
-	assert_int_equal(ts_snapstate_save(st, first, &lock, 149, &written, why, sizeof(why)), -EAGAIN);
-	fakekv_fail_after(kv, -1);
+	save_cut_short(kv, st, first, 149);
 	assert_true(objects(kv, &after) > n);
 	st = restart(kv, st, first, second, 139);
 	assert_int_equal(objects(kv, &after), n);
