@@ -94,11 +94,13 @@ static int lease(struct cli *c, struct tsn *n)
 	if (c->snap && rc <= 0)
 		ts_snapshots_note_write(c->snap, rc ? why : NULL, ts_real_ns());
 	if (rc == 1 && !atomic_load(&c->standby)) {
+		pthread_mutex_lock(&c->standby_lock);
 		snprintf(c->standby_why, sizeof(c->standby_why), "standby: durable consumer %s is "
 			 "held by analyzer %s (its lease renewed %.0f s ago): two analyzers on one "
 			 "durable would each get part of its messages and judge no job whole; this "
 			 "one waits, and takes over when that one stops (give each analyzer its own "
 			 "--partition of --partitions, or its own --durable)", c->durable, holder, age);
+		pthread_mutex_unlock(&c->standby_lock);
 		ts_warn("analyzer: %s", c->standby_why);
 		atomic_store(&c->standby, true);
 	}
@@ -135,7 +137,8 @@ static int start(struct cli *c, struct ts_analyzer *a, struct tsn *n, struct tsn
 	/* restored once: a subscription that fails after it is tried again from the same
 	 * sequence, never from a state restored twice */
 	if (c->restored == -EAGAIN)
-		c->restored = c->snap ? ts_snapshots_restore(c->snap, a, ts_real_ns(), &c->replay_after)
+		c->restored = c->snap ? ts_snapshots_restore(c->snap, a, &c->core_lock, ts_real_ns(),
+							     &c->replay_after)
 				      : -ENOENT;
 	if (c->restored == -EAGAIN)
 		return -EAGAIN;
@@ -180,7 +183,7 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 		/* another client may delete the consumer: nothing would arrive again */
 		if (now - last_check > 5000000000ull) {
 			if (tsn_sub_check(sub) == 1)
-				c->consumer_recreated++;
+				atomic_fetch_add(&c->consumer_recreated, 1);
 			last_check = now;
 		}
 		if (now - last_tick > 100000000ull) {
@@ -208,7 +211,8 @@ int main(int argc, char **argv)
 	struct ts_httpd *http = NULL;
 	struct ts_analyzer *a = NULL;
 	struct tsn *n = NULL;
-	struct cli c = { .core_lock = PTHREAD_MUTEX_INITIALIZER };
+	struct cli c = { .core_lock = PTHREAD_MUTEX_INITIALIZER,
+			 .standby_lock = PTHREAD_MUTEX_INITIALIZER };
 	int rc = 1;
 
 	ts_log_init("analyzer");

@@ -17,8 +17,11 @@ int analyzer_health(void *ctx, struct ts_buf *out)
 	struct ts_snapshot_stats ss;
 	struct ts_snapshots *snap = atomic_load(&c->snap);
 
-	if (atomic_load(&c->standby)) /* alive, and says why it takes no part */
+	if (atomic_load(&c->standby)) { /* alive, and says why it takes no part */
+		pthread_mutex_lock(&c->standby_lock);
 		ts_buf_printf(out, "%s\n", c->standby_why);
+		pthread_mutex_unlock(&c->standby_lock);
+	}
 	if (beat && now > beat && now - beat >= (uint64_t)c->stall_s * 1000000000ull) {
 		ts_buf_printf(out, "stalled: the consume loop has not turned for %llu s\n",
 			      (unsigned long long)((now - beat) / 1000000000ull));
@@ -76,7 +79,8 @@ void analyzer_render(void *ctx, struct ts_buf *out)
 	pthread_mutex_lock(&c->core_lock);
 	ts_analyzer_render_metrics(c->analyzer, out);
 	ts_prom(out, "trainscope_analyzer_consumer_recreated_total", "counter",
-		"Times the durable consumer had vanished and was made again.", c->consumer_recreated);
+		"Times the durable consumer had vanished and was made again.",
+		atomic_load(&c->consumer_recreated));
 	render_nodes(c, out);
 	struct ts_snapshots *snap = atomic_load(&c->snap);
 	if (snap) {

@@ -48,7 +48,8 @@ struct cli {
 	struct ts_analyzer *analyzer;
 	/* the HTTP thread renders metrics while the main thread ingests: one lock between them */
 	pthread_mutex_t core_lock;
-	uint64_t consumer_recreated; /* the durable consumer vanished and was made again */
+	_Atomic uint64_t consumer_recreated; /* the durable consumer vanished and was made
+					      * again; read by /metrics */
 	int stall_s;                 /* /healthz fails when the consume loop stops this long */
 	_Atomic uint64_t heartbeat_ns; /* the consume loop's last turn */
 	/* the lease on the durable (natskv.h): one analyzer consumes it, another waits */
@@ -56,6 +57,7 @@ struct cli {
 	char owner[160];
 	uint64_t lease_at_ns;        /* when it was last taken or renewed */
 	_Atomic bool standby;
+	pthread_mutex_t standby_lock; /* standby_why: /healthz may still read the last one */
 	char standby_why[512];       /* read by /healthz while standby */
 };
 

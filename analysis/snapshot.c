@@ -74,12 +74,19 @@ void ts_snapshots_close(struct ts_snapshots *s)
 	free(s);
 }
 
-int ts_snapshots_restore(struct ts_snapshots *s, struct ts_analyzer *a, uint64_t now_ns,
-			 uint64_t *seq)
+int ts_snapshots_restore(struct ts_snapshots *s, struct ts_analyzer *a, pthread_mutex_t *lock,
+			 uint64_t now_ns, uint64_t *seq)
 {
 	uint64_t t0 = ts_mono_ns();
 	size_t read = 0;
-	int err = ts_snapstate_restore(s->state, a, now_ns, seq, &read);
+	int njobs, err;
+
+	/* /metrics walks the job table meanwhile: the restore grows it (and frees what it
+	 * made when the snapshot turns out unreadable) */
+	pthread_mutex_lock(lock);
+	err = ts_snapstate_restore(s->state, a, now_ns, seq, &read);
+	njobs = ts_analyzer_njobs(a);
+	pthread_mutex_unlock(lock);
 
 	if (err == -EBADMSG)
 		ts_warn("analyzer: the state snapshot %s is damaged (parts missing or not "
@@ -93,10 +100,12 @@ int ts_snapshots_restore(struct ts_snapshots *s, struct ts_analyzer *a, uint64_t
 	if (err)
 		return err;
 	s->next_ns = now_ns + s->interval_ns;
-	s->st.restored_jobs = ts_analyzer_njobs(a);
+	pthread_mutex_lock(&s->lock); /* /metrics reads the stats from the start */
+	s->st.restored_jobs = (uint64_t)njobs;
+	pthread_mutex_unlock(&s->lock);
 	ts_info("analyzer: restored %d jobs from the state snapshot (%zu bytes read in %.1f s) "
 		"as of stream message %" PRIu64 "; replaying the stream after it",
-		ts_analyzer_njobs(a), read, (double)(ts_mono_ns() - t0) / 1e9, *seq);
+		njobs, read, (double)(ts_mono_ns() - t0) / 1e9, *seq);
 	return 0;
 }
 

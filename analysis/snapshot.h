@@ -26,11 +26,12 @@ struct ts_snapshots;
 int ts_snapshots_open(struct ts_snapshots **out, struct tsn *n, const char *bucket,
 		      const char *key, int interval_s, char *why, size_t whylen);
 void ts_snapshots_close(struct ts_snapshots *s);
-/* Restores the last snapshot into an empty analyzer. Returns 0 with *seq (the stream
- * message to replay after), -ENOENT (none: a first start), -EPROTO or -EBADMSG (one this
- * build cannot read: said), or -EAGAIN. */
-int ts_snapshots_restore(struct ts_snapshots *s, struct ts_analyzer *a, uint64_t now_ns,
-			 uint64_t *seq);
+/* Restores the last snapshot into an empty analyzer, written under lock (the one its
+ * readers take). Returns 0 with *seq (the stream message to replay after), -ENOENT
+ * (none: a first start), -EPROTO or -EBADMSG (one this build cannot read: said), or
+ * -EAGAIN. */
+int ts_snapshots_restore(struct ts_snapshots *s, struct ts_analyzer *a, pthread_mutex_t *lock,
+			 uint64_t now_ns, uint64_t *seq);
 /* The last of count messages ingested, up to stream sequence seq: acknowledged (with
  * every one before it) once a snapshot holds their effect. Takes m. */
 void ts_snapshots_hold(struct ts_snapshots *s, natsMsg *m, uint64_t seq, size_t count);
