@@ -187,6 +187,8 @@ typedef void (*tsn_msg_cb)(const char *subject, const void *data, size_t len, vo
 struct tsn_core_sub;
 int tsn_subscribe_core(struct tsn *n, const char *subject, tsn_msg_cb cb, void *closure,
 		       struct tsn_core_sub **out);
+/* Unsubscribes s and returns once none of its callbacks runs any more (5 s at most, said
+ * otherwise), so that their closure may be freed; never from one of them. */
 void tsn_unsubscribe_core(struct tsn_core_sub *s);
 /* Messages that arrived for s and wait for its callback (0 when it cannot be told): a
  * service's backlog. */

@@ -37,15 +37,6 @@ static void on_disconnected(natsConnection *nc, void *closure)
 		ts_warn("nats: disconnected from %s; buffering", n->opts.url);
 }
 
-/* The monotonic clock in milliseconds. */
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* nats.c's last callback for the connection: after it none holds n. Unless tsn_close
  * closed it, nats.c gave it up (the server refused it twice: nats.c does not retry an
  * authorization error that comes again): tsn_pump makes it anew after a backoff. */
@@ -65,7 +56,7 @@ static void on_closed(natsConnection *nc, void *closure)
 	if (lost) {
 		wait = tsn_backoff_ms(&n->rng, ++n->lost_rounds);
 		n->lost = true;
-		n->reopen_at_ms = mono_ms() + wait;
+		n->reopen_at_ms = tsn_mono_ms() + wait;
 	}
 	pthread_mutex_unlock(&n->lock);
 	if (lost && !said)
@@ -349,7 +340,7 @@ void tsn_revive(struct tsn *n)
 	bool due;
 
 	pthread_mutex_lock(&n->lock);
-	due = n->lost && !n->closing && mono_ms() >= n->reopen_at_ms;
+	due = n->lost && !n->closing && tsn_mono_ms() >= n->reopen_at_ms;
 	if (due)
 		n->lost = false; /* on_closed sets it again if the new one is given up too */
 	pthread_mutex_unlock(&n->lock);
@@ -370,7 +361,7 @@ void tsn_revive(struct tsn *n)
 		natsConnection_Destroy(nc);
 		pthread_mutex_lock(&n->lock);
 		n->lost = true;
-		n->reopen_at_ms = mono_ms() + tsn_backoff_ms(&n->rng, ++n->lost_rounds);
+		n->reopen_at_ms = tsn_mono_ms() + tsn_backoff_ms(&n->rng, ++n->lost_rounds);
 		pthread_mutex_unlock(&n->lock);
 		return;
 	}
@@ -445,8 +436,11 @@ int tsn_open(struct tsn **out, const struct tsn_opts *opts)
 		tsn_close(n);
 		return -EINVAL;
 	}
-	if (natsConnection_Status(n->nc) == NATS_CONN_STATUS_CONNECTED)
-		n->st.connected = true;
+	bool up = natsConnection_Status(n->nc) == NATS_CONN_STATUS_CONNECTED;
+	/* nats.c's threads run the callbacks that write it from now on */
+	pthread_mutex_lock(&n->lock);
+	n->st.connected |= up;
+	pthread_mutex_unlock(&n->lock);
 	*out = n;
 	return 0;
 }
@@ -481,6 +475,7 @@ void tsn_close(struct tsn *n)
 	pthread_mutex_unlock(&n->lock);
 	if (n->nc && !closed_after(n))
 		return; /* a callback may still come: n is left, not freed under it */
+	tsn_reap(n, true); /* closed: nothing can reach them any more */
 	jsCtx_Destroy(n->js);
 	natsConnection_Destroy(n->nc);
 	for (int i = 0; i < n->n_retired; i++) {

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* A message of the outbox: queued (n->head) or in flight (n->inflight). */
 struct tsn_entry {
@@ -22,6 +23,21 @@ struct tsn_entry {
 };
 
 #define TSN_RETIRED 8
+
+/* Subscriptions given up while their connection may still deliver to them. nats.c 3.4.1's
+ * read loop looks an inbound message's subscription up and then locks and fills it
+ * without holding a reference (natsConn_processMsg; fixed upstream by nats.c#638, in
+ * 3.6.0): a natsSubscription_Destroy in between frees what it then writes to, which
+ * glibc reports later as "double free or corruption". So none is destroyed while a
+ * message may be on its way to it: a buried one goes when nothing can come any more,
+ * TSN_BURY_MS after it was given up (its pull requests expired, its consumer deleted,
+ * or it unsubscribed), or once the connection is closed (tsn_close). */
+#define TSN_BURIED 16
+#define TSN_BURY_MS 10000
+struct tsn_buried {
+	natsSubscription *sub;
+	int64_t at_ms; /* monotonic */
+};
 
 /* A client's connection (natsw.h): its options, nats.c's handles, the outbox and what
  * has been said of the server's refusals. */
@@ -53,6 +69,8 @@ struct tsn {
 	jsCtx *retired_js[TSN_RETIRED];          /* thread may still hold them) */
 	int n_retired;
 	struct tsn_core_sub *core_subs; /* made again on the new connection */
+	struct tsn_buried buried[TSN_BURIED]; /* oldest first */
+	int nburied;
 };
 
 /* natsw_conn.c. The wait before reconnect round attempts (1, 2, ...): doubling from
@@ -64,6 +82,20 @@ int64_t tsn_backoff_ms(uint64_t *rng, int attempts);
 void tsn_revive(struct tsn *n);
 /* natsw_sub.c: n's core subscriptions made again on n->nc. */
 void tsn_core_subs_remake(struct tsn *n);
+/* natsw_sub.c: sub (NULL: none) given up, destroyed later (TSN_BURIED). */
+void tsn_bury(struct tsn *n, natsSubscription *sub);
+/* natsw_sub.c: the buried subscriptions destroyed: those given up TSN_BURY_MS ago, or
+ * all of them once the connection is closed (all). */
+void tsn_reap(struct tsn *n, bool all);
+
+/* The monotonic clock in milliseconds: backoffs, holds and deadlines. */
+static inline int64_t tsn_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* Whether an option's text is given: not NULL and not empty. */
 static inline bool tsn_set(const char *s)

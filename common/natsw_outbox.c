@@ -13,15 +13,6 @@
 #include <string.h>
 #include <time.h>
 
-/* The monotonic clock in milliseconds. */
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Queues e in publish order: new messages at the tail, a failed one back before every
  * later message, so that batches are resent, and stored, in the order they were made
  * (after a NATS freeze every in-flight publish fails: they must not come back reversed). */
@@ -159,11 +150,11 @@ void tsn_outbox_on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, 
 	n->st.retried++;
 	if (pae->ErrCode == JSStreamNotFoundErr || pae->Err == NATS_NO_RESPONDERS) {
 		/* a publisher that may not make the stream waits for whoever may */
-		if (n->opts.publish_only && n->hold_until_ms <= now_ms())
+		if (n->opts.publish_only && n->hold_until_ms <= tsn_mono_ms())
 			ts_warn("nats: no stream takes %s yet (the analyzer makes %s); resending",
 				natsMsg_GetSubject(msg), TSN_STREAM);
 		if (n->opts.publish_only)
-			n->hold_until_ms = now_ms() + 1000;
+			n->hold_until_ms = tsn_mono_ms() + 1000;
 		else
 			n->stream_ready = false;
 	}
@@ -240,7 +231,7 @@ size_t tsn_max_payload(struct tsn *n)
 static bool stream_wanted(struct tsn *n)
 {
 	bool ready;
-	int64_t t = now_ms();
+	int64_t t = tsn_mono_ms();
 
 	pthread_mutex_lock(&n->lock);
 	ready = n->stream_ready;
@@ -310,7 +301,7 @@ void tsn_pump(struct tsn *n)
 /* Pumps until nothing is queued or in flight, or timeout_ms passed (natsw.h). */
 int tsn_flush(struct tsn *n, int64_t timeout_ms)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = tsn_mono_ms() + timeout_ms;
 
 	for (;;) {
 		struct tsn_stats st;
@@ -319,7 +310,7 @@ int tsn_flush(struct tsn *n, int64_t timeout_ms)
 		tsn_get_stats(n, &st);
 		if (!st.outbox_msgs && !st.inflight)
 			return 0;
-		if (now_ms() >= deadline)
+		if (tsn_mono_ms() >= deadline)
 			return -ETIMEDOUT;
 		nats_Sleep(5);
 	}

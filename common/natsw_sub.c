@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A durable pull consumer as read through one connection. */
 struct tsn_sub {
@@ -20,6 +21,44 @@ struct tsn_sub {
 	bool rewind;              /* deliveries never arrived: the consumer is made again */
 	natsSubscription *retired; /* the one before sub: messages it gave may still be acked */
 };
+
+/* A subscription given up (natsw_impl.h, TSN_BURIED); past TSN_BURIED the oldest goes at
+ * once, given up 16 subscriptions ago. */
+void tsn_bury(struct tsn *n, natsSubscription *sub)
+{
+	natsSubscription *oldest = NULL;
+
+	if (!sub)
+		return;
+	pthread_mutex_lock(&n->lock);
+	if (n->nburied == TSN_BURIED) {
+		oldest = n->buried[0].sub;
+		memmove(n->buried, n->buried + 1, sizeof(n->buried[0]) * (TSN_BURIED - 1));
+		n->nburied--;
+	}
+	n->buried[n->nburied++] = (struct tsn_buried){ sub, tsn_mono_ms() };
+	pthread_mutex_unlock(&n->lock);
+	natsSubscription_Destroy(oldest);
+}
+
+/* The buried subscriptions whose time came, or all (natsw_impl.h). */
+void tsn_reap(struct tsn *n, bool all)
+{
+	natsSubscription *due[TSN_BURIED];
+	int64_t now = tsn_mono_ms();
+	int k = 0;
+
+	pthread_mutex_lock(&n->lock);
+	while (k < n->nburied && (all || now - n->buried[k].at_ms >= TSN_BURY_MS)) {
+		due[k] = n->buried[k].sub;
+		k++;
+	}
+	memmove(n->buried, n->buried + k, sizeof(n->buried[0]) * (size_t)(n->nburied - k));
+	n->nburied -= k;
+	pthread_mutex_unlock(&n->lock);
+	for (int i = 0; i < k; i++) /* off the lock: a destroy may wait for nats.c's */
+		natsSubscription_Destroy(due[i]);
+}
 
 /* The durable pull consumer, made when missing: from the stream's start, or after the
  * last message this subscription fetched when it is made again. */
@@ -96,19 +135,20 @@ uint64_t tsn_sub_last_seq(const struct tsn_sub *s)
 	return s->last_stream_seq;
 }
 
-/* The subscription given up. One that delivered messages is freed only when the next
+/* The subscription given up. One that delivered messages is buried only when the next
  * one is given up, or at the end: the last may still be acknowledged (natsMsg_Ack reads
  * its subscription; the analyzer holds it until its snapshot is stored). Never
- * unsubscribed: nats.c would delete a consumer it made. */
+ * unsubscribed: nats.c would delete a consumer it made. Buried, not destroyed: a reply
+ * to its last pull request may be on its way (natsw_impl.h, TSN_BURIED). */
 static void retire_sub(struct tsn_sub *s)
 {
 	if (!s->sub)
 		return;
 	if (s->last_dseq) {
-		natsSubscription_Destroy(s->retired);
+		tsn_bury(s->n, s->retired);
 		s->retired = s->sub;
 	} else {
-		natsSubscription_Destroy(s->sub);
+		tsn_bury(s->n, s->sub);
 	}
 	s->sub = NULL;
 }
@@ -169,6 +209,7 @@ int tsn_fetch(struct tsn_sub *s, natsMsgList *list, int batch, int64_t timeout_m
 	natsStatus st;
 
 	memset(list, 0, sizeof(*list));
+	tsn_reap(s->n, false);
 	if (s->rewind && rewind_consumer(s))
 		return -EAGAIN;
 	if (!s->sub && pull_subscribe(s))
@@ -213,13 +254,14 @@ int tsn_delete_consumer(struct tsn *n, const char *durable)
 	return js_DeleteConsumer(n->js, TSN_STREAM, durable, NULL, &jerr) == NATS_OK ? 0 : -ENOENT;
 }
 
-/* Frees s and its nats.c subscriptions, leaving the consumer on the server. */
+/* Frees s, leaving the consumer on the server; its nats.c subscriptions are buried
+ * (natsw_impl.h): a reply to the last fetch may still be on its way. */
 void tsn_unsubscribe(struct tsn_sub *s)
 {
 	if (!s)
 		return;
-	natsSubscription_Destroy(s->sub);
-	natsSubscription_Destroy(s->retired);
+	tsn_bury(s->n, s->sub);
+	tsn_bury(s->n, s->retired);
 	free(s);
 }
 
@@ -234,21 +276,53 @@ struct tsn_core_sub {
 	char *subject, *queue;     /* to subscribe again on a connection made anew */
 	natsMsgHandler handler;
 	struct tsn_core_sub *next; /* n->core_subs */
+	/* the owner's reference, and one for each nats.c subscription whose handler may
+	 * still run: a subscription closed from another thread may call it once more
+	 * (natsSubscription_SetOnCompleteCB), with s and the owner's closure */
+	pthread_mutex_t lock;
+	pthread_cond_t done;       /* a reference dropped */
+	int refs;
 };
 
-static void core_sub_free(struct tsn_core_sub *s)
+/* A reference to s dropped; the last frees it. */
+static void core_sub_put(struct tsn_core_sub *s)
 {
-	natsSubscription_Destroy(s->sub);
-	natsSubscription_Destroy(s->old);
+	bool last;
+
+	pthread_mutex_lock(&s->lock);
+	last = --s->refs == 0;
+	pthread_cond_broadcast(&s->done);
+	pthread_mutex_unlock(&s->lock);
+	if (!last)
+		return;
+	pthread_cond_destroy(&s->done);
+	pthread_mutex_destroy(&s->lock);
 	free(s->subject);
 	free(s->queue);
 	free(s);
 }
 
+/* nats.c thread: a subscription of s closed, its handler returned for good. */
+static void on_core_complete(void *closure)
+{
+	core_sub_put(closure);
+}
+
 static natsStatus core_sub_make(struct tsn_core_sub *s, natsConnection *nc)
 {
-	return s->queue ? natsConnection_QueueSubscribe(&s->sub, nc, s->subject, s->queue, s->handler, s)
-			: natsConnection_Subscribe(&s->sub, nc, s->subject, s->handler, s);
+	natsStatus st = s->queue ? natsConnection_QueueSubscribe(&s->sub, nc, s->subject, s->queue,
+								 s->handler, s)
+				 : natsConnection_Subscribe(&s->sub, nc, s->subject, s->handler, s);
+
+	if (st != NATS_OK)
+		return st;
+	/* taken first: a subscription closed meanwhile completes at once */
+	pthread_mutex_lock(&s->lock);
+	s->refs++;
+	pthread_mutex_unlock(&s->lock);
+	if (natsSubscription_SetOnCompleteCB(s->sub, on_core_complete, s) != NATS_OK)
+		core_sub_put(s); /* closed already: its handler will not run again */
+	return NATS_OK;
 }
 
 /* n's core subscriptions made again on its connection made anew (natsw_impl.h). */
@@ -303,6 +377,9 @@ static int core_subscribe(struct tsn *n, const char *subject, const char *queue,
 
 	s->n = n;
 	s->handler = handler;
+	s->refs = 1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->done, NULL);
 	s->subject = strdup(subject);
 	s->queue = queue ? strdup(queue) : NULL;
 	pthread_mutex_lock(&n->lock);
@@ -315,7 +392,7 @@ static int core_subscribe(struct tsn *n, const char *subject, const char *queue,
 	pthread_mutex_unlock(&n->lock);
 	if (st != NATS_OK) {
 		ts_error("nats: cannot subscribe to %s: %s", subject, natsStatus_GetText(st));
-		core_sub_free(s);
+		core_sub_put(s);
 		return -EINVAL;
 	}
 	*out = s;
@@ -358,10 +435,13 @@ int tsn_core_sub_pending(struct tsn_core_sub *s)
 	return msgs;
 }
 
-/* Unsubscribes and frees s (NULL: nothing). */
+/* Unsubscribes s (NULL: nothing) and waits, 5 s at most, until none of its handlers
+ * runs (natsw.h); s is freed by whichever lets it go last. */
 void tsn_unsubscribe_core(struct tsn_core_sub *s)
 {
 	struct tsn_core_sub **at;
+	struct timespec until;
+	bool done = true;
 
 	if (!s)
 		return;
@@ -372,5 +452,17 @@ void tsn_unsubscribe_core(struct tsn_core_sub *s)
 		*at = s->next;
 	pthread_mutex_unlock(&s->n->lock);
 	natsSubscription_Unsubscribe(s->sub);
-	core_sub_free(s);
+	/* unsubscribed, the read loop may still be filling them (natsw_impl.h, TSN_BURIED) */
+	tsn_bury(s->n, s->sub);
+	tsn_bury(s->n, s->old);
+	s->sub = s->old = NULL;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	pthread_mutex_lock(&s->lock);
+	while (s->refs > 1 && (done = pthread_cond_timedwait(&s->done, &s->lock, &until) == 0))
+		;
+	pthread_mutex_unlock(&s->lock);
+	if (!done)
+		ts_warn("nats: a handler of %s still runs 5 s after its unsubscribe", s->subject);
+	core_sub_put(s);
 }

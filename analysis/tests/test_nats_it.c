@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Integration with a real nats-server: the publisher's outbox, acknowledgements and
- * resends across a server restart, deliveries lost on the way read again, the
- * analyzer's refusal of bad messages, and the key-value bucket's parts, purges and
- * listings that its state snapshots stand on. */
+ * resends across a server restart, deliveries lost on the way read again, a core
+ * subscription given up while its handler runs, the analyzer's refusal of bad messages,
+ * and the key-value bucket's parts, purges and listings that its state snapshots stand
+ * on. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,6 +11,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,6 +400,54 @@ static void test_kv_parts_purged(void **state)
 	assert_int_equal(tsn_kv_keys(kv, "none.>", count_key, &keys), 0);
 	assert_int_equal(keys, 0);
 	tsn_kv_close(kv);
+
+struct slow_handler {
+	_Atomic bool entered, finished;
+};
+
+/* nats.c thread: a handler whose work takes 500 ms (a token review, say). */
+static void slow_cb(const char *subject, const void *data, size_t len, void *closure)
+{
+	struct slow_handler *h = closure;
+
+	(void)subject, (void)data, (void)len;
+	atomic_store(&h->entered, true);
+	nats_Sleep(500); /* the work's length */
+	atomic_store(&h->finished, true);
+}
+
+/* A core subscription given up while its handler runs: tsn_unsubscribe_core returns once
+ * it has returned, not before (nats.c calls a handler once more after the unsubscribe),
+ * so that the owner may free what the handler uses, as natsauth and the agent do. */
+static void test_core_unsubscribe_waits_for_handler(void **state)
+{
+	struct slow_handler *h = calloc(1, sizeof(*h));
+	struct natsd d = { 0 };
+	struct tsn_opts o = { 0 };
+	struct tsn_core_sub *sub = NULL;
+	natsConnection *pub = NULL;
+	struct tsn *n;
+	double deadline, t0;
+
+	(void)state;
+	assert_non_null(h);
+	assert_int_equal(natsd_start(&d, 0), 0);
+	o.url = d.url;
+	assert_int_equal(tsn_open(&n, &o), 0);
+	assert_int_equal(tsn_subscribe_core(n, "it.slow", slow_cb, h, &sub), 0);
+	assert_int_equal(natsConnection_ConnectTo(&pub, d.url), NATS_OK);
+	deadline = now_s() + 20;
+	while (!atomic_load(&h->entered) && now_s() < deadline) { /* until it is subscribed */
+		natsConnection_PublishString(pub, "it.slow", "work");
+		nats_Sleep(20);
+	}
+	assert_true(atomic_load(&h->entered));
+	t0 = now_s();
+	tsn_unsubscribe_core(sub);
+	assert_true(atomic_load(&h->finished));
+	assert_true(now_s() - t0 < 4.5); /* by the handler's return, not the 5 s bound */
+	free(h);
+	natsConnection_Destroy(pub);
 	tsn_close(n);
 	natsd_cleanup(&d);
 }
@@ -411,6 +461,7 @@ int main(void)
 		cmocka_unit_test(test_refused_client_comes_back),
 		cmocka_unit_test(test_outbox_bound_drops_oldest),
 		cmocka_unit_test(test_lost_deliveries_come_next),
+		cmocka_unit_test(test_core_unsubscribe_waits_for_handler),
 		cmocka_unit_test(test_analyzer_refuses_bad_input),
 		cmocka_unit_test(test_kv_parts_purged),
 	};
