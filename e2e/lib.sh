@@ -84,9 +84,11 @@ start_jaeger() {
 	wait_for 30 curl -sf "$JAEGER_QUERY/api/services" >/dev/null || die "jaeger: $(tail -5 "$WORK/jaeger.log")"
 }
 
-# wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds.
+# wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds, SECONDS times
+# E2E_TIME_FACTOR (1): a build under ThreadSanitizer runs several times slower
+# (scripts/tsan-run.sh sets 3).
 wait_for() {
-	local deadline=$(( $(date +%s) + $1 )); shift
+	local deadline=$(( $(date +%s) + $1 * ${E2E_TIME_FACTOR:-1} )); shift
 	until "$@" 2>/dev/null; do
 		[ "$(date +%s)" -lt "$deadline" ] || return 1
 		sleep 0.1

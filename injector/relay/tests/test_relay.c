@@ -532,6 +532,18 @@ static void unsaved_child(const char *dir, int log_fd, int out)
 	_exit(0);
 }
 
+/* The child of check_unsaved starts nats.c's threads after a fork of this process, which
+ * earlier tests left with threads: ThreadSanitizer cannot follow that ("dup thread with
+ * used id") and kills the child. The relay's threads are checked where it runs as a
+ * program (e2e/test-faults.sh under scripts/tsan-run.sh). */
+static void skip_under_tsan(void)
+{
+#ifdef __SANITIZE_THREAD__
+	print_message("under ThreadSanitizer: skipped (threads started after a fork)\n");
+	skip();
+#endif
+}
+
 /* Runs unsaved_child on dir, whose ring (8 steps) it may read and write; checks that the
  * ring is followed as before and the fallback is said and counted once. */
 static void check_unsaved(const char *dir, const char *ring)
@@ -576,6 +588,7 @@ static void test_unsaved_read_only_folder(void **state)
 	int lock_fd;
 
 	(void)state;
+	skip_under_tsan();
 	assert_non_null(mkdtemp(dir));
 	ring = new_ring(dir, 0, 1, &lock_fd, path, sizeof(path));
 	push_steps(ring, 0, 8);
@@ -600,6 +613,7 @@ static void test_unsaved_read_only_side_file(void **state)
 	int lock_fd, fd;
 
 	(void)state;
+	skip_under_tsan();
 	assert_non_null(mkdtemp(dir));
 	assert_int_equal(chmod(dir, 0777), 0);
 	ring = new_ring(dir, 0, 1, &lock_fd, path, sizeof(path));
