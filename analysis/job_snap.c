@@ -156,6 +156,9 @@ static int remake(struct ts_job *j, const struct ts_job *saved)
 		return -ENOMEM;
 	if (fs.hcap != j->fs.hcap)
 		return -EBADMSG;
+	/* sizing the world forgets the named ranks; the saved ones are read back next */
+	j->res.nslow = saved->res.nslow;
+	memcpy(j->res.summary, saved->res.summary, sizeof(j->res.summary));
 	fs.hist = j->fs.hist, fs.win = j->fs.win, fs.done = j->fs.done;
 	j->fs = fs;
 	j->hist_n = saved->hist_n, j->hist_next = saved->hist_next;

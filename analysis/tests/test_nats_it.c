@@ -400,6 +400,9 @@ static void test_kv_parts_purged(void **state)
 	assert_int_equal(tsn_kv_keys(kv, "none.>", count_key, &keys), 0);
 	assert_int_equal(keys, 0);
 	tsn_kv_close(kv);
+	tsn_close(n);
+	natsd_cleanup(&d);
+}
 
 struct slow_handler {
 	_Atomic bool entered, finished;
