@@ -163,9 +163,10 @@ test: deps
 	@$(MAKE) --no-print-directory e2e-node
 
 # The scale test again with the analyzer, loadgen and the daemons under ASan+UBSan, at a
-# reduced size: an analyzer once aborted there with "double free or corruption", of a
-# cause never found (issue 37). `make SAN=1 test` runs every test so; this part runs in
-# every `make test`.
+# reduced size: an analyzer once aborted in the scale bench with "double free or
+# corruption" (most likely nats.c 3.4.1's subscription use-after-free, worked around in
+# common/natsw_sub.c; bench/results/scale.md). `make SAN=1 test` runs every test so;
+# this part runs in every `make test`.
 SAN_SCALE := $(BUILD)/san-scale
 scale-san: deps
 	@$(MAKE) --no-print-directory SAN=1 BUILD=$(SAN_SCALE) all

@@ -8,11 +8,14 @@
 #   rank: the same job on the per-rank wire (one message per rank and step), RANK_STEPS
 #         steps, to compare;
 #   kill: the pod run again; at step KILL_AT the analyzer is SIGKILLed and started again
-#         on its durable: the time until it has read every message stored before it
-#         restarted, then every step analysed, DataComplete, nothing lost, the rank named.
+#         on its durable: the time until it is back where it was reading when killed
+#         (its snapshot restored and what came after it replayed), until it has read
+#         every message stored before it restarted, then every step analysed,
+#         DataComplete, nothing lost, the rank named.
 # Each live run gives the lag from a step's end to its analysis, the messages/s into the
 # stream, the storage per rank-step (one replica), the analyzer's CPU per 1,000
-# rank-steps and whether the slow rank was named. OUT=FILE also writes the table.
+# rank-steps and whether the slow rank was named. OUT=FILE also writes the table; RUNS
+# picks runs (default "pod kill rank").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -99,18 +102,21 @@ live() {
 
 # killed NAME: the pod run with the analyzer SIGKILLed at step KILL_AT and started again
 killed() {
-	local name=$1 at last tr tc tu rep
+	local name=$1 at was last tr tc tw tu rep
 	analyzer "$name" --filter "ts.v1.$name.>" --durable "$name" --snapshot-s 5 --config "$WORK/big.yaml"
 	gen "$name" pod "$STEPS"
 	wait_for 300 steps_at_least "$AMET" $((RANKS * KILL_AT)) || die "$name: step $KILL_AT not reached"
 	at=$(metric "$AMET" trainscope_analyzer_steps_total)
 	kill -9 "$APID"
 	wait "$APID" 2>/dev/null || true
-	last=$(jsz last)
+	was=$(jsz delivered "$name") last=$(jsz last)
 	tr=$(date +%s.%N)
 	echo "100k bench: $name: analyzer SIGKILLed at $at rank-steps, stream at seq $last; started again"
 	analyzer "$name" --filter "ts.v1.$name.>" --durable "$name" --snapshot-s 5 --config "$WORK/big.yaml"
 	tc=$(date +%s.%N)
+	wait_for 600 eval '[ "$(jsz delivered "$name")" -ge "$was" ]' ||
+		die "$name: the restarted analyzer did not reach seq $was"
+	tw=$(date +%s.%N)
 	wait_for 600 eval '[ "$(jsz delivered "$name")" -ge "$last" ]' ||
 		die "$name: the restarted analyzer did not reach seq $last"
 	tu=$(date +%s.%N)
@@ -122,21 +128,28 @@ st = json.load(open(sys.argv[1]))["status"]
 c = {x["type"]: x["status"] for x in st["conditions"]}
 sys.exit(0 if st["stepsAnalyzed"] == int(sys.argv[2]) and c.get("DataComplete") == "True" else 1)' \
 		"$rep" "$STEPS" || die "$name: the job was not analysed whole after the restart"
-	python3 - "$rep" "$at" "$last" "$tr" "$tc" "$tu" "$(metric "$AMET" trainscope_analyzer_lost_batches_total)" \
+	python3 - "$rep" "$at" "$last" "$tr" "$tc" "$tu" "$tw" "$was" "$(metric "$AMET" trainscope_analyzer_lost_batches_total)" \
 		"$(named_in "$rep")" >>"$WORK/killed.txt" <<'PY'
 import json, sys
 a = sys.argv
 st = json.load(open(a[1]))["status"]
 c = {x["type"]: x for x in st["conditions"]}
 print(a[2], a[3], "%.2f" % (float(a[5]) - float(a[4])), "%.2f" % (float(a[6]) - float(a[4])),
-      st["stepsAnalyzed"], a[7], a[8], c["DataComplete"]["message"].replace(" ", "_"))
+      st["stepsAnalyzed"], a[9], a[10], c["DataComplete"]["message"].replace(" ", "_"),
+      "%.2f" % (float(a[7]) - float(a[4])), a[8])
 PY
 	kill "$APID"
 }
 
-live pod pod "$STEPS"
-killed kill
-live rank rank "$RANK_STEPS"
+for run in ${RUNS:-pod kill rank}; do
+	case $run in
+	pod) live pod pod "$STEPS" ;;
+	kill) killed kill ;;
+	rank) live rank rank "$RANK_STEPS" ;;
+	*) die "RUNS: $run is not pod, kill or rank" ;;
+	esac
+done
+touch "$WORK/live.txt" "$WORK/killed.txt"
 
 python3 - "$WORK/live.txt" "$WORK/killed.txt" "$RANKS" "$PER_POD" "$STEPS" "$SLOW" "${OUT:-}" <<'PY'
 import sys
@@ -163,12 +176,13 @@ for line in open(a[1]):
     ]
     ok &= named == slow
 for line in open(a[2]):
-    at, last, restart, resume, done, lost, named, why = line.split()
+    at, last, restart, resume, done, lost, named, why, back, was = line.split()
     rows += [
         ("pod wire, analyzer SIGKILLed at step %s and started again" % (int(at) // ranks),
          "at rank-step %s, stream seq %s" % (at, last), ""),
-        ("  restart to consuming (snapshot restored)", "%s s" % restart, ""),
-        ("  restart to every message before it read", "%s s" % resume, "within seconds"),
+        ("  restart to consuming (the old lease aged, the snapshot restored)", "%s s" % restart, ""),
+        ("  restart to back where it was reading (seq %s)" % was, "%s s" % back, "within seconds"),
+        ("  restart to every message stored before it read (seq %s)" % last, "%s s" % resume, ""),
         ("  steps analysed, DataComplete", "%s of %d: %s" % (done, steps, why.replace("_", " ")[:58]), "must be all"),
         ("  batches counted lost", lost, "must be 0"),
         ("  slow rank %s named" % slow, named, "must be " + slow),
