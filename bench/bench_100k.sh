@@ -153,6 +153,8 @@ touch "$WORK/live.txt" "$WORK/killed.txt"
 
 python3 - "$WORK/live.txt" "$WORK/killed.txt" "$RANKS" "$PER_POD" "$STEPS" "$SLOW" "${OUT:-}" <<'PY'
 import sys
+sys.path.insert(0, "bench")
+from scale_table import finish
 a = sys.argv
 ranks, per_pod, steps, slow, out = int(a[3]), int(a[4]), int(a[5]), a[6], a[7]
 rows, ok = [], True
@@ -188,11 +190,5 @@ for line in open(a[2]):
         ("  slow rank %s named" % slow, named, "must be " + slow),
     ]
     ok &= int(done) == steps and lost == "0" and named == slow
-w = max(len(r[0]) for r in rows)
-text = "\n".join("  %-*s  %-44s %s" % (w, r[0], r[1], r[2]) for r in rows)
-print("100k bench (3 NATS servers, one analyzer and the generator, all on this machine):")
-print(text)
-if out:
-    open(out, "w").write(text + "\n")
-sys.exit(0 if ok else 1)
+finish("100k bench (3 NATS servers, one analyzer and the generator, all on this machine):", rows, ok, out, 44)
 PY

@@ -152,6 +152,8 @@ live solo "$RANKS"
 python3 - "$WORK/live.txt" "$RANKS" "$BACKLOG_STEPS" "$t0" "$t1" "$c0" "$c1" "${OUT:-}" \
 	"$WORK/killed.txt" "$LIVE_STEPS" "$WIRE" <<'PY'
 import sys
+sys.path.insert(0, "bench")
+from scale_table import finish
 a = sys.argv
 ranks, bsteps = int(a[2]), int(a[3])
 t0, t1, c0, c1 = map(float, a[4:8])
@@ -193,11 +195,5 @@ for line in open(killed):
         ("  slow rank %s named" % slow, named, "must be " + slow),
     ]
     ok &= int(done) == lsteps and lost == "0" and named == slow
-w = max(len(r[0]) for r in rows)
-text = "\n".join("  %-*s  %-42s %s" % (w, r[0], r[1], r[2]) for r in rows)
-print("scale bench (NATS servers, 2 partitioned analyzers and the generator, all on this machine):")
-print(text)
-if out:
-    open(out, "w").write(text + "\n")
-sys.exit(0 if ok else 1)
+finish("scale bench (NATS servers, 2 partitioned analyzers and the generator, all on this machine):", rows, ok, out, 42)
 PY
