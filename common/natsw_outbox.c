@@ -277,13 +277,28 @@ static void hand_over(struct tsn *n)
 		if (s == NATS_OK)
 			continue; /* nats.c owns the message until the ack handler */
 		/* not handed over: put it back and try again on the next pump (unless
-		 * tsn_revive dropped it meanwhile: e is gone then, not to be read) */
+		 * tsn_revive dropped it meanwhile: e is gone then, not to be read). One the
+		 * server will never take (past its max_payload) is dropped and counted: put
+		 * back, it would go first again and hold every message behind it for good */
+		bool never = s == NATS_MAX_PAYLOAD;
 		pthread_mutex_lock(&n->lock);
 		if ((e = inflight_take(n, sent))) {
 			n->st.inflight--;
-			outbox_push(n, e);
+			if (never) {
+				n->st.dropped++;
+				n->st.dropped_bytes += e->len;
+				entry_free(e);
+			} else {
+				outbox_push(n, e);
+			}
 		}
 		pthread_mutex_unlock(&n->lock);
+		if (never) {
+			ts_warn("nats: a message of %s is larger than the server's max_payload "
+				"(%" PRId64 " bytes): dropped and counted", natsMsg_GetSubject(sent),
+				natsConnection_GetMaxPayload(n->nc));
+			continue;
+		}
 		ts_debug("nats: publish deferred: %s", natsStatus_GetText(s));
 		return;
 	}

@@ -227,6 +227,34 @@ static void test_outbox_bound_drops_oldest(void **state)
 	natsd_cleanup(&d);
 }
 
+/* A message the server will never take (past its max_payload) is dropped and counted,
+ * and the messages behind it go: it once went first again at every pump, and held them
+ * for good. */
+static void test_oversized_dropped_not_blocking(void **state)
+{
+	static char big[8192];
+	struct natsd d = { .max_payload = 4096 };
+	struct tsn_opts o = { 0 };
+	struct tsn_stats st;
+	struct tsn *n;
+	int seen[4] = { 0 };
+
+	(void)state;
+	assert_int_equal(natsd_start(&d, 0), 0);
+	o.url = d.url;
+	assert_int_equal(tsn_open(&n, &o), 0);
+	memset(big, 'x', sizeof(big));
+	assert_int_equal(tsn_publish(n, SUBJ, big, sizeof(big), "it-big"), 0);
+	publish_n(n, 0, 4);
+	assert_int_equal(tsn_flush(n, 20000), 0);
+	tsn_get_stats(n, &st);
+	assert_int_equal(st.dropped, 1);
+	assert_int_equal(st.acked, 4);
+	assert_int_equal(consume(n, "it-big", seen, 4, 4), 4);
+	tsn_close(n);
+	natsd_cleanup(&d);
+}
+
 /* Deliveries lost on the way (here taken by another fetcher of the durable consumer and
  * never acknowledged, as a server that dies takes them) come next, in order: not after
  * the 120 s ack wait, nor lost for good once a later one is acknowledged (ack all). */
@@ -463,6 +491,7 @@ int main(void)
 		cmocka_unit_test(test_server_restart_loses_nothing),
 		cmocka_unit_test(test_refused_client_comes_back),
 		cmocka_unit_test(test_outbox_bound_drops_oldest),
+		cmocka_unit_test(test_oversized_dropped_not_blocking),
 		cmocka_unit_test(test_lost_deliveries_come_next),
 		cmocka_unit_test(test_core_unsubscribe_waits_for_handler),
 		cmocka_unit_test(test_analyzer_refuses_bad_input),

@@ -60,9 +60,21 @@ static int accepts(int port)
 	return ok;
 }
 
+/* <dir>/n.conf with what the flags cannot say (max_payload): 0 or -1. */
+static int write_conf(const struct natsd *d, char *path, size_t n)
+{
+	FILE *f;
+
+	snprintf(path, n, "%s/n.conf", d->dir);
+	if (!(f = fopen(path, "w")))
+		return -1;
+	fprintf(f, "max_payload: %d\n", d->max_payload);
+	return fclose(f);
+}
+
 int natsd_start(struct natsd *d, int port)
 {
-	char portarg[16], store[128];
+	char portarg[16], store[128], conf[128];
 	double deadline = now_s() + 15;
 
 	if (!d->dir[0]) {
@@ -77,13 +89,14 @@ int natsd_start(struct natsd *d, int port)
 		int null = open("/dev/null", O_WRONLY);
 		if (!getenv("TS_TEST_NATS_LOG"))
 			dup2(null, 2), dup2(null, 1);
+		char *argv[16] = { "nats-server", "-a", "127.0.0.1", "-p", portarg, "-js", "-sd",
+				   store, "--ports_file_dir", d->dir };
+		int argc = 10;
 		if (d->token)
-			execlp("nats-server", "nats-server", "-a", "127.0.0.1", "-p", portarg, "-js",
-			       "-sd", store, "--ports_file_dir", d->dir, "--auth", d->token,
-			       (char *)NULL);
-		else
-			execlp("nats-server", "nats-server", "-a", "127.0.0.1", "-p", portarg, "-js",
-			       "-sd", store, "--ports_file_dir", d->dir, (char *)NULL);
+			argv[argc++] = "--auth", argv[argc++] = (char *)d->token;
+		if (d->max_payload && write_conf(d, conf, sizeof(conf)) == 0)
+			argv[argc++] = "-c", argv[argc++] = conf;
+		execvp("nats-server", argv);
 		fprintf(stderr, "cannot run nats-server: %s\n", strerror(errno));
 		_exit(127);
 	}

@@ -11,6 +11,7 @@ struct natsd {
 	char dir[64];   /* store and ports file */
 	char url[64];
 	const char *token; /* set: clients must show it (--auth) */
+	int max_payload;   /* set: the server's max_payload in bytes (a configuration file) */
 };
 
 /* Starts nats-server (port 0: random, else that port) and waits until it accepts
