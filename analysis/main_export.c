@@ -10,14 +10,20 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Whether key's span was sent; noted when not. The last 64 are kept, the oldest replaced
+ * (it replaced slot 0 alone once full, so 63 stayed for good and a slow rank that came
+ * back was sent again and again). */
 static bool exported_before(struct cli *c, const char *key)
 {
+	int cap = (int)(sizeof(c->exported) / sizeof(c->exported[0]));
+
 	for (int i = 0; i < c->nexported; i++)
 		if (!strcmp(c->exported[i], key))
 			return true;
-	snprintf(c->exported[c->nexported++ % 64], sizeof(c->exported[0]), "%s", key);
-	if (c->nexported > 64)
-		c->nexported = 64;
+	snprintf(c->exported[c->exported_next], sizeof(c->exported[0]), "%s", key);
+	c->exported_next = (c->exported_next + 1) % cap;
+	if (c->nexported < cap)
+		c->nexported++;
 	return false;
 }
 

@@ -44,7 +44,7 @@ struct cli {
 	int node_health_s;
 	struct ts_otlp *otlp;
 	char exported[64][96]; /* slow-rank spans sent: "<ns>/<job>/<rank>/<since>" */
-	int nexported;
+	int nexported, exported_next; /* entries held; the slot the next replaces */
 	struct ts_analyzer *analyzer;
 	/* the HTTP thread renders metrics while the main thread ingests: one lock between them */
 	pthread_mutex_t core_lock;
