@@ -369,6 +369,8 @@ static void tell_refusals(struct ts_analyzer *a, uint64_t now_ns)
 	struct ts_refusal *r;
 
 	while ((r = ts_refusals_untold(&a->refused))) {
+		if (!r->at_ns) /* refused before the first tick: as of now */
+			r->at_ns = now_ns;
 		json_t *rep = ts_report_refused_json(r->ns, r->job, r->world, r->why, r->at_ns);
 		int err = a->opts.report_dir && rep ? ts_report_write(rep, a->opts.report_dir, r->ns,
 								      r->job) : 0;
