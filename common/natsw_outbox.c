@@ -281,10 +281,12 @@ static void hand_over(struct tsn *n)
 		 * server will never take (past its max_payload) is dropped and counted: put
 		 * back, it would go first again and hold every message behind it for good */
 		bool never = s == NATS_MAX_PAYLOAD;
+		char subject[256] = "";
 		pthread_mutex_lock(&n->lock);
 		if ((e = inflight_take(n, sent))) {
 			n->st.inflight--;
-			if (never) {
+			if (never) { /* named before it is freed */
+				snprintf(subject, sizeof(subject), "%s", natsMsg_GetSubject(e->msg));
 				n->st.dropped++;
 				n->st.dropped_bytes += e->len;
 				entry_free(e);
@@ -294,9 +296,10 @@ static void hand_over(struct tsn *n)
 		}
 		pthread_mutex_unlock(&n->lock);
 		if (never) {
-			ts_warn("nats: a message of %s is larger than the server's max_payload "
-				"(%" PRId64 " bytes): dropped and counted", natsMsg_GetSubject(sent),
-				natsConnection_GetMaxPayload(n->nc));
+			if (subject[0])
+				ts_warn("nats: a message of %s is larger than the server's max_payload "
+					"(%" PRId64 " bytes): dropped and counted", subject,
+					natsConnection_GetMaxPayload(n->nc));
 			continue;
 		}
 		ts_debug("nats: publish deferred: %s", natsStatus_GetText(s));
