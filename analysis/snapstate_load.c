@@ -209,6 +209,12 @@ int ts_snapstate_restore(struct ts_snapstate *st, struct ts_analyzer *a, uint64_
 		st->ndead = 0;
 		return lerr == -ENOMEM ? lerr : -EAGAIN;
 	}
+	/* only what a crashed save left goes now: the parts of a job refused (or of a
+	 * restore that fails) are still named by the stored manifest, and go once the next
+	 * save's manifest no longer names them; purged now, a restart before that save
+	 * would find the manifest's objects missing and lose the whole state */
+	if (err != -EAGAIN)
+		ts_snapstate_purge(st);
 	if (err == -ENOENT)
 		err = restore_legacy(st, a, now_ns, seq, read);
 	else if (!err)
@@ -219,7 +225,5 @@ int ts_snapstate_restore(struct ts_snapstate *st, struct ts_analyzer *a, uint64_
 			ts_snapstate_bury(st, st->parts[i]);
 		ts_snapstate_drop_parts(st);
 	}
-	if (err != -EAGAIN)
-		ts_snapstate_purge(st);
 	return err;
 }
