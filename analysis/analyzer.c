@@ -379,7 +379,7 @@ static void tell_refusals(struct ts_analyzer *a, uint64_t now_ns)
 		json_decref(rep);
 		if (err)
 			return; /* the folder's trouble is said by the jobs' reports; next tick */
-		r->told = true;
+		ts_refusals_told(&a->refused, r);
 	}
 }
 

@@ -6,6 +6,29 @@
 #include <stdio.h>
 #include <string.h>
 
+/* FNV-1a of the job and the reason. */
+static uint64_t told_key(const char *ns, const char *job, const char *why)
+{
+	const char *parts[3] = { ns, job, why };
+	uint64_t h = 1469598103934665603ull;
+
+	for (int i = 0; i < 3; i++)
+		for (const char *c = parts[i]; ; c++) {
+			h = (h ^ (uint8_t)*c) * 1099511628211ull;
+			if (!*c)
+				break;
+		}
+	return h ? h : 1;
+}
+
+static bool was_told(const struct ts_refusals *t, uint64_t key)
+{
+	for (int i = 0; i < TS_REFUSALS_TOLD; i++)
+		if (t->told[i] == key)
+			return true;
+	return false;
+}
+
 static struct ts_refusal *find(struct ts_refusals *t, const char *ns, const char *job)
 {
 	for (int i = 0; i < TS_REFUSALS; i++)
@@ -21,6 +44,8 @@ void ts_refusals_note(struct ts_refusals *t, const char *ns, const char *job, in
 
 	if (r && !strcmp(r->why, why) && r->world >= world)
 		return;
+	if (!r && was_told(t, told_key(ns, job, why)))
+		return; /* told already, then pushed out of the table by others */
 	if (!r) {
 		r = &t->r[t->next];
 		t->next = (t->next + 1) % TS_REFUSALS;
@@ -39,6 +64,13 @@ void ts_refusals_forget(struct ts_refusals *t, const char *ns, const char *job)
 
 	if (r)
 		memset(r, 0, sizeof(*r));
+}
+
+void ts_refusals_told(struct ts_refusals *t, struct ts_refusal *r)
+{
+	r->told = true;
+	t->told[t->next_told] = told_key(r->ns, r->job, r->why);
+	t->next_told = (t->next_told + 1) % TS_REFUSALS_TOLD;
 }
 
 struct ts_refusal *ts_refusals_untold(struct ts_refusals *t)

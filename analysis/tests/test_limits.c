@@ -310,6 +310,16 @@ static void test_refused_job_told(void **state)
 	feed(a, "huge", 2, 100000, 0, 4, false); /* refused again: already told */
 	ts_analyzer_tick(a, T0 + 3000 * MS);
 	assert_int_equal(t.n, 1);
+	/* more refused jobs than the table holds, each sending again: each told once */
+	char name[16];
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 40; i++) {
+			snprintf(name, sizeof(name), "huge-%d", i);
+			feed(a, name, 0, 100000, 0, 4, false);
+		}
+		ts_analyzer_tick(a, T0 + (4000 + 1000 * (uint64_t)round) * MS);
+	}
+	assert_int_equal(t.n, 1 + 40);
 	ts_analyzer_free(a);
 }
 
