@@ -398,7 +398,7 @@ int main(int argc, char **argv)
 	/* one bundler for every pod: its ids new at each run, as a relay's at each start */
 	ts_bundler_init(&g.bundler, &(struct ts_bundler_opts){
 		.producer_id = ts_mix64(ts_real_ns() ^ (uint64_t)getpid() << 32),
-		.max_bytes = tsn_max_payload(n), .send = ts_bundle_send_nats, .ctx = n });
+		.max_bytes = ts_bundle_bound(tsn_max_payload(n)), .send = ts_bundle_send_nats, .ctx = n });
 	uint64_t began = ts_mono_ns();
 	if (!rc && (rc = run(&g, n)))
 		fprintf(stderr, "trainscope-loadgen: publishing failed: %s\n", strerror(-rc));

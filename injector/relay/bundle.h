@@ -26,6 +26,14 @@ typedef int (*ts_bundle_send_fn)(void *ctx, const char *subject, const uint8_t *
 int ts_bundle_send_nats(void *ctx, const char *subject, const uint8_t *data, size_t len,
 			uint64_t producer_id, uint64_t seq);
 
+/* A Bundle's bound for a server that takes max_payload bytes: never past 1 MiB, whatever
+ * the server allows, so that an analyzer's --max-msg-bytes (4 MiB by default) never
+ * refuses a pod's whole round. */
+static inline size_t ts_bundle_bound(size_t max_payload)
+{
+	return max_payload < (1u << 20) ? max_payload : (1u << 20);
+}
+
 struct ts_bundler_opts {
 	uint64_t producer_id; /* the sender's own, new at each start (a restarted one must not
 			       * meet its old ids in JetStream's duplicate window) */

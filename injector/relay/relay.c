@@ -274,7 +274,7 @@ static void round_all(struct relay *r, bool final)
 
 	if (due)
 		r->last_flush_ms = now;
-	r->bundler.opts.max_bytes = tsn_max_payload(r->nats);
+	r->bundler.opts.max_bytes = ts_bundle_bound(tsn_max_payload(r->nats));
 	r->backlog = false;
 	for (int i = 0; i < r->nprod; i++) {
 		struct producer *p = r->prod[i];
