@@ -310,6 +310,7 @@ static void hand_over(struct tsn *n)
 /* Hands queued messages over when connected and the stream is there (natsw.h). */
 void tsn_pump(struct tsn *n)
 {
+	tsn_reap(n, false); /* a relay or agent fetches nothing: given-up subscriptions go here */
 	tsn_revive(n);
 	if (natsConnection_Status(n->nc) != NATS_CONN_STATUS_CONNECTED || stream_wanted(n))
 		return;
