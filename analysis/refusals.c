@@ -2,22 +2,19 @@
 /* The jobs refused whole past a limit, each to be told once (refusals.h). A fixed table:
  * a flood of refused jobs keeps the newest, and costs no allocation. */
 #include "refusals.h"
+#include "hash.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* FNV-1a of the job and the reason. */
+/* The job and the reason, hashed (0 is an empty slot: never a key). */
 static uint64_t told_key(const char *ns, const char *job, const char *why)
 {
-	const char *parts[3] = { ns, job, why };
-	uint64_t h = 1469598103934665603ull;
+	char buf[sizeof(((struct ts_refusal *)0)->ns) + sizeof(((struct ts_refusal *)0)->job) +
+		 sizeof(((struct ts_refusal *)0)->why)];
+	int n = snprintf(buf, sizeof(buf), "%s\x1f%s\x1f%s", ns, job, why);
+	uint64_t h = ts_fnv1a(buf, n < 0 ? 0 : (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 
-	for (int i = 0; i < 3; i++)
-		for (const char *c = parts[i]; ; c++) {
-			h = (h ^ (uint8_t)*c) * 1099511628211ull;
-			if (!*c)
-				break;
-		}
 	return h ? h : 1;
 }
 
