@@ -320,22 +320,22 @@ static void update_trouble(struct ts_analyzer *a)
 /* The share of a core a job's routine report refreshes may take (tick_job). */
 #define REPORT_SHARE 10
 
-/* Writes the job's report file: 0, or the error (the caller tries again later). A
+/* Writes job ns/name's report file: 0, or the error (the caller tries again later). A
  * folder that fails (a full disk) is said once, and again when it works again. */
-static int write_report(struct ts_analyzer *a, struct ts_job *j, json_t *rep)
+static int write_report(struct ts_analyzer *a, const char *ns, const char *name, json_t *rep)
 {
 	int err;
 
 	if (!a->opts.report_dir)
 		return 0;
-	if ((err = ts_report_write(rep, a->opts.report_dir, ts_job_ns(j), ts_job_name(j)))) {
+	if ((err = ts_report_write(rep, a->opts.report_dir, ns, name))) {
 		a->st.report_errors++;
 		snprintf(a->disk_why, sizeof(a->disk_why), "report files cannot be written in %s: %s",
 			 a->opts.report_dir, strerror(-err));
 		if (!a->report_failures++)
 			ts_error("analyzer: cannot write the report of %s/%s in %s: %s (retried every "
 				 "tick; trainscope_analyzer_report_write_errors_total counts)",
-				 ts_job_ns(j), ts_job_name(j), a->opts.report_dir, strerror(-err));
+				 ns, name, a->opts.report_dir, strerror(-err));
 		return err;
 	}
 	if (a->report_failures)
@@ -347,6 +347,18 @@ static int write_report(struct ts_analyzer *a, struct ts_job *j, json_t *rep)
 	return 0;
 }
 
+/* Job ns/name's report to its file, then to on_report: a job's and a refused job's alike.
+ * 0, or the file's error. */
+static int deliver_report(struct ts_analyzer *a, const char *ns, const char *name, json_t *rep,
+			  uint64_t now_ns)
+{
+	int err = write_report(a, ns, name, rep);
+
+	if (rep && a->opts.on_report)
+		a->opts.on_report(a->opts.on_report_ctx, rep, now_ns);
+	return err;
+}
+
 /* Job i's report, built once, to its file and to on_report; its next routine refresh
  * paced by what this one cost. 0, or the file's error (the caller tries again). */
 static int publish_report(struct ts_analyzer *a, int i, uint64_t now_ns)
@@ -354,10 +366,8 @@ static int publish_report(struct ts_analyzer *a, int i, uint64_t now_ns)
 	struct ts_job *j = a->jobs[i];
 	uint64_t t0 = ts_mono_ns();
 	json_t *rep = ts_report_json(j, trouble(a));
-	int err = write_report(a, j, rep);
+	int err = deliver_report(a, ts_job_ns(j), ts_job_name(j), rep, now_ns);
 
-	if (rep && a->opts.on_report)
-		a->opts.on_report(a->opts.on_report_ctx, rep, now_ns);
 	json_decref(rep);
 	a->report_due[i] = now_ns + (ts_mono_ns() - t0) * REPORT_SHARE;
 	return err;
@@ -372,10 +382,8 @@ static void tell_refusals(struct ts_analyzer *a, uint64_t now_ns)
 		if (!r->at_ns) /* refused before the first tick: as of now */
 			r->at_ns = now_ns;
 		json_t *rep = ts_report_refused_json(r->ns, r->job, r->world, r->why, r->at_ns);
-		int err = a->opts.report_dir && rep ? ts_report_write(rep, a->opts.report_dir, r->ns,
-								      r->job) : 0;
-		if (rep && a->opts.on_report)
-			a->opts.on_report(a->opts.on_report_ctx, rep, now_ns);
+		int err = rep ? deliver_report(a, r->ns, r->job, rep, now_ns) : 0;
+
 		json_decref(rep);
 		if (err)
 			return; /* the folder's trouble is said by the jobs' reports; next tick */
