@@ -22,7 +22,8 @@ def pin():
     if "--pin" in sys.argv:
         n = int(sys.argv[sys.argv.index("--pin") + 1])
         lr = int(os.environ.get("LOCAL_RANK", "0"))
-        os.sched_setaffinity(0, range(n * lr, n * (lr + 1)))
+        base = int(os.environ.get("TS_PIN_BASE", "0"))  # jobs side by side: cores apart
+        os.sched_setaffinity(0, range(base + n * lr, base + n * (lr + 1)))
 
 
 pin()
@@ -32,18 +33,20 @@ from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, 
     TrainingArguments
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train import Tokens, device_counters, start_noisy  # noqa: E402
+from train import Tokens, device_counters, start_noisy, truth  # noqa: E402
 
 
 class LMTokens(Tokens):
     """train.py's random tokens as a causal LM's inputs and labels."""
 
-    slow_s, slow_after, reads = 0.0, 0, 0
+    slow_s, slow_after, reads, rank = 0.0, 0, 0, -1
 
     def __getitem__(self, i):
         # the count is per process: each loader worker reads its share of the items
         self.reads += 1
         if self.slow_s and self.reads > self.slow_after:
+            if self.reads == self.slow_after + 1:
+                truth("data", self.rank)
             time.sleep(self.slow_s)
         ids = super().__getitem__(i)[:-1]
         return {"input_ids": ids, "labels": ids.clone()}
@@ -75,6 +78,7 @@ class Hogs(TrainerCallback):
                 not self.procs:
             self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                           for _ in range(self.n)]
+            truth("hogs", self.rank)
 
     def on_train_end(self, args, state, control, **kw):
         for p in self.procs:
@@ -108,7 +112,7 @@ def main():
                              disable_tqdm=True)
     data = LMTokens(a.steps * a.batch * a.accum * 8, a.seq, cfg.vocab_size)
     if a.slow_data_ms and args.process_index == a.fault_rank:
-        data.slow_s = a.slow_data_ms / 1000
+        data.slow_s, data.rank = a.slow_data_ms / 1000, a.fault_rank
         data.slow_after = a.fault_from * a.batch * a.accum // max(a.workers, 1)
     tr = Trainer(model=model, args=args, train_dataset=data,
                  callbacks=[Neighbour(a.noisy_rank, a.noisy_from),

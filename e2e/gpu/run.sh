@@ -10,6 +10,7 @@
 #                            (node agent as root); Lightning DDP with a GEMM neighbour
 #   e2e/gpu/run.sh coverage  kernels counted against torch.profiler: eager, torch.compile
 #                            default and reduce-overhead (CUDA graphs), FSDP
+#   e2e/gpu/run.sh record    the real-program corpus of bench/data (e2e/gpu/record.sh)
 #   e2e/gpu/run.sh graphcoll collectives captured into a CUDA graph, counted per replay
 #                            (with NCCL's profiler plugin and without)
 # Expects build/ (libtrainscope.so, and for detect the daemons) carried from the build
@@ -153,8 +154,9 @@ overhead) overhead ;;
 detect) source e2e/gpu/detect.sh; detect ;;
 frameworks) source e2e/gpu/frameworks.sh; frameworks ;;
 hostbound) source e2e/gpu/frameworks.sh; source e2e/gpu/hostbound.sh; hostbound ;;
+record) source e2e/gpu/record.sh; record ;;
 coverage) coverage; share_probe ;;
 launchbound) launchbound ;;
 graphcoll) graphcoll ;;
-*) echo "usage: $0 smoke|overhead|detect|frameworks|hostbound|coverage|launchbound|graphcoll" >&2; exit 2 ;;
+*) echo "usage: $0 smoke|overhead|detect|frameworks|hostbound|record|coverage|launchbound|graphcoll" >&2; exit 2 ;;
 esac

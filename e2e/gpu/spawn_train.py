@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -15,7 +16,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train import GPT, device_counters, job_args, start_noisy  # noqa: E402
+from train import GPT, device_counters, job_args, start_noisy, truth  # noqa: E402
 
 
 def worker(rank, world, a):
@@ -28,6 +29,11 @@ def worker(rank, world, a):
     for step in range(a.steps):
         if a.noisy_rank >= 0 and step == a.noisy_from and rank == 0:
             noisy = start_noisy(a.noisy_rank)
+        if rank == a.sleep_rank and step >= a.sleep_from:
+            # a host-side delay in the step (a slow logger, a blocking call in Python)
+            if step == a.sleep_from:
+                truth("sleep", rank)
+            time.sleep(a.sleep_ms / 1000)
         x = torch.randint(0, a.vocab, (a.batch, a.seq + 1), device="cuda", generator=g)
         with torch.autocast("cuda", dtype=torch.bfloat16):
             loss = F.cross_entropy(model(x[:, :-1]).flatten(0, 1), x[:, 1:].flatten())
@@ -48,6 +54,10 @@ def worker(rank, world, a):
 def main():
     ap = job_args(argparse.ArgumentParser(description=__doc__))
     ap.add_argument("--world", type=int, default=torch.cuda.device_count())
+    ap.add_argument("--sleep-rank", type=int, default=-1,
+                    help="rank that sleeps --sleep-ms in each step from --sleep-from")
+    ap.add_argument("--sleep-ms", type=float, default=20)
+    ap.add_argument("--sleep-from", type=int, default=100)
     a = ap.parse_args()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29531")

@@ -103,10 +103,27 @@ class Tokens(torch.utils.data.Dataset):
         return torch.randint(0, self.vocab, (self.seq + 1,), generator=g)
 
 
+def truth(fault, rank):
+    """Notes when a fault really began (TS_TRUTH_FILE, one JSON line each): the recorded
+    corpus (e2e/gpu/record.sh) labels its onset step from it."""
+    path = os.environ.get("TS_TRUTH_FILE")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps({"fault": fault, "rank": rank, "t_ns": time.time_ns()}) + "\n")
+
+
+def physical_gpu(gpu):
+    """The GPU that index gpu of this process's CUDA_VISIBLE_DEVICES names."""
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    ids = [v for v in vis.split(",") if v.strip()]
+    return ids[gpu] if gpu < len(ids) else str(gpu)
+
+
 def start_noisy(gpu):
     env = {k: v for k, v in os.environ.items()
            if k not in ("LD_PRELOAD", "PYTHONPATH", "NCCL_PROFILER_PLUGIN")}
-    env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    env["CUDA_VISIBLE_DEVICES"] = physical_gpu(gpu)
+    env["TS_TRUTH_RANK"] = str(gpu)
     return subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "noisy.py")],
                             env=env)
 
