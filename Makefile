@@ -108,7 +108,7 @@ include agent/module.mk
 include e2e/module.mk
 include bench/module.mk
 
-.PHONY: all scale-san scale-tsan test unit integration demo e2e e2e-node bench detect-bench deps lint clean image-root fuzz fuzz-deps \
+.PHONY: all scale-san scale-tsan test unit integration demo e2e e2e-node bench detect-bench real-bench deps lint clean image-root fuzz fuzz-deps \
 	arm64-test arm64-run docs-check docs-ref
 .DEFAULT_GOAL := all
 
@@ -248,6 +248,13 @@ bench: deps
 detect-bench: deps
 	@$(MAKE) --no-print-directory $(DETECT_BENCH)
 	@$(DETECT_BENCH) $(DETECT_ARGS)
+
+# The corpus of recorded real programs, each replayed into a fresh analyzer of the
+# defaults and held to its label (bench/data/README.md): a gate of make test.
+real-bench: deps
+	@$(MAKE) --no-print-directory $(REAL_BENCH)
+	@env $$(env | sed -n 's/^\(TRAINSCOPE_ANALYZER_[A-Z_]*\)=.*/-u \1/p') \
+		$(REAL_BENCH) --data bench/data --min-healthy 20
 
 lint: | $(NPU_STAMP)
 	@NPU_INC=$(NPU_INC) scripts/lint.sh

@@ -23,6 +23,11 @@ $(DETECT_BENCH): $(BUILD)/obj/bench/detect_bench.o $(BUILD)/obj/bench/detect_sim
 		$(COMMON_OBJS) $(PROTO_OBJ)
 	$(call link,$^)
 
+# make real-bench: the recorded real training programs (bench/data) replayed and judged.
+REAL_BENCH := $(BUILD)/bench/real_bench
+$(REAL_BENCH): $(BUILD)/obj/bench/real_bench.o $(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
+	$(call link,$^)
+
 # Simulated relays of large jobs (e2e/test-otlp.sh, the scale benchmark).
 LOADGEN := $(BUILD)/bin/trainscope-loadgen
 $(LOADGEN): $(BUILD)/obj/bench/loadgen.o $(RELAY_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)

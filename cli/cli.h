@@ -9,6 +9,7 @@ int cmd_run(int argc, char **argv);
 /* kube: read the reports from the cluster unless told otherwise (the kubectl plugin) */
 int cmd_report(int argc, char **argv, bool kube);
 int cmd_timeline(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 
 #include "natsw.h"
 #include "proto/trainscope.pb-c.h"
@@ -39,8 +40,17 @@ enum cli_opt {
 	OPT_OUT,
 };
 
-/* Reads every batch the stream holds for ns/job, in order, then stops. Returns 0, or -1
- * when the stream cannot be read. */
+/* Gives fn every message the stream holds for ns/job (every kind), as the server holds it
+ * and in the stream's order, then stops once the stream has nothing more (two fetches of
+ * 0.5 s come back empty). fn returns 0 to go on or a negative errno, which ends the read.
+ * Returns 0; -EAGAIN when the stream cannot be read; -ECONNRESET when the server went away
+ * at the end, so that whether the stream held more is not known (fn had what came before);
+ * or fn's error. */
+typedef int (*cli_msg_fn)(void *arg, natsMsg *m);
+int cli_read_job_msgs(struct tsn *n, const char *ns, const char *job, cli_msg_fn fn, void *arg);
+/* Reads every batch the stream holds for ns/job, in order, then stops (cli_read_job_msgs,
+ * the messages decoded; a batch that does not decode is skipped). Returns 0 (also when the
+ * server went away at the end: fn had what was read), or -1 when the stream cannot be read. */
 typedef void (*cli_batch_fn)(void *arg, const Trainscope__V1__Batch *b);
 int cli_read_job(struct tsn *n, const char *ns, const char *job, cli_batch_fn fn, void *arg);
 

@@ -17,6 +17,8 @@ static void usage(FILE *f)
 		"                      the verdict as it runs, then the report, picture, timeline\n"
 		"  report [opts]       print the analyzer's report of a job\n"
 		"  timeline [opts]     write a job's Chrome/Perfetto trace (steps + host view)\n"
+		"  record [opts]       save everything the stream holds for a job into a file,\n"
+		"                      each message with its time, to replay it offline\n"
 		"  help                this text\n\n"
 		"'trainscope <command> --help' explains each command.\n");
 }
@@ -39,6 +41,8 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 1, argv + 1, plugin);
 	if (!strcmp(argv[1], "timeline"))
 		return cmd_timeline(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "record"))
+		return cmd_record(argc - 1, argv + 1);
 	fprintf(stderr, "trainscope: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return 2;

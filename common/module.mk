@@ -2,7 +2,7 @@
 COMMON_SRCS := common/log.c common/config.c common/natsw_conn.c common/natsw_outbox.c common/natsw_stream.c \
 	common/natsw_sub.c common/natsw_env.c common/natskv.c common/names.c common/httpd.c common/buf.c \
 	common/ident.c common/visible.c common/kube.c common/kube_secret.c common/signals.c common/b64.c \
-	common/numparse.c
+	common/numparse.c common/recording.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
 
 # Helpers the tests share: running programs, the preload library and its doubles
@@ -17,6 +17,9 @@ $(eval $(call cmocka_test,test_names,$(BUILD)/obj/common/tests/test_names.o $(CO
 $(eval $(call cmocka_test,test_numparse,$(BUILD)/obj/common/tests/test_numparse.o \
 	$(BUILD)/obj/common/numparse.o))
 
+$(eval $(call cmocka_test,test_recording,$(BUILD)/obj/common/tests/test_recording.o \
+	$(BUILD)/obj/common/recording.o))
+
 # make fuzz, target names: any name from the wire through every mapping (k8s_rules.h).
 $(BUILD)/fuzz/fuzz_names: common/tests/fuzz_names.c common/names.c common/tests/k8s_rules.h \
 		common/names.h | fuzz-deps
@@ -26,6 +29,16 @@ $(BUILD)/fuzz/fuzz_names: common/tests/fuzz_names.c common/names.c common/tests/
 FUZZERS += names
 FUZZ_SEEDS_names := common/tests/corpus/names
 FUZZ_ARGS_names := -max_len=600
+
+# make fuzz, target recording: any file as a recording (common/recording.h).
+$(BUILD)/fuzz/fuzz_recording: common/tests/fuzz_recording.c common/recording.c \
+		common/recording.h | fuzz-deps
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ    $@"
+	@$(FUZZ_CC) $(INCS) $(filter %.c,$^) -o $@ -lz
+FUZZERS += recording
+FUZZ_SEEDS_recording := common/tests/corpus/recording
+FUZZ_ARGS_recording := -max_len=4096
 
 # nkeys and JWTs (OpenSSL): for the NATS auth callout and its test only.
 NKEYS_OBJS := $(BUILD)/obj/common/nkeys.o

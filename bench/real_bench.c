@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: Apache-2.0
+/* make real-bench: every recording of real training programs (bench/data, recorded by
+ * e2e/gpu/record.sh, cut by trainscope record) replayed into a fresh analyzer of the
+ * defaults, on the time each message reached the stream, and judged against its label:
+ * a healthy job must end with no FailSlow, no rank and no network verdict ever named; a
+ * faulty one must name its rank alone, with the labelled cause, from its onset on.
+ * Prints a row per recording and the totals; exits 1 when any recording fails. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/analyzer.h"
+#include "analysis/job.h"
+#include "analysis/params.h"
+#include "log.h"
+#include "recording.h"
+
+#define TICK_NS 100000000ull   /* the analyzer's main loop ticks so (analysis/main.c) */
+#define TAIL_NS 60000000000ull /* ticks after the last message: the job's end is judged */
+#define MAX_NAMED 16
+
+/* What a recording holds, and the truth of it (bench/data/labels.json). */
+struct label {
+	char name[64], file[256], job[64], program[32];
+	int world;
+	bool healthy;
+	int rank;           /* the faulty rank */
+	char cause[16];     /* its cause: Compute, Communication, HostCPU, Storage, Device */
+	uint64_t fault_ns;  /* when the fault really began; 0: before the job */
+};
+
+/* One (rank, cause) the analyzer named, and when. */
+struct named {
+	int rank;
+	const char *cause;
+	uint64_t at_step;
+};
+
+struct outcome {
+	enum ts_state final;
+	bool seen, net, early;
+	int nnamed;
+	struct named named[MAX_NAMED];
+	long onset;          /* the faulty rank's first step that ended after the fault began */
+	long latency;        /* steps from onset to the right rank named; -1: never */
+	bool pass;
+	char why[160];
+	uint64_t msgs, steps;
+};
+
+/* Replay state: the label and outcome the analyzer's step callback writes into. */
+struct replay {
+	const struct label *l;
+	struct outcome *o;
+};
+
+/* on_step: the faulty rank's first step that ended once its fault had begun. */
+static void on_step(void *ctx, struct ts_job *j, const Trainscope__V1__Identity *id,
+		    const Trainscope__V1__Step *s)
+{
+	struct replay *rp = ctx;
+
+	(void)j;
+	rp->o->steps++;
+	if (rp->l->healthy || rp->o->onset >= 0 || !id || id->rank != rp->l->rank)
+		return;
+	if (s->end_ns >= rp->l->fault_ns)
+		rp->o->onset = (long)s->step;
+}
+
+/* Notes what the job's result names now. */
+static void judge(const struct label *l, struct ts_job *j, struct outcome *o)
+{
+	const struct ts_job_result *r = ts_job_result(j);
+
+	o->seen = true;
+	o->final = r->state;
+	o->net |= r->net.scope != TS_NET_NONE;
+	for (int i = 0; i < r->nslow; i++) {
+		const struct ts_slow_rank *s = &r->slow[i];
+		bool known = false;
+		for (int k = 0; k < o->nnamed && !known; k++)
+			known = o->named[k].rank == s->rank && !strcmp(o->named[k].cause, s->cause);
+		if (known || o->nnamed == MAX_NAMED)
+			continue;
+		o->named[o->nnamed++] = (struct named){ s->rank, s->cause, r->last_step };
+		if (!l->healthy && s->rank == l->rank && (o->onset < 0 || (long)r->last_step < o->onset))
+			o->early = true;
+	}
+}
+
+/* The verdict on a replayed recording: o->pass, o->why and the latency. */
+static void verdict(const struct label *l, struct outcome *o)
+{
+	o->latency = -1;
+	o->pass = false;
+	if (!o->seen) {
+		snprintf(o->why, sizeof(o->why), "the analyzer never took the job");
+		return;
+	}
+	if (l->healthy) {
+		if (o->nnamed)
+			snprintf(o->why, sizeof(o->why), "rank %d named (%s) at step %llu",
+				 o->named[0].rank, o->named[0].cause,
+				 (unsigned long long)o->named[0].at_step);
+		else if (o->net)
+			snprintf(o->why, sizeof(o->why), "a network verdict");
+		else if (o->final == TS_STATE_FAILSLOW)
+			snprintf(o->why, sizeof(o->why), "ends FailSlow");
+		else
+			o->pass = true;
+		return;
+	}
+	for (int k = 0; k < o->nnamed; k++) {
+		const struct named *n = &o->named[k];
+		if (n->rank != l->rank) {
+			snprintf(o->why, sizeof(o->why), "rank %d named (%s), not rank %d", n->rank,
+				 n->cause, l->rank);
+			return;
+		}
+		if (strcmp(n->cause, l->cause)) {
+			snprintf(o->why, sizeof(o->why), "rank %d named %s, not %s", n->rank,
+				 n->cause, l->cause);
+			return;
+		}
+		if (o->latency < 0)
+			o->latency = (long)n->at_step - o->onset;
+	}
+	if (o->early)
+		snprintf(o->why, sizeof(o->why), "rank %d named before its onset (step %ld)",
+			 l->rank, o->onset);
+	else if (o->latency < 0)
+		snprintf(o->why, sizeof(o->why), "rank %d never named", l->rank);
+	else
+		o->pass = true;
+}
+
+/* Replays the recording of l (under dir) into a fresh analyzer. 0, or -errno said. */
+static int replay(const struct label *l, const char *dir, const struct ts_params *p,
+		  struct outcome *o)
+{
+	struct ts_analyzer_opts ao = { .params = *p };
+	struct replay rp = { l, o };
+	struct ts_analyzer *a = NULL;
+	struct ts_rec *rec = NULL;
+	char path[600];
+	uint64_t t, next = 0, last = 0;
+	const char *subject;
+	const void *data;
+	size_t len;
+	int err;
+
+	memset(o, 0, sizeof(*o));
+	o->onset = l->healthy ? -1 : l->fault_ns ? -1 : 0;
+	ao.on_step = on_step;
+	ao.on_report_ctx = &rp;
+	snprintf(path, sizeof(path), "%s/%s", dir, l->file);
+	if ((err = ts_rec_open_read(&rec, path))) {
+		fprintf(stderr, "real_bench: %s: %s\n", path, strerror(-err));
+		return err;
+	}
+	if ((err = ts_analyzer_new(&a, &ao)))
+		goto out;
+	while ((err = ts_rec_next(rec, &t, &subject, &data, &len)) == 1) {
+		for (; next && next <= t; next += TICK_NS) {
+			ts_analyzer_tick(a, next);
+			struct ts_job *j = ts_analyzer_job(a, "default", l->job);
+			if (j)
+				judge(l, j, o);
+		}
+		if (!next)
+			next = t + TICK_NS;
+		ts_analyzer_ingest(a, subject, data, len);
+		o->msgs++;
+		last = t;
+	}
+	if (err < 0) {
+		fprintf(stderr, "real_bench: %s: %s\n", path, strerror(-err));
+		goto out;
+	}
+	for (; next && next <= last + TAIL_NS; next += TICK_NS) {
+		ts_analyzer_tick(a, next);
+		struct ts_job *j = ts_analyzer_job(a, "default", l->job);
+		if (!j)
+			break;
+		judge(l, j, o);
+		if (ts_job_finished(j))
+			break;
+	}
+	verdict(l, o);
+	err = 0;
+out:
+	ts_analyzer_free(a);
+	ts_rec_close(rec);
+	return err;
+}
+
+/* Reads the labels: 0 with *out and *n, or -1 said. */
+static int load_labels(const char *path, struct label **out, int *n)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, 0, &je), *e;
+	size_t i;
+
+	if (!root || !json_is_array(root)) {
+		fprintf(stderr, "real_bench: %s: %s (line %d)\n", path,
+			root ? "not a JSON array" : je.text, je.line);
+		json_decref(root);
+		return -1;
+	}
+	*out = calloc(json_array_size(root) + 1, sizeof(**out));
+	*n = 0;
+	json_array_foreach(root, i, e) {
+		struct label *l = &(*out)[(*n)++];
+		const char *file = NULL, *job = NULL, *prog = "", *cause = "";
+		json_int_t world = 0, rank = -1, fault_ns = 0;
+		int healthy = 0;
+		if (json_unpack_ex(e, &je, 0, "{s:s, s:s, s?s, s:I, s:b, s?I, s?s, s?I}", "file",
+				   &file, "job", &job, "program", &prog, "world", &world,
+				   "healthy", &healthy, "rank", &rank, "cause", &cause,
+				   "fault_ns", &fault_ns) ||
+		    (!healthy && (rank < 0 || !*cause))) {
+			fprintf(stderr, "real_bench: %s: entry %zu: %s\n", path, i,
+				healthy ? je.text : "a fault needs rank and cause");
+			json_decref(root);
+			return -1;
+		}
+		snprintf(l->file, sizeof(l->file), "%s", file);
+		snprintf(l->job, sizeof(l->job), "%s", job);
+		snprintf(l->program, sizeof(l->program), "%s", prog);
+		snprintf(l->cause, sizeof(l->cause), "%s", cause);
+		snprintf(l->name, sizeof(l->name), "%s-w%d", job, (int)world);
+		l->world = (int)world, l->healthy = healthy, l->rank = (int)rank;
+		l->fault_ns = (uint64_t)fault_ns;
+	}
+	json_decref(root);
+	return 0;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+	return (x > y) - (x < y);
+}
+
+/* A row of the table: the recording, its truth, the verdict, what was named and when. */
+static void print_row(const struct label *l, const struct outcome *o)
+{
+	char named[160] = "-", truth[48], lat[24] = "-";
+	int off = 0;
+
+	for (int k = 0; k < o->nnamed && off < (int)sizeof(named) - 24; k++)
+		off += snprintf(named + off, sizeof(named) - (size_t)off, "%s%d %s @%llu",
+				k ? ", " : "", o->named[k].rank, o->named[k].cause,
+				(unsigned long long)o->named[k].at_step);
+	if (l->healthy)
+		snprintf(truth, sizeof(truth), "healthy");
+	else
+		snprintf(truth, sizeof(truth), "%d %s @%ld", l->rank, l->cause, o->onset);
+	if (o->latency >= 0)
+		snprintf(lat, sizeof(lat), "%ld", o->latency);
+	printf("| %-22s | %-22s | %-8s | %-40s | %4s | %-4s |%s%s\n", l->name, truth,
+	       ts_state_names[o->final], named, lat, o->pass ? "ok" : "FAIL",
+	       o->pass ? "" : " ", o->pass ? "" : o->why);
+	fflush(stdout);
+}
+
+/* The corpus's totals. */
+struct totals {
+	int fails, nfault, found, right_cause, healthy_ok, nhealthy, named_all, named_right;
+	int nlat;
+	long *lat;
+};
+
+static void count(struct totals *t, const struct label *l, const struct outcome *o)
+{
+	bool right = false, cause_ok = true;
+
+	t->fails += !o->pass;
+	t->named_all += o->nnamed;
+	if (l->healthy) {
+		t->nhealthy++, t->healthy_ok += o->pass;
+		return;
+	}
+	t->nfault++;
+	for (int k = 0; k < o->nnamed; k++) {
+		if (o->named[k].rank != l->rank)
+			continue;
+		right = true, t->named_right++;
+		cause_ok &= !strcmp(o->named[k].cause, l->cause);
+	}
+	t->found += right;
+	t->right_cause += right && cause_ok;
+	if (o->latency >= 0)
+		t->lat[t->nlat++] = o->latency;
+}
+
+static void print_totals(struct totals *t, int n)
+{
+	qsort(t->lat, (size_t)t->nlat, sizeof(*t->lat), cmp_long);
+	printf("\nhealthy: %d of %d with nothing named; faults: %d of %d found\n", t->healthy_ok,
+	       t->nhealthy, t->found, t->nfault);
+	printf("precision %.2f (right-rank namings of all), recall %.2f, cause accuracy %.2f, ",
+	       t->named_all ? (double)t->named_right / t->named_all : 1.0,
+	       t->nfault ? (double)t->found / t->nfault : 1.0,
+	       t->found ? (double)t->right_cause / t->found : 1.0);
+	if (t->nlat)
+		printf("median latency %ld steps from onset\n", t->lat[t->nlat / 2]);
+	else
+		printf("no latency\n");
+	printf("%d passed, %d failed\n", n - t->fails, t->fails);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: real_bench [--data DIR] [--only JOB] [--min-healthy N] [--verbose]\n"
+		"Replays every recording of DIR/labels.json (default bench/data) into a fresh\n"
+		"analyzer with the default configuration and judges it against its label.\n\n"
+		"  -d, --data DIR       the corpus folder (labels.json and the recordings)\n"
+		"  -o, --only JOB       only the recordings whose name (JOB-wWORLD) contains JOB\n"
+		"  -m, --min-healthy N  fail unless at least N healthy recordings pass (default 0)\n"
+		"  -v, --verbose        the analyzer's log too: every alarm raised and cleared\n"
+		"  -h, --help           this text\n"
+		"Exit: 0 every recording passed, 1 one failed, 2 bad usage or an unreadable corpus.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = { { "data", required_argument, NULL, 'd' },
+					     { "only", required_argument, NULL, 'o' },
+					     { "min-healthy", required_argument, NULL, 'm' },
+					     { "verbose", no_argument, NULL, 'v' },
+					     { "help", no_argument, NULL, 'h' },
+					     { NULL, 0, NULL, 0 } };
+	const char *dir = "bench/data", *only = NULL;
+	bool verbose = false;
+	int c, n = 0, min_healthy = 0, ran = 0;
+	struct totals t = { 0 };
+	struct label *labels = NULL;
+	struct ts_params p;
+	char path[600], err[256];
+
+	while ((c = getopt_long(argc, argv, "d:o:m:vh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 'o': only = optarg; break;
+		case 'm': min_healthy = atoi(optarg); break;
+		case 'v': verbose = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	ts_log_set_level(verbose ? TS_LOG_INFO : TS_LOG_ERROR);
+	snprintf(path, sizeof(path), "%s/labels.json", dir);
+	if (load_labels(path, &labels, &n))
+		return 2;
+	/* the defaults a user gets: no file, no TRAINSCOPE_ANALYZER_* of the caller's */
+	ts_params_defaults(&p);
+	for (char **e = environ; *e; e++)
+		if (!strncmp(*e, "TRAINSCOPE_ANALYZER_", 20)) {
+			fprintf(stderr, "real_bench: %.*s is set: the corpus is judged on the "
+				"defaults\n", (int)strcspn(*e, "="), *e);
+			return 2;
+		}
+	if (ts_params_load(&p, NULL, "", err, sizeof(err))) {
+		fprintf(stderr, "real_bench: %s\n", err);
+		return 2;
+	}
+	t.lat = calloc((size_t)n + 1, sizeof(*t.lat));
+	printf("| recording              | truth                  | verdict  | ranks named (cause @step)"
+	       "                | lat  | ok   |\n|---|---|---|---|---|---|\n");
+	for (int i = 0; i < n; i++) {
+		struct outcome o;
+		if (only && !strstr(labels[i].name, only))
+			continue;
+		if (replay(&labels[i], dir, &p, &o))
+			return 2;
+		print_row(&labels[i], &o);
+		count(&t, &labels[i], &o);
+		ran++;
+	}
+	print_totals(&t, ran);
+	free(t.lat);
+	free(labels);
+	if (t.healthy_ok < min_healthy) {
+		printf("FAIL  only %d healthy recordings pass, %d wanted\n", t.healthy_ok, min_healthy);
+		return 1;
+	}
+	return t.fails ? 1 : 0;
+}
