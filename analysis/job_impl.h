@@ -191,6 +191,16 @@ void ts_job_verdict(struct ts_job *j);
  * is in state Hang, and the reason says why in place of the fail-slow one. */
 void ts_job_stopped(struct ts_job *j, uint64_t now_ns);
 
+/* job_waits.c: whether the job measurably waits for a rank. Over the window: the
+ * median share of the step the peers wait in their collectives beyond rank k's wait
+ * (*share), and the share of steps it came last to them (*last); false with too few
+ * steps to say. */
+bool ts_job_waited_for(struct ts_job *j, int k, double *share, double *last);
+/* Rank k's window median of metric m over the median of its peers' (NAN: none). */
+double ts_job_peer_ratio(struct ts_job *j, int k, int m);
+/* The job's last steps (change.smooth_steps) over its fail-slow baseline, less 1. */
+double ts_job_slowdown(const struct ts_job *j);
+
 /* job_history.c */
 struct ts_event *ts_job_history_open(struct ts_job *j, enum ts_event_kind kind, int rank, int m);
 struct ts_event *ts_job_history_find(struct ts_job *j, enum ts_event_kind kind, int rank, int m);

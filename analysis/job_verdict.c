@@ -104,7 +104,9 @@ static int pick_metric(struct ts_job *j, int k)
 
 	for (int m = 0; m < TS_M_COUNT; m++) {
 		size_t i = idx(j, k, m);
-		if (!j->alarm[i] || m == TS_M_COLLECTIVE)
+		/* time asleep is no cause: a rank waiting on its loader or on a peer sleeps
+		 * too (its loader's wait is Storage, a starved host's run-queue HostCPU) */
+		if (!j->alarm[i] || m == TS_M_COLLECTIVE || m == TS_M_OFFCPU)
 			continue;
 		double d = j->hit_value[i] - j->hit_median[i];
 		if (best < 0 || d > bd)
@@ -307,6 +309,85 @@ static bool waits_for_peer(struct ts_job *j, int k, int m, bool *waits_known)
 	return wait > 1.5 * d;
 }
 
+/* Whether rank k, alarmed on metric m, is worth naming: the job waits for it step after
+ * step (verdict.wait_floor), and the job slowed (verdict.min_slowdown) with the rank's
+ * own evidence as large as its cause needs: its loader, checkpoint or run-queue delay as
+ * they are, a busy time verdict.compute_ratio times its peers'; or, with no slowdown to
+ * see (slow from its first step), a busy time verdict.level_ratio times its peers' while
+ * the others wait twice the floor for it. */
+static bool worth_naming(struct ts_job *j, int k, int m)
+{
+	const struct ts_params *p = &j->p;
+	double share, last, runq, ref;
+
+	if (!ts_job_waited_for(j, k, &share, &last) || last < 0.75 ||
+	    !(share >= p->verdict.wait_floor))
+		return false;
+	bool slowed = ts_job_slowdown(j) >= p->verdict.min_slowdown;
+	if ((m != TS_M_COMPUTE && m != TS_M_LAUNCH && m != TS_M_GEMM) ||
+	    host_starves(j, k, m, &runq, &ref))
+		return slowed;
+	double ratio = ts_job_peer_ratio(j, k, m);
+	if (ratio >= p->verdict.level_ratio && share >= 2 * p->verdict.wait_floor)
+		return true;
+	return slowed && ratio >= p->verdict.compute_ratio;
+}
+
+/* The rank of class c that waits least in its collectives (window medians); -1 none. */
+static int least_waiting(struct ts_job *j, int lo, int hi, bool all)
+{
+	int best = -1;
+	float least = INFINITY;
+
+	for (int i = lo; i < hi; i++) {
+		int k = all ? i : j->order[i];
+		float w = j->win_median[idx(j, k, TS_M_COLLECTIVE)];
+		if (w < least)
+			least = w, best = k;
+	}
+	return best;
+}
+
+/* A job that slowed waiting for a rank none of whose phases explains it (its GPU,
+ * loader and checkpoint times as its peers'): its host holds each step (a sleep, a
+ * lock, a blocking call in its loop) between the phases trainscope times. Named
+ * HostCPU when the others wait twice verdict.wait_floor for it. */
+static void host_gap(struct ts_job *j, uint64_t t_ns)
+{
+	struct ts_job_result *res = &j->res;
+	bool singles = j->nclass >= j->world;
+	double share, last, slow = ts_job_slowdown(j);
+
+	if (res->nslow || !(slow >= j->p.verdict.min_slowdown))
+		return;
+	for (int c = 0; c < (singles ? 1 : j->nclass); c++) {
+		int k = singles ? least_waiting(j, 0, j->world, true)
+				: j->cstart[c + 1] - j->cstart[c] < 2 ? -1
+				: least_waiting(j, j->cstart[c], j->cstart[c + 1], false);
+		if (k < 0 || !ts_job_waited_for(j, k, &share, &last) || last < 0.75 ||
+		    !(share >= 2 * j->p.verdict.wait_floor))
+			continue;
+		struct ts_slow_rank *s = &res->slow[res->nslow++];
+		memset(s, 0, sizeof(*s));
+		s->rank = k;
+		s->cause = "HostCPU";
+		s->metric = "step";
+		s->value_ms = share * j->step_ms;
+		s->degradation = slow;
+		s->since_ns = t_ns;
+		s->onset_step = s->confirmed_step = res->last_step;
+		snprintf(s->method, sizeof(s->method), "WAIT");
+		snprintf(s->evidence, sizeof(s->evidence), "the others wait %.2f ms/step (%.0f%% "
+			 "of the step) for it in their collectives, it came last in %.0f%% of the "
+			 "last steps, and none of its GPU, loader or checkpoint time explains it: "
+			 "its host holds each step (a sleep, a lock, a blocking call); the job's "
+			 "step %+.0f%% over its baseline", s->value_ms, 100 * share, 100 * last,
+			 100 * slow);
+		appendf(res->summary, sizeof(res->summary), "%s%d(%s)", res->summary[0] ? "," : "",
+			k, s->cause);
+	}
+}
+
 void ts_job_compose(struct ts_job *j, uint64_t t_ns)
 {
 	struct ts_job_result *res = &j->res;
@@ -317,7 +398,8 @@ void ts_job_compose(struct ts_job *j, uint64_t t_ns)
 	res->summary[0] = 0;
 	for (int k = 0; k < j->world; k++) {
 		int m = pick_metric(j, k);
-		if (m < 0 || waits_for_peer(j, k, m, &waits_known) || host_pending(j, k, m))
+		if (m < 0 || waits_for_peer(j, k, m, &waits_known) || host_pending(j, k, m) ||
+		    !worth_naming(j, k, m))
 			continue;
 		struct ts_slow_rank *s = &res->slow[res->nslow++];
 		describe(j, k, m, s, t_ns);
@@ -325,6 +407,7 @@ void ts_job_compose(struct ts_job *j, uint64_t t_ns)
 			len += (size_t)snprintf(res->summary + len, sizeof(res->summary) - len,
 						"%s%d(%s)", len ? "," : "", k, s->cause);
 	}
+	host_gap(j, t_ns);
 	ts_job_net_name(j);
 }
 

@@ -2,7 +2,7 @@
 ANALYSIS_LIB_SRCS := analysis/stats.c analysis/dbscan.c analysis/ksigma.c analysis/failslow.c \
 	analysis/params.c analysis/peers.c analysis/change.c \
 	analysis/job.c analysis/job_rows.c analysis/job_ranks.c analysis/job_eval.c \
-	analysis/job_verdict.c analysis/job_peers.c analysis/job_change.c analysis/job_hang.c \
+	analysis/job_verdict.c analysis/job_waits.c analysis/job_peers.c analysis/job_change.c analysis/job_hang.c \
 	analysis/job_lost.c analysis/job_unranked.c analysis/job_history.c analysis/job_net.c \
 	analysis/job_net_place.c analysis/job_links.c analysis/job_snap.c \
 	analysis/report.c analysis/refusals.c analysis/analyzer.c analysis/analyzer_ingest.c analysis/analyzer_snap.c \

@@ -109,6 +109,20 @@ static const struct ts_cfg_field fields[] = {
 	  "and what comes for it later is counted late"),
 	F("limits.reorder_mb", TS_CFG_INT, limits.reorder_mb, 1, 1 << 20,
 	  "the memory those steps may take, per job (fewer steps for large worlds)"),
+	F("verdict.wait_floor", TS_CFG_DOUBLE, verdict.wait_floor, 0, 1,
+	  "a rank is named only when the others wait for it in their collectives, step after "
+	  "step, at least this share of the step (healthy real jobs: up to 0.6 for tens of "
+	  "steps; bench/data)"),
+	F("verdict.min_slowdown", TS_CFG_DOUBLE, verdict.min_slowdown, 0, 100,
+	  "... and the job's step time is this share over its baseline (healthy real jobs "
+	  "drift up to 0.2; a rank whose device is verdict.level_ratio slower needs none)"),
+	F("verdict.compute_ratio", TS_CFG_DOUBLE, verdict.compute_ratio, 1, 100,
+	  "a rank is named Compute when its device time is at least this many times its "
+	  "peers' (healthy real ranks reach 1.4: roles, launch queues, DDP's overlap)"),
+	F("verdict.level_ratio", TS_CFG_DOUBLE, verdict.level_ratio, 1, 100,
+	  "a rank slow from the job's start (no slowdown to see) is named when its device "
+	  "time is at least this many times its peers' and the others wait twice "
+	  "verdict.wait_floor for it"),
 	F("metrics.top_ranks", TS_CFG_INT, metrics_top_ranks, 0, 1000,
 	  "per-rank Prometheus series for this many of a job's slowest ranks (and every named "
 	  "one); quantiles stand for the rest"),
@@ -173,6 +187,8 @@ void ts_params_defaults(struct ts_params *p)
 					.max_step_jump = 1000000, .job_ttl_s = 3600,
 					.reorder_steps = 1024, .reorder_mb = 16 };
 	p->metrics_top_ranks = 5;
+	p->verdict.wait_floor = 0.1, p->verdict.min_slowdown = 0.25;
+	p->verdict.compute_ratio = 1.5, p->verdict.level_ratio = 1.8;
 	p->nodes.window_s = 259200, p->nodes.half_life_s = 86400, p->nodes.degraded_score = 2.5;
 	p->nodes.clear_score = 1, p->nodes.device_weight = 3;
 	p->traces = (struct ts_trace_opts){ .window_steps = 100, .sample_ranks = 8,

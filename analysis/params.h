@@ -53,6 +53,12 @@ struct ts_params {
 	struct ts_limits limits;
 	struct ts_trace_opts traces;
 	int metrics_top_ranks;       /* per-rank series: this many slowest ranks per job */
+	struct {                     /* when a rank is worth naming (job_waits.c) */
+		double wait_floor;    /* the others' wait for it, a share of the step */
+		double min_slowdown;  /* the job's step over its baseline */
+		double compute_ratio; /* its busy time over its peers' */
+		double level_ratio;   /* ... with no slowdown: slow from the start */
+	} verdict;
 	struct {                     /* node health (nodehealth.h's options) */
 		double window_s, half_life_s, degraded_score, clear_score, device_weight;
 	} nodes;

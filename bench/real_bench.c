@@ -57,6 +57,7 @@ struct outcome {
 struct replay {
 	const struct label *l;
 	struct outcome *o;
+	FILE *dump; /* --dump: every rank step as a CSV row */
 };
 
 /* on_step: the faulty rank's first step that ended once its fault had begun. */
@@ -67,6 +68,16 @@ static void on_step(void *ctx, struct ts_job *j, const Trainscope__V1__Identity 
 
 	(void)j;
 	rp->o->steps++;
+	if (rp->dump && id) {
+		double gt = 0, gf = 0; /* the sampled GEMMs: ms and Tflop/s weighted by time */
+		for (size_t g = 0; g < s->n_gemms; g++)
+			gt += s->gemms[g]->time_ns / 1e6, gf += s->gemms[g]->tflops * s->gemms[g]->time_ns / 1e6;
+		fprintf(rp->dump, "%s,%d,%llu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f\n",
+			rp->l->name, id->rank, (unsigned long long)s->step,
+			(s->end_ns - s->start_ns) / 1e6, s->compute_ns / 1e6, s->compute_wall_ns / 1e6,
+			s->collective_ns / 1e6, s->launch_ns / 1e6, s->dataloader_ns / 1e6,
+			s->sync_ns / 1e6, s->gc_ns / 1e6, gt, gt > 0 ? gf / gt : 0);
+	}
 	if (rp->l->healthy || rp->o->onset >= 0 || !id || id->rank != rp->l->rank)
 		return;
 	if (s->end_ns >= rp->l->fault_ns)
@@ -142,10 +153,10 @@ static void verdict(const struct label *l, struct outcome *o)
 
 /* Replays the recording of l (under dir) into a fresh analyzer. 0, or -errno said. */
 static int replay(const struct label *l, const char *dir, const struct ts_params *p,
-		  struct outcome *o)
+		  struct outcome *o, FILE *dump)
 {
 	struct ts_analyzer_opts ao = { .params = *p };
-	struct replay rp = { l, o };
+	struct replay rp = { l, o, dump };
 	struct ts_analyzer *a = NULL;
 	struct ts_rec *rec = NULL;
 	char path[600];
@@ -326,6 +337,7 @@ static void usage(FILE *f)
 		"  -o, --only JOB       only the recordings whose name (JOB-wWORLD) contains JOB\n"
 		"  -m, --min-healthy N  fail unless at least N healthy recordings pass (default 0)\n"
 		"  -v, --verbose        the analyzer's log too: every alarm raised and cleared\n"
+		"  -D, --dump FILE      every rank's steps as they came, one CSV row each\n"
 		"  -h, --help           this text\n"
 		"Exit: 0 every recording passed, 1 one failed, 2 bad usage or an unreadable corpus.\n");
 }
@@ -336,22 +348,32 @@ int main(int argc, char **argv)
 					     { "only", required_argument, NULL, 'o' },
 					     { "min-healthy", required_argument, NULL, 'm' },
 					     { "verbose", no_argument, NULL, 'v' },
+					     { "dump", required_argument, NULL, 'D' },
 					     { "help", no_argument, NULL, 'h' },
 					     { NULL, 0, NULL, 0 } };
 	const char *dir = "bench/data", *only = NULL;
 	bool verbose = false;
+	FILE *dump = NULL;
 	int c, n = 0, min_healthy = 0, ran = 0;
 	struct totals t = { 0 };
 	struct label *labels = NULL;
 	struct ts_params p;
 	char path[600], err[256];
 
-	while ((c = getopt_long(argc, argv, "d:o:m:vh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:o:m:vD:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'o': only = optarg; break;
 		case 'm': min_healthy = atoi(optarg); break;
 		case 'v': verbose = true; break;
+		case 'D':
+			if (!(dump = fopen(optarg, "w"))) {
+				fprintf(stderr, "real_bench: %s: %s\n", optarg, strerror(errno));
+				return 2;
+			}
+			fprintf(dump, "rec,rank,step,step_ms,compute,compute_wall,collective,launch,"
+				"dataloader,sync,gc,gemm_ms,gemm_tflops\n");
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -379,13 +401,15 @@ int main(int argc, char **argv)
 		struct outcome o;
 		if (only && !strstr(labels[i].name, only))
 			continue;
-		if (replay(&labels[i], dir, &p, &o))
+		if (replay(&labels[i], dir, &p, &o, dump))
 			return 2;
 		print_row(&labels[i], &o);
 		count(&t, &labels[i], &o);
 		ran++;
 	}
 	print_totals(&t, ran);
+	if (dump)
+		fclose(dump);
 	free(t.lat);
 	free(labels);
 	if (t.healthy_ok < min_healthy) {

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Whether the job measurably waits for a rank, from what every rank's steps say: in
+ * synchronous training the rank the others wait for comes last to the collectives and
+ * waits least in them, and the others' extra wait is time the job loses to it. Real
+ * ranks differ by role (rank 0 logs, loader workers take turns, DDP's buckets overlap
+ * the backward pass), so a rank's busy estimate can stand out while the job's step time
+ * does not move: a rank is worth naming only when the others wait for it, step after
+ * step, and the job slowed (or, slow from its first step, its device takes far longer
+ * than its peers' for the same work). Over the window of the last space.window_size
+ * steps; peers are the rank's class (every rank when it has none), at most
+ * TS_WAIT_PEERS of them sampled evenly. */
+#include "job_impl.h"
+#include "stats.h"
+
+#include <math.h>
+
+#define TS_WAIT_PEERS 64
+
+static size_t W(const struct ts_job *j) { return (size_t)j->p.space_window; }
+
+static const float *series(const struct ts_job *j, int k, int m)
+{
+	return &j->hist[((size_t)k * TS_M_COUNT + (size_t)m) * W(j)];
+}
+
+/* The ranks rank k is compared with: *n of them, the i-th by member(). */
+struct peers {
+	int lo, hi, stride;
+	bool all;
+};
+
+static struct peers peers_of(const struct ts_job *j, int k)
+{
+	int c = j->meta[k].peer_class;
+	struct peers p = { j->cstart[c], j->cstart[c + 1], 1, false };
+
+	if (p.hi - p.lo < 2)
+		p = (struct peers){ 0, j->world, 1, true };
+	p.stride = (p.hi - p.lo + TS_WAIT_PEERS - 1) / TS_WAIT_PEERS;
+	return p;
+}
+
+static int member(const struct ts_job *j, const struct peers *p, int i)
+{
+	return p->all ? i : j->order[i];
+}
+
+/* The median of the peers' values of metric m in slot t (k left out): NAN with none;
+ * *least is set when one of them is below v. */
+static double peer_median(struct ts_job *j, int k, int m, size_t t, float v, bool *least)
+{
+	struct peers p = peers_of(j, k);
+	int n = 0;
+
+	for (int i = p.lo; i < p.hi; i += p.stride) {
+		int r = member(j, &p, i);
+		float x = r == k ? NAN : series(j, r, m)[t];
+		if (isnan(x))
+			continue;
+		j->vals[n++] = x;
+		if (least && x < v)
+			*least = false;
+	}
+	return n ? ts_median(j->vals, (size_t)n, j->scratch) : NAN;
+}
+
+bool ts_job_waited_for(struct ts_job *j, int k, double *share, double *last)
+{
+	double w[64], tmp[64];
+	int slots = 0, lastc = 0;
+
+	for (size_t t = 0; t < (size_t)j->hist_n && t < 64; t++) {
+		float ck = series(j, k, TS_M_COLLECTIVE)[t], st = j->step_hist[t];
+		bool is_last = true;
+		if (isnan(ck) || !(st > 0))
+			continue;
+		double med = peer_median(j, k, TS_M_COLLECTIVE, t, ck, &is_last);
+		if (isnan(med))
+			continue;
+		w[slots++] = (med - ck) / st;
+		lastc += is_last;
+	}
+	*share = slots ? ts_median(w, (size_t)slots, tmp) : NAN;
+	*last = slots ? (double)lastc / slots : 0;
+	return slots * 2 >= (int)W(j);
+}
+
+double ts_job_peer_ratio(struct ts_job *j, int k, int m)
+{
+	double mine[64], theirs[64], tmp[64];
+	int n = 0;
+
+	for (size_t t = 0; t < (size_t)j->hist_n && t < 64; t++) {
+		float v = series(j, k, m)[t];
+		double med = isnan(v) ? NAN : peer_median(j, k, m, t, v, NULL);
+		if (!isnan(med))
+			mine[n] = v, theirs[n++] = med;
+	}
+	if (!n)
+		return NAN;
+	double a = ts_median(mine, (size_t)n, tmp), b = ts_median(theirs, (size_t)n, tmp);
+	return b > 0 ? a / b : NAN;
+}
+
+double ts_job_slowdown(const struct ts_job *j)
+{
+	double cur = ts_median_recent(j->step_hist, W(j), ts_job_last_slot(j),
+				      (size_t)j->p.change.smooth_steps);
+
+	return j->fs.baseline > 0 && !isnan(cur) ? cur / j->fs.baseline - 1 : NAN;
+}
