@@ -196,10 +196,13 @@ void ts_job_stopped(struct ts_job *j, uint64_t now_ns);
  * (*share), and the share of steps it came last to them (*last); false with too few
  * steps to say. */
 bool ts_job_waited_for(struct ts_job *j, int k, double *share, double *last);
-/* Rank k's window median of metric m over the median of its peers' (NAN: none). */
-double ts_job_peer_ratio(struct ts_job *j, int k, int m);
+/* Rank k's median of metric m (m < 0: its busy time) over the median of its peers',
+ * over the window's last recent steps (0: all of it); NAN with none. */
+double ts_job_peer_ratio(struct ts_job *j, int k, int m, int recent);
 /* The job's last steps (change.smooth_steps) over its fail-slow baseline, less 1. */
 double ts_job_slowdown(const struct ts_job *j);
+/* The job is fail-slow and its last steps verdict.min_slowdown over its baseline. */
+bool ts_job_slowed(const struct ts_job *j);
 
 /* job_history.c */
 struct ts_event *ts_job_history_open(struct ts_job *j, enum ts_event_kind kind, int rank, int m);

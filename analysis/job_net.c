@@ -305,8 +305,8 @@ static int explained_by(const struct ts_job *j)
 }
 
 /* The alarmed transfers cost the job step time: its mean step over the last
- * change.smooth_steps steps rose past the fail-slow baseline by at least half the worst
- * communicator's added time (transfers on the critical path add theirs; waits that
+ * change.smooth_steps steps rose past the fail-slow baseline by verdict.min_slowdown of
+ * it and at least half the worst communicator's added time (transfers on the critical path add theirs; waits that
  * follow data-dependent work, or transfers overlapped with compute, add little). Else
  * says why in held_why. */
 static bool costs_steps(struct ts_job *j, struct ts_net_verdict *v)
@@ -322,7 +322,9 @@ static bool costs_steps(struct ts_job *j, struct ts_net_verdict *v)
 	if (!n || !(j->fs.baseline > 0) || !(added > 0))
 		return true; /* nothing to judge by */
 	double rise = sum / n - j->fs.baseline;
-	if (rise >= 0.5 * added)
+	/* healthy real jobs' steps drift by a fifth (bench/data): a rise below
+	 * verdict.min_slowdown is not a loss to name a cause for */
+	if (rise >= 0.5 * added && rise >= j->p.verdict.min_slowdown * j->fs.baseline)
 		return true;
 	snprintf(v->held_why, sizeof(v->held_why), "transfer time up %.2f ms on %d of %d "
 		 "communicators, the step %+.2f ms: no step time lost to the network",

@@ -314,7 +314,8 @@ static bool waits_for_peer(struct ts_job *j, int k, int m, bool *waits_known)
  * own evidence as large as its cause needs: its loader, checkpoint or run-queue delay as
  * they are, a busy time verdict.compute_ratio times its peers'; or, with no slowdown to
  * see (slow from its first step), a busy time verdict.level_ratio times its peers' while
- * the others wait twice the floor for it. */
+ * the others wait three times the floor for it (a device twice as slow for the
+ * same work costs the job about half its step). */
 static bool worth_naming(struct ts_job *j, int k, int m)
 {
 	const struct ts_params *p = &j->p;
@@ -323,14 +324,17 @@ static bool worth_naming(struct ts_job *j, int k, int m)
 	if (!ts_job_waited_for(j, k, &share, &last) || last < 0.75 ||
 	    !(share >= p->verdict.wait_floor))
 		return false;
-	bool slowed = ts_job_slowdown(j) >= p->verdict.min_slowdown;
+	bool slowed = ts_job_slowed(j);
 	if ((m != TS_M_COMPUTE && m != TS_M_LAUNCH && m != TS_M_GEMM) ||
 	    host_starves(j, k, m, &runq, &ref))
 		return slowed;
-	double ratio = ts_job_peer_ratio(j, k, m);
-	if (ratio >= p->verdict.level_ratio && share >= 2 * p->verdict.wait_floor)
-		return true;
-	return slowed && ratio >= p->verdict.compute_ratio;
+	double ratio = ts_job_peer_ratio(j, k, m, 0);
+	if (slowed)
+		return ratio >= p->verdict.compute_ratio;
+	/* slow from the start: its change began in the job's first windows */
+	uint64_t first = j->res.last_step + 1 - j->res.steps_evaluated;
+	return ratio >= p->verdict.level_ratio && share >= 3 * p->verdict.wait_floor &&
+	       j->chg[idx(j, k, m)].onset <= first + 3 * (uint64_t)p->space_window;
 }
 
 /* The rank of class c that waits least in its collectives (window medians); -1 none. */
@@ -348,23 +352,25 @@ static int least_waiting(struct ts_job *j, int lo, int hi, bool all)
 	return best;
 }
 
-/* A job that slowed waiting for a rank none of whose phases explains it (its GPU,
- * loader and checkpoint times as its peers'): its host holds each step (a sleep, a
- * lock, a blocking call in its loop) between the phases trainscope times. Named
- * HostCPU when the others wait twice verdict.wait_floor for it. */
+/* A job that slowed waiting for a rank none of whose phases explains it (its busy time
+ * over its last steps within a quarter of its peers'): its host holds each step (a
+ * sleep, a lock, a blocking call in its loop) between the phases trainscope times. The
+ * weakest evidence, so it needs twice the slowdown (verdict.min_slowdown) and twice the
+ * wait (verdict.wait_floor) of a named phase: HostCPU. */
 static void host_gap(struct ts_job *j, uint64_t t_ns)
 {
 	struct ts_job_result *res = &j->res;
 	bool singles = j->nclass >= j->world;
 	double share, last, slow = ts_job_slowdown(j);
 
-	if (res->nslow || !(slow >= j->p.verdict.min_slowdown))
+	if (res->nslow || !ts_job_slowed(j) || !(slow >= 2 * j->p.verdict.min_slowdown))
 		return;
 	for (int c = 0; c < (singles ? 1 : j->nclass); c++) {
 		int k = singles ? least_waiting(j, 0, j->world, true)
 				: j->cstart[c + 1] - j->cstart[c] < 2 ? -1
 				: least_waiting(j, j->cstart[c], j->cstart[c + 1], false);
-		if (k < 0 || !ts_job_waited_for(j, k, &share, &last) || last < 0.75 ||
+		if (k < 0 || !(ts_job_peer_ratio(j, k, -1, j->p.change.smooth_steps) < 1.25) ||
+		    !ts_job_waited_for(j, k, &share, &last) || last < 0.75 ||
 		    !(share >= 2 * j->p.verdict.wait_floor))
 			continue;
 		struct ts_slow_rank *s = &res->slow[res->nslow++];

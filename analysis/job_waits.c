@@ -23,6 +23,12 @@ static const float *series(const struct ts_job *j, int k, int m)
 	return &j->hist[((size_t)k * TS_M_COUNT + (size_t)m) * W(j)];
 }
 
+/* Rank k's metric m in slot t; m < 0: its busy time (its own phases together). */
+static float value(const struct ts_job *j, int k, int m, size_t t)
+{
+	return m < 0 ? ts_job_busy_at(j, k, t) : series(j, k, m)[t];
+}
+
 /* The ranks rank k is compared with: *n of them, the i-th by member(). */
 struct peers {
 	int lo, hi, stride;
@@ -54,7 +60,7 @@ static double peer_median(struct ts_job *j, int k, int m, size_t t, float v, boo
 
 	for (int i = p.lo; i < p.hi; i += p.stride) {
 		int r = member(j, &p, i);
-		float x = r == k ? NAN : series(j, r, m)[t];
+		float x = r == k ? NAN : value(j, r, m, t);
 		if (isnan(x))
 			continue;
 		j->vals[n++] = x;
@@ -85,13 +91,15 @@ bool ts_job_waited_for(struct ts_job *j, int k, double *share, double *last)
 	return slots * 2 >= (int)W(j);
 }
 
-double ts_job_peer_ratio(struct ts_job *j, int k, int m)
+double ts_job_peer_ratio(struct ts_job *j, int k, int m, int recent)
 {
 	double mine[64], theirs[64], tmp[64];
-	int n = 0;
+	size_t w = W(j), last = ts_job_last_slot(j);
+	int n = 0, span = recent > 0 && recent < j->hist_n ? recent : j->hist_n;
 
-	for (size_t t = 0; t < (size_t)j->hist_n && t < 64; t++) {
-		float v = series(j, k, m)[t];
+	for (int i = 0; i < span && i < 64; i++) {
+		size_t t = (last + w - (size_t)i) % w;
+		float v = value(j, k, m, t);
 		double med = isnan(v) ? NAN : peer_median(j, k, m, t, v, NULL);
 		if (!isnan(med))
 			mine[n] = v, theirs[n++] = med;
@@ -100,6 +108,11 @@ double ts_job_peer_ratio(struct ts_job *j, int k, int m)
 		return NAN;
 	double a = ts_median(mine, (size_t)n, tmp), b = ts_median(theirs, (size_t)n, tmp);
 	return b > 0 ? a / b : NAN;
+}
+
+bool ts_job_slowed(const struct ts_job *j)
+{
+	return j->fs.slow && ts_job_slowdown(j) >= j->p.verdict.min_slowdown;
 }
 
 double ts_job_slowdown(const struct ts_job *j)

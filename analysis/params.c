@@ -121,7 +121,7 @@ static const struct ts_cfg_field fields[] = {
 	  "peers' (healthy real ranks reach 1.4: roles, launch queues, DDP's overlap)"),
 	F("verdict.level_ratio", TS_CFG_DOUBLE, verdict.level_ratio, 1, 100,
 	  "a rank slow from the job's start (no slowdown to see) is named when its device "
-	  "time is at least this many times its peers' and the others wait twice "
+	  "time is at least this many times its peers' and the others wait three times "
 	  "verdict.wait_floor for it"),
 	F("metrics.top_ranks", TS_CFG_INT, metrics_top_ranks, 0, 1000,
 	  "per-rank Prometheus series for this many of a job's slowest ranks (and every named "
