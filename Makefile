@@ -145,6 +145,7 @@ test: deps
 	@$(MAKE) --no-print-directory all $(TESTS) $(ITESTS)
 	@$(MAKE) --no-print-directory docs-check
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory real-bench
 	@$(MAKE) --no-print-directory arm64-test
 	@$(MAKE) --no-print-directory integration
 	@BUILD=$(BUILD) e2e/test-demo.sh

@@ -201,6 +201,9 @@ bool ts_job_waited_for(struct ts_job *j, int k, double *share, double *last);
 double ts_job_peer_ratio(struct ts_job *j, int k, int m, int recent);
 /* The job's last steps (change.smooth_steps) over its fail-slow baseline, less 1. */
 double ts_job_slowdown(const struct ts_job *j);
+/* The real-job floors are on (verdict.wait_floor > 0; 0: the statistics alone name a
+ * rank, as the synthetic suites judge them). */
+bool ts_job_floors(const struct ts_job *j);
 /* The job is fail-slow and its last steps verdict.min_slowdown over its baseline. */
 bool ts_job_slowed(const struct ts_job *j);
 

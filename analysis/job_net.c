@@ -324,7 +324,8 @@ static bool costs_steps(struct ts_job *j, struct ts_net_verdict *v)
 	double rise = sum / n - j->fs.baseline;
 	/* healthy real jobs' steps drift by a fifth (bench/data): a rise below
 	 * verdict.min_slowdown is not a loss to name a cause for */
-	if (rise >= 0.5 * added && rise >= j->p.verdict.min_slowdown * j->fs.baseline)
+	if (rise >= 0.5 * added &&
+	    (!ts_job_floors(j) || rise >= j->p.verdict.min_slowdown * j->fs.baseline))
 		return true;
 	snprintf(v->held_why, sizeof(v->held_why), "transfer time up %.2f ms on %d of %d "
 		 "communicators, the step %+.2f ms: no step time lost to the network",

@@ -106,7 +106,8 @@ static int pick_metric(struct ts_job *j, int k)
 		size_t i = idx(j, k, m);
 		/* time asleep is no cause: a rank waiting on its loader or on a peer sleeps
 		 * too (its loader's wait is Storage, a starved host's run-queue HostCPU) */
-		if (!j->alarm[i] || m == TS_M_COLLECTIVE || m == TS_M_OFFCPU)
+		if (!j->alarm[i] || m == TS_M_COLLECTIVE ||
+		    (m == TS_M_OFFCPU && ts_job_floors(j)))
 			continue;
 		double d = j->hit_value[i] - j->hit_median[i];
 		if (best < 0 || d > bd)
@@ -321,6 +322,8 @@ static bool worth_naming(struct ts_job *j, int k, int m)
 	const struct ts_params *p = &j->p;
 	double share, last, runq, ref;
 
+	if (!ts_job_floors(j))
+		return true;
 	if (!ts_job_waited_for(j, k, &share, &last) || last < 0.75 ||
 	    !(share >= p->verdict.wait_floor))
 		return false;
@@ -363,7 +366,7 @@ static void host_gap(struct ts_job *j, uint64_t t_ns)
 	bool singles = j->nclass >= j->world;
 	double share, last, slow = ts_job_slowdown(j);
 
-	if (res->nslow || !ts_job_slowed(j) || !(slow >= 2 * j->p.verdict.min_slowdown))
+	if (res->nslow || !ts_job_floors(j) || !ts_job_slowed(j) || !(slow >= 2 * j->p.verdict.min_slowdown))
 		return;
 	for (int c = 0; c < (singles ? 1 : j->nclass); c++) {
 		int k = singles ? least_waiting(j, 0, j->world, true)

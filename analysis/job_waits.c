@@ -110,6 +110,11 @@ double ts_job_peer_ratio(struct ts_job *j, int k, int m, int recent)
 	return b > 0 ? a / b : NAN;
 }
 
+bool ts_job_floors(const struct ts_job *j)
+{
+	return j->p.verdict.wait_floor > 0;
+}
+
 bool ts_job_slowed(const struct ts_job *j)
 {
 	return j->fs.slow && ts_job_slowdown(j) >= j->p.verdict.min_slowdown;

@@ -111,8 +111,9 @@ static const struct ts_cfg_field fields[] = {
 	  "the memory those steps may take, per job (fewer steps for large worlds)"),
 	F("verdict.wait_floor", TS_CFG_DOUBLE, verdict.wait_floor, 0, 1,
 	  "a rank is named only when the others wait for it in their collectives, step after "
-	  "step, at least this share of the step (healthy real jobs: up to 0.6 for tens of "
-	  "steps; bench/data)"),
+	  "step, at least this share of the step, and the job slowed (the verdict.* floors, "
+	  "learnt from healthy real jobs: bench/data); 0 turns them off: the statistics "
+	  "alone name a rank, as the synthetic suites judge them"),
 	F("verdict.min_slowdown", TS_CFG_DOUBLE, verdict.min_slowdown, 0, 100,
 	  "... and the job's step time is this share over its baseline (healthy real jobs "
 	  "drift up to 0.2; a rank whose device is verdict.level_ratio slower needs none)"),

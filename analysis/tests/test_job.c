@@ -15,6 +15,15 @@
 #include "analysis/job.h"
 #include "analysis/peers.h"
 
+/* The defaults with the real-job floors off (verdict.wait_floor 0): these tests feed
+ * synthetic steps to the statistics themselves; bench/data's recordings of real programs
+ * (make real-bench) judge the floors. */
+static void synthetic_defaults(struct ts_params *p)
+{
+	ts_params_defaults(p);
+	p->verdict.wait_floor = 0;
+}
+
 #define MS 1000000ull
 
 struct sim {
@@ -58,7 +67,7 @@ static const struct ts_job_result *run(struct sim *s, int steps, uint64_t *first
 	static struct ts_job *j;
 	struct ts_params p;
 
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	char err[128];
 	assert_int_equal(ts_params_load(&p, NULL, NULL, err, sizeof(err)), 0);
 	if (j)
@@ -108,7 +117,7 @@ static void test_world_regrown_forgets_named(void **state)
 	struct ts_job *j;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "job", s.world, &p), 0);
 	for (int st = 0; st < 120; st++) {
 		feed_step(j, &s, (uint64_t)st);
@@ -143,7 +152,7 @@ static void test_gemm_throughput(void **state)
 	char err[128];
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_params_load(&p, NULL, NULL, err, sizeof(err)), 0);
 	assert_int_equal(ts_job_new(&j, "ns", "gemm", 4, &p), 0);
 	for (uint64_t st = 0; st < 120; st++) {
@@ -190,7 +199,7 @@ static void test_waiting_rank_not_named(void **state)
 	char err[128];
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_params_load(&p, NULL, NULL, err, sizeof(err)), 0);
 	assert_int_equal(ts_job_new(&j, "ns", "lit", 2, &p), 0);
 	for (uint64_t st = 0; st < 160; st++) {
@@ -264,7 +273,7 @@ static void test_throttled_gpu_is_device(void **state)
 	struct ts_job *j;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "gpu", 8, &p), 0);
 	for (int st = 0; st < 120; st++) {
 		feed_step(j, &s, (uint64_t)st);
@@ -298,7 +307,7 @@ static void test_runq_names_preemptor(void **state)
 	uint64_t t0 = 1000000 * MS;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "host", 8, &p), 0);
 	for (int st = 0; st < 400; st++) {
 		uint64_t now = t0 + (uint64_t)st * 100 * MS;
@@ -341,7 +350,7 @@ static void test_runq_named_whatever_the_wait(void **state)
 	unsigned seed = 17;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "runq", 4, &p), 0);
 	for (uint64_t st = 0; st < 200; st++) {
 		uint64_t t0 = 1000000 * MS + st * 100 * MS;
@@ -406,7 +415,7 @@ static void test_starved_host_two_ranks(void **state)
 	bool other_cause = false;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "starved", 2, &p), 0);
 	for (uint64_t st = 0; st < 200; st++) {
 		uint64_t now = 1000000 * MS + st * 100 * MS;
@@ -455,7 +464,7 @@ static void test_every_other_step_waits(void **state)
 	unsigned seed = 9;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "loader", 2, &p), 0);
 	for (uint64_t st = 0; st < 200; st++) {
 		two_ranks_step(j, st, &seed, TS_M_DATALOADER, st >= 100 && st % 2 ? 170 : 0, 0);
@@ -487,7 +496,7 @@ static void test_whole_node_starved(void **state)
 	unsigned seed = 3;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "node", 2, &p), 0);
 	for (uint64_t st = 0; st < 200; st++) {
 		uint64_t t0 = 1000000 * MS + st * 100 * MS;
@@ -538,7 +547,7 @@ static void test_hang_and_finish(void **state)
 	uint64_t t = 1000000 * MS;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	p.hang_timeout_s = 5;
 	assert_int_equal(ts_job_new(&j, "ns", "hang", 4, &p), 0);
 	for (int st = 0; st < 20; st++) {
@@ -575,7 +584,7 @@ static void test_missing_rank_does_not_stall(void **state)
 	uint64_t t = 1000000 * MS;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "gap", 4, &p), 0);
 	/* rank 2 lost its data: steps are still analysed once lag_steps behind and
 	 * lateness_s after they came */
@@ -603,7 +612,7 @@ static void test_step_jump(void **state)
 	uint64_t t = 1000000 * MS;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	p.limits.max_step_jump = 2000000000;
 	p.limits.reorder_steps = 32; /* a ring that does not grow past 32 rows ... */
 	p.lateness_s = 0;            /* ... and steps judged as soon as lag_steps behind */
@@ -650,7 +659,7 @@ static void test_hang_clears(void **state)
 	uint64_t t = 1000000 * MS;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "stall", 4, &p), 0);
 	for (int st = 0; st < 30; st++) {
 		feed_step(j, &s, (uint64_t)st);
@@ -686,7 +695,7 @@ static void test_rank_lost(void **state)
 	uint64_t t = 1000000 * MS;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "killed", 4, &p), 0);
 	for (int st = 0; st < 40; st++) {
 		struct ts_rank_step rs = { .step = (uint64_t)st, .start_ns = t, .end_ns = t + 50 * MS,
@@ -727,7 +736,7 @@ static void test_backlog_reordered(void **state)
 	const struct ts_job_result *r;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "backlog", s.world, &p), 0);
 	ts_job_tick(j, now);
 	for (int rank = 0; rank < s.world; rank++) {
@@ -774,7 +783,7 @@ static void test_job_bytes(void **state)
 	size_t small, big;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	small = ts_job_bytes(&p, 8);
 	big = ts_job_bytes(&p, 65536);
 	assert_true(big > small);
@@ -854,7 +863,7 @@ static void pipeline_peers(int how)
 	struct ts_job *j;
 	unsigned seed = 5;
 
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "pp", 16, &p), 0);
 	if (how != BY_TIMES)
 		pp_groups(j, layout);
@@ -929,7 +938,7 @@ static void test_hang_culprit(void **state)
 	const char *g[] = { "nccl:c0ffee:8:0" };
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "hung", 8, &p), 0);
 	for (int k = 0; k < 8; k++)
 		ts_job_rank_groups(j, k, g, 1);
@@ -984,7 +993,7 @@ static void test_hang_victims_exit(void **state)
 	char grp[4][32];
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "npu", 4, &p), 0);
 	for (int k = 0; k < 4; k++) {
 		snprintf(grp[k], sizeof(grp[k]), "nccl:ea46:4:%d", k);
@@ -1023,7 +1032,7 @@ static void test_hang_killed(void **state)
 	const char *g0[] = { "nccl:9a42:2:0" }, *g1[] = { "nccl:9a42:2:1" };
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "killed", 2, &p), 0);
 	ts_job_rank_groups(j, 0, g0, 1);
 	ts_job_rank_groups(j, 1, g1, 1);
@@ -1072,7 +1081,7 @@ static void test_hang_no_guess(void **state)
 	uint64_t t = 1000000 * MS;
 
 	(void)state;
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", "guess", 4, &p), 0);
 	for (int st = 0; st < 20; st++) {
 		feed_step(j, &s, (uint64_t)st);
@@ -1094,7 +1103,7 @@ static struct ts_job *unannounced_job(int world, const char *name)
 	struct ts_job *j;
 	struct sim s = { world, -1, 0, TS_M_COMPUTE, 1, 11 };
 
-	ts_params_defaults(&p);
+	synthetic_defaults(&p);
 	assert_int_equal(ts_job_new(&j, "ns", name, world, &p), 0);
 	for (int st = 0; st < 20; st++) {
 		feed_step(j, &s, (uint64_t)st);
