@@ -9,7 +9,7 @@
 # LANES: the GPU groups that run jobs side by side, one job each at a time (default
 # "0,1 2,3" on 4 GPUs: two 2-rank jobs at once; "0,1,2,3": 4-rank jobs). Each lane's
 # ranks use their own cores (hogs pin there) and ports. JOBS: the jobs, in order, as
-# PROGRAM-FAULT-N (PROGRAM: hft hfa lit spawn fsdp comp lb pp; FAULT: ok gemm data1
+# PROGRAM-FAULT-N (PROGRAM: hft hfa lit spawn fsdp comp lb pp ddp compd; FAULT: ok gemm data1
 # data2 hogs sleep slow0); a lane takes the next one not taken. DEADLINE: seconds after
 # which no job starts (the device command's limit less the packing).
 # Per job, $WORK/meta/<job>.json: the command, the lane's GPUs, the times, the exit code,
@@ -46,11 +46,18 @@ record_cmd() {
 	lb) args=(torchrun --standalone --nproc_per_node="$world" e2e/gpu/train.py --layers 2
 		--dim 256 --heads 4 --seq 128 --batch 4 --steps 500 --warmup 0) ;;
 	pp) args=(torchrun --standalone --nproc_per_node="$world" e2e/gpu/pp_train.py --steps 200) ;;
+	ddp) args=(torchrun --standalone --nproc_per_node="$world" e2e/gpu/train.py --layers 6
+		--dim 1024 --seq 512 --steps 300 --warmup 0) ;;
+	compd) args=(torchrun --standalone --nproc_per_node="$world" e2e/gpu/train.py
+		--compile default --layers 4 --dim 1024 --seq 512 --steps 400 --warmup 0) ;;
 	esac
 	case $fault in
 	ok|slow0) ;;
 	gemm) case $prog in
 		lit) args+=(--noisy-rank "$last" --noisy-from 100) ;;
+		# 12 ms steps: the neighbour needs ~4 s to start
+		comp) args+=(--noisy-rank "$last" --noisy-from 20
+			--steps 900) ;;
 		*) args+=(--noisy-rank "$last" --noisy-from 60) ;;
 		esac ;;
 	data1) args+=(--fault-rank 1 --fault-from 60 --slow-data-ms 30 --workers 1) ;;
