@@ -124,6 +124,11 @@ record() {
 	# the analyzer's defaults, as a user gets them (lib.sh's are for 2-core CI machines)
 	export TRAINSCOPE_ANALYZER_CHANGE_MIN_EXCESS=0 TRAINSCOPE_ANALYZER_CHANGE_THRESHOLD=13 \
 		TRAINSCOPE_ANALYZER_NETWORK_DRIFT=0.05
+	# the real-job floors on, as a user gets them (e2e/lib.sh turns them off for the
+	# synthetic suites)
+	TRAINSCOPE_ANALYZER_VERDICT_WAIT_FLOOR=$("$ROOT/build/bin/trainscope-analyzer" --print-config |
+		awk '$1 == "verdict.wait_floor:" { print $2 }')
+	export TRAINSCOPE_ANALYZER_VERDICT_WAIT_FLOOR
 	record_t0=$(date +%s)
 	local deadline=${DEADLINE:-480} lanes=${LANES:-"0,1 2,3"} lane=0 rjobs
 	read -r -a rjobs <<<"${JOBS:-${record_jobs_2[*]}}"
