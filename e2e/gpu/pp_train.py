@@ -8,7 +8,6 @@ all-reduced with its peer stage of the other replica. From --noisy-from a GEMM n
 joins GPU --noisy-rank. Each rank writes its step count to --out.rank<N>.json. It never
 imports trainscope."""
 import argparse
-import json
 import os
 import sys
 
@@ -18,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train import Block, device_counters, start_noisy  # noqa: E402
+from train import Block, finish, start_noisy  # noqa: E402
 
 
 class Stage0(nn.Module):
@@ -114,14 +113,7 @@ def main():
         opt.step()
         opt.zero_grad(set_to_none=True)
         steps += 1
-    torch.cuda.synchronize()
-    if noisy:
-        noisy.kill()
-    if a.out:
-        with open("%s.rank%d.json" % (a.out, rank), "w") as f:
-            json.dump({"rank": rank, "world": world, "stage": stage, "steps": steps,
-                       "counters": device_counters()}, f)
-    print("rank %d (stage %d): %d steps" % (rank, stage, steps), flush=True)
+    finish(a, rank, world, steps, noisy, stage=stage)
     dist.destroy_process_group()
 
 

@@ -4,7 +4,6 @@ to init_process_group, nothing in the environment but MASTER_ADDR/PORT: the GPT 
 train.py on random tokens. From --noisy-from a GEMM neighbour joins GPU --noisy-rank.
 Each rank writes its own step count to --out.rank<N>.json. It never imports trainscope."""
 import argparse
-import json
 import os
 import sys
 import time
@@ -16,7 +15,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train import GPT, device_counters, job_args, start_noisy, truth  # noqa: E402
+from train import GPT, finish, job_args, start_noisy, truth  # noqa: E402
 
 
 def worker(rank, world, a):
@@ -41,13 +40,7 @@ def worker(rank, world, a):
         loss.backward()
         opt.step()
         steps += 1
-    torch.cuda.synchronize()
-    if noisy:
-        noisy.kill()
-    if a.out:
-        with open("%s.rank%d.json" % (a.out, rank), "w") as f:
-            json.dump({"rank": rank, "world": world, "steps": steps, "counters": device_counters()}, f)
-    print("rank %d: %d optimizer steps" % (rank, steps), flush=True)
+    finish(a, rank, world, steps, noisy)
     dist.destroy_process_group()
 
 

@@ -112,6 +112,19 @@ def truth(fault, rank):
             f.write(json.dumps({"fault": fault, "rank": rank, "t_ns": time.time_ns()}) + "\n")
 
 
+def finish(a, rank, world, steps, noisy, **extra):
+    """A hand-written loop's end: the neighbour stopped, the rank's own step count to
+    --out.rank<N>.json (what the stream's steps are checked against), and said."""
+    torch.cuda.synchronize()
+    if noisy:
+        noisy.kill()
+    if a.out:
+        with open("%s.rank%d.json" % (a.out, rank), "w") as f:
+            json.dump(dict(rank=rank, world=world, steps=steps, counters=device_counters(),
+                           **extra), f)
+    print("rank %d: %d optimizer steps" % (rank, steps), flush=True)
+
+
 def physical_gpu(gpu):
     """The GPU that index gpu of this process's CUDA_VISIBLE_DEVICES names."""
     vis = os.environ.get("CUDA_VISIBLE_DEVICES", "")
