@@ -3,7 +3,7 @@
 # programs, healthy and with faults, each through the whole pipeline (trainscope run =
 # preload, shim and relay; NATS; the node agent as root; an analyzer with the user's
 # defaults). What the analyzer received stays in the JetStream store, with the time each
-# message reached it; $OUT/js.tgz brings it back, and bench/real/convert.sh cuts it into one
+# message reached it; $OUT/js.tgz brings it back, and e2e/gpu/corpus.sh cuts it into one
 # recording per job (trainscope record) on the build machine.
 #
 # LANES: the GPU groups that run jobs side by side, one job each at a time (default
