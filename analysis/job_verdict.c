@@ -366,7 +366,9 @@ static void host_gap(struct ts_job *j, uint64_t t_ns)
 	bool singles = j->nclass >= j->world;
 	double share, last, slow = ts_job_slowdown(j);
 
-	if (res->nslow || !ts_job_floors(j) || !ts_job_slowed(j) || !(slow >= 2 * j->p.verdict.min_slowdown))
+	/* fail-slow, and twice the slowdown ts_job_slowed asks: one look at the steps */
+	if (res->nslow || !ts_job_floors(j) || !j->fs.slow ||
+	    !(slow >= 2 * j->p.verdict.min_slowdown))
 		return;
 	for (int c = 0; c < (singles ? 1 : j->nclass); c++) {
 		int k = singles ? least_waiting(j, 0, j->world, true)

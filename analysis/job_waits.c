@@ -29,7 +29,8 @@ static float value(const struct ts_job *j, int k, int m, size_t t)
 	return m < 0 ? ts_job_busy_at(j, k, t) : series(j, k, m)[t];
 }
 
-/* The ranks rank k is compared with: *n of them, the i-th by member(). */
+/* The ranks rank k is compared with: positions lo..hi of its class (of the job, all)
+ * every stride-th, each rank given by member(). */
 struct peers {
 	int lo, hi, stride;
 	bool all;
