@@ -9,9 +9,10 @@
 # LANES: the GPU groups that run jobs side by side, one job each at a time (default
 # "0,1 2,3" on 4 GPUs: two 2-rank jobs at once; "0,1,2,3": 4-rank jobs). Each lane's
 # ranks use their own cores (hogs pin there) and ports. JOBS: the jobs, in order, as
-# PROGRAM-FAULT-N (PROGRAM: hft hfa lit spawn fsdp comp lb pp ddp compd; FAULT: ok gemm data1
+# PROGRAM-FAULT-N (PROGRAM: hft hfa lit spawn fsdp comp lb pp ddp compd vis litd; FAULT: ok gemm data1
 # data2 hogs sleep slow0); a lane takes the next one not taken. DEADLINE: seconds after
-# which no job starts (the device command's limit less the packing).
+# which no job starts (the device command's limit less the packing); JOB_TIMEOUT: the
+# most seconds one job may run (default 240).
 # Per job, $WORK/meta/<job>.json: the command, the lane's GPUs, the times, the exit code,
 # and the fault's real start (TS_TRUTH_FILE lines from the injectors), for the labels.
 # Needs build/carry (e2e/gpu/carry.sh) and build/bin, build/lib.
@@ -50,6 +51,10 @@ record_cmd() {
 		--dim 1024 --seq 512 --steps 300 --warmup 0) ;;
 	compd) args=(torchrun --standalone --nproc_per_node="$world" e2e/gpu/train.py
 		--compile default --layers 4 --dim 1024 --seq 512 --steps 400 --warmup 0) ;;
+	# not in the corpus: the live table's programs that the floors were not set on
+	vis) args=(torchrun --standalone --nproc_per_node="$world" e2e/gpu/vision_train.py
+		--steps 250) ;;
+	litd) args=(python3 e2e/gpu/litdemo_train.py --devices "$world" --batch 32 --steps 600) ;;
 	esac
 	case $fault in
 	ok|slow0) ;;
@@ -85,7 +90,7 @@ record_one() {
 	fi
 	echo "== $job on GPUs $gpus: $cmd"
 	# shellcheck disable=SC2086
-	timeout 240 $tsrun --job "$job" -- $cmd --out "$WORK/ranks/$job" >"$WORK/logs/$job.log" 2>&1
+	timeout "${JOB_TIMEOUT:-240}" $tsrun --job "$job" -- $cmd --out "$WORK/ranks/$job" >"$WORK/logs/$job.log" 2>&1
 	rc=$?
 	t1=$(date +%s%N)
 	[ -n "$noisy" ] && kill "$noisy" 2>/dev/null
