@@ -334,10 +334,16 @@ static bool worth_naming(struct ts_job *j, int k, int m)
 	double ratio = ts_job_peer_ratio(j, k, m, 0);
 	if (slowed)
 		return ratio >= p->verdict.compute_ratio;
-	/* slow from the start: its change began in the job's first windows */
-	uint64_t first = j->res.last_step + 1 - j->res.steps_evaluated;
+	/* slow from the start: its change began in the job's first windows and has held for
+	 * two windows since. A device slow from step 0 stays slow; a role does not: in a
+	 * GPU-bound DDP job the rank that arrives last (its GEMMs timed 7x slower while its
+	 * all-reduce overlaps its backward pass) hands the role on after some 30-50 steps
+	 * (torchvision's ResNet-50, bench/data vis-ok-q1) with no change in the step time */
+	const struct ts_change *c = &j->chg[idx(j, k, m)];
+	uint64_t first = j->res.last_step + 1 - j->res.steps_evaluated,
+		 w = (uint64_t)p->space_window;
 	return ratio >= p->verdict.level_ratio && share >= 3 * p->verdict.wait_floor &&
-	       j->chg[idx(j, k, m)].onset <= first + 3 * (uint64_t)p->space_window;
+	       c->alarm && c->onset <= first + 2 * w && j->res.last_step >= c->confirmed + 2 * w;
 }
 
 /* The rank of class c that waits least in its collectives (window medians); -1 none. */

@@ -3,10 +3,13 @@
  * e2e/gpu/record.sh, cut by trainscope record) replayed into a fresh analyzer of the
  * defaults, on the time each message reached the stream, and judged against its label:
  * a healthy job must end with no FailSlow, no rank and no network verdict ever named; a
- * faulty one must name its rank alone, with the labelled cause, from its onset on.
- * Prints a row per recording and the totals; exits 1 when any recording fails. */
+ * faulty one must name its rank alone, with the labelled cause, from its onset on. A
+ * fault that cost the job less than verdict.min_slowdown (its step time measured from
+ * the recording, before the onset and after) is faint: the analyzer promises not to
+ * name it, so only a wrong rank or cause fails it, and it is counted apart. Prints a row per recording and the totals; exits 1 when any recording fails. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/job.h"
 #include "analysis/params.h"
+#include "analysis/stats.h"
 #include "log.h"
 #include "recording.h"
 
@@ -49,9 +53,12 @@ struct outcome {
 	struct named named[MAX_NAMED];
 	long onset;          /* the faulty rank's first step that ended after the fault began */
 	long latency;        /* steps from onset to the right rank named; -1: never */
-	bool pass;
+	bool pass, faint;
+	double impact;       /* the job's step time after the onset over before, less 1 */
 	char why[160];
 	uint64_t msgs, steps;
+	struct { uint64_t step; double ms; } *rs; /* every rank-step's step time */
+	size_t nrs, cap;
 };
 
 /* Replay state: the label and outcome the analyzer's step callback writes into. */
@@ -69,6 +76,15 @@ static void on_step(void *ctx, struct ts_job *j, const Trainscope__V1__Identity 
 
 	(void)j;
 	rp->o->steps++;
+	if (rp->o->nrs == rp->o->cap) {
+		size_t cap = rp->o->cap ? 2 * rp->o->cap : 4096;
+		void *n = realloc(rp->o->rs, cap * sizeof(*rp->o->rs));
+		if (!n)
+			abort(); /* a bench: no half-measured impact */
+		rp->o->rs = n, rp->o->cap = cap;
+	}
+	rp->o->rs[rp->o->nrs].step = s->step;
+	rp->o->rs[rp->o->nrs++].ms = (s->end_ns - s->start_ns) / 1e6;
 	if (rp->dump && id) {
 		double gt = 0, gf = 0; /* the sampled GEMMs: ms and Tflop/s weighted by time */
 		for (size_t g = 0; g < s->n_gemms; g++)
@@ -106,11 +122,39 @@ static void judge(const struct label *l, struct ts_job *j, struct outcome *o)
 	}
 }
 
-/* The verdict on a replayed recording: o->pass, o->why and the latency. */
-static void verdict(const struct label *l, struct outcome *o)
+/* What the fault cost the job: the median step time of every rank from 10 steps after the
+ * onset over that of the steps from 10 to 10 before it, less 1; NAN when it began before
+ * the job or either side has fewer than 20 rank-steps. */
+static double impact(const struct outcome *o)
+{
+	double *before = malloc((o->nrs + 1) * sizeof(double)), *after = malloc((o->nrs + 1) * sizeof(double)),
+	       *tmp = malloc((o->nrs + 1) * sizeof(double)), r = NAN;
+	size_t nb = 0, na = 0;
+
+	if (!before || !after || !tmp || o->onset < 20)
+		goto out;
+	for (size_t i = 0; i < o->nrs; i++) {
+		long st = (long)o->rs[i].step;
+		if (st >= 10 && st < o->onset - 10)
+			before[nb++] = o->rs[i].ms;
+		else if (st >= o->onset + 10)
+			after[na++] = o->rs[i].ms;
+	}
+	if (nb >= 20 && na >= 20)
+		r = ts_median(after, na, tmp) / ts_median(before, nb, tmp) - 1;
+out:
+	free(before), free(after), free(tmp);
+	return r;
+}
+
+/* The verdict on a replayed recording: o->pass, o->why and the latency; a fault that
+ * cost the job under min_slowdown is faint. */
+static void verdict(const struct label *l, struct outcome *o, double min_slowdown)
 {
 	o->latency = -1;
 	o->pass = false;
+	o->impact = l->healthy ? NAN : impact(o);
+	o->faint = o->impact < min_slowdown;
 	if (!o->seen) {
 		snprintf(o->why, sizeof(o->why), "the analyzer never took the job");
 		return;
@@ -146,7 +190,7 @@ static void verdict(const struct label *l, struct outcome *o)
 	if (o->early)
 		snprintf(o->why, sizeof(o->why), "rank %d named before its onset (step %ld)",
 			 l->rank, o->onset);
-	else if (o->latency < 0)
+	else if (o->latency < 0 && !o->faint)
 		snprintf(o->why, sizeof(o->why), "rank %d never named", l->rank);
 	else
 		o->pass = true;
@@ -204,7 +248,7 @@ static int replay(const struct label *l, const char *dir, const struct ts_params
 		if (ts_job_finished(j))
 			break;
 	}
-	verdict(l, o);
+	verdict(l, o, p->verdict.min_slowdown);
 	err = 0;
 out:
 	ts_analyzer_free(a);
@@ -264,7 +308,7 @@ static int cmp_long(const void *a, const void *b)
 /* A row of the table: the recording, its truth, the verdict, what was named and when. */
 static void print_row(const struct label *l, const struct outcome *o)
 {
-	char named[160] = "-", truth[48], lat[24] = "-";
+	char named[160] = "-", truth[48], lat[24] = "-", cost[16] = "";
 	int off = 0;
 
 	for (int k = 0; k < o->nnamed && off < (int)sizeof(named) - 24; k++)
@@ -274,10 +318,15 @@ static void print_row(const struct label *l, const struct outcome *o)
 	if (l->healthy)
 		snprintf(truth, sizeof(truth), "healthy");
 	else
-		snprintf(truth, sizeof(truth), "%d %s @%ld", l->rank, l->cause, o->onset);
+	{
+		if (!isnan(o->impact))
+			snprintf(cost, sizeof(cost), " %+.0f%%%s", 100 * o->impact, o->faint ? "!" : "");
+		snprintf(truth, sizeof(truth), "%d %s @%ld%s", l->rank, l->cause, o->onset, cost);
+	}
 	if (o->latency >= 0)
 		snprintf(lat, sizeof(lat), "%ld", o->latency);
-	const char *word = o->pass ? (l->known[0] ? "FIXED" : "ok") : l->known[0] ? "known" : "FAIL";
+	const char *word = o->pass ? (l->known[0] ? "FIXED" : o->faint && o->latency < 0 ? "faint" : "ok")
+			   : l->known[0] ? "known" : "FAIL";
 	printf("| %-22s | %-22s | %-8s | %-40s | %4s | %-5s |%s%s\n", l->name, truth,
 	       ts_state_names[o->final], named, lat, word, o->pass && !l->known[0] ? "" : " ",
 	       o->pass ? (l->known[0] ? "passes now: take its \"known\" out of labels.json" : "")
@@ -288,6 +337,7 @@ static void print_row(const struct label *l, const struct outcome *o)
 /* The corpus's totals. */
 struct totals {
 	int fails, known, fixed, nfault, found, right_cause, healthy_ok, nhealthy, named_all, named_right;
+	int nfaint, faint_found;
 	int nlat;
 	long *lat;
 };
@@ -306,13 +356,17 @@ static void count(struct totals *t, const struct label *l, const struct outcome 
 		t->nhealthy++, t->healthy_ok += o->pass;
 		return;
 	}
-	t->nfault++;
 	for (int k = 0; k < o->nnamed; k++) {
 		if (o->named[k].rank != l->rank)
 			continue;
 		right = true, t->named_right++;
 		cause_ok &= !strcmp(o->named[k].cause, l->cause);
 	}
+	if (o->faint) { /* counted apart: the analyzer does not promise them */
+		t->nfaint++, t->faint_found += right;
+		return;
+	}
+	t->nfault++;
 	t->found += right;
 	t->right_cause += right && cause_ok;
 	if (o->latency >= 0)
@@ -322,8 +376,12 @@ static void count(struct totals *t, const struct label *l, const struct outcome 
 static void print_totals(struct totals *t, int n)
 {
 	qsort(t->lat, (size_t)t->nlat, sizeof(*t->lat), cmp_long);
-	printf("\nhealthy: %d of %d with nothing named; faults: %d of %d found\n", t->healthy_ok,
+	printf("\nhealthy: %d of %d with nothing named; faults: %d of %d found", t->healthy_ok,
 	       t->nhealthy, t->found, t->nfault);
+	if (t->nfaint)
+		printf("; faint (the job slowed under verdict.min_slowdown, marked !): %d of %d "
+		       "found", t->faint_found, t->nfaint);
+	printf("\n");
 	printf("precision %.2f (right-rank namings of all), recall %.2f, cause accuracy %.2f, ",
 	       t->named_all ? (double)t->named_right / t->named_all : 1.0,
 	       t->nfault ? (double)t->found / t->nfault : 1.0,
@@ -420,6 +478,7 @@ int main(int argc, char **argv)
 			return 2;
 		print_row(&labels[i], &o);
 		count(&t, &labels[i], &o);
+		free(o.rs);
 		ran++;
 	}
 	print_totals(&t, ran);
