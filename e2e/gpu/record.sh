@@ -131,8 +131,11 @@ record() {
 		TRAINSCOPE_ANALYZER_NETWORK_DRIFT=0.05
 	# the real-job floors on, as a user gets them (e2e/lib.sh turns them off for the
 	# synthetic suites)
-	TRAINSCOPE_ANALYZER_VERDICT_WAIT_FLOOR=$("$ROOT/build/bin/trainscope-analyzer" --print-config |
+	TRAINSCOPE_ANALYZER_VERDICT_WAIT_FLOOR=$(LD_LIBRARY_PATH=$ROOT/build/carry/lib \
+		"$ROOT/build/bin/trainscope-analyzer" --print-config |
 		awk '$1 == "verdict.wait_floor:" { print $2 }')
+	[ -n "$TRAINSCOPE_ANALYZER_VERDICT_WAIT_FLOOR" ] ||
+		{ echo "record: the analyzer gave no verdict.wait_floor (--print-config)"; return 1; }
 	export TRAINSCOPE_ANALYZER_VERDICT_WAIT_FLOOR
 	record_t0=$(date +%s)
 	local deadline=${DEADLINE:-480} lanes=${LANES:-"0,1 2,3"} lane=0 rjobs
