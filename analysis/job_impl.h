@@ -199,7 +199,7 @@ bool ts_job_waited_for(struct ts_job *j, int k, double *share, double *last);
 /* Rank k's median of metric m (m < 0: its busy time) over the median of its peers',
  * over the window's last recent steps (0: all of it); NAN with none. */
 double ts_job_peer_ratio(struct ts_job *j, int k, int m, int recent);
-/* The job's last steps (change.smooth_steps) over its fail-slow baseline, less 1. */
+/* The job's last 2 * change.smooth_steps + 1 steps over its fail-slow baseline, less 1. */
 double ts_job_slowdown(const struct ts_job *j);
 /* The real-job floors are on (verdict.wait_floor > 0; 0: the statistics alone name a
  * rank, as the synthetic suites judge them). */

@@ -121,10 +121,13 @@ bool ts_job_slowed(const struct ts_job *j)
 	return j->fs.slow && ts_job_slowdown(j) >= j->p.verdict.min_slowdown;
 }
 
+/* Over twice change.smooth_steps and one, the longer look of a rank's change points: a
+ * host-wide hiccup of some 8 steps (every rank's launches late: mp.spawn, bench/data
+ * spawn-ok-4) is no slowdown to name a rank for, one that lasts is, as soon. */
 double ts_job_slowdown(const struct ts_job *j)
 {
 	double cur = ts_median_recent(j->step_hist, W(j), ts_job_last_slot(j),
-				      (size_t)j->p.change.smooth_steps);
+				      2 * (size_t)j->p.change.smooth_steps + 1);
 
 	return j->fs.baseline > 0 && !isnan(cur) ? cur / j->fs.baseline - 1 : NAN;
 }
