@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ranks.h"
+#include "numparse.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,8 +146,12 @@ static int ns_pid_of(const char *proc_root, uint32_t host_pid)
 		if (strncmp(line, "NSpid:", 6))
 			continue;
 		char *tok = strtok(line + 6, " \t\n");
+		long v = -1;
+		/* the last NSpid is the innermost namespace's; one that is no pid is none */
 		for (; tok; tok = strtok(NULL, " \t\n"))
-			ns = atoi(tok);
+			if (ts_parse_int(tok, 1, INT_MAX, &v))
+				v = -1;
+		ns = (int)v;
 		break;
 	}
 	fclose(f);

@@ -38,7 +38,13 @@ static void otlp_slow_ranks(struct cli *c, json_t *report, uint64_t now_ns)
 	char key[96];
 	size_t i;
 
-	for (int b = 0; hex && strlen(hex) == 32 && b < 16; b++)
+	/* the report's own 32 hex digits: an all-zero trace id is no trace (OTLP) */
+	if (!hex || strlen(hex) != 32 || strspn(hex, "0123456789abcdefABCDEF") != 32) {
+		ts_warn("otlp: %s/%s: trace id '%s' is not 32 hex digits: its slow ranks not "
+			"exported", ns ? ns : "?", job ? job : "?", hex ? hex : "");
+		return;
+	}
+	for (int b = 0; b < 16; b++)
 		sscanf(hex + 2 * b, "%2hhx", &tid[b]);
 	json_array_foreach(json_object_get(st, "slowRanks"), i, s) {
 		int rank = (int)json_integer_value(json_object_get(s, "rank"));

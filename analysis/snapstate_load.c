@@ -5,6 +5,7 @@
  * manifest names (a save cut short), found and purged. */
 #include "snapstate_impl.h"
 #include "hash.h"
+#include "log.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -126,7 +127,15 @@ static void listed(void *ctx, const char *key)
 {
 	struct listing *l = ctx;
 	struct ts_snapstate *st = l->st;
-	uint64_t gen = strtoull(key + l->prefix, NULL, 10);
+	char *end;
+	errno = 0;
+	uint64_t gen = strtoull(key + l->prefix, &end, 10);
+
+	/* <gen>.<i>: another writer's key under the prefix is not ours to purge */
+	if (errno || end == key + l->prefix || *end != '.') {
+		ts_warn("snapshots: %s is no object of ours (<key>.o.<gen>.<i>): left alone", key);
+		return;
+	}
 
 	if (gen >= st->next_gen)
 		st->next_gen = gen + 1;

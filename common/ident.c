@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ident.h"
+#include "numparse.h"
 #include "visible.h"
 
 #include <errno.h>
@@ -19,14 +20,10 @@ static void env_copy(char *dst, size_t n, const char *name, const char *dflt)
 
 static int32_t env_int(const char *name, int32_t dflt)
 {
-	const char *v = getenv(name);
-	char *end;
 	long l;
 
-	if (!v || !*v)
-		return dflt;
-	l = strtol(v, &end, 10);
-	return *end ? dflt : (int32_t)l;
+	/* a whole number that fits, else the default: not one cut to 32 bits */
+	return ts_parse_int(getenv(name), INT32_MIN, INT32_MAX, &l) ? dflt : (int32_t)l;
 }
 
 int ts_cgroup2_mount(char *out, size_t n)

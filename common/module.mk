@@ -48,4 +48,4 @@ $(eval $(call cmocka_test,test_nkeys,$(BUILD)/obj/common/tests/test_nkeys.o $(NK
 	$(CRYPTO_LIBS)))
 
 $(eval $(call cmocka_test,test_ident,$(BUILD)/obj/common/tests/test_ident.o \
-	$(BUILD)/obj/common/ident.o $(BUILD)/obj/common/visible.o))
+	$(BUILD)/obj/common/ident.o $(BUILD)/obj/common/visible.o $(BUILD)/obj/common/numparse.o))

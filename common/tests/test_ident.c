@@ -178,6 +178,14 @@ static void test_bad_input(void **state)
 		setenv("CUDA_VISIBLE_DEVICES", bad_cuda[i], 1);
 		assert_int_equal(dev(0, NULL), -1);
 	}
+	/* a rank that is no whole 32-bit number is none: 2^32 + 1 is not rank 1 */
+	const char *bad_rank[] = { "4294967297", "3x", "", "x", "-2147483649" };
+	for (size_t i = 0; i < sizeof(bad_rank) / sizeof(bad_rank[0]); i++) {
+		setenv("RANK", bad_rank[i], 1);
+		ts_ident_from_env(&id);
+		assert_int_equal(id.rank, -1);
+	}
+	unsetenv("RANK");
 	setenv("NVIDIA_VISIBLE_DEVICES", "none", 1);
 	setenv("CUDA_VISIBLE_DEVICES", "0", 1);
 	assert_int_equal(dev(0, NULL), -1);

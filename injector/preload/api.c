@@ -6,6 +6,7 @@
  * own ring on its first call. */
 #include "gpu.h"
 #include "lib.h"
+#include "numparse.h"
 #include "trainscope.h"
 
 #include <errno.h>
@@ -28,11 +29,11 @@ static __thread __attribute__((tls_model("initial-exec"))) struct {
 
 static uint32_t ring_slots(void)
 {
-	const char *v = getenv("TRAINSCOPE_RING_SLOTS");
-	unsigned long n = v ? strtoul(v, NULL, 0) : 0;
+	long n;
 	uint32_t cap = 2;
 
-	if (n < 64 || n > (1ul << 24))
+	/* a whole number or the default: "64k" is not 64 */
+	if (ts_parse_int(getenv("TRAINSCOPE_RING_SLOTS"), 64, 1l << 24, &n))
 		n = 16384;
 	while (cap < n)
 		cap <<= 1;

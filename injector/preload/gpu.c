@@ -7,9 +7,11 @@
  * recorded on a stream that is capturing a CUDA graph. */
 #include "gpu.h"
 #include "nccl.h"
+#include "numparse.h"
 #include "real.h"
 #include "trainscope.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -73,22 +75,20 @@ static struct {
 	} st;
 } g = { .strm = { [0 ... NSTREAMS - 1] = { .seg = -1 } } };
 
+/* The variable as a whole non-negative number (common/numparse.c), else def. */
 static uint64_t env_u64(const char *name, uint64_t def)
 {
-	const char *v = getenv(name);
-	char *end;
-	unsigned long long n = v ? strtoull(v, &end, 0) : 0;
+	long n;
 
-	return v && *v && !*end ? n : def;
+	return ts_parse_int(getenv(name), 0, LONG_MAX, &n) ? def : (uint64_t)n;
 }
 
+/* The variable as a positive number, else def. */
 static double env_double(const char *name, double def)
 {
-	const char *v = getenv(name);
-	char *end;
-	double d = v ? strtod(v, &end) : 0;
+	double d;
 
-	return v && *v && !*end && d > 0 ? d : def;
+	return ts_parse_double(getenv(name), 0, 1e300, &d) || !(d > 0) ? def : d;
 }
 
 uint64_t ts_hang_timeout_ns(void)

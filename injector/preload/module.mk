@@ -3,10 +3,10 @@
 PRELOAD_SRCS := $(addprefix injector/preload/,api.c real.c dlsym.c driver.c gpu.c graph.c cuda.c \
 		cublas.c comms.c coll.c nccl.c ncclprof.c ncclprof_compat.c ncclchain.c acl.c aclnn.c \
 		hccl.c ring.c) \
-		common/ident.c common/visible.c
+		common/ident.c common/visible.c common/numparse.c
 PRELOAD_LIB  := $(BUILD)/lib/libtrainscope.so
 RING_OBJS    := $(BUILD)/obj/injector/preload/ring.o $(BUILD)/obj/common/ident.o \
-		$(BUILD)/obj/common/visible.o
+		$(BUILD)/obj/common/visible.o $(BUILD)/obj/common/numparse.o
 
 PRELOAD_PIC  := $(PRELOAD_SRCS:%.c=$(BUILD)/pic/%.o)
 PRELOAD_COMPAT := injector/preload/glibc_compat.h
@@ -124,7 +124,7 @@ $(DOUBLE_DIR)/libtsd_user.so: $(BUILD)/dpic/injector/preload/tests/double/user_d
 $(HOOKDRIVE): $(BUILD)/plain/injector/preload/tests/double/hookdrive.o \
 		$(BUILD)/plain/injector/preload/tests/double/drive.o \
 		$(BUILD)/plain/injector/preload/ring.o $(BUILD)/plain/common/ident.o \
-		$(BUILD)/plain/common/visible.o \
+		$(BUILD)/plain/common/visible.o $(BUILD)/plain/common/numparse.o \
 		$(DOUBLE_DIR)/libcudart.so.13 $(DOUBLE_DIR)/libcuda.so.1 | $(DOUBLE_DIR)/libtsd_user.so
 	@echo "  LD      $@"
 	@$(CC) -o $@ $(filter %.o,$^) $(DOUBLE_DIR)/libcudart.so.13 $(DOUBLE_DIR)/libcuda.so.1 \
@@ -144,7 +144,7 @@ $(DOUBLE_DIR)/libopapi.so: $(BUILD)/dpic/injector/preload/tests/double/opapi_dou
 $(NPUDRIVE): $(BUILD)/plain/injector/preload/tests/double/npudrive.o \
 		$(BUILD)/plain/injector/preload/tests/double/drive.o \
 		$(BUILD)/plain/injector/preload/ring.o $(BUILD)/plain/common/ident.o \
-		$(BUILD)/plain/common/visible.o \
+		$(BUILD)/plain/common/visible.o $(BUILD)/plain/common/numparse.o \
 		$(DOUBLE_DIR)/libhccl.so $(DOUBLE_DIR)/libascendcl.so | $(DOUBLE_DIR)/libopapi.so
 	@echo "  LD      $@"
 	@$(CC) -o $@ $(filter %.o,$^) $(DOUBLE_DIR)/libhccl.so $(DOUBLE_DIR)/libascendcl.so \
