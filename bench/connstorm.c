@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "natsw_impl.h"
+#include "natsw.h"
 
 enum state { IDLE, CONNECTING, WAIT_INFO, WAIT_PONG, DONE };
 

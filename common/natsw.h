@@ -194,4 +194,10 @@ void tsn_unsubscribe_core(struct tsn_core_sub *s);
  * service's backlog. */
 int tsn_core_sub_pending(struct tsn_core_sub *s);
 
+/* The wait before reconnect round attempts (1, 2, ...): doubling from 250 ms to 8 s,
+ * drawn between its half and its whole from *rng (advanced). Public so that a client that
+ * is not a tsn (bench/connstorm.c's thousands of raw sockets) backs off as every one
+ * does. */
+int64_t tsn_backoff_ms(uint64_t *rng, int attempts);
+
 #endif

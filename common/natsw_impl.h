@@ -73,9 +73,6 @@ struct tsn {
 	int nburied;
 };
 
-/* natsw_conn.c. The wait before reconnect round attempts (1, 2, ...): doubling from
- * 250 ms to 8 s, drawn between its half and its whole from *rng (advanced). */
-int64_t tsn_backoff_ms(uint64_t *rng, int attempts);
 /* natsw_conn.c, from tsn_pump: a connection nats.c gave up made anew once its backoff
  * passed, the publishes in flight on it dropped (counted), the core subscriptions made
  * again on it. */
