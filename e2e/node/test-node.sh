@@ -268,7 +268,26 @@ killed_mid_job() {
 }
 expect "a NATS server and the job's analyzer killed mid-job" killed_mid_job
 wait_for 300 pod_done team hog-0 || true
-expect "kubectl get snr names rank 5 (HostCPU)" wait_for 90 snr_names team hog "5(HostCPU)"
+# Whether the hog slowed the job at all, by the workload's own step times: on a 2-core
+# machine it did not in 2 runs of 3 (step time -1.5 %), and eight checks failed after it.
+# A fault that did not take is said once and made again as job hog2 (hog's partition, no
+# kill); the checks that need a named rank then read hog2.
+hog_took() { # POD
+	local line
+	line=$(kubectl -n team logs "$1" -c trainer 2>/dev/null | grep -o 'workload: rank 5: .*') ||
+		{ echo "      $1: no step times of rank 5 in its log"; return 1; }
+	echo "      $line"
+	[ "$(sed -n 's/.*(\([+-][0-9]*\)%)$/\1/p' <<<"$line")" -ge 10 ] 2>/dev/null
+}
+HOG=hog
+if ! hog_took hog-0; then
+	fail "the hog did not slow hog's steps 10 % (the fault did not take): made again as job hog2"
+	HOG=hog2
+	job_pod hog2-0 hog2 host --steps 300 --matrix 48 --compute-iters 4 | kubectl apply -f - >/dev/null
+	wait_for 300 pod_done team hog2-0 || true
+	hog_took hog2-0 || fail "the hog did not take in hog2 either"
+fi
+expect "kubectl get snr names rank 5 (HostCPU)" wait_for 90 snr_names team $HOG "5(HostCPU)"
 complete() { # NS JOB STEP: every rank's every step, after the kills
 	last_step "$@" && [ "$(kubectl -n "$1" get snr "$2" \
 		-o jsonpath='{.status.conditions[?(@.type=="DataComplete")].status}')" = True ]
@@ -283,10 +302,10 @@ kubectl -n trainscope logs -l app.kubernetes.io/component=analyzer --prefix --ta
 	>"$WORK/analyzer-hog.log" 2>&1 || true
 kubectl -n trainscope logs ds/trainscope-agent >"$WORK/agent-hog.log" 2>&1 || true
 preemptor() {
-	kubectl -n team get snr hog -o jsonpath='{.status.slowRanks[0].evidence}' | grep -q "preempted by stress"
+	kubectl -n team get snr $HOG -o jsonpath='{.status.slowRanks[0].evidence}' | grep -q "preempted by stress"
 }
 expect "the evidence names the preemptor (stress)" preemptor
-kubectl -n team get snr hog -o jsonpath='      {.status.slowRanks[0].evidence}{"\n"}' 2>&1 || true
+kubectl -n team get snr $HOG -o jsonpath='      {.status.slowRanks[0].evidence}{"\n"}' 2>&1 || true
 
 # ---- an image with glibc 2.31 (older than the 2.34 the library is built on) ---------------
 old_glibc_loaded() {
@@ -356,7 +375,7 @@ one_owner() {
 		kubectl get --raw "/api/v1/namespaces/trainscope/pods/trainscope-analyzer-$k:9103/proxy/metrics" \
 			2>/dev/null | sed -n "s/^trainscope_job_state{k8s_namespace=\"\([^\"]*\)\",training_job=\"\([^\"]*\)\".*/\1 \2 $k/p"
 	done | sort -u >"$WORK/owners.txt"
-	for j in "team hog" "secure secure"; do
+	for j in "team $HOG" "secure secure"; do
 		set -- $j
 		[ "$(grep -c "^$1 $2 " "$WORK/owners.txt")" = 1 ] &&
 			grep -qx "$1 $2 $(part_of "$1" "$2" 2)" "$WORK/owners.txt" || return 1
@@ -381,9 +400,9 @@ sn() { kubectl get slownode "$node" -o jsonpath="$1" 2>/dev/null; }
 # llm and hog are in different partitions (one_owner above): each analyzer stored its own
 two_jobs() {
 	[ "$(sn '{.status.jobsAffected}/{.status.degraded}')" = 2/false ] &&
-		[ "$(sn '{.status.jobs[*].job}' | tr ' ' '\n' | sort | tr '\n' ' ')" = "hog llm " ]
+		[ "$(sn '{.status.jobs[*].job}' | tr ' ' '\n' | sort | tr '\n' ' ')" = "$HOG llm " ]
 }
-expect "restarted analyzers added up both partitions' findings: SlowNode $node, llm and hog, not degraded" \
+expect "restarted analyzers added up both partitions' findings: SlowNode $node, llm and $HOG, not degraded" \
 	wait_for 90 two_jobs
 job_pod third-0 third compute --steps 100 | kubectl apply -f - >"$WORK/third.out" 2>&1 ||
 	echo "      third-0 not made: $(cat "$WORK/third.out")"

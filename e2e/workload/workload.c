@@ -288,8 +288,13 @@ static int run_rank(struct wl *w)
 		die("malloc");
 	for (size_t i = 0; i < mm; i++)
 		a[i] = (float)(i % 7) * 0.1f, b[i] = (float)(i % 5) * 0.2f;
+	/* the fault rank's mean step before its fault and once it settled: whether the
+	 * fault took, told apart from whether the tool saw it (the e2e tests read it) */
+	double sum[2] = { 0, 0 };
+	int cnt[2] = { 0, 0 };
 	for (int step = 0; step < w->steps; step++) {
 		bool slow = w->rank == w->fault_rank && step >= w->fault_step;
+		uint64_t t_step = ns_of(CLOCK_MONOTONIC);
 		if (slow && w->fault == FAULT_HOST && step == w->fault_step)
 			start_hog(my_cpu(w));
 		TS_CALL(trainscope_step_begin, (uint64_t)step);
@@ -328,7 +333,14 @@ static int run_rank(struct wl *w)
 		}
 		TS_CALL(trainscope_collective_end, TRAINSCOPE_COLL_ALL_REDUCE);
 		TS_CALL(trainscope_step_end, (uint64_t)step);
+		int side = step >= 10 && step < w->fault_step ? 0 : step >= w->fault_step + 10 ? 1 : -1;
+		if (side >= 0)
+			sum[side] += (double)(ns_of(CLOCK_MONOTONIC) - t_step) / 1e6, cnt[side]++;
 	}
+	if (w->fault != FAULT_NONE && w->rank == w->fault_rank && cnt[0] && cnt[1])
+		fprintf(stderr, "workload: rank %d: step %.1f ms before its fault, %.1f ms from "
+			"10 steps after it (%+.0f%%)\n", w->rank, sum[0] / cnt[0], sum[1] / cnt[1],
+			100 * (sum[1] / cnt[1] / (sum[0] / cnt[0]) - 1));
 	if (sink == 12345.678)
 		puts("");
 	free(a), free(b), free(c), free(grad), free(tmp), free(batch);
