@@ -100,6 +100,7 @@ struct ts_rank_meta {
 	bool hanging;
 	char hang_op[24];
 	uint64_t hang_comm, hang_seq, hang_ns, hang_step;
+	double gpu_lost_s; /* the job's GPU-seconds lost to this rank (ts_gpu_lost) */
 };
 
 /* NVML throttle reasons that mean the hardware slowed the GPU down. */
@@ -194,6 +195,17 @@ struct ts_lost_time {
 	struct ts_lost_rank rank[TS_LOST_RANKS]; /* the costliest, most first */
 };
 
+/* GPU time the job lost since it began: each analysis window's lost shares of the step,
+ * times its mean step, times the job's GPUs (one a rank), for the steps that window
+ * added to the last one's (ts_job_lost_time). Kept in snapshots with the job. */
+struct ts_gpu_lost {
+	double total_s;                 /* ranks + stages + data, GPU-seconds */
+	double cause_s[TS_CAUSE_COUNT]; /* the ranks' part, by the phase that costs each */
+	double stages_s, data_s;
+	uint64_t through_step;          /* the last step counted */
+	bool counted;                   /* any step counted yet */
+};
+
 struct ts_job_result {
 	enum ts_state state;
 	int world;
@@ -226,6 +238,7 @@ struct ts_job_result {
 	uint64_t step_le[TS_STEP_BUCKETS], step_count;
 	double step_sum_s;
 	struct ts_lost_time lost;
+	struct ts_gpu_lost gpu_lost;
 };
 
 struct ts_job;

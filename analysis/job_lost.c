@@ -238,9 +238,10 @@ static enum ts_cause rank_cause(const struct ts_job *j, const struct lost_ctx *c
 	return own_cause[best];
 }
 
-/* The costliest ranks, most first, into l->rank; their causes into l->cause. */
-static void top_ranks(const struct ts_job *j, struct lost_ctx *c, struct ts_lost_time *l,
-		      double total)
+/* The costliest ranks, most first, into l->rank; their causes into l->cause; each rank's
+ * share times gpu_s (GPU-seconds the window's new steps held) to its count. */
+static void top_ranks(struct ts_job *j, struct lost_ctx *c, struct ts_lost_time *l,
+		      double total, double gpu_s)
 {
 	for (int k = 0; k < c->world; k++) {
 		if (!(c->loss[k] > 0))
@@ -248,6 +249,7 @@ static void top_ranks(const struct ts_job *j, struct lost_ctx *c, struct ts_lost
 		enum ts_cause why = rank_cause(j, c, k);
 		double share = c->loss[k] / total;
 		l->cause[why] += share;
+		j->meta[k].gpu_lost_s += share * gpu_s;
 		int at = l->nranks < TS_LOST_RANKS ? l->nranks++ : TS_LOST_RANKS;
 		while (at > 0 && l->rank[at - 1].share < share) {
 			if (at < TS_LOST_RANKS)
@@ -284,6 +286,32 @@ static int ctx_init(struct lost_ctx *c, const struct ts_job *j)
 	return 0;
 }
 
+/* GPU-seconds the steps this window added held: those after the last step counted (the
+ * whole window the first time), times the window's mean step, times one GPU a rank. */
+static double gpu_seconds(const struct ts_job *j, const struct ts_lost_time *l)
+{
+	const struct ts_gpu_lost *g = &j->res.gpu_lost;
+	uint64_t span = l->to_step - l->from_step + 1,
+		 fresh = g->counted && l->to_step > g->through_step ? l->to_step - g->through_step
+			 : g->counted ? 0 : span;
+
+	return (double)(fresh < span ? fresh : span) * l->step_ms / 1e3 * (double)j->world;
+}
+
+/* Adds the window's lost shares of gpu_s to the job's counts (a share below zero, the
+ * data what-if's where a window ran ahead of its mean, counts as none). */
+static void count_gpu_lost(struct ts_gpu_lost *g, const struct ts_lost_time *l, double gpu_s)
+{
+	for (int c = 0; c < TS_CAUSE_COUNT; c++)
+		g->cause_s[c] += isfinite(l->cause[c]) ? fmax(0, l->cause[c]) * gpu_s : 0;
+	g->stages_s += isfinite(l->stages) ? fmax(0, l->stages) * gpu_s : 0;
+	g->data_s += isfinite(l->data) ? fmax(0, l->data) * gpu_s : 0;
+	g->total_s = g->stages_s + g->data_s;
+	for (int c = 0; c < TS_CAUSE_COUNT; c++)
+		g->total_s += g->cause_s[c];
+	g->through_step = l->to_step, g->counted = true;
+}
+
 void ts_job_lost_time(struct ts_job *j)
 {
 	struct ts_lost_time *l = &j->res.lost;
@@ -318,7 +346,9 @@ void ts_job_lost_time(struct ts_job *j)
 		l->step_ms = total / rows;
 		l->ranks /= total, l->data /= total, l->stages /= total, l->comm = comm / total;
 		l->share = l->ranks + l->data + l->stages;
-		top_ranks(j, &c, l, total);
+		double gpu_s = gpu_seconds(j, l);
+		top_ranks(j, &c, l, total, gpu_s);
+		count_gpu_lost(&j->res.gpu_lost, l, gpu_s);
 	}
 	free(c.busy), free(c.exc);
 }

@@ -158,6 +158,41 @@ static void lost_families(struct jm *m, int n, struct ts_buf *b)
 				      isfinite(m[i].r->lost.cause[c]) ? m[i].r->lost.cause[c] : 0.0);
 }
 
+/* GPU time lost since each job began (ts_gpu_lost), as counters: the job's by cause
+ * (its slow ranks' causes, stages, data), and each rank's that reached a GPU-minute (a
+ * counter only grows, so a rank's series, once there, stays; summed by node in PromQL). */
+static void gpu_lost_families(struct jm *m, int n, struct ts_buf *b)
+{
+	char rl[400];
+
+	family(b, "trainscope_job_gpu_seconds_lost_total", "counter",
+	       "GPU time the job lost since it began: each analysis window's lost shares times "
+	       "its step times the job's GPUs, by cause (the slow ranks' causes; stages; data); "
+	       "kept across analyzer restarts.");
+	for (int i = 0; i < n; i++) {
+		const struct ts_gpu_lost *g = &m[i].r->gpu_lost;
+		for (int c = 0; g->counted && c < TS_CAUSE_COUNT; c++)
+			ts_buf_printf(b, "trainscope_job_gpu_seconds_lost_total{%s,cause=\"%s\"} %.3f\n",
+				      m[i].labels, ts_cause_names[c], g->cause_s[c]);
+		if (g->counted)
+			ts_buf_printf(b, "trainscope_job_gpu_seconds_lost_total{%s,cause=\"stages\"} %.3f\n"
+				      "trainscope_job_gpu_seconds_lost_total{%s,cause=\"data\"} %.3f\n",
+				      m[i].labels, g->stages_s, m[i].labels, g->data_s);
+	}
+	family(b, "trainscope_rank_gpu_seconds_lost_total", "counter",
+	       "The job's GPU time lost to one rank (slower than its peers), for each rank that "
+	       "cost a GPU-minute or more; sum by node for a node's.");
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < m[i].r->world; k++) {
+			struct ts_rank_meta *meta = ts_job_rank(m[i].j, k);
+			if (!meta || !(meta->gpu_lost_s >= 60))
+				continue;
+			rank_labels(m[i].j, k, rl, sizeof(rl));
+			ts_buf_printf(b, "trainscope_rank_gpu_seconds_lost_total{%s,%s} %.3f\n",
+				      m[i].labels, rl, meta->gpu_lost_s);
+		}
+}
+
 static void rank_families(struct jm *m, int n, struct ts_buf *b)
 {
 	char rl[400];
@@ -210,6 +245,7 @@ void ts_jobs_render_metrics(struct ts_job *const *jobs, int njobs, int top_k, st
 	if (m) {
 		job_families(m, n, b);
 		lost_families(m, n, b);
+		gpu_lost_families(m, n, b);
 		rank_families(m, n, b);
 	}
 	for (int i = 0; i < n; i++)

@@ -279,6 +279,41 @@ static json_t *lost_time_json(struct ts_job *j, const struct ts_lost_time *l)
 			 "topRanks", lost_ranks_json(j, l));
 }
 
+/* GPU time lost since the job began (status.gpuTimeLost), in GPU-hours: in all, the
+ * slow ranks' part by cause (causes that cost nothing left out), the stages', the data
+ * what-if's, and the ranks that cost the most with their pods and nodes. */
+static json_t *gpu_lost_json(struct ts_job *j, const struct ts_gpu_lost *g)
+{
+	json_t *by = json_object(), *top = json_array();
+	int world = ts_job_result(j)->world, best[TS_LOST_RANKS], n = 0;
+
+	for (int c = 0; c < TS_CAUSE_COUNT; c++)
+		if (g->cause_s[c] > 0)
+			json_object_set_new(by, ts_cause_names[c], json_real(g->cause_s[c] / 3600));
+	for (int k = 0; k < world; k++) { /* the costliest ranks, most first */
+		struct ts_rank_meta *m = ts_job_rank(j, k);
+		if (!m || !(m->gpu_lost_s > 0))
+			continue;
+		int at = n < TS_LOST_RANKS ? n++ : TS_LOST_RANKS;
+		while (at > 0 && ts_job_rank(j, best[at - 1])->gpu_lost_s < m->gpu_lost_s) {
+			if (at < TS_LOST_RANKS)
+				best[at] = best[at - 1];
+			at--;
+		}
+		if (at < TS_LOST_RANKS)
+			best[at] = k;
+	}
+	for (int i = 0; i < n; i++) {
+		struct ts_rank_meta *m = ts_job_rank(j, best[i]);
+		json_array_append_new(top, json_pack("{s:i, s:f, s:s, s:s}", "rank", best[i],
+						     "gpuHours", m->gpu_lost_s / 3600, "pod", m->pod,
+						     "node", m->node));
+	}
+	return json_pack("{s:f, s:o, s:f, s:f, s:I, s:o}", "gpuHours", g->total_s / 3600,
+			 "byCause", by, "stages", g->stages_s / 3600, "data", g->data_s / 3600,
+			 "throughStep", (json_int_t)g->through_step, "topRanks", top);
+}
+
 /* What kubectl's DEGRADATION column shows: the first slow rank's excess over its peers,
  * else the job's step-time change, in percent. */
 static json_t *percent(const struct ts_job_result *r)
@@ -358,6 +393,8 @@ static json_t *status_json(struct ts_job *j, const struct ts_job_result *r, uint
 		json_object_set_new(st, "networkHeld", json_string(r->net.held_why));
 	if (st && r->lost.valid)
 		json_object_set_new(st, "lostTime", lost_time_json(j, &r->lost));
+	if (st && r->gpu_lost.counted)
+		json_object_set_new(st, "gpuTimeLost", gpu_lost_json(j, &r->gpu_lost));
 	if (st) {
 		json_object_set_new(st, "history", history_json(r));
 		json_object_set_new(st, "degradation", percent(r));
@@ -487,6 +524,31 @@ static void print_lost_time(FILE *f, json_t *lt)
 		100 * json_number_value(json_object_get(lt, "communication")));
 }
 
+/* The gpuTimeLost line: GPU-hours lost so far, by cause, and the ranks that cost most. */
+static void print_gpu_lost(FILE *f, json_t *g)
+{
+	json_t *by = json_object_get(g, "byCause"), *v, *k;
+	const char *cause;
+	size_t i, n = 0;
+
+	fprintf(f, "  GPU time lost since the job began (through step %lld): %.3f GPU-hours",
+		(long long)json_integer_value(json_object_get(g, "throughStep")),
+		json_number_value(json_object_get(g, "gpuHours")));
+	json_object_foreach(by, cause, v)
+		fprintf(f, "%s%s %.3f", n++ ? ", " : " (", cause, json_number_value(v));
+	fprintf(f, "%sstages %.3f, variation %.3f)", n ? ", " : " (",
+		json_number_value(json_object_get(g, "stages")),
+		json_number_value(json_object_get(g, "data")));
+	n = 0;
+	json_array_foreach(json_object_get(g, "topRanks"), i, k) {
+		const char *node = json_string_value(json_object_get(k, "node"));
+		fprintf(f, "%srank %lld on %s %.3f", n++ ? ", " : "; most to ",
+			(long long)json_integer_value(json_object_get(k, "rank")),
+			node && node[0] ? node : "-", json_number_value(json_object_get(k, "gpuHours")));
+	}
+	fprintf(f, "\n");
+}
+
 void ts_report_print(json_t *root, void *file)
 {
 	FILE *f = file;
@@ -509,6 +571,8 @@ void ts_report_print(json_t *root, void *file)
 			100 * json_number_value(json_object_get(stime, "degradation")));
 	if (json_object_get(st, "lostTime"))
 		print_lost_time(f, json_object_get(st, "lostTime"));
+	if (json_object_get(st, "gpuTimeLost"))
+		print_gpu_lost(f, json_object_get(st, "gpuTimeLost"));
 	if (!json_array_size(slow))
 		fprintf(f, "  no slow rank\n");
 	json_array_foreach(slow, i, s)

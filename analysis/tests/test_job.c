@@ -486,6 +486,25 @@ static void test_every_other_step_waits(void **state)
 	ts_job_free(j);
 }
 
+/* GPU time lost against the truth: 8 ranks, rank 5's compute +15 ms a step from step 40
+ * of 200, every step then 15 ms longer on 8 GPUs: 160 x 15 ms x 8 = 19.2 GPU-seconds,
+ * nearly all of it Compute and rank 5's; the steps before cost nothing. */
+static void test_gpu_time_lost(void **state)
+{
+	struct sim s = { 8, 5, 40, TS_M_COMPUTE, 1.5, 7 };
+	uint64_t first;
+	const struct ts_job_result *r = run(&s, 200, &first);
+	double truth = 160 * 0.015 * 8;
+
+	(void)state;
+	print_message("GPU time lost %.3f s (Compute %.3f, data %.3f, stages %.3f) through step "
+		      "%llu; truth %.3f s\n", r->gpu_lost.total_s, r->gpu_lost.cause_s[TS_CAUSE_COMPUTE],
+		      r->gpu_lost.data_s, r->gpu_lost.stages_s,
+		      (unsigned long long)r->gpu_lost.through_step, truth);
+	assert_true(fabs(r->gpu_lost.total_s - truth) < 0.05 * truth);
+	assert_true(r->gpu_lost.cause_s[TS_CAUSE_COMPUTE] > 0.9 * r->gpu_lost.total_s);
+}
+
 /* A one-node job of two ranks whose host is starved as a whole from step 100: both
  * ranks slow alike, none stands out; the job is fail-slow and its reason says what grew
  * against the job's own start: run-queue delay, HostCPU. */
@@ -1245,6 +1264,7 @@ int main(void)
 		cmocka_unit_test(test_runq_names_preemptor),
 		cmocka_unit_test(test_starved_host_two_ranks),
 		cmocka_unit_test(test_every_other_step_waits),
+		cmocka_unit_test(test_gpu_time_lost),
 		cmocka_unit_test(test_whole_node_starved),
 		cmocka_unit_test(test_healthy_names_nobody),
 		cmocka_unit_test(test_hang_and_finish),

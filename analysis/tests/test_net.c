@@ -497,6 +497,53 @@ static void test_lost_time_outputs(void **state)
 	ts_job_free(j);
 }
 
+/* status.gpuTimeLost, its text line and the /metrics counters: GPU-hours by cause, the
+ * ranks that cost most with their nodes, and a rank's counter once it cost a GPU-minute. */
+static void test_gpu_time_outputs(void **state)
+{
+	struct net_sim s = { true, -1, -1, false, 6, -1, 11 };
+	uint64_t first;
+	struct ts_job *j = run(&s, 60, &first);
+	struct ts_job_result *r = (struct ts_job_result *)ts_job_result(j);
+	struct ts_buf m = { 0 };
+
+	(void)state;
+	r->gpu_lost = (struct ts_gpu_lost){ .total_s = 7920, .stages_s = 0, .data_s = 720,
+					    .through_step = 119, .counted = true };
+	r->gpu_lost.cause_s[TS_CAUSE_STORAGE] = 7200;
+	for (int k = 0; k < r->world; k++)
+		ts_job_rank(j, k)->gpu_lost_s = k == 6 ? 7200 : k == 2 ? 30 : 0;
+	snprintf(ts_job_rank(j, 6)->node, sizeof(ts_job_rank(j, 6)->node), "gpu-node-3");
+	json_t *rep = ts_report_json(j, NULL), *g;
+	g = json_object_get(json_object_get(rep, "status"), "gpuTimeLost");
+	assert_non_null(g);
+	assert_true(fabs(json_number_value(json_object_get(g, "gpuHours")) - 2.2) < 1e-9);
+	assert_true(fabs(json_number_value(json_object_get(json_object_get(g, "byCause"),
+							   "Storage")) - 2.0) < 1e-9);
+	assert_null(json_object_get(json_object_get(g, "byCause"), "Compute"));
+	json_t *top = json_array_get(json_object_get(g, "topRanks"), 0);
+	assert_int_equal(json_integer_value(json_object_get(top, "rank")), 6);
+	assert_string_equal(json_string_value(json_object_get(top, "node")), "gpu-node-3");
+	assert_int_equal(json_array_size(json_object_get(g, "topRanks")), 2);
+	char *text = report_text(rep);
+	assert_non_null(strstr(text, "  GPU time lost since the job began (through step 119): "
+				     "2.200 GPU-hours (Storage 2.000, stages 0.000, variation 0.200); "
+				     "most to rank 6 on gpu-node-3 2.000, rank 2 on n0 0.008\n"));
+	free(text);
+	json_decref(rep);
+	ts_jobs_render_metrics(&j, 1, 5, &m);
+	assert_non_null(strstr(m.data, "# TYPE trainscope_job_gpu_seconds_lost_total counter\n"));
+	assert_non_null(strstr(m.data, "trainscope_job_gpu_seconds_lost_total{k8s_namespace=\"ns\","
+				       "training_job=\"net\",cause=\"Storage\"} 7200.000\n"));
+	assert_non_null(strstr(m.data, ",cause=\"data\"} 720.000\n"));
+	assert_non_null(strstr(m.data, "trainscope_rank_gpu_seconds_lost_total{k8s_namespace=\"ns\","
+				       "training_job=\"net\",rank=\"6\""));
+	assert_null(strstr(m.data, "rank_gpu_seconds_lost_total{k8s_namespace=\"ns\","
+				   "training_job=\"net\",rank=\"2\""));
+	ts_buf_free(&m);
+	ts_job_free(j);
+}
+
 static void test_healthy(void **state)
 {
 	for (unsigned seed = 1; seed < 6; seed++) {
@@ -523,6 +570,7 @@ int main(void)
 		cmocka_unit_test(test_peer_sends_place_link),
 		cmocka_unit_test(test_condition_times),
 		cmocka_unit_test(test_lost_time_outputs),
+		cmocka_unit_test(test_gpu_time_outputs),
 		cmocka_unit_test(test_healthy),
 	};
 

@@ -94,6 +94,14 @@ static void assert_same(struct ts_analyzer *x, struct ts_analyzer *y)
 	assert_int_equal(b->last_step, a->last_step);
 	assert_true(fabs(b->baseline_ms - a->baseline_ms) < 1e-9);
 	assert_string_equal(b->summary, a->summary);
+	/* the GPU time lost, counted across the restart as if none happened */
+	assert_true(a->gpu_lost.total_s > 0);
+	assert_true(fabs(b->gpu_lost.total_s - a->gpu_lost.total_s) < 1e-6 * a->gpu_lost.total_s);
+	assert_true(fabs(b->gpu_lost.cause_s[TS_CAUSE_COMPUTE] - a->gpu_lost.cause_s[TS_CAUSE_COMPUTE]) <
+		    1e-6 * a->gpu_lost.total_s);
+	assert_true(fabs(ts_job_rank(ts_analyzer_job(y, "ml", "snap"), 2)->gpu_lost_s -
+			 ts_job_rank(ts_analyzer_job(x, "ml", "snap"), 2)->gpu_lost_s) <
+		    1e-6 * a->gpu_lost.total_s);
 }
 
 static void test_restore_continues(void **state)
