@@ -8,7 +8,8 @@
 # for any trace to arrive.
 # Metrics: Prometheus (tools.sh builds it) scrapes the analyzer, a node agent, the
 # webhook and a relay, and answers every query of the chart's Grafana dashboard with
-# the slow rank in view.
+# the slow rank in view. Alerts: it evaluates the chart's alert rules as helm renders
+# them; the job alerts fire for the job with the slow rank and none for a healthy one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -18,7 +19,8 @@ STEPS=${STEPS:-260}
 SLOW=${SLOW:-700}
 
 
-TOOLS=$(bash e2e/k8s/tools.sh otelcol jaeger prometheus) || die "the collector, Jaeger or Prometheus could not be built"
+TOOLS=$(bash e2e/k8s/tools.sh otelcol jaeger prometheus helm) ||
+	die "the collector, Jaeger, Prometheus or helm could not be built"
 export PATH="$TOOLS:$PATH"
 
 # ---- TLS for the collector: a CA and a certificate for 127.0.0.1 --------------------------
@@ -81,8 +83,19 @@ PIDS="$PIDS $!"
 prom_port=$(free_port)
 PROM="http://127.0.0.1:$prom_port"
 target() { local u=${1#http://}; echo "${u%/metrics}"; }
+# the chart's alert rules as a Prometheus without the operator takes them (the
+# PrometheusRule's spec), every duration 1 s so that the test need not wait minutes
+helm template trainscope helm/trainscope --kube-version 1.29.0 --show-only templates/alerts.yaml \
+	--set metrics.alerts.enabled=true --set metrics.alerts.failSlowFor=1s \
+	--set metrics.alerts.lostFor=1s --set metrics.alerts.hangFor=1s \
+	--set metrics.alerts.nodeDegradedFor=1s --set metrics.alerts.behindFor=1s \
+	>"$WORK/alerts.yaml" 2>&1 || die "helm template alerts: $(tail -3 "$WORK/alerts.yaml")"
+python3 -c 'import sys, yaml
+yaml.safe_dump(yaml.safe_load(open(sys.argv[1]))["spec"], open(sys.argv[2], "w"))' \
+	"$WORK/alerts.yaml" "$WORK/rules.yml" || die "the rendered PrometheusRule has no spec"
 cat >"$WORK/prometheus.yml" <<EOF
 global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: ["$WORK/rules.yml"]
 scrape_configs:
   - {job_name: analyzer, static_configs: [{targets: ["$(target "$ANALYZER_METRICS")"]}]}
   - {job_name: agent, static_configs: [{targets: ["$(target "$AGENT_METRICS")"]}]}
@@ -104,6 +117,33 @@ import json, sys
 st = json.load(open('$report'))['status']
 sys.exit(0 if any(r['rank'] == $SLOW for r in st.get('slowRanks', [])) else 1)"; }
 expect "rank $SLOW of $RANKS is named" wait_for 120 named
+# alerts: every rule of the chart loaded and evaluated without error; the job alerts
+# firing for team/big (routed by its namespace), none at all for the healthy job small,
+# and no cluster alert (nothing lost, refused, behind or uninjected here)
+alerts() { # CHECK: firing / quiet, on /api/v1/rules and /api/v1/alerts
+	curl -sf "$PROM/api/v1/rules" >"$WORK/rules.json" && curl -sf "$PROM/api/v1/alerts" >"$WORK/alerts.json" &&
+		python3 - "$1" "$WORK/rules.json" "$WORK/alerts.json" <<'PY'
+import json, sys
+check = sys.argv[1]
+rules = [r for g in json.load(open(sys.argv[2]))["data"]["groups"] for r in g["rules"]]
+alerts = json.load(open(sys.argv[3]))["data"]["alerts"]
+firing = {(a["labels"]["alertname"], a["labels"].get("training_job", ""), a["labels"].get("namespace", ""))
+          for a in alerts if a["state"] == "firing"}
+if check == "loaded":
+    bad = [(r["name"], r.get("lastError")) for r in rules if r.get("health") != "ok"]
+    print("      %d rules: %s" % (len(rules), ", ".join(r["name"] for r in rules)))
+    sys.exit(0 if len(rules) == 8 and not bad else 1)
+want = {("TrainscopeJobFailSlow", "big", "team"), ("TrainscopeJobLosingGPUTime", "big", "team")}
+if check == "firing":
+    sys.exit(0 if want <= firing else 1)
+print("      firing: %s" % sorted(firing))
+sys.exit(0 if firing == want else 1)
+PY
+}
+expect "the chart's 8 alert rules load into Prometheus and evaluate without error" wait_for 30 alerts loaded
+expect "TrainscopeJobFailSlow and TrainscopeJobLosingGPUTime fire for team/big (label namespace=team)" \
+	wait_for 60 alerts firing
+expect "no alert for the healthy job small, and no cluster alert" alerts quiet
 closed() { [ "$(metric trainscope_analyzer_otlp_traces_total)" -ge $(( (STEPS + 99) / 100 )) ] 2>/dev/null; }
 delivered() { [ "$(metric trainscope_analyzer_otlp_spans_sent_total)" = "$(metric trainscope_analyzer_otlp_spans_queued_total)" ]; }
 all_sent() { closed && delivered; }

@@ -109,3 +109,13 @@ securityContext:
   readOnlyRootFilesystem: true
   capabilities: {drop: [ALL]}
 {{- end -}}
+
+{{- /* An alert's runbook: docs/alerts.md's section, and its URL where
+metrics.alerts.runbookUrl says where that file is served. (list ALERTS ANCHOR) */ -}}
+{{- define "trainscope.runbook" -}}
+{{- $a := index . 0 }}{{- $anchor := index . 1 -}}
+runbook: docs/alerts.md#{{ $anchor }}
+{{- with $a.runbookUrl }}
+runbook_url: {{ . }}#{{ $anchor }}
+{{- end }}
+{{- end }}
