@@ -77,8 +77,11 @@ wh_port=$(free_port)
 	>"$WORK/webhook.log" 2>&1 &
 PIDS="$PIDS $!"
 relay_port=$(free_port)
+# a healthy job beside the big one; its ranks leave the CPU mostly idle, as with a GPU
+# doing the compute (a CPU-bound one slows for real while the big job is analysed:
+# fail-slow, rightly, and no longer a job to stay silent for)
 "$BIN/trainscope" run --nats "$NATS_URL" --job small --relay-metrics-port "$relay_port" -- \
-	"$BIN/workload" --ranks 2 --steps 100000 --fault none >"$WORK/small.log" 2>&1 &
+	"$BIN/workload" --ranks 2 --steps 100000 --fault none $HOST_FAULT_OPTS >"$WORK/small.log" 2>&1 &
 PIDS="$PIDS $!"
 prom_port=$(free_port)
 PROM="http://127.0.0.1:$prom_port"
