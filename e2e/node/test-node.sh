@@ -269,9 +269,10 @@ killed_mid_job() {
 expect "a NATS server and the job's analyzer killed mid-job" killed_mid_job
 wait_for 300 pod_done team hog-0 || true
 # Whether the hog slowed the job at all, by the workload's own step times: on a 2-core
-# machine it did not in 2 runs of 3 (step time -1.5 %), and eight checks failed after it.
-# A fault that did not take is said once and made again as job hog2 (hog's partition, no
-# kill); the checks that need a named rank then read hog2.
+# machine it once slowed nothing in 2 runs of 3 (step time -1.5 %), and eight checks failed
+# after it. A rank not named where the fault did not take (under +10 %) is said so, and
+# the job is made again as hog2 (hog's partition, no kill), whose findings the checks
+# after it read; where it took, the miss is the tool's, one failure.
 hog_took() { # POD
 	local line
 	line=$(kubectl -n team logs "$1" -c trainer 2>/dev/null | grep -o 'workload: rank 5: .*') ||
@@ -280,14 +281,20 @@ hog_took() { # POD
 	[ "$(sed -n 's/.*(\([+-][0-9]*\)%)$/\1/p' <<<"$line")" -ge 10 ] 2>/dev/null
 }
 HOG=hog
-if ! hog_took hog-0; then
-	fail "the hog did not slow hog's steps 10 % (the fault did not take): made again as job hog2"
+if wait_for 90 snr_names team hog "5(HostCPU)"; then
+	pass "kubectl get snr names rank 5 (HostCPU)"
+	hog_took hog-0 || true
+elif hog_took hog-0; then
+	fail "kubectl get snr names rank 5 (HostCPU), though the hog slowed the job: $(kubectl -n team get snr hog -o jsonpath='{.status.state} {.status.summary}' 2>&1)"
+else
+	echo "      the hog did not slow the job 10 %: the fault did not take; made again as job hog2"
 	HOG=hog2
 	job_pod hog2-0 hog2 host --steps 300 --matrix 48 --compute-iters 4 | kubectl apply -f - >/dev/null
 	wait_for 300 pod_done team hog2-0 || true
-	hog_took hog2-0 || fail "the hog did not take in hog2 either"
+	hog_took hog2-0 || true
+	expect "kubectl get snr names rank 5 (HostCPU) (hog2: the fault made again)" \
+		wait_for 90 snr_names team hog2 "5(HostCPU)"
 fi
-expect "kubectl get snr names rank 5 (HostCPU)" wait_for 90 snr_names team $HOG "5(HostCPU)"
 complete() { # NS JOB STEP: every rank's every step, after the kills
 	last_step "$@" && [ "$(kubectl -n "$1" get snr "$2" \
 		-o jsonpath='{.status.conditions[?(@.type=="DataComplete")].status}')" = True ]
