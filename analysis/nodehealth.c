@@ -14,6 +14,7 @@ struct finding {
 	char ns[64], job[128], node[TS_NH_NODE], device[32], cause[32];
 	double excess;
 	uint64_t first_ns, last_ns;
+	double gpu_s; /* the job's GPU-seconds lost to its ranks on the node */
 };
 
 struct part { /* another partition's last blob */
@@ -131,6 +132,33 @@ void ts_nh_note(struct ts_nodehealth *h, const char *ns, const char *job, const 
 	f->last_ns = now_ns;
 }
 
+void ts_nh_note_cost(struct ts_nodehealth *h, const char *ns, const char *job,
+		     const char *node, double gpu_s)
+{
+	for (int i = 0; node && i < h->n; i++) {
+		struct finding *f = &h->f[i];
+		if (!strcmp(f->node, node) && !strcmp(f->job, job ? job : "") &&
+		    !strcmp(f->ns, ns ? ns : "") && isfinite(gpu_s))
+			f->gpu_s = gpu_s;
+	}
+}
+
+/* The GPU-seconds the report's job lost to its ranks on node (gpuTimeLost.topRanks). */
+static double node_cost(json_t *report, const char *node)
+{
+	json_t *top = json_object_get(json_object_get(json_object_get(report, "status"),
+						      "gpuTimeLost"), "topRanks"), *k;
+	double s = 0;
+	size_t i;
+
+	json_array_foreach(top, i, k) {
+		const char *n = json_string_value(json_object_get(k, "node"));
+		if (n && !strcmp(n, node))
+			s += 3600 * json_number_value(json_object_get(k, "gpuHours"));
+	}
+	return s;
+}
+
 int ts_nh_note_report(struct ts_nodehealth *h, json_t *report, uint64_t now_ns)
 {
 	json_t *md = json_object_get(report, "metadata"), *s;
@@ -147,6 +175,7 @@ int ts_nh_note_report(struct ts_nodehealth *h, json_t *report, uint64_t now_ns)
 		ts_nh_note(h, ns, job, node, json_string_value(json_object_get(s, "device")),
 			   json_string_value(json_object_get(s, "cause")),
 			   json_number_value(json_object_get(s, "degradation")), now_ns);
+		ts_nh_note_cost(h, ns, job, node, node_cost(report, node));
 		noted++;
 	}
 	return noted;
@@ -177,10 +206,10 @@ void ts_nh_expire(struct ts_nodehealth *h, uint64_t now_ns)
 
 static json_t *finding_json(const struct finding *f)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:I, s:I}", "ns", f->ns, "job", f->job,
-			 "node", f->node, "device", f->device, "cause", f->cause, "excess",
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:f}", "ns", f->ns, "job",
+			 f->job, "node", f->node, "device", f->device, "cause", f->cause, "excess",
 			 isfinite(f->excess) ? f->excess : 0.0, "first", (json_int_t)f->first_ns,
-			 "last", (json_int_t)f->last_ns);
+			 "last", (json_int_t)f->last_ns, "gpu_s", isfinite(f->gpu_s) ? f->gpu_s : 0.0);
 }
 
 char *ts_nh_export(struct ts_nodehealth *h, size_t *len)
@@ -230,6 +259,7 @@ static int parse_blob(const struct ts_nodehealth *h, const char *text, size_t le
 		f->excess = json_number_value(json_object_get(e, "excess"));
 		f->first_ns = (uint64_t)json_integer_value(json_object_get(e, "first"));
 		f->last_ns = (uint64_t)json_integer_value(json_object_get(e, "last"));
+		f->gpu_s = json_number_value(json_object_get(e, "gpu_s")); /* 0 in older blobs */
 		(*n)++;
 	}
 	json_decref(blob);
@@ -388,6 +418,7 @@ static void add_job(struct ts_nh_node *v, const struct finding *f, double w)
 	}
 	struct ts_nh_job *j = &v->jobs[at];
 	j->weight += w;
+	j->gpu_s = fmax(j->gpu_s, f->gpu_s);
 	if (f->last_ns > j->last_ns)
 		j->last_ns = f->last_ns;
 	for (; at > 0 && v->jobs[at].weight > v->jobs[at - 1].weight; at--) {
@@ -409,8 +440,9 @@ static void summarize(struct ts_nodehealth *h, struct finding **g, int n, uint64
 	for (int lo = 0, hi; lo < n; lo = hi) {
 		/* a job counts once however many of its ranks the node holds: its heaviest */
 		const struct finding *best = g[lo];
-		double bw = -1;
+		double bw = -1, cost = 0;
 		for (hi = lo; hi < n && same_job(g[hi], g[lo]); hi++) {
+			cost = fmax(cost, g[hi]->gpu_s); /* each of its findings there holds it */
 			double w = ts_nh_weight(&h->o, g[hi]->cause, g[hi]->last_ns, now_ns);
 			if (g[hi]->device[0])
 				rank_in(v->devices, dw, &v->ndevices, TS_NH_DEVICES, g[hi]->device, w);
@@ -422,6 +454,7 @@ static void summarize(struct ts_nodehealth *h, struct finding **g, int n, uint64
 				v->last_ns = g[hi]->last_ns;
 		}
 		v->score += bw;
+		v->gpu_s += cost;
 		rank_in(causes, cw, &ncauses, 8, best->cause, bw);
 		add_job(v, best, bw);
 	}
@@ -518,14 +551,16 @@ json_t *ts_nh_node_json(const struct ts_nh_node *v)
 		json_array_append_new(devices, json_string(v->devices[i]));
 	for (int i = 0; i < v->nshown; i++) {
 		const struct ts_nh_job *j = &v->jobs[i];
-		json_array_append_new(jobs, json_pack("{s:s, s:s, s:s, s:s, s:f, s:o}", "namespace",
-						      j->ns, "job", j->job, "cause", j->cause,
-						      "device", j->device, "weight",
+		json_array_append_new(jobs, json_pack("{s:s, s:s, s:s, s:s, s:f, s:o, s:f}",
+						      "namespace", j->ns, "job", j->job, "cause",
+						      j->cause, "device", j->device, "weight",
 						      round(j->weight * 100) / 100, "lastSeen",
-						      time_json(j->last_ns)));
+						      time_json(j->last_ns), "gpuHoursLost",
+						      round(j->gpu_s / 3.6) / 1000));
 	}
-	return json_pack("{s:s, s:f, s:b, s:s, s:o, s:i, s:o, s:o, s:o}", "node", v->node, "score",
-			 round(v->score * 100) / 100, "degraded", v->degraded, "cause", v->cause,
-			 "devices", devices, "jobsAffected", v->njobs, "jobs", jobs, "firstSeen",
-			 time_json(v->first_ns), "lastSeen", time_json(v->last_ns));
+	return json_pack("{s:s, s:f, s:b, s:s, s:o, s:i, s:o, s:o, s:o, s:f}", "node", v->node,
+			 "score", round(v->score * 100) / 100, "degraded", v->degraded, "cause",
+			 v->cause, "devices", devices, "jobsAffected", v->njobs, "jobs", jobs,
+			 "firstSeen", time_json(v->first_ns), "lastSeen", time_json(v->last_ns),
+			 "gpuHoursLost", round(v->gpu_s / 3.6) / 1000);
 }

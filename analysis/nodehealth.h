@@ -44,6 +44,7 @@ struct ts_nh_job {
 	char ns[64], job[128], cause[32], device[32];
 	double weight;    /* after decay */
 	uint64_t last_ns; /* when the job last named the node */
+	double gpu_s;     /* its GPU-seconds lost to its ranks on the node, as last reported */
 };
 
 /* One node's view over every partition. */
@@ -58,6 +59,7 @@ struct ts_nh_node {
 	struct ts_nh_job jobs[TS_NH_JOBS]; /* the heaviest */
 	int nshown;
 	uint64_t first_ns, last_ns;     /* first and last finding still held */
+	double gpu_s;                   /* GPU-seconds its findings' jobs lost to ranks on it */
 };
 
 struct ts_nodehealth;
@@ -69,11 +71,15 @@ void ts_nh_free(struct ts_nodehealth *h);
 
 /* Notes each slow rank of a job's report (the SlowNodeReport the analyzer writes:
  * metadata.namespace and .name, status.slowRanks[] with node, device, cause and
- * degradation) that names a node. Returns how many findings were new or renewed. */
+ * degradation) that names a node, with the GPU time the job lost to its ranks on that
+ * node (status.gpuTimeLost.topRanks). Returns how many findings were new or renewed. */
 int ts_nh_note_report(struct ts_nodehealth *h, json_t *report, uint64_t now_ns);
 /* One finding: renews the job's finding on node and device, or adds it. */
 void ts_nh_note(struct ts_nodehealth *h, const char *ns, const char *job, const char *node,
 		const char *device, const char *cause, double excess, uint64_t now_ns);
+/* The GPU-seconds the job has lost so far to its ranks on node, on its findings there. */
+void ts_nh_note_cost(struct ts_nodehealth *h, const char *ns, const char *job,
+		     const char *node, double gpu_s);
 
 /* Drops findings past the window (local and imported). */
 void ts_nh_expire(struct ts_nodehealth *h, uint64_t now_ns);

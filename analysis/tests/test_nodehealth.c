@@ -194,6 +194,46 @@ static void test_from_report(void **state)
 	ts_nh_free(h);
 }
 
+/* The GPU time each job lost to its ranks on a node (its report's gpuTimeLost.topRanks)
+ * rides on its finding there, across partitions' blobs: the node's is their sum, a job's
+ * two findings on it (two devices) counting once. */
+static void test_gpu_time_by_node(void **state)
+{
+	struct ts_nodehealth *p0 = nh(0), *p1 = nh(1);
+	struct ts_nh_node v[4];
+	size_t len;
+	char *blob;
+	json_t *r = json_pack("{s:{s:s, s:s}, s:{s:[{s:i, s:s, s:s, s:s, s:f}, {s:i, s:s, s:s, s:s}],"
+			      " s:{s:[{s:i, s:f, s:s}, {s:i, s:f, s:s}, {s:i, s:f, s:s}]}}}",
+			      "metadata", "namespace", "team", "name", "llm", "status", "slowRanks",
+			      "rank", 5, "node", "gpu-3", "device", "GPU-5", "cause", "Compute",
+			      "degradation", 0.4, "rank", 6, "node", "gpu-3", "device", "GPU-6",
+			      "cause", "Compute", "gpuTimeLost", "topRanks", "rank", 5, "gpuHours",
+			      1.5, "node", "gpu-3", "rank", 6, "gpuHours", 0.5, "node", "gpu-3",
+			      "rank", 9, "gpuHours", 0.25, "node", "gpu-4");
+
+	(void)state;
+	assert_int_equal(ts_nh_note_report(p1, r, T0), 2);
+	ts_nh_note(p0, "lab", "cv", "gpu-3", "", "HostCPU", 0.3, T0);
+	ts_nh_note_cost(p0, "lab", "cv", "gpu-3", 1800);
+	assert_non_null(blob = ts_nh_export(p1, &len));
+	assert_int_equal(ts_nh_import(p0, 1, blob, len), 0);
+	assert_int_equal(view(p0, T0, v), 1);
+	assert_int_equal(v[0].njobs, 2);
+	assert_true(fabs(v[0].gpu_s - (7200 + 1800)) < 1e-6); /* llm's 2 h on gpu-3, cv's 0.5 h */
+	json_t *j = ts_nh_node_json(&v[0]);
+	assert_true(fabs(json_number_value(json_object_get(j, "gpuHoursLost")) - 2.5) < 1e-9);
+	json_t *llm = json_array_get(json_object_get(j, "jobs"), 0);
+	if (strcmp(json_string_value(json_object_get(llm, "job")), "llm")) /* equal weights */
+		llm = json_array_get(json_object_get(j, "jobs"), 1);
+	assert_string_equal(json_string_value(json_object_get(llm, "job")), "llm");
+	assert_true(fabs(json_number_value(json_object_get(llm, "gpuHoursLost")) - 2.0) < 1e-9);
+	json_decref(j);
+	json_decref(r);
+	free(blob);
+	ts_nh_free(p0), ts_nh_free(p1);
+}
+
 /* A full table gives up the finding renewed longest ago. */
 static void test_full_table(void **state)
 {
@@ -225,6 +265,7 @@ int main(void)
 		cmocka_unit_test(test_partitions_add_up),
 		cmocka_unit_test(test_bad_blob),
 		cmocka_unit_test(test_from_report),
+		cmocka_unit_test(test_gpu_time_by_node),
 		cmocka_unit_test(test_full_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
