@@ -96,6 +96,17 @@ helm template trainscope helm/trainscope --kube-version 1.29.0 --show-only templ
 python3 -c 'import sys, yaml
 yaml.safe_dump(yaml.safe_load(open(sys.argv[1]))["spec"], open(sys.argv[2], "w"))' \
 	"$WORK/alerts.yaml" "$WORK/rules.yml" || die "the rendered PrometheusRule has no spec"
+# ... and with the chart's defaults, against promtool's unit tests of every alert
+# (e2e/alerts_test.yml: each fires on its fault's series after its `for`, none on a
+# healthy cluster's)
+mkdir -p "$WORK/promtool"
+cp e2e/alerts_test.yml "$WORK/promtool/"
+helm template trainscope helm/trainscope --kube-version 1.29.0 --show-only templates/alerts.yaml \
+	--set metrics.alerts.enabled=true | python3 -c 'import sys, yaml
+yaml.safe_dump(yaml.safe_load(sys.stdin)["spec"], open(sys.argv[1], "w"))' "$WORK/promtool/rules.yml" ||
+	die "helm template alerts with the defaults"
+expect "promtool: the chart's 8 alert rules pass their unit tests (e2e/alerts_test.yml)" \
+	sh -c "promtool test rules '$WORK/promtool/alerts_test.yml' >'$WORK/promtool.log' 2>&1 || { tail -20 '$WORK/promtool.log'; false; }"
 cat >"$WORK/prometheus.yml" <<EOF
 global: {scrape_interval: 1s, evaluation_interval: 1s}
 rule_files: ["$WORK/rules.yml"]

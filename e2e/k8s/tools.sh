@@ -4,7 +4,7 @@
 # ~/.cache/trainscope/bin (TRAINSCOPE_TOOLS overrides): kube-apiserver, kubectl and, for
 # a real node, kube-controller-manager, kube-scheduler, kubelet and kube-proxy
 # (k8s.io/kubernetes with its staging modules at their published versions), CoreDNS,
-# helm, Jaeger, cert-manager, an OpenTelemetry Collector, Prometheus and nats-server (as
+# helm, Jaeger, cert-manager, an OpenTelemetry Collector, Prometheus (and promtool) and nats-server (as
 # nats-server-auth: the one with auth callout, beside Debian's 2.9 that plain tests use);
 # etcd comes from Debian. Prints the folder. Exit 0 when all are there. Arguments name
 # some of them only (tools.sh otelcol jaeger).
@@ -186,15 +186,17 @@ need_otelcol() {
 	cp "$src/out/otelcol-trainscope" "$BIN/" && echo "$v" >"$src/built"
 }
 
-# Prometheus from its Go module (no web UI assets: the e2e uses its HTTP API).
+# Prometheus and promtool (the chart's alert rules' unit tests) from their Go module (no
+# web UI assets: the e2e uses its HTTP API).
 need_prometheus() {
 	local v=$PROMETHEUS_VERSION src="$TOOLS/src/prometheus-$PROMETHEUS_VERSION"
-	[ -x "$BIN/prometheus" ] && [ "$(cat "$src/built" 2>/dev/null)" = "$v" ] && return
-	log "building prometheus $v"
+	[ -x "$BIN/prometheus" ] && [ -x "$BIN/promtool" ] &&
+		[ "$(cat "$src/built" 2>/dev/null)" = "$v+promtool" ] && return
+	log "building prometheus and promtool $v"
 	mkdir -p "$src"
-	retry env CGO_ENABLED=0 GOBIN="$src" go install "github.com/prometheus/prometheus/cmd/prometheus@$v" ||
-		return 1
-	cp "$src/prometheus" "$BIN/" && echo "$v" >"$src/built"
+	retry env CGO_ENABLED=0 GOBIN="$src" go install "github.com/prometheus/prometheus/cmd/prometheus@$v" \
+		"github.com/prometheus/prometheus/cmd/promtool@$v" || return 1
+	cp "$src/prometheus" "$src/promtool" "$BIN/" && echo "$v+promtool" >"$src/built"
 }
 
 command -v go >/dev/null || { log "go is not installed"; exit 1; }
