@@ -20,6 +20,8 @@ $(eval $(call cmocka_test,test_numparse,$(BUILD)/obj/common/tests/test_numparse.
 $(eval $(call cmocka_test,test_recording,$(BUILD)/obj/common/tests/test_recording.o \
 	$(BUILD)/obj/common/recording.o))
 
+$(eval $(call cmocka_test,test_httpd,$(BUILD)/obj/common/tests/test_httpd.o $(COMMON_OBJS)))
+
 # make fuzz, target names: any name from the wire through every mapping (k8s_rules.h).
 $(BUILD)/fuzz/fuzz_names: common/tests/fuzz_names.c common/names.c common/tests/k8s_rules.h \
 		common/names.h | fuzz-deps
