@@ -90,7 +90,7 @@ static void usage(FILE *f)
 		"  --fault KIND        none | compute | storage | host | network (default none)\n"
 		"  --fault-rank R      rank to slow (default 5)\n"
 		"  --fault-step S      first slow step (default 40)\n"
-		"  --fault-factor F    compute: GEMMs x F (default 1.3); storage: dataloader x F\n"
+		"  --fault-factor F    compute: GEMMs x F (default 2); storage: dataloader x F\n"
 		"                      (default 1.5); host: a CPU hog ('stress') pinned with the\n"
 		"                      rank to CPU rank mod ncpu; network: the rank's link\n"
 		"                      delays each of its ring sends by (F - 1) x 2 ms\n"
@@ -152,7 +152,10 @@ static int parse(int argc, char **argv, struct wl *w)
 		return -1;
 	}
 	if (w->fault_factor <= 0)
-		w->fault_factor = w->fault == FAULT_STORAGE ? 1.5 : 1.3;
+		/* compute: twice a ~6 ms modelled device time, 5-10 % of a 60-120 ms step on a
+		 * loaded 2-core machine; 1.3x was 1.5-3 %, change.drift's floor, and named or
+		 * not by the machine's speed (compute-8 and -16 Healthy in CI) */
+		w->fault_factor = w->fault == FAULT_STORAGE ? 1.5 : 2.0;
 	return 0;
 }
 
