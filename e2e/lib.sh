@@ -62,7 +62,27 @@ expect() { # NAME CMD...
 # empty when it has none or does not answer.
 metric() { curl -sf -m 2 "$ANALYZER_METRICS" | awk -v n="$1" '$1 == n { print $2 }'; }
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# free_port: a loopback TCP port free now, below the kernel's ephemeral range: a port the
+# kernel hands out would be every outbound connection's to take meanwhile (a CI run's
+# kube-apiserver lost its port to one of its own connections to etcd: "bind: address
+# already in use").
+free_port() {
+	python3 -c 'import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(200):
+    p = random.randrange(10000, max(low, 10001))
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(p)
+    break
+else:
+    raise SystemExit("free_port: no free port below %d" % low)'
+}
 
 # start_jaeger: Jaeger all-in-one (tools.sh) on free loopback ports, traces in memory.
 # Sets JAEGER_OTLP (its OTLP/HTTP base URL) and JAEGER_QUERY (its query API).
