@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train import Block, finish, start_noisy  # noqa: E402
+from train import Block, finish, start_noisy, torchrun_rank  # noqa: E402
 
 
 class Stage0(nn.Module):
@@ -61,11 +61,8 @@ def main():
     ap.add_argument("--out", default="")
     a = ap.parse_args()
 
-    dist.init_process_group("nccl")
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank, world, local = torchrun_rank()
     assert world == 4, "2 stages x 2 replicas: 4 ranks"
-    local = int(os.environ.get("LOCAL_RANK", rank))
-    torch.cuda.set_device(local)
     stage, replica = rank % 2, rank // 2
     peer = rank + 1 if stage == 0 else rank - 1
     # every rank makes every group, in the same order

@@ -103,6 +103,16 @@ class Tokens(torch.utils.data.Dataset):
         return torch.randint(0, self.vocab, (self.seq + 1,), generator=g)
 
 
+def torchrun_rank():
+    """NCCL's process group as torchrun sets it up (RANK, WORLD_SIZE and LOCAL_RANK in the
+    environment), this process on its local GPU: (rank, world, local)."""
+    dist.init_process_group("nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    torch.cuda.set_device(local)
+    return rank, world, local
+
+
 def truth(fault, rank):
     """Notes when a fault really began (TS_TRUTH_FILE, one JSON line each): the recorded
     corpus (e2e/gpu/record.sh) labels its onset step from it."""
@@ -164,10 +174,7 @@ def main():
     ap.add_argument("--out", default="")
     a = ap.parse_args()
 
-    dist.init_process_group("nccl")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    local = int(os.environ.get("LOCAL_RANK", rank))
-    torch.cuda.set_device(local)
+    rank, world, local = torchrun_rank()
     torch.manual_seed(0)
     model = GPT(a.vocab, a.dim, a.layers, a.heads, a.seq).cuda()
     compiled = a.compile != "none"

@@ -15,7 +15,7 @@ import torchvision
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train import finish, job_args, start_noisy  # noqa: E402
+from train import finish, job_args, start_noisy, torchrun_rank  # noqa: E402
 
 
 class Images(torch.utils.data.Dataset):
@@ -41,10 +41,7 @@ def main():
     ap.add_argument("--images", type=int, default=64, help="images per rank and step")
     ap.add_argument("--workers", type=int, default=4)
     a = ap.parse_args()
-    dist.init_process_group("nccl")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    local = int(os.environ.get("LOCAL_RANK", rank))
-    torch.cuda.set_device(local)
+    rank, world, local = torchrun_rank()
     torch.manual_seed(0)
     model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
     model = DDP(model, device_ids=[local])
