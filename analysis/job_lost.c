@@ -292,8 +292,8 @@ static double gpu_seconds(const struct ts_job *j, const struct ts_lost_time *l)
 {
 	const struct ts_gpu_lost *g = &j->res.gpu_lost;
 	uint64_t span = l->to_step - l->from_step + 1,
-		 fresh = g->counted && l->to_step > g->through_step ? l->to_step - g->through_step
-			 : g->counted ? 0 : span;
+		 fresh = !g->counted ? span
+			 : l->to_step > g->through_step ? l->to_step - g->through_step : 0;
 
 	return (double)(fresh < span ? fresh : span) * l->step_ms / 1e3 * (double)j->world;
 }
