@@ -9,7 +9,7 @@
 # LANES: the GPU groups that run jobs side by side, one job each at a time (default
 # "0,1 2,3" on 4 GPUs: two 2-rank jobs at once; "0,1,2,3": 4-rank jobs). Each lane's
 # ranks use their own cores (hogs pin there) and ports. JOBS: the jobs, in order, as
-# PROGRAM-FAULT-N (PROGRAM: hft hfa lit spawn fsdp comp lb pp ddp compd vis litd; FAULT: ok gemm data1
+# PROGRAM-FAULT-N (PROGRAM: hft hfa lit spawn fsdp comp lb pp ddp compd vis litd acc fab; FAULT: ok gemm data1
 # data2 hogs sleep slow0); a lane takes the next one not taken. DEADLINE: seconds after
 # which no job starts (the device command's limit less the packing); JOB_TIMEOUT: the
 # most seconds one job may run (default 240).
@@ -51,10 +51,14 @@ record_cmd() {
 		--dim 1024 --seq 512 --steps 300 --warmup 0) ;;
 	compd) args=(torchrun --standalone --nproc_per_node="$world" e2e/gpu/train.py
 		--compile default --layers 4 --dim 1024 --seq 512 --steps 400 --warmup 0) ;;
-	# not in the corpus: the live table's programs that the floors were not set on
+	# programs the floors were never set on: vis and litd (session 21), acc and fab (22)
 	vis) args=(torchrun --standalone --nproc_per_node="$world" e2e/gpu/vision_train.py
 		--steps 250) ;;
 	litd) args=(python3 e2e/gpu/litdemo_train.py --devices "$world" --batch 32 --steps 600) ;;
+	acc) args=(accelerate launch --multi_gpu --num_processes "$world" --num_machines 1
+		--mixed_precision bf16 --dynamo_backend no --main_process_port "$MASTER_PORT"
+		e2e/gpu/acc_train.py --steps 250) ;;
+	fab) args=(python3 e2e/gpu/fabric_train.py --devices "$world" --steps 250) ;;
 	esac
 	case $fault in
 	ok|slow0) ;;
