@@ -84,6 +84,11 @@ struct ts_rank_entry *ts_ranks_hello(struct ts_ranks *t, const struct ts_ident *
 
 	if (free_e) {
 		free_e->last_hello_ms = now_ms;
+		if (id->dev_index >= 0) {
+			free_e->id.dev_index = id->dev_index;
+			free_e->id.local_rank = id->local_rank;
+			memcpy(free_e->id.dev_uuid, id->dev_uuid, sizeof(free_e->id.dev_uuid));
+		}
 		return free_e;
 	}
 	for (uint32_t i = 0; i < TS_MAX_SLOTS && !free_e; i++)

@@ -41,9 +41,11 @@ struct ts_ranks {
 /* host_cgroup: where the host's cgroup tree is mounted (its cgroup2 hierarchy there or
  * in its unified/ folder); NULL or "": the first cgroup2 mount this process sees. */
 void ts_ranks_init(struct ts_ranks *t, const char *host_cgroup);
-/* Adds or refreshes a rank from its Hello. When the table is full a refused entry, else
- * the oldest entry unresolved for TS_UNRESOLVED_GRACE_MS, gives up its slot. Returns the
- * entry, or NULL when full. */
+/* Adds or refreshes a rank from its Hello. A known rank takes the Hello's local rank and
+ * device when it names one: a process may learn its device after its rank (mp.spawn's
+ * set_device after init_process_group), and the first Hello had none. When the table is
+ * full a refused entry, else the oldest entry unresolved for TS_UNRESOLVED_GRACE_MS,
+ * gives up its slot. Returns the entry, or NULL when full. */
 struct ts_rank_entry *ts_ranks_hello(struct ts_ranks *t, const struct ts_ident *id, uint64_t now_ms);
 /* Finds the host tgid of the process whose innermost pid is id->pid: among the
  * processes of its cgroup, or, when that is unknown or not visible here, the one whose

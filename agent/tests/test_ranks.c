@@ -163,15 +163,23 @@ static void test_hello_bookkeeping(void **state)
 {
 	static struct ts_ranks t;
 	char proc[128], cg[128];
-	struct ts_ident id = { .ns = "ns", .job = "j", .rank = 3, .pid = 7 };
+	struct ts_ident id = { .ns = "ns", .job = "j", .rank = 3, .pid = 7, .local_rank = -1,
+			       .dev_index = -1 };
 	struct ts_rank_entry *e1, *e2;
 
 	(void)state;
 	init(&t, proc, cg);
 	e1 = ts_ranks_hello(&t, &id, 100);
+	assert_int_equal(e1->id.dev_index, -1);
+	/* mp.spawn: the device comes with a later Hello, and a Hello without one keeps it */
+	id.local_rank = id.dev_index = 2;
 	e2 = ts_ranks_hello(&t, &id, 200);
 	assert_ptr_equal(e1, e2);
 	assert_int_equal(e2->last_hello_ms, 200);
+	assert_int_equal(e2->id.dev_index, 2);
+	assert_int_equal(e2->id.local_rank, 2);
+	id.local_rank = id.dev_index = -1;
+	assert_int_equal(ts_ranks_hello(&t, &id, 250)->id.dev_index, 2);
 	id.rank = 4;
 	assert_ptr_not_equal(ts_ranks_hello(&t, &id, 300), e1);
 	/* ranks 3 and 4 hold two slots: 5 .. TS_MAX_SLOTS + 2 fill the rest */
