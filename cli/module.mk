@@ -3,7 +3,8 @@ CLI_BIN := $(BUILD)/bin/trainscope
 CLI_SRCS := cli/main.c cli/run.c cli/report.c cli/timeline.c cli/stream.c cli/plot.c cli/report_kube.c \
 	cli/local.c cli/record.c
 
-$(CLI_BIN): $(CLI_SRCS:%.c=$(BUILD)/obj/%.o) $(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ)
+$(CLI_BIN): $(CLI_SRCS:%.c=$(BUILD)/obj/%.o) $(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ) \
+	$(BUILD)/obj/injector/preload/ring.o
 	$(call link,$^)
 BINS += $(CLI_BIN)
 

@@ -3,7 +3,9 @@
 #include "cli.h"
 #include "natsw.h"
 #include "numparse.h"
+#include "ring.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -15,7 +17,11 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+/* How long the command's other ranks may outlive it before the relay stops. */
+#define RANKS_GRACE_MS 10000
 
 static volatile pid_t forward_to;
 
@@ -23,6 +29,47 @@ static void forward(int sig)
 {
 	if (forward_to > 0)
 		kill(forward_to, sig);
+}
+
+/* The rings in dir whose process still lives. */
+static int rings_alive(const char *dir)
+{
+	size_t sl = strlen(TS_RING_SUFFIX);
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		if (len <= sl || strcmp(de->d_name + len - sl, TS_RING_SUFFIX) ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
+			continue;
+		n += ts_ring_producer_alive(path) > 0;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Waits up to ms for the processes that hold a ring to exit once the command has: a
+ * launcher's ranks (Lightning Fabric's past rank 0, which is the launcher) may still be in
+ * their teardown, and their last steps and exit records must reach the relay before it
+ * stops, or they are reported lost. Says so when some outlive the wait. */
+static void wait_ranks(const char *dir, int ms)
+{
+	const struct timespec tick = { 0, 50 * 1000000L };
+	int left = rings_alive(dir);
+
+	for (int waited = 0; left && waited < ms; waited += 50) {
+		nanosleep(&tick, NULL);
+		left = rings_alive(dir);
+	}
+	if (left)
+		fprintf(stderr, "trainscope run: %d traced process(es) still running %d s after the "
+				"command exited; the relay stops without their exit records\n", left,
+			ms / 1000);
 }
 
 static void run_usage(FILE *f)
@@ -34,7 +81,9 @@ static void run_usage(FILE *f)
 		"runs. Python programs also get the shim (PYTHONPATH, prepended) that finds their\n"
 		"steps, and NCCL gets the library as its profiler plugin (NCCL_PROFILER_PLUGIN;\n"
 		"one you set already is chained behind it: TRAINSCOPE_NCCL_PROFILER_CHAIN). The\n"
-		"command's exit status is passed through.\n\n"
+		"command's exit status is passed through. When it exits, the relay stays up to\n"
+		"10 s more for the processes it started that are still traced (a launcher's other\n"
+		"ranks in their teardown), so that their last steps and exits are delivered.\n\n"
 		"  -j, --job NAME        job name (env TRAINSCOPE_JOB, default local)\n"
 		"  -n, --namespace NS    namespace (env TRAINSCOPE_NAMESPACE, default default)\n"
 		"      --ring-dir DIR    ring folder (default: a new folder under /dev/shm)\n"
@@ -274,6 +323,7 @@ int cmd_run(int argc, char **argv)
 		cli_local_watch(local, child);
 	while (child > 0 && waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
+	wait_ranks(ring_dir, RANKS_GRACE_MS);
 	kill(relay, SIGTERM);
 	waitpid(relay, &rstatus, 0);
 	if (!WIFEXITED(rstatus) || WEXITSTATUS(rstatus))

@@ -27,7 +27,7 @@ launch() { # launch HOW: the job launch-HOW under trainscope run
 }
 
 echo "== each launcher's ranks at the analyzer ($RANKS ranks, $STEPS steps)"
-for how in torchrun lightning spawn ray mpi slurm; do
+for how in torchrun lightning fabric spawn ray mpi slurm; do
 	before=$(metric trainscope_analyzer_steps_total)
 	if ! launch "$how"; then
 		expect "$how: the job ran" false
@@ -44,7 +44,7 @@ for how in torchrun lightning spawn ray mpi slurm; do
 done
 # the launchers that give no rank at the start: each ring ends under its rank (the relay
 # met it unranked and learned it, or read it from the ring's header once told)
-for how in lightning spawn ray; do
+for how in lightning fabric spawn ray; do
 	expect "$how: every rank's ring ended under its rank, none unranked" \
 		test "$(grep -c 'finished (rank [0-9]' "$WORK/launch-$how.log")" -eq "$RANKS" -a \
 		"$(grep -c 'steps with no rank' "$WORK/launch-$how.log")" -eq 0

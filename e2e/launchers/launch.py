@@ -8,6 +8,9 @@ in the process, and which call gives the rank. Faithful to:
              itself; it puts NODE_RANK, LOCAL_RANK and WORLD_SIZE in its own os.environ
              and starts local ranks 1..N-1 as copies with LOCAL_RANK set; no RANK
              anywhere; the global rank goes to init_process_group(rank=...)
+  fabric     Lightning Fabric's launch() (the same launcher): the launcher process exits
+             when its own loop ends, without waiting for its copies, which may still be
+             in their teardown (here 1.5 s of it)
   spawn      torch.multiprocessing.spawn: fresh interpreters (the spawn start method),
              nothing in the environment, the index passed as the rank to
              init_process_group(rank=..., world_size=...)
@@ -56,18 +59,19 @@ def per_rank(n, argv, make_env):
     return wait_all(procs)
 
 
-def lightning(n, argv):
+def lightning(n, argv, wait=True):
     for k in CLEAN:
         os.environ.pop(k, None)
     os.environ.update(NODE_RANK="0", LOCAL_RANK="0", WORLD_SIZE=str(n))
     procs = []
     for local in range(1, n):
         env = dict(os.environ, LOCAL_RANK=str(local))
-        procs.append(popen(env, argv + ["--init", "args"]))
+        procs.append(popen(env, argv + ["--init", "args"] + ([] if wait else
+                                                              ["--teardown-ms", "1500"])))
     sys.path.insert(0, HERE)
     import train
     train.train(0, n, train.parse(argv + ["--init", "args"]))  # node 0, local rank 0
-    return wait_all(procs)
+    return wait_all(procs) if wait else 0
 
 
 def ray_worker(rank, n, argv):
@@ -100,6 +104,8 @@ def main():
             RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(n)))
     if how == "lightning":
         return lightning(n, argv)
+    if how == "fabric":
+        return lightning(n, argv, wait=False)
     if how == "spawn":
         import train
         return spawn(train.spawned, n, argv + ["--init", "args"])

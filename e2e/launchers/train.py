@@ -3,7 +3,8 @@
 pass before the process group (a first record, as a CUDA call would be, before any rank
 is known), init_process_group the way the launcher's users write it, then --steps
 optimizer steps of --step-ms each (--slow-rank sleeps --slow-ms more in its data loader
-from the middle on). Imported by launch.py's spawning launchers; run alone by the
+from the middle on; --teardown-ms after the last, as a process group's teardown takes).
+Imported by launch.py's spawning launchers; run alone by the
 others."""
 import argparse
 import os
@@ -16,6 +17,8 @@ def parse(argv=None):
     ap.add_argument("--step-ms", type=float, default=20)
     ap.add_argument("--slow-rank", type=int, default=-1)
     ap.add_argument("--slow-ms", type=float, default=0)
+    ap.add_argument("--teardown-ms", type=float, default=0,
+                    help="time the process takes to exit after its last step")
     ap.add_argument("--init", choices=["none", "env", "args"], default="none",
                     help="init_process_group: not called, env:// (RANK and WORLD_SIZE from "
                          "the environment), or with rank= and world_size=")
@@ -44,6 +47,7 @@ def train(rank, world, args):
             time.sleep(left)
         opt.step()
     print("rank %d of %d: %d steps" % (rank, world, args.steps), flush=True)
+    time.sleep(args.teardown_ms / 1e3)
 
 
 def spawned(index, world, argv):
