@@ -145,6 +145,11 @@ record() {
 	local deadline=${DEADLINE:-480} lanes=${LANES:-"0,1 2,3"} lane=0 rjobs
 	read -r -a rjobs <<<"${JOBS:-${record_jobs_2[*]}}"
 	versions
+	gpu_state | tee "$OUT/gpu-before.txt"
+	if [ -n "${REQUIRE_COOL:-}" ] && ! gpus_cool; then
+		echo "record: a GPU here is hot or was slowed by heat; not recording (REQUIRE_COOL)"
+		return 1
+	fi
 	pipeline_up
 	mkdir -p "$WORK/meta" "$WORK/truth" "$WORK/ranks" "$WORK/logs" "$WORK/claim"
 	AGENT_LOG=$WORK/agent.log
@@ -161,6 +166,9 @@ record() {
 	# shellcheck disable=SC2086
 	wait $lpids
 	cat "$WORK"/lane*.log
+	echo "GPUs after the jobs:"
+	gpu_state | tee "$OUT/gpu-after.txt"
+	cp "$OUT/gpu-before.txt" "$OUT/gpu-after.txt" "$WORK/meta/"
 	# the store as the analyzer read it, and the live reports of this build
 	for r in "$REPORTS"/*.json; do
 		[ -e "$r" ] || continue

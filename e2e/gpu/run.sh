@@ -63,6 +63,24 @@ versions() {
 	} | tee "$OUT/versions.txt"
 }
 
+# gpu_state: each GPU's temperature, power, clock and the time its clocks were held down
+# since the driver loaded (thermal and power slowdown, in µs): a GPU that throttles is a
+# real slow device, and a healthy recording made on it is not healthy.
+gpu_state() {
+	nvidia-smi --query-gpu=index,temperature.gpu,power.draw,clocks.sm,clocks_event_reasons.active \
+		--format=csv,noheader
+	nvidia-smi -q -d PERFORMANCE | awk '/^GPU /{g=$2} /Slowdown|Capping|Braking/ && $(NF-1) ~ /^[0-9]+$/ && $(NF-1) != 0 { sub(/^ +/, ""); print g ": " $0 }'
+}
+
+# gpus_cool: no GPU idles at 55 °C or more or has been slowed by heat for a second
+# (gpu_state's lines): the test before a run whose healthy jobs must be healthy.
+gpus_cool() {
+	gpu_state | awk -F', ' 'NF == 5 && $2 + 0 >= 55 { bad = 1; print "GPU " $1 " idles at " $2 " C" }
+		/Thermal Slowdown/ { n = $0; sub(/ us$/, "", n); sub(/.*: /, "", n)
+			if (n + 0 > 1000000) { bad = 1; print "thermal slowdown " $0 } }
+		END { exit bad }'
+}
+
 micro() {
 	nvcc -O2 -cudart shared -o /tmp/lb_shared e2e/gpu/launchbench.cu -ldl &&
 	nvcc -O2 -o /tmp/lb_static e2e/gpu/launchbench.cu -ldl || return 1
