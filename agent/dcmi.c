@@ -403,6 +403,7 @@ void ts_dcmi_to_gpu(const struct ts_dcmi *d, const struct ts_npu_sample *n,
 	uint64_t faults = n->nerrors ? n->nerrors : (n->health ? 1 : 0);
 
 	memset(g, 0, sizeof(*g));
+	g->npids = -1; /* DCMI lists no processes */
 	g->index = n->id.index;
 	g->sm_clock_mhz = n->aicore_mhz;
 	g->temperature_c = n->temperature_c > 0 ? (uint32_t)n->temperature_c : 0;

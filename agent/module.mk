@@ -25,3 +25,12 @@ $(eval $(call cmocka_test,test_dcmi,$(BUILD)/obj/agent/tests/test_dcmi.o \
 	$(BUILD)/obj/agent/dcmi.o $(COMMON_OBJS),-ldl,$(DCMI_DOUBLE)))
 
 $(eval $(call cmocka_test,test_nic,$(BUILD)/obj/agent/tests/test_nic.o $(BUILD)/obj/agent/nic.o))
+
+# TEST DOUBLE of NVIDIA's libnvidia-ml.so.1 (agent/tests/nvml_double.h), the same way:
+# the test loads it through TRAINSCOPE_NVML_LIB.
+NVML_DOUBLE := $(BUILD)/test/nvml/libnvidia-ml.so.1
+$(NVML_DOUBLE): $(BUILD)/dpic/agent/tests/nvml_double.o
+	$(call double_lib,$<,libnvidia-ml.so.1)
+
+$(eval $(call cmocka_test,test_nvml,$(BUILD)/obj/agent/tests/test_nvml.o \
+	$(BUILD)/obj/agent/nvml.o $(COMMON_OBJS),-ldl,$(NVML_DOUBLE)))

@@ -24,6 +24,13 @@ struct nvml_event {
 #define NVML_ECC_VOLATILE 0
 #define NVML_EVENT_XID 0x8ull
 
+/* nvmlProcessInfo_t as the _v2 and _v3 process lists fill it */
+struct nvml_proc {
+	unsigned pid;
+	unsigned long long used_memory;
+	unsigned gpu_instance, compute_instance;
+};
+
 struct ts_nvml {
 	void *lib;
 	int count;
@@ -41,6 +48,7 @@ struct ts_nvml {
 	nvml_ret (*power)(nvml_dev, unsigned *);
 	nvml_ret (*ecc)(nvml_dev, int, int, unsigned long long *);
 	nvml_ret (*replay)(nvml_dev, unsigned *);
+	nvml_ret (*procs)(nvml_dev, unsigned *, struct nvml_proc *);
 	nvml_ret (*ev_create)(void **);
 	nvml_ret (*ev_register)(nvml_dev, unsigned long long, void *);
 	nvml_ret (*ev_wait)(void *, struct nvml_event *, unsigned);
@@ -63,6 +71,8 @@ static void resolve(struct ts_nvml *n)
 	SYM(power, "nvmlDeviceGetPowerUsage");
 	SYM(ecc, "nvmlDeviceGetTotalEccErrors");
 	SYM(replay, "nvmlDeviceGetPcieReplayCounter");
+	if (!SYM(procs, "nvmlDeviceGetComputeRunningProcesses_v3"))
+		SYM(procs, "nvmlDeviceGetComputeRunningProcesses_v2");
 	SYM(ev_create, "nvmlEventSetCreate");
 	SYM(ev_register, "nvmlDeviceRegisterEvents");
 	SYM(ev_wait, "nvmlEventSetWait_v2");
@@ -134,6 +144,21 @@ static void drain_xids(struct ts_nvml *n)
 				n->xids[i]++;
 }
 
+/* The device's compute processes into s->pids; npids -1 when NVML cannot say (no entry
+ * point, an error, more than TS_GPU_MAX_PIDS: NVML_ERROR_INSUFFICIENT_SIZE). */
+static void read_pids(struct ts_nvml *n, nvml_dev d, struct ts_gpu_sample *s)
+{
+	struct nvml_proc p[TS_GPU_MAX_PIDS];
+	unsigned cnt = TS_GPU_MAX_PIDS;
+
+	s->npids = -1;
+	if (!n->procs || n->procs(d, &cnt, p) || cnt > TS_GPU_MAX_PIDS)
+		return;
+	s->npids = (int)cnt;
+	for (unsigned k = 0; k < cnt; k++)
+		s->pids[k] = p[k].pid;
+}
+
 int ts_nvml_sample(struct ts_nvml *n, int i, struct ts_gpu_sample *s)
 {
 	unsigned v = 0;
@@ -161,5 +186,6 @@ int ts_nvml_sample(struct ts_nvml *n, int i, struct ts_gpu_sample *s)
 		s->pcie_replays = v;
 	s->xid_errors = n->xids[i];
 	n->xids[i] = 0;
+	read_pids(n, d, s);
 	return 0;
 }

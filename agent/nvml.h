@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #define TS_NVML_MAX_DEV 64
+#define TS_GPU_MAX_PIDS 64
 
 struct ts_gpu_sample {
 	int index;
@@ -15,6 +16,10 @@ struct ts_gpu_sample {
 	uint32_t xid_errors;     /* critical XID events since the last sample */
 	uint64_t ecc_errors;     /* volatile uncorrected */
 	uint64_t pcie_replays;
+	/* processes with a compute context on it (host PIDs), TS_GPU_MAX_PIDS at most;
+	 * npids -1: NVML cannot list them */
+	int npids;
+	uint32_t pids[TS_GPU_MAX_PIDS];
 };
 
 struct ts_nvml;

@@ -196,6 +196,29 @@ static void test_hello_bookkeeping(void **state)
 	assert_ptr_equal(ts_ranks_hello(&t, &id, 500), e1);
 }
 
+/* A GPU's processes that are no traced rank: another tenant. An unresolved entry's
+ * process is not known yet, so it cannot vouch for one. */
+static void test_strangers(void **state)
+{
+	static struct ts_ranks t;
+	char proc[128], cg[128];
+	struct ts_ident id = { .ns = "ns", .job = "j", .rank = 0, .pid = 7 };
+	const uint32_t pids[] = { 4242, 777, 4243 };
+
+	(void)state;
+	init(&t, proc, cg);
+	struct ts_rank_entry *a = ts_ranks_hello(&t, &id, 1);
+	id.rank = 1, id.pid = 8;
+	struct ts_rank_entry *b = ts_ranks_hello(&t, &id, 1);
+	a->resolved = true, a->host_tgid = 4242;
+	b->host_tgid = 4243; /* not resolved */
+	assert_int_equal(ts_ranks_strangers(&t, pids, 3), 2);
+	b->resolved = true;
+	assert_int_equal(ts_ranks_strangers(&t, pids, 3), 1);
+	assert_int_equal(ts_ranks_strangers(&t, pids, 1), 0);
+	assert_int_equal(ts_ranks_strangers(&t, pids, -1), 0);
+}
+
 /* Entries are counted by the pod that announced them; one is found by its rank; a pod's
  * unresolved entries past their grace may give way. */
 static void test_per_pod(void **state)
@@ -334,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_resolve_through_cgroup_and_nspid),
 		cmocka_unit_test(test_resolve_without_cgroup),
 		cmocka_unit_test(test_hello_bookkeeping),
+		cmocka_unit_test(test_strangers),
 		cmocka_unit_test(test_renamed),
 		cmocka_unit_test(test_per_pod),
 		cmocka_unit_test(test_verify),
