@@ -214,6 +214,7 @@ static void device_sample(struct ts_job *j, const char *node, const Trainscope__
 		.throttle_reasons = d->throttle_reasons,
 		.xid_errors = d->xid_errors,
 		.temperature_c = d->temperature_c,
+		.other_procs = d->other_processes,
 	};
 
 	ts_job_device_view(j, node ? node : "", d->device ? d->device->index : -1, &v);

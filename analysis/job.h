@@ -79,6 +79,7 @@ struct ts_device_view {
 	uint32_t sm_clock_mhz;
 	uint64_t throttle_reasons;
 	uint32_t xid_errors, temperature_c;
+	uint32_t other_procs; /* processes on it that are no traced rank: another tenant */
 };
 
 #define TS_RANK_MAX_COMMS 16

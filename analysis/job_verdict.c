@@ -152,10 +152,23 @@ static double median_clock(struct ts_job *j)
 	return n ? ts_median(j->vals, (size_t)n, j->scratch) : NAN;
 }
 
+/* Whether rank k's GPU shows what slows a device: XID errors, hardware throttling, a
+ * clock well below the others', or another tenant's processes on it. */
+static bool device_suspect(struct ts_job *j, int k)
+{
+	const struct ts_device_view *d = &j->meta[k].dev;
+	double med = median_clock(j);
+
+	return d->valid && (d->xid_errors || (d->throttle_reasons & TS_THROTTLE_HW_MASK) ||
+			    d->other_procs ||
+			    (d->sm_clock_mhz && med > 0 && d->sm_clock_mhz < 0.9 * med));
+}
+
 /* A compute outlier on a GPU that reports XID errors, or hardware throttling or a clock
  * well below the others' that accounts for at least half its excess, is the device's
  * doing: cause Device. A clock 12 % down under a 4x slower GEMM (a GPU shared with
- * another process, which also heats it) is evidence, not the cause. */
+ * another process, which also heats it) is evidence, not the cause; so are the other
+ * processes on it (the cause stays Compute: the card is sound, its time is shared). */
 static void device_evidence(struct ts_job *j, int k, struct ts_slow_rank *s)
 {
 	const struct ts_device_view *d = &j->meta[k].dev;
@@ -164,6 +177,10 @@ static void device_evidence(struct ts_job *j, int k, struct ts_slow_rank *s)
 	bool slow_clock = clocked && d->sm_clock_mhz < 0.9 * med;
 	bool explains = !clocked || med / d->sm_clock_mhz - 1 >= 0.5 * s->degradation;
 
+	if (d->valid && d->other_procs)
+		appendf(s->evidence, sizeof(s->evidence), "; GPU %s is shared: %u process%s on it "
+			"that %s no rank of the job", j->meta[k].device, d->other_procs,
+			d->other_procs > 1 ? "es" : "", d->other_procs > 1 ? "are" : "is");
 	if (!d->valid || !(d->xid_errors || (d->throttle_reasons & TS_THROTTLE_HW_MASK) || slow_clock))
 		return;
 	if (d->xid_errors || explains)
@@ -342,8 +359,12 @@ static bool worth_naming(struct ts_job *j, int k, int m)
 	const struct ts_change *c = &j->chg[idx(j, k, m)];
 	uint64_t first = j->res.last_step + 1 - j->res.steps_evaluated,
 		 w = (uint64_t)p->space_window;
+	/* and its device shows why: the role can hold 60 steps and more (the last stage's
+	 * replicas of a pipeline job, bench/data pp-ok-q2); a GPU shared, throttled or failing
+	 * from the start says so to the node agent, and slower GEMMs to the preload */
 	return ratio >= p->verdict.level_ratio && share >= 3 * p->verdict.wait_floor &&
-	       c->alarm && c->onset <= first + 2 * w && j->res.last_step >= c->confirmed + 2 * w;
+	       c->alarm && c->onset <= first + 2 * w && j->res.last_step >= c->confirmed + 2 * w &&
+	       (device_suspect(j, k) || j->alarm[idx(j, k, TS_M_GEMM)]);
 }
 
 /* The rank of class c that waits least in its collectives (window medians); -1 none. */
@@ -387,7 +408,10 @@ static void host_gap(struct ts_job *j, uint64_t t_ns)
 		struct ts_slow_rank *s = &res->slow[res->nslow++];
 		memset(s, 0, sizeof(*s));
 		s->rank = k;
-		s->cause = "HostCPU";
+		/* its GPU shared, throttled or failing: its kernels are what it waits on (a
+		 * program that syncs each step hides them in its host's time) */
+		bool dev = device_suspect(j, k);
+		s->cause = dev ? "Compute" : "HostCPU";
 		s->metric = "step";
 		s->value_ms = share * j->step_ms;
 		s->degradation = slow;
@@ -396,10 +420,12 @@ static void host_gap(struct ts_job *j, uint64_t t_ns)
 		snprintf(s->method, sizeof(s->method), "WAIT");
 		snprintf(s->evidence, sizeof(s->evidence), "the others wait %.2f ms/step (%.0f%% "
 			 "of the step) for it in their collectives, it came last in %.0f%% of the "
-			 "last steps, and none of its GPU, loader or checkpoint time explains it: "
-			 "its host holds each step (a sleep, a lock, a blocking call); the job's "
-			 "step %+.0f%% over its baseline", s->value_ms, 100 * share, 100 * last,
-			 100 * slow);
+			 "last steps, and none of its busy, loader or checkpoint time explains it: "
+			 "%s; the job's step %+.0f%% over its baseline", s->value_ms, 100 * share,
+			 100 * last, dev ? "its device does (below)"
+			 : "its host holds each step (a sleep, a lock, a blocking call)", 100 * slow);
+		if (dev)
+			device_evidence(j, k, s);
 		appendf(res->summary, sizeof(res->summary), "%s%d(%s)", res->summary[0] ? "," : "",
 			k, s->cause);
 	}

@@ -24,7 +24,7 @@ BINS += $(ANALYZER_BIN)
 # test_limits, test_snapshot and test_bundle feed the analyzer batches they pack
 # (TEST_BATCH_OBJ).
 $(foreach t,test_dbscan test_ksigma test_failslow test_job test_net test_otlp test_limits \
-	test_nodehealth test_bundle,$(eval $(call cmocka_test,$(t),$(BUILD)/obj/analysis/tests/$(t).o \
+	test_nodehealth test_bundle test_floors,$(eval $(call cmocka_test,$(t),$(BUILD)/obj/analysis/tests/$(t).o \
 	$(if $(filter test_limits test_bundle,$(t)),$(TEST_BATCH_OBJ)) \
 	$(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ))))
 # test_snapshot stores in a bucket in memory (tests/fakekv.c) in place of JetStream's.

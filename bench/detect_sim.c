@@ -200,6 +200,19 @@ static void agent(struct ts_job *j, const struct scenario *sc, int step, uint64_
 	}
 }
 
+/* What the node agent's NVML says of each rank's GPU: a compute fault is another
+ * tenant's process on it (the neighbour the real corpus records), as long as it lasts. */
+static void gpus(struct ts_job *j, const struct scenario *sc, double f)
+{
+	for (int k = 0; k < sc->world; k++) {
+		bool shared = sc->fault == F_COMPUTE && k == faulty_rank(sc) && f > 0;
+		struct ts_device_view v = { .valid = true, .sm_clock_mhz = 1980,
+					    .other_procs = shared };
+		ts_job_rank(j, k)->device_index = k;
+		ts_job_device_view(j, ts_job_rank(j, k)->node, k, &v);
+	}
+}
+
 double sim_feed(struct ts_job *j, const struct scenario *sc, const struct topo *t, int step,
 		uint64_t *seed, double cf[V_COUNT], double *clock)
 {
@@ -248,6 +261,7 @@ double sim_feed(struct ts_job *j, const struct scenario *sc, const struct topo *
 	last = comms(sc, t, at, tr, rs);
 	if (sc->agent)
 		agent(j, sc, step, t0 + (uint64_t)(last * MS), seed);
+	gpus(j, sc, f);
 	for (int k = 0; k < sc->world; k++) {
 		rs[k].end_ns = t0 + (uint64_t)(at[k] * MS);
 		clock[k] = at[k];

@@ -35,6 +35,8 @@ struct label {
 	bool healthy;
 	int rank;           /* the faulty rank */
 	char cause[16];     /* its cause: Compute, Communication, HostCPU, Storage, Device */
+	char also[16];      /* a second cause as true as the first ("" none): two faults on
+			     * the rank at once (a neighbour on a GPU that throttles for heat) */
 	uint64_t fault_ns;  /* when the fault really began; 0: before the job */
 	char known[160];    /* a failure known and not fixed yet: why ("" none) */
 };
@@ -99,6 +101,22 @@ static void on_step(void *ctx, struct ts_job *j, const Trainscope__V1__Identity 
 		return;
 	if (s->end_ns >= rp->l->fault_ns)
 		rp->o->onset = (long)s->step;
+}
+
+/* Whether cause is the label's (or its second, also_cause). */
+static bool cause_right(const struct label *l, const char *cause)
+{
+	return !strcmp(cause, l->cause) || (l->also[0] && !strcmp(cause, l->also));
+}
+
+/* A recording's name in the table: its file's, less the folder and .tsrec.gz, and -wWORLD
+ * (the job in it may be named otherwise: a relabelled recording keeps its job). */
+static void label_name(char *dst, size_t n, const char *file, int world)
+{
+	const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+	size_t len = strcspn(base, ".");
+
+	snprintf(dst, n, "%.*s-w%d", (int)len, base, world);
 }
 
 /* Notes what the job's result names now. */
@@ -179,7 +197,7 @@ static void verdict(const struct label *l, struct outcome *o, double min_slowdow
 				 n->cause, l->rank);
 			return;
 		}
-		if (strcmp(n->cause, l->cause)) {
+		if (!cause_right(l, n->cause)) {
 			snprintf(o->why, sizeof(o->why), "rank %d named %s, not %s", n->rank,
 				 n->cause, l->cause);
 			return;
@@ -273,13 +291,13 @@ static int load_labels(const char *path, struct label **out, int *n)
 	*n = 0;
 	json_array_foreach(root, i, e) {
 		struct label *l = &(*out)[(*n)++];
-		const char *file = NULL, *job = NULL, *prog = "", *cause = "", *known = "";
+		const char *file = NULL, *job = NULL, *prog = "", *cause = "", *known = "", *also = "";
 		json_int_t world = 0, rank = -1, fault_ns = 0;
 		int healthy = 0;
-		if (json_unpack_ex(e, &je, 0, "{s:s, s:s, s?s, s:I, s:b, s?I, s?s, s?I, s?s}",
+		if (json_unpack_ex(e, &je, 0, "{s:s, s:s, s?s, s:I, s:b, s?I, s?s, s?I, s?s, s?s}",
 				   "file", &file, "job", &job, "program", &prog, "world", &world,
 				   "healthy", &healthy, "rank", &rank, "cause", &cause,
-				   "fault_ns", &fault_ns, "known", &known) ||
+				   "fault_ns", &fault_ns, "known", &known, "also_cause", &also) ||
 		    (!healthy && (rank < 0 || !*cause))) {
 			fprintf(stderr, "real_bench: %s: entry %zu: %s\n", path, i,
 				healthy ? je.text : "a fault needs rank and cause");
@@ -290,8 +308,9 @@ static int load_labels(const char *path, struct label **out, int *n)
 		snprintf(l->job, sizeof(l->job), "%s", job);
 		snprintf(l->program, sizeof(l->program), "%s", prog);
 		snprintf(l->cause, sizeof(l->cause), "%s", cause);
+		snprintf(l->also, sizeof(l->also), "%s", also);
 		snprintf(l->known, sizeof(l->known), "%s", known);
-		snprintf(l->name, sizeof(l->name), "%s-w%d", job, (int)world);
+		label_name(l->name, sizeof(l->name), file, (int)world);
 		l->world = (int)world, l->healthy = healthy, l->rank = (int)rank;
 		l->fault_ns = (uint64_t)fault_ns;
 	}
@@ -360,7 +379,7 @@ static void count(struct totals *t, const struct label *l, const struct outcome 
 		if (o->named[k].rank != l->rank)
 			continue;
 		right = true, t->named_right++;
-		cause_ok &= !strcmp(o->named[k].cause, l->cause);
+		cause_ok &= cause_right(l, o->named[k].cause);
 	}
 	if (o->faint) { /* counted apart: the analyzer does not promise them */
 		t->nfaint++, t->faint_found += right;
