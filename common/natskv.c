@@ -12,9 +12,11 @@
 #define CHUNK (256u << 10) /* well under the server's default max_payload of 1 MiB */
 
 struct tsn_kv {
+	struct tsn *n;
 	kvStore *kv;
 	jsCtx *js;           /* purges go to the bucket's stream */
-	char stream[80], prefix[80]; /* KV_<bucket>, $KV.<bucket>. */
+	uint64_t gen;        /* the connection's generation kv and js were made on */
+	char bucket[64], stream[80], prefix[80]; /* KV_<bucket>, $KV.<bucket>. */
 };
 
 static void say(char *why, size_t n, natsStatus s)
@@ -26,31 +28,57 @@ static void say(char *why, size_t n, natsStatus s)
 			 last ? last : "");
 }
 
-int tsn_kv_open(struct tsn *n, const char *bucket, struct tsn_kv **out, char *why, size_t whylen)
+/* Binds k->kv to its bucket on n's current context, made when missing. 0 or -EAGAIN. */
+static int bind(struct tsn_kv *k, char *why, size_t whylen)
 {
-	struct tsn_kv *k = calloc(1, sizeof(*k));
+	kvStore *kv = NULL;
 	kvConfig cfg;
-	natsStatus s;
+	uint64_t gen;
+	jsCtx *js = tsn_jsctx(k->n, &gen);
+	natsStatus s = js_KeyValue(&kv, js, k->bucket);
 
-	if (!k)
-		return -ENOMEM;
-	s = js_KeyValue(&k->kv, tsn_jsctx(n), bucket);
 	if (s == NATS_NOT_FOUND) {
 		kvConfig_Init(&cfg);
-		cfg.Bucket = bucket;
+		cfg.Bucket = k->bucket;
 		cfg.Description = "trainscope: analyzer state snapshots";
 		cfg.History = 1;
 		cfg.MaxValueSize = (int32_t)CHUNK;
 		cfg.StorageType = js_FileStorage;
-		cfg.Replicas = tsn_stream_replicas(n); /* survives a server as the stream does */
-		s = js_CreateKeyValue(&k->kv, tsn_jsctx(n), &cfg);
+		cfg.Replicas = tsn_stream_replicas(k->n); /* survives a server as the stream does */
+		s = js_CreateKeyValue(&kv, js, &cfg);
 	}
 	if (s != NATS_OK) {
 		say(why, whylen, s);
-		free(k);
 		return -EAGAIN;
 	}
-	k->js = tsn_jsctx(n);
+	kvStore_Destroy(k->kv);
+	k->kv = kv, k->js = js, k->gen = gen;
+	return 0;
+}
+
+/* The handle on the connection now: one made on a connection given up and made anew
+ * since (tsn_revive) is made again, or every call would fail until a restart. */
+static int fresh(struct tsn_kv *k, char *why, size_t whylen)
+{
+	uint64_t gen;
+
+	tsn_jsctx(k->n, &gen);
+	return gen == k->gen ? 0 : bind(k, why, whylen);
+}
+
+int tsn_kv_open(struct tsn *n, const char *bucket, struct tsn_kv **out, char *why, size_t whylen)
+{
+	struct tsn_kv *k = calloc(1, sizeof(*k));
+	int err;
+
+	if (!k)
+		return -ENOMEM;
+	k->n = n;
+	snprintf(k->bucket, sizeof(k->bucket), "%s", bucket);
+	if ((err = bind(k, why, whylen))) {
+		free(k);
+		return err;
+	}
 	snprintf(k->stream, sizeof(k->stream), "KV_%s", bucket);
 	snprintf(k->prefix, sizeof(k->prefix), "$KV.%s.", bucket);
 	*out = k;
@@ -100,6 +128,8 @@ int tsn_kv_put_parts(struct tsn_kv *k, const char *name, const void *data, size_
 	natsStatus s = NATS_OK;
 	char part[256];
 
+	if (fresh(k, why, whylen))
+		return -EAGAIN;
 	for (size_t i = 0; i * CHUNK < len && s == NATS_OK; i++) {
 		size_t n = len - i * CHUNK < CHUNK ? len - i * CHUNK : CHUNK;
 		snprintf(part, sizeof(part), "%s.%zu", name, i);
@@ -119,6 +149,8 @@ int tsn_kv_put_blob(struct tsn_kv *k, const char *key, const void *data, size_t 
 	char name[256], text[160];
 	natsStatus s;
 
+	if (fresh(k, why, whylen))
+		return -EAGAIN;
 	/* the slot the head does not name now: the blob it names stays whole meanwhile */
 	int slot = get_head(k, key, &h) == 0 ? !h.slot : 0;
 
@@ -161,6 +193,8 @@ int tsn_kv_get_parts(struct tsn_kv *k, const char *name, void *to, size_t len)
 {
 	int err = 0;
 
+	if (fresh(k, NULL, 0))
+		return -EAGAIN;
 	for (size_t i = 0; i * CHUNK < len && !err; i++) {
 		size_t n = len - i * CHUNK < CHUNK ? len - i * CHUNK : CHUNK;
 		err = get_chunk(k, name, i, (char *)to + i * CHUNK, n);
@@ -173,7 +207,7 @@ int tsn_kv_get_blob(struct tsn_kv *k, const char *key, void **data, size_t *len)
 	char name[256];
 	struct head h;
 	char *buf;
-	int err = get_head(k, key, &h);
+	int err = fresh(k, NULL, 0) ? -EAGAIN : get_head(k, key, &h);
 
 	if (err)
 		return err;
@@ -199,6 +233,8 @@ int tsn_kv_purge(struct tsn_kv *k, const char *pattern, char *why, size_t whylen
 	jsOptions o;
 	natsStatus s;
 
+	if (fresh(k, why, whylen))
+		return -EAGAIN;
 	/* a purge of the stream's subjects: a key's purge (kvStore_Purge) would leave its
 	 * marker behind, one for every part of every snapshot ever dropped */
 	snprintf(subject, sizeof(subject), "%s%s", k->prefix, pattern);
@@ -220,6 +256,8 @@ int tsn_kv_keys(struct tsn_kv *k, const char *pattern, void (*fn)(void *ctx, con
 	kvEntry *e = NULL;
 	natsStatus s;
 
+	if (fresh(k, NULL, 0))
+		return -EAGAIN;
 	kvWatchOptions_Init(&o);
 	o.MetaOnly = true;
 	o.IgnoreDeletes = true;
@@ -260,6 +298,8 @@ int tsn_kv_lease(struct tsn_kv *k, const char *key, const char *owner, double tt
 	uint64_t now = ts_real_ns() / 1000000, taken = 0, rev = 0, newrev;
 	natsStatus s;
 
+	if (fresh(k, why, whylen))
+		return -EAGAIN;
 	snprintf(name, sizeof(name), "%s.lease", key);
 	snprintf(value, sizeof(value), "%s\n%" PRIu64, owner, now);
 	s = lease_read(k, name, other, sizeof(other), &taken, &rev);
@@ -292,6 +332,8 @@ void tsn_kv_release(struct tsn_kv *k, const char *key, const char *owner)
 	char name[256], other[256];
 	uint64_t taken, rev;
 
+	if (fresh(k, NULL, 0))
+		return;
 	snprintf(name, sizeof(name), "%s.lease", key);
 	if (lease_read(k, name, other, sizeof(other), &taken, &rev) == NATS_OK &&
 	    !strcmp(other, owner))

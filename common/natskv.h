@@ -12,8 +12,9 @@
 
 struct tsn_kv;
 
-/* Binds to bucket, made when missing. Returns 0, or -EAGAIN (JetStream not reachable
- * or refusing: why says the server's words) or -ENOMEM. */
+/* Binds to bucket, made when missing. The handle follows n: after a connection nats.c
+ * gave up is made anew, the next call binds again on the new one. Returns 0, or -EAGAIN
+ * (JetStream not reachable or refusing: why says the server's words) or -ENOMEM. */
 int tsn_kv_open(struct tsn *n, const char *bucket, struct tsn_kv **out, char *why, size_t whylen);
 void tsn_kv_close(struct tsn_kv *kv);
 /* Stores data as the values <name>.0, <name>.1, ... (each within the bucket's value

@@ -149,8 +149,10 @@ int tsn_ensure_stream(struct tsn *n);
 /* The replicas asked of the stream (1 or more), for the key-value buckets beside it. */
 int tsn_stream_replicas(const struct tsn *n);
 
-/* The JetStream context, for key-value use (natskv.h). */
-jsCtx *tsn_jsctx(struct tsn *n);
+/* The JetStream context, for key-value use (natskv.h), and into *gen the connection's
+ * generation: it grows each time a connection nats.c gave up is made anew, whose new
+ * context replaces the old (a handle made on the old one must be made again). */
+jsCtx *tsn_jsctx(struct tsn *n, uint64_t *gen);
 
 /* Durable pull consumer on the TRAINSCOPE stream, resuming where it stands (made from the
  * stream's start when missing). Acknowledging a message acknowledges those before it. */

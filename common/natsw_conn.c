@@ -369,6 +369,7 @@ void tsn_revive(struct tsn *n)
 	retire(n, n->nc, n->js);
 	n->nc = nc;
 	n->js = js;
+	n->generation++;
 	n->closed = natsConnection_IsClosed(nc);
 	n->stream_ready = false;
 	/* the old context's acks are not ours any more (tsn_outbox_on_ack): its
@@ -495,8 +496,15 @@ int tsn_stream_replicas(const struct tsn *n)
 	return n->opts.stream_replicas;
 }
 
-/* The JetStream context (natsw.h). */
-jsCtx *tsn_jsctx(struct tsn *n)
+/* The JetStream context and its generation (natsw.h). */
+jsCtx *tsn_jsctx(struct tsn *n, uint64_t *gen)
 {
-	return n->js;
+	jsCtx *js;
+
+	pthread_mutex_lock(&n->lock);
+	js = n->js;
+	if (gen)
+		*gen = n->generation;
+	pthread_mutex_unlock(&n->lock);
+	return js;
 }

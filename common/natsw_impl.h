@@ -68,6 +68,7 @@ struct tsn {
 	natsConnection *retired_nc[TSN_RETIRED]; /* given up: kept until tsn_close (another */
 	jsCtx *retired_js[TSN_RETIRED];          /* thread may still hold them) */
 	int n_retired;
+	uint64_t generation; /* connections made anew (tsn_revive): under lock */
 	struct tsn_core_sub *core_subs; /* made again on the new connection */
 	struct tsn_buried buried[TSN_BURIED]; /* oldest first */
 	int nburied;

@@ -292,7 +292,7 @@ static void test_lost_deliveries_come_next(void **state)
 	jsSubOptions_Init(&so);
 	so.Stream = "TRAINSCOPE";
 	so.Consumer = "it-lost";
-	assert_int_equal(js_PullSubscribe(&thief, tsn_jsctx(n), SUBJ, "it-lost", NULL, &so, &jerr),
+	assert_int_equal(js_PullSubscribe(&thief, tsn_jsctx(n, NULL), SUBJ, "it-lost", NULL, &so, &jerr),
 			 NATS_OK);
 	assert_int_equal(natsSubscription_Fetch(&l, thief, 7, 5000, &jerr), NATS_OK);
 	assert_int_equal(l.Count, 7); /* messages 10-16 delivered, never to sub */
@@ -432,6 +432,62 @@ static void test_kv_parts_purged(void **state)
 	natsd_cleanup(&d);
 }
 
+/* A connection nats.c gives up (the server refused it twice) is made anew with a new
+ * JetStream context; the bucket's handle follows it: a put, a purge and a listing work
+ * on the new connection, not only after a restart. */
+static void test_kv_follows_new_connection(void **state)
+{
+	struct natsd d = { .token = "the-relays" };
+	struct tsn_opts o = { 0 };
+	struct tsn_stats st = { 0 };
+	struct tsn_kv *kv;
+	struct tsn *n;
+	char why[256];
+	int keys = 0;
+	double deadline;
+
+	(void)state;
+	assert_int_equal(natsd_start(&d, 0), 0);
+	o.url = d.url;
+	o.token = "the-relays";
+	assert_int_equal(tsn_open(&n, &o), 0);
+	assert_int_equal(tsn_kv_open(n, "it-follow", &kv, why, sizeof(why)), 0);
+	assert_int_equal(tsn_kv_put_parts(kv, "an.f.1", "before", 7, why, sizeof(why)), 0);
+	natsd_stop(&d, SIGTERM);
+	d.token = "not-yours"; /* refused twice: nats.c gives the connection up */
+	assert_int_equal(natsd_start(&d, d.port), 0);
+	deadline = now_s() + 20;
+	do {
+		tsn_pump(n);
+		nats_Sleep(10);
+		tsn_get_stats(n, &st);
+	} while (st.connected && now_s() < deadline);
+	for (int t = 0; t < 150; t++) { /* the refusals and the give-up */
+		tsn_pump(n);
+		nats_Sleep(10);
+	}
+	natsd_stop(&d, SIGTERM);
+	d.token = "the-relays";
+	assert_int_equal(natsd_start(&d, d.port), 0);
+	deadline = now_s() + 30;
+	int err = -EAGAIN;
+	while (err && now_s() < deadline) { /* tsn_pump connects anew after its backoff */
+		tsn_pump(n);
+		err = tsn_kv_put_parts(kv, "an.f.2", "after", 6, why, sizeof(why));
+		if (err)
+			nats_Sleep(100);
+	}
+	assert_int_equal(err, 0);
+	tsn_get_stats(n, &st);
+	assert_true(st.connected);
+	assert_int_equal(tsn_kv_purge(kv, "an.f.1.>", why, sizeof(why)), 0);
+	assert_int_equal(tsn_kv_keys(kv, "an.f.>", count_key, &keys), 0);
+	assert_int_equal(keys, 1);
+	tsn_kv_close(kv);
+	tsn_close(n);
+	natsd_cleanup(&d);
+}
+
 struct slow_handler {
 	_Atomic bool entered, finished;
 };
@@ -489,6 +545,7 @@ int main(void)
 		cmocka_unit_test(test_publish_consume),
 		cmocka_unit_test(test_subject_drains_on_acks),
 		cmocka_unit_test(test_server_restart_loses_nothing),
+		cmocka_unit_test(test_kv_follows_new_connection),
 		cmocka_unit_test(test_refused_client_comes_back),
 		cmocka_unit_test(test_outbox_bound_drops_oldest),
 		cmocka_unit_test(test_oversized_dropped_not_blocking),

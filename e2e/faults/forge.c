@@ -99,17 +99,17 @@ static int filler(struct tsn *n, int64_t bytes)
 	natsStatus s;
 
 	if (bytes == 0) {
-		s = js_DeleteStream(tsn_jsctx(n), "FORGE_FILLER", NULL, &jerr);
+		s = js_DeleteStream(tsn_jsctx(n, NULL), "FORGE_FILLER", NULL, &jerr);
 	} else {
 		jsStreamConfig_Init(&cfg);
 		cfg.Name = "FORGE_FILLER";
 		cfg.Subjects = subjects;
 		cfg.SubjectsLen = 1;
 		cfg.Storage = js_FileStorage;
-		s = js_AddStream(NULL, tsn_jsctx(n), &cfg, NULL, &jerr);
+		s = js_AddStream(NULL, tsn_jsctx(n, NULL), &cfg, NULL, &jerr);
 		/* a refused chunk is tried again halved, to the last few hundred bytes: full */
 		for (int64_t put = 0, len = sizeof(chunk); s == NATS_OK && put < bytes && len >= 256;)
-			if (js_Publish(NULL, tsn_jsctx(n), "forge.filler", chunk, (int)len, NULL,
+			if (js_Publish(NULL, tsn_jsctx(n, NULL), "forge.filler", chunk, (int)len, NULL,
 				       &jerr) == NATS_OK)
 				put += len;
 			else if ((len /= 2) < 256)
