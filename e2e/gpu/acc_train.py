@@ -15,18 +15,12 @@ from accelerate import Accelerator
 from transformers import BertConfig, BertForMaskedLM, get_linear_schedule_with_warmup
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train import finish, start_noisy  # noqa: E402
+from train import Tokens, finish, start_noisy  # noqa: E402
 
 
-class Masked(torch.utils.data.Dataset):
+class Masked(Tokens):
     """n sequences of seq random tokens with 15 % of them masked, as a masked-LM collator
     hands them on: input_ids with [MASK] (103), labels -100 where not masked."""
-
-    def __init__(self, n, seq, vocab):
-        self.n, self.seq, self.vocab = n, seq, vocab
-
-    def __len__(self):
-        return self.n
 
     def __getitem__(self, i):
         g = torch.Generator().manual_seed(i)
