@@ -2,6 +2,7 @@
 /* Where the analyzer's reports go beside their files: the Kubernetes writer (with node
  * health) and the OTLP exporter, started from the options and fed by the report hooks. */
 #include "main_impl.h"
+#include "hash.h"
 #include "log.h"
 #include "tsclock.h"
 
@@ -16,18 +17,21 @@
 static bool exported_before(struct cli *c, const char *key)
 {
 	int cap = (int)(sizeof(c->exported) / sizeof(c->exported[0]));
+	uint64_t h = ts_fnv1a(key, strlen(key));
 
 	for (int i = 0; i < c->nexported; i++)
-		if (!strcmp(c->exported[i], key))
+		if (c->exported[i] == h)
 			return true;
-	snprintf(c->exported[c->exported_next], sizeof(c->exported[0]), "%s", key);
+	c->exported[c->exported_next] = h;
 	c->exported_next = (c->exported_next + 1) % cap;
 	if (c->nexported < cap)
 		c->nexported++;
 	return false;
 }
 
-/* Each newly named slow rank once: a span over its slow spell, with the evidence. */
+/* Each named slow rank once in each window's trace: a span with the evidence, so that
+ * the trace the report names (its latest window's) shows who was slow, also after the
+ * window it was named in. */
 static void otlp_slow_ranks(struct cli *c, json_t *report, uint64_t now_ns)
 {
 	json_t *md = json_object_get(report, "metadata"), *st = json_object_get(report, "status"), *s;
@@ -35,7 +39,7 @@ static void otlp_slow_ranks(struct cli *c, json_t *report, uint64_t now_ns)
 	const char *job = json_string_value(json_object_get(md, "name"));
 	const char *hex = json_string_value(json_object_get(st, "traceID"));
 	uint8_t tid[16] = { 0 };
-	char key[96];
+	char key[320];
 	size_t i;
 
 	/* the report's own 32 hex digits: an all-zero trace id is no trace (OTLP) */
@@ -49,7 +53,7 @@ static void otlp_slow_ranks(struct cli *c, json_t *report, uint64_t now_ns)
 	json_array_foreach(json_object_get(st, "slowRanks"), i, s) {
 		int rank = (int)json_integer_value(json_object_get(s, "rank"));
 		const char *since = json_string_value(json_object_get(s, "since"));
-		snprintf(key, sizeof(key), "%s/%s/%d/%s", ns, job, rank, since ? since : "");
+		snprintf(key, sizeof(key), "%s/%s/%d/%s/%s", ns, job, rank, since ? since : "", hex);
 		if (exported_before(c, key))
 			continue;
 		struct ts_otlp_who who = { ns, job, json_string_value(json_object_get(s, "pod")),

@@ -43,7 +43,7 @@ struct cli {
 	struct ts_node_policy np;
 	int node_health_s;
 	struct ts_otlp *otlp;
-	char exported[64][96]; /* slow-rank spans sent: "<ns>/<job>/<rank>/<since>" */
+	uint64_t exported[64]; /* slow-rank spans sent: hashes of "<ns>/<job>/<rank>/<since>/<trace>" */
 	int nexported, exported_next; /* entries held; the slot the next replaces */
 	struct ts_analyzer *analyzer;
 	/* the HTTP thread renders metrics while the main thread ingests: one lock between them */

@@ -164,6 +164,32 @@ expect "the chart's 8 alert rules load into Prometheus and evaluate without erro
 expect "TrainscopeJobFailSlow and TrainscopeJobLosingGPUTime fire for team/big (label namespace=team)" \
 	wait_for 60 alerts firing
 expect "no alert for the healthy job small, and no cluster alert" alerts quiet
+# ---- the other alerts on their faults: a job whose relay stopped until its rings
+# overflowed, then a rank killed (DataLost, JobHung for ops/lost); a malformed review
+# (WebhookNotInjecting) --------------------------------------------------------------------
+lost_step() { "$BIN/trainscope" report --dir "$REPORTS" --job lost --namespace ops --json 2>/dev/null |
+	python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin)["status"]["lastStep"] >= int(sys.argv[1]) else 1)' "$1"; }
+TRAINSCOPE_RING_SLOTS=256 "$BIN/trainscope" run --nats "$NATS_URL" --namespace ops --job lost -- \
+	"$BIN/workload" --ranks 2 --steps 100000 >"$WORK/lost.log" 2>&1 &
+lost_job=$!
+PIDS="$PIDS $lost_job"
+wait_for 60 lost_step 50 || die "the job lost never started: $(tail -5 "$WORK/lost.log")"
+relay=$(pgrep -P "$lost_job" -f trainscope-relay) || die "no relay under trainscope run"
+kill -STOP "$relay"
+sleep 3 # the fault: the relay stopped this long, 256-slot rings overflow
+kill -CONT "$relay"
+victim=""
+for p in $(pgrep -f "workload --ranks 2 --steps 100000"); do
+	tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "TRAINSCOPE_JOB=lost" &&
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=1" && victim=$p
+done
+[ -n "$victim" ] || die "no process of rank 1 of the job lost"
+kill -KILL "$victim"
+curl -s -o /dev/null -X POST -H 'Content-Type: application/json' --data-binary '{"kind": 7}' \
+	"http://127.0.0.1:$wh_port/mutate"
+expect "TrainscopeJobHung (ops/lost), TrainscopeDataLost and TrainscopeWebhookNotInjecting fire on their faults" \
+	wait_for 90 alerts faults
+kill "$lost_job" 2>/dev/null || true
 closed() { [ "$(metric trainscope_analyzer_otlp_traces_total)" -ge $(( (STEPS + 99) / 100 )) ] 2>/dev/null; }
 delivered() { [ "$(metric trainscope_analyzer_otlp_spans_sent_total)" = "$(metric trainscope_analyzer_otlp_spans_queued_total)" ]; }
 all_sent() { closed && delivered; }
@@ -278,32 +304,6 @@ clash = q('count({__name__=~"trainscope_.*", exported_namespace!=""}) or count({
 check("no series carries a namespace or job label of its own (Prometheus would rename it exported_*)", clash == [])
 sys.exit(0 if ok else 1)
 PY
-# ---- the other alerts on their faults: a job whose relay stopped until its rings
-# overflowed, then a rank killed (DataLost, JobHung for ops/lost); a malformed review
-# (WebhookNotInjecting) --------------------------------------------------------------------
-lost_step() { "$BIN/trainscope" report --dir "$REPORTS" --job lost --namespace ops --json 2>/dev/null |
-	python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin)["status"]["lastStep"] >= int(sys.argv[1]) else 1)' "$1"; }
-TRAINSCOPE_RING_SLOTS=256 "$BIN/trainscope" run --nats "$NATS_URL" --namespace ops --job lost -- \
-	"$BIN/workload" --ranks 2 --steps 100000 >"$WORK/lost.log" 2>&1 &
-lost_job=$!
-PIDS="$PIDS $lost_job"
-wait_for 60 lost_step 50 || die "the job lost never started: $(tail -5 "$WORK/lost.log")"
-relay=$(pgrep -P "$lost_job" -f trainscope-relay) || die "no relay under trainscope run"
-kill -STOP "$relay"
-sleep 3 # the fault: the relay stopped this long, 256-slot rings overflow
-kill -CONT "$relay"
-victim=""
-for p in $(pgrep -f "workload --ranks 2 --steps 100000"); do
-	tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "TRAINSCOPE_JOB=lost" &&
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=1" && victim=$p
-done
-[ -n "$victim" ] || die "no process of rank 1 of the job lost"
-kill -KILL "$victim"
-curl -s -o /dev/null -X POST -H 'Content-Type: application/json' --data-binary '{"kind": 7}' \
-	"http://127.0.0.1:$wh_port/mutate"
-expect "TrainscopeJobHung (ops/lost), TrainscopeDataLost and TrainscopeWebhookNotInjecting fire on their faults" \
-	wait_for 90 alerts faults
-kill "$lost_job" 2>/dev/null || true
 
 echo "observe e2e: $passed passed, $fails failed"
 
