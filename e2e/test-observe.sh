@@ -10,7 +10,7 @@
 # webhook and a relay, and answers every query of the chart's Grafana dashboard with
 # the slow rank in view. Alerts: it evaluates the chart's alert rules as helm renders
 # them; the job alerts fire for the job with the slow rank and none for a healthy one, and
-# JobHung, DataLost and WebhookNotInjecting each on its own fault.
+# JobHung, DataLost, WebhookNotInjecting and AnalyzerRefusingJobs each on its own fault.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -69,6 +69,7 @@ expect "... and takes one with it" [ "$(code -H "Authorization: Bearer $token")"
 OTEL_EXPORTER_OTLP_ENDPOINT="$col" OTEL_EXPORTER_OTLP_CERTIFICATE="$pki/ca.crt" \
 OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20$token" \
 OTEL_RESOURCE_ATTRIBUTES="deployment.environment.name=e2e" \
+TRAINSCOPE_ANALYZER_LIMITS_MAX_JOBS=8 \
 	start_analyzer --quiet
 
 # ---- every component with /metrics, and Prometheus scraping them ------------------------
@@ -153,7 +154,7 @@ if check == "firing":
     sys.exit(0 if want <= firing else 1)
 if check == "faults":
     more = {("TrainscopeJobHung", "lost", "ops"), ("TrainscopeDataLost", "", ""),
-            ("TrainscopeWebhookNotInjecting", "", "")}
+            ("TrainscopeWebhookNotInjecting", "", ""), ("TrainscopeAnalyzerRefusingJobs", "", "flood")}
     print("      firing: %s" % sorted(firing))
     sys.exit(0 if more <= firing else 1)
 print("      firing: %s" % sorted(firing))
@@ -166,7 +167,8 @@ expect "TrainscopeJobFailSlow and TrainscopeJobLosingGPUTime fire for team/big (
 expect "no alert for the healthy job small, and no cluster alert" alerts quiet
 # ---- the other alerts on their faults: a job whose relay stopped until its rings
 # overflowed, then a rank killed (DataLost, JobHung for ops/lost); a malformed review
-# (WebhookNotInjecting) --------------------------------------------------------------------
+# (WebhookNotInjecting); 6 jobs of one namespace where the analyzer follows 8 jobs and a
+# namespace half of them (AnalyzerRefusingJobs for flood) ---------------------------------
 lost_step() { "$BIN/trainscope" report --dir "$REPORTS" --job lost --namespace ops --json 2>/dev/null |
 	python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin)["status"]["lastStep"] >= int(sys.argv[1]) else 1)' "$1"; }
 TRAINSCOPE_RING_SLOTS=256 "$BIN/trainscope" run --nats "$NATS_URL" --namespace ops --job lost -- \
@@ -187,7 +189,9 @@ done
 kill -KILL "$victim"
 curl -s -o /dev/null -X POST -H 'Content-Type: application/json' --data-binary '{"kind": 7}' \
 	"http://127.0.0.1:$wh_port/mutate"
-expect "TrainscopeJobHung (ops/lost), TrainscopeDataLost and TrainscopeWebhookNotInjecting fire on their faults" \
+"$BIN/trainscope-loadgen" --nats "$NATS_URL" --ranks 2 --jobs 6 --steps 30 --step-ms 100 \
+	--namespace flood --job f >"$WORK/flood.out" 2>&1 || die "loadgen flood: $(tail -3 "$WORK/flood.out")"
+expect "TrainscopeJobHung (ops/lost), TrainscopeDataLost, TrainscopeWebhookNotInjecting and TrainscopeAnalyzerRefusingJobs (flood) fire on their faults" \
 	wait_for 90 alerts faults
 kill "$lost_job" 2>/dev/null || true
 closed() { [ "$(metric trainscope_analyzer_otlp_traces_total)" -ge $(( (STEPS + 99) / 100 )) ] 2>/dev/null; }
