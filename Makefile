@@ -141,27 +141,31 @@ unit: all $(TESTS)
 integration: all $(ITESTS)
 	@scripts/run-tests.sh $(ITESTS)
 
+STAGES := $(BUILD)/test-stages.txt
+STAGE = @scripts/stage.sh $(STAGES)
 test: deps
-	@$(MAKE) --no-print-directory all $(TESTS) $(ITESTS)
-	@$(MAKE) --no-print-directory docs-check
-	@$(MAKE) --no-print-directory unit
-	@$(MAKE) --no-print-directory real-bench
-	@$(MAKE) --no-print-directory arm64-test
-	@$(MAKE) --no-print-directory integration
-	@BUILD=$(BUILD) e2e/test-demo.sh
-	@BUILD=$(BUILD) e2e/test-local.sh
-	@BUILD=$(BUILD) e2e/test-launchers.sh
-	@BUILD=$(BUILD) e2e/test-npu.sh
-	@BUILD=$(BUILD) e2e/test-faults.sh
-	@BUILD=$(BUILD) e2e/test-observe.sh
-	@BUILD=$(BUILD) e2e/test-agent.sh
-	@BUILD=$(BUILD) e2e/test-webhook.sh
-	@BUILD=$(BUILD) e2e/k8s/test-k8s.sh
-	@BUILD=$(BUILD) e2e/k8s/test-auth.sh
-	@BUILD=$(BUILD) e2e/test-scale.sh
-	$(if $(filter 1,$(SAN)),,@$(MAKE) --no-print-directory scale-san)
-	$(if $(filter thread,$(SAN)),,@$(MAKE) --no-print-directory scale-tsan)
-	@$(MAKE) --no-print-directory e2e-node
+	@rm -f $(STAGES)
+	$(STAGE) build $(MAKE) --no-print-directory all $(TESTS) $(ITESTS)
+	$(STAGE) docs-check $(MAKE) --no-print-directory docs-check
+	$(STAGE) unit $(MAKE) --no-print-directory unit
+	$(STAGE) real-bench $(MAKE) --no-print-directory real-bench
+	$(STAGE) arm64-test $(MAKE) --no-print-directory arm64-test
+	$(STAGE) integration $(MAKE) --no-print-directory integration
+	$(STAGE) demo env BUILD=$(BUILD) e2e/test-demo.sh
+	$(STAGE) local env BUILD=$(BUILD) e2e/test-local.sh
+	$(STAGE) launchers env BUILD=$(BUILD) e2e/test-launchers.sh
+	$(STAGE) npu env BUILD=$(BUILD) e2e/test-npu.sh
+	$(STAGE) faults env BUILD=$(BUILD) e2e/test-faults.sh
+	$(STAGE) observe env BUILD=$(BUILD) e2e/test-observe.sh
+	$(STAGE) agent env BUILD=$(BUILD) e2e/test-agent.sh
+	$(STAGE) webhook env BUILD=$(BUILD) e2e/test-webhook.sh
+	$(STAGE) k8s env BUILD=$(BUILD) e2e/k8s/test-k8s.sh
+	$(STAGE) auth env BUILD=$(BUILD) e2e/k8s/test-auth.sh
+	$(STAGE) scale env BUILD=$(BUILD) e2e/test-scale.sh
+	$(if $(filter 1,$(SAN)),,$(STAGE) scale-san $(MAKE) --no-print-directory scale-san)
+	$(if $(filter thread,$(SAN)),,$(STAGE) scale-tsan $(MAKE) --no-print-directory scale-tsan)
+	$(STAGE) node $(MAKE) --no-print-directory e2e-node
+	@scripts/stage.sh $(STAGES)
 
 # The scale test again with the analyzer, loadgen and the daemons under ASan+UBSan, at a
 # reduced size: an analyzer once aborted in the scale bench with "double free or
