@@ -369,7 +369,7 @@ static void device_sample(struct agent *a, struct ts_rank_entry *e)
 	ds.xid_errors = g.xid_errors;
 	ds.ecc_errors = g.ecc_errors;
 	ds.pcie_replays = g.pcie_replays;
-	ds.other_processes = ts_ranks_strangers(&a->ranks, g.pids, g.npids);
+	ds.other_processes = ts_ranks_strangers(&a->ranks, e->host_tgid, g.pids, g.npids);
 	rec.kind_case = TRAINSCOPE__V1__RECORD__KIND_DEVICE_SAMPLE;
 	rec.device_sample = &ds;
 	publish(a, e, "dev", &recp, 1);

@@ -370,15 +370,17 @@ int ts_ranks_verify(const struct ts_ranks *t, const char *pod_uid, uint32_t host
 	return 0;
 }
 
-uint32_t ts_ranks_strangers(const struct ts_ranks *t, const uint32_t *pids, int n)
+uint32_t ts_ranks_strangers(const struct ts_ranks *t, uint32_t self, const uint32_t *pids, int n)
 {
 	uint32_t strangers = 0;
+	bool seen = false;
 
 	for (int p = 0; p < n; p++) {
 		bool rank = false;
+		seen |= pids[p] == self;
 		for (uint32_t i = 0; i < TS_MAX_SLOTS && !rank; i++)
 			rank = t->e[i].used && t->e[i].resolved && t->e[i].host_tgid == pids[p];
 		strangers += !rank;
 	}
-	return strangers;
+	return seen ? strangers : 0;
 }

@@ -42,8 +42,10 @@ struct ts_ranks {
  * in its unified/ folder); NULL or "": the first cgroup2 mount this process sees. */
 void ts_ranks_init(struct ts_ranks *t, const char *host_cgroup);
 /* How many of the n host PIDs (a GPU's processes) are no traced rank's process: another
- * tenant on the device. 0 when n < 0 (the list is unknown). */
-uint32_t ts_ranks_strangers(const struct ts_ranks *t, const uint32_t *pids, int n);
+ * tenant on the device. 0 when n < 0 (the list is unknown) or when the list lacks self,
+ * the rank whose GPU it is: then NVML's PIDs are not the agent's (another PID
+ * namespace), or the rank has no context there yet, and none can be told apart. */
+uint32_t ts_ranks_strangers(const struct ts_ranks *t, uint32_t self, const uint32_t *pids, int n);
 /* Adds or refreshes a rank from its Hello. A known rank takes the Hello's local rank and
  * device when it names one: a process may learn its device after its rank (mp.spawn's
  * set_device after init_process_group), and the first Hello had none. When the table is

@@ -197,7 +197,8 @@ static void test_hello_bookkeeping(void **state)
 }
 
 /* A GPU's processes that are no traced rank: another tenant. An unresolved entry's
- * process is not known yet, so it cannot vouch for one. */
+ * process is not known yet, so it cannot vouch for one; a list without the rank itself
+ * (NVML in another PID namespace) tells nothing. */
 static void test_strangers(void **state)
 {
 	static struct ts_ranks t;
@@ -212,11 +213,12 @@ static void test_strangers(void **state)
 	struct ts_rank_entry *b = ts_ranks_hello(&t, &id, 1);
 	a->resolved = true, a->host_tgid = 4242;
 	b->host_tgid = 4243; /* not resolved */
-	assert_int_equal(ts_ranks_strangers(&t, pids, 3), 2);
+	assert_int_equal(ts_ranks_strangers(&t, 4242, pids, 3), 2);
 	b->resolved = true;
-	assert_int_equal(ts_ranks_strangers(&t, pids, 3), 1);
-	assert_int_equal(ts_ranks_strangers(&t, pids, 1), 0);
-	assert_int_equal(ts_ranks_strangers(&t, pids, -1), 0);
+	assert_int_equal(ts_ranks_strangers(&t, 4242, pids, 3), 1);
+	assert_int_equal(ts_ranks_strangers(&t, 4242, pids, 1), 0);
+	assert_int_equal(ts_ranks_strangers(&t, 4242, pids, -1), 0);
+	assert_int_equal(ts_ranks_strangers(&t, 5555, pids, 3), 0);
 }
 
 /* Entries are counted by the pod that announced them; one is found by its rank; a pod's
