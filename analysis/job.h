@@ -106,6 +106,7 @@ struct ts_rank_meta {
 
 /* NVML throttle reasons that mean the hardware slowed the GPU down. */
 #define TS_THROTTLE_HW_MASK (0x8ull | 0x20ull | 0x40ull | 0x80ull)
+#define TS_THROTTLE_IDLE 0x1ull /* NVML's GpuIdle: a low clock then is no slowdown */
 
 struct ts_slow_rank {
 	int rank;

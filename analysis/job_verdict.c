@@ -152,16 +152,22 @@ static double median_clock(struct ts_job *j)
 	return n ? ts_median(j->vals, (size_t)n, j->scratch) : NAN;
 }
 
+/* A clock under 0.9 of the job's median med, not an idle GPU's (NVML's GpuIdle reason:
+ * a GPU between kernels clocks down to its floor, 345 MHz on an H100). */
+static bool low_clock(const struct ts_device_view *d, double med)
+{
+	return d->valid && d->sm_clock_mhz && med > 0 && d->sm_clock_mhz < 0.9 * med &&
+	       !(d->throttle_reasons & TS_THROTTLE_IDLE);
+}
+
 /* Whether rank k's GPU shows what slows a device: XID errors, hardware throttling, a
- * clock well below the others', or another tenant's processes on it. */
+ * low clock, or another tenant's processes on it. */
 static bool device_suspect(struct ts_job *j, int k)
 {
 	const struct ts_device_view *d = &j->meta[k].dev;
-	double med = median_clock(j);
 
 	return d->valid && (d->xid_errors || (d->throttle_reasons & TS_THROTTLE_HW_MASK) ||
-			    d->other_procs ||
-			    (d->sm_clock_mhz && med > 0 && d->sm_clock_mhz < 0.9 * med));
+			    d->other_procs || low_clock(d, median_clock(j)));
 }
 
 /* A compute outlier on a GPU that reports XID errors, or hardware throttling or a clock
@@ -174,7 +180,7 @@ static void device_evidence(struct ts_job *j, int k, struct ts_slow_rank *s)
 	const struct ts_device_view *d = &j->meta[k].dev;
 	double med = median_clock(j);
 	bool clocked = d->valid && d->sm_clock_mhz && med > 0;
-	bool slow_clock = clocked && d->sm_clock_mhz < 0.9 * med;
+	bool slow_clock = low_clock(d, med);
 	bool explains = !clocked || med / d->sm_clock_mhz - 1 >= 0.5 * s->degradation;
 
 	if (d->valid && d->other_procs)

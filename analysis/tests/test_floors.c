@@ -49,9 +49,15 @@ static void feed(struct ts_job *j, const struct fault *f, uint64_t step, unsigne
 	}
 }
 
-/* 200 steps of the fault with the defaults; rank SLOW's GPU has `others` processes that
- * are no rank of the job. */
-static const struct ts_job_result *run(struct ts_job **j, const struct fault *f, uint32_t others)
+/* What the node agent says of rank SLOW's GPU (the others': 1980 MHz, nothing on them). */
+struct gpu {
+	uint32_t others; /* processes that are no rank of the job */
+	uint32_t mhz;
+	uint64_t reasons;
+};
+
+/* 200 steps of the fault with the defaults, rank SLOW's GPU as g says. */
+static const struct ts_job_result *run(struct ts_job **j, const struct fault *f, struct gpu g)
 {
 	struct ts_params p;
 	unsigned seed = 5;
@@ -64,8 +70,10 @@ static const struct ts_job_result *run(struct ts_job **j, const struct fault *f,
 		for (int r = 0; r < WORLD; r++) {
 			snprintf(ts_job_rank(*j, r)->node, 64, "n0");
 			ts_job_rank(*j, r)->device_index = r;
-			struct ts_device_view v = { .valid = true, .sm_clock_mhz = 1980,
-						    .other_procs = r == SLOW ? others : 0 };
+			struct ts_device_view v = { .valid = true, .sm_clock_mhz = 1980 };
+			if (r == SLOW)
+				v.other_procs = g.others, v.throttle_reasons = g.reasons,
+				v.sm_clock_mhz = g.mhz ? g.mhz : 1980;
 			ts_job_device_view(*j, "n0", r, &v);
 		}
 		ts_job_tick(*j, 1000000 * MS + (uint64_t)st * 100 * MS);
@@ -79,12 +87,16 @@ static void test_slow_from_start_needs_device(void **state)
 {
 	const struct fault f = { true, 34, 0 };
 	struct ts_job *j;
-	const struct ts_job_result *r = run(&j, &f, 0);
+	const struct ts_job_result *r = run(&j, &f, (struct gpu){ 0 });
 
 	(void)state;
 	assert_int_equal(r->nslow, 0);
 	ts_job_free(j);
-	r = run(&j, &f, 1);
+	/* an idle GPU's floor clock is no evidence (NVML's GpuIdle reason) */
+	r = run(&j, &f, (struct gpu){ .mhz = 345, .reasons = 0x1 });
+	assert_int_equal(r->nslow, 0);
+	ts_job_free(j);
+	r = run(&j, &f, (struct gpu){ .others = 1 });
 	assert_int_equal(r->nslow, 1);
 	assert_int_equal(r->slow[0].rank, SLOW);
 	assert_string_equal(r->slow[0].cause, "Compute");
@@ -98,7 +110,7 @@ static void test_hidden_wait_cause(void **state)
 {
 	const struct fault f = { false, 34, 40 };
 	struct ts_job *j;
-	const struct ts_job_result *r = run(&j, &f, 0);
+	const struct ts_job_result *r = run(&j, &f, (struct gpu){ 0 });
 
 	(void)state;
 	assert_int_equal(r->nslow, 1);
@@ -106,7 +118,7 @@ static void test_hidden_wait_cause(void **state)
 	assert_string_equal(r->slow[0].cause, "HostCPU");
 	assert_non_null(strstr(r->slow[0].evidence, "its host holds each step"));
 	ts_job_free(j);
-	r = run(&j, &f, 2);
+	r = run(&j, &f, (struct gpu){ .others = 2 });
 	assert_int_equal(r->nslow, 1);
 	assert_int_equal(r->slow[0].rank, SLOW);
 	assert_string_equal(r->slow[0].cause, "Compute");
