@@ -84,6 +84,17 @@ else:
     raise SystemExit("free_port: no free port below %d" % low)'
 }
 
+# rank_pid JOB RANK: the workload process of that rank of the job trainscope run started
+# (its TRAINSCOPE_JOB and RANK), empty when none.
+rank_pid() {
+	local p env
+	for p in $(pgrep -f workload); do # ranks exec /proc/self/exe: matched by their arguments
+		env=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || continue
+		grep -qx "TRAINSCOPE_JOB=$1" <<<"$env" && grep -qx "RANK=$2" <<<"$env" && echo "$p"
+	done
+	return 0
+}
+
 # start_jaeger: Jaeger all-in-one (tools.sh) on free loopback ports, traces in memory.
 # Sets JAEGER_OTLP (its OTLP/HTTP base URL) and JAEGER_QUERY (its query API).
 # The agent's UDP ports (unused here) are the system's to pick: free_port probes TCP, and

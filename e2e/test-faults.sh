@@ -227,18 +227,12 @@ disk_full() {
 expect "the report folder's disk full, then freed: said once, a metric, the report written after" disk_full
 
 # ---- a rank killed (SIGKILL): the report says it was lost and the job ended abnormally ----
-rank_pid() { # RANK: the workload process of that rank
-	local p
-	for p in $(pgrep -f "workload --ranks 4 --steps 600"); do # ranks exec /proc/self/exe
-		if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$1"; then echo "$p"; fi
-	done
-}
 before=$(metric trainscope_analyzer_steps_total)
 "$BIN/trainscope" run --nats "$NATS_URL" --job killed -- "$BIN/workload" --ranks 4 --steps 600 \
 	2>"$WORK/killed.log" &
 job=$!
 wait_for 60 steps_at_least $((before + 400)) || die "the job to kill never started"
-victim=$(rank_pid 2)
+victim=$(rank_pid killed 2)
 [ -n "$victim" ] || die "no process of rank 2"
 kill -KILL $victim
 wait "$job" || true

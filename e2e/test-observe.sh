@@ -180,11 +180,7 @@ relay=$(pgrep -P "$lost_job" -f trainscope-relay) || die "no relay under trainsc
 kill -STOP "$relay"
 sleep 3 # the fault: the relay stopped this long, 256-slot rings overflow
 kill -CONT "$relay"
-victim=""
-for p in $(pgrep -f "workload --ranks 2 --steps 100000"); do
-	tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "TRAINSCOPE_JOB=lost" &&
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=1" && victim=$p
-done
+victim=$(rank_pid lost 1)
 [ -n "$victim" ] || die "no process of rank 1 of the job lost"
 kill -KILL "$victim"
 curl -s -o /dev/null -X POST -H 'Content-Type: application/json' --data-binary '{"kind": 7}' \
