@@ -135,10 +135,12 @@ void ts_nh_note(struct ts_nodehealth *h, const char *ns, const char *job, const 
 void ts_nh_note_cost(struct ts_nodehealth *h, const char *ns, const char *job,
 		     const char *node, double gpu_s)
 {
-	for (int i = 0; node && i < h->n; i++) {
+	if (!node || !isfinite(gpu_s))
+		return;
+	for (int i = 0; i < h->n; i++) {
 		struct finding *f = &h->f[i];
 		if (!strcmp(f->node, node) && !strcmp(f->job, job ? job : "") &&
-		    !strcmp(f->ns, ns ? ns : "") && isfinite(gpu_s))
+		    !strcmp(f->ns, ns ? ns : ""))
 			f->gpu_s = gpu_s;
 	}
 }
