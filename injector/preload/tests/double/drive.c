@@ -22,6 +22,21 @@ static void keep(struct ts_rec *arr, int *n, int cap, const struct ts_rec *r)
 		arr[(*n)++] = *r;
 }
 
+/* A collective in the order it was issued (its host start), not completed: the preload's
+ * poller finds finished ops in slot order, so on a slow machine a later op on the same
+ * stream can be found done before an earlier one that finished first. */
+static void keep_issued(struct ts_rec *arr, int *n, int cap, const struct ts_rec *r)
+{
+	int i = *n;
+
+	if (*n >= cap)
+		return;
+	for (; i > 0 && arr[i - 1].t_ns > r->t_ns; i--)
+		arr[i] = arr[i - 1];
+	arr[i] = *r;
+	(*n)++;
+}
+
 void tsd_drain(struct tsd_seen *s)
 {
 	struct ts_rec r;
@@ -29,7 +44,7 @@ void tsd_drain(struct tsd_seen *s)
 	while (ts_ring_pop(s->ring, &r)) {
 		switch (r.type) {
 		case TS_REC_GPU_STEP: keep(s->gpu_step, &s->gpu_steps, TSD_MAXREC, &r); break;
-		case TS_REC_COLL: keep(s->coll, &s->ncoll, TSD_MAXREC, &r); break;
+		case TS_REC_COLL: keep_issued(s->coll, &s->ncoll, TSD_MAXREC, &r); break;
 		case TS_REC_GRAPH_COLL: keep(s->gcoll, &s->ngcoll, TSD_MAXREC, &r); break;
 		case TS_REC_PEER: keep(s->peer, &s->npeer, 8, &r); break;
 		case TS_REC_GEMM: keep(s->gemm, &s->ngemm, TSD_MAXREC, &r); break;
