@@ -27,8 +27,13 @@ static void node_health(struct cli *c, uint64_t now)
 {
 	if (!c->nodes || !ts_node_sync_due(c->nodes, now))
 		return;
-	pthread_mutex_lock(&c->core_lock); /* reports note findings and /metrics reads them */
-	ts_node_sync_tick(c->nodes, c->lease_kv, c->k8s, now);
+	/* reports note findings and /metrics reads them; the bucket's I/O waits on JetStream */
+	pthread_mutex_lock(&c->core_lock);
+	struct ts_node_round *r = ts_node_sync_begin(c->nodes, c->lease_kv != NULL, now);
+	pthread_mutex_unlock(&c->core_lock);
+	ts_node_sync_io(r, c->lease_kv);
+	pthread_mutex_lock(&c->core_lock);
+	ts_node_sync_end(c->nodes, r, c->k8s, now);
 	pthread_mutex_unlock(&c->core_lock);
 }
 
@@ -230,7 +235,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ts_signals_init();
-	if (analyzer_open_k8s(&c) || analyzer_open_otlp(&c) || ts_analyzer_new(&a, &c.ao) ||
+	if (analyzer_open_k8s(&c) || analyzer_open_otlp(&c) || analyzer_open_nodes(&c) || ts_analyzer_new(&a, &c.ao) ||
 	    tsn_open(&n, &c.nats))
 		goto out;
 	c.analyzer = a;

@@ -161,9 +161,10 @@ int analyzer_open_otlp(struct cli *c)
 	return 0;
 }
 
-/* Node health (node_sync.h) beside the reports: the SlowNodes, and by policy the nodes'
- * conditions and taints, written by the Kubernetes writer's thread. */
-static int open_node_health(struct cli *c)
+/* Node health (node_sync.h) beside the reports: /metrics counts the degraded nodes, in
+ * Kubernetes mode the SlowNodes too, and by policy the nodes' conditions and taints,
+ * written by the Kubernetes writer's thread. */
+int analyzer_open_nodes(struct cli *c)
 {
 	struct ts_nh_opts o;
 	struct ts_k8s_nodes *kn = NULL;
@@ -179,10 +180,17 @@ static int open_node_health(struct cli *c)
 	gethostname(host, sizeof(host) - 1);
 	if (ts_node_sync_new(&c->nodes, &o, c->partitions > 1 ? c->partition : 0, c->partitions,
 			     c->node_health_s) ||
-	    ts_k8s_nodes_new(&kn, c->kube, &c->np, host)) {
+	    (c->k8s && ts_k8s_nodes_new(&kn, c->kube, &c->np, host))) {
 		fprintf(stderr, "trainscope-analyzer: node health: out of memory, or nodes.clear_score "
 			"above nodes.degraded_score\n");
 		return -1;
+	}
+	c->ao.on_report = on_report;
+	c->ao.on_report_ctx = c;
+	if (!c->k8s) {
+		ts_info("analyzer: node health every %d s (in /metrics; SlowNodes in Kubernetes mode)",
+			c->node_health_s);
+		return 0;
 	}
 	ts_k8sw_set_nodes(c->k8s, kn);
 	ts_info("analyzer: node health every %d s (conditions %s, taints %s)", c->node_health_s,
@@ -209,5 +217,5 @@ int analyzer_open_k8s(struct cli *c)
 	c->ao.on_forget = on_forget;
 	c->ao.on_report_ctx = c;
 	ts_info("analyzer: Kubernetes mode (%s)", c->in_cluster ? "in cluster" : c->kubeconfig);
-	return open_node_health(c);
+	return 0;
 }

@@ -39,7 +39,7 @@ int analyzer_health(void *ctx, struct ts_buf *out)
 	return 1;
 }
 
-/* Node health's figures (under core_lock). */
+/* Node health's figures (under core_lock); the writer's in Kubernetes mode. */
 static void render_nodes(struct cli *c, struct ts_buf *out)
 {
 	struct ts_node_sync_stats s;
@@ -48,7 +48,7 @@ static void render_nodes(struct cli *c, struct ts_buf *out)
 	if (!c->nodes)
 		return;
 	ts_node_sync_get_stats(c->nodes, &s);
-	ts_k8sw_node_stats(c->k8s, &w);
+
 	ts_prom(out, "trainscope_analyzer_node_findings_total", "counter",
 		"Slow ranks noted against their node (one finding per job, node and device).",
 		s.findings);
@@ -59,6 +59,10 @@ static void render_nodes(struct cli *c, struct ts_buf *out)
 	ts_prom(out, "trainscope_analyzer_node_health_store_failures_total", "counter",
 		"Rounds whose findings JetStream did not take (the server's words are logged).",
 		s.store_failures);
+	ts_node_sync_render(c->nodes, out);
+	if (!c->k8s) /* no SlowNodes, conditions or taints to count */
+		return;
+	ts_k8sw_node_stats(c->k8s, &w);
 	ts_prom(out, "trainscope_analyzer_node_taints_total", "counter",
 		"Nodes tainted trainscope.dev/degraded by the remediation policy.", w.tainted);
 	ts_prom(out, "trainscope_analyzer_node_untaints_total", "counter",
@@ -98,6 +102,9 @@ void analyzer_render(void *ctx, struct ts_buf *out)
 			"Bytes the last state snapshot stored: what changed since the one before.", ss.bytes);
 		ts_prom(out, "trainscope_analyzer_snapshot_restored_jobs", "gauge",
 			"Jobs restored from the snapshot at start.", ss.restored_jobs);
+		ts_prom(out, "trainscope_analyzer_snapshot_dropped_jobs", "gauge",
+			"Jobs the restore at start left out (their part damaged or out of memory): "
+			"each started again from the stream after the snapshot.", ss.dropped_jobs);
 	}
 	if (c->k8s) {
 		uint64_t queued;

@@ -72,11 +72,13 @@ int analyzer_parse_args(int argc, char **argv, struct cli *c);
 int analyzer_health(void *ctx, struct ts_buf *out);
 void analyzer_render(void *ctx, struct ts_buf *out);
 
-/* main_export.c: Kubernetes mode (--kubeconfig or --in-cluster) and node health with it,
- * and the OTLP exporter: each, when asked for, started and hooked to the analyzer's
+/* main_export.c: Kubernetes mode (--kubeconfig or --in-cluster), node health, and the
+ * OTLP exporter: each, when asked for, started and hooked to the analyzer's
  * reports (c->ao, before ts_analyzer_new). 0 (started, or not asked for) or -1 once
  * stderr said why. */
 int analyzer_open_k8s(struct cli *c);
 int analyzer_open_otlp(struct cli *c);
+/* Node health, when --node-health-s is not 0 (after analyzer_open_k8s). 0 or -1, said. */
+int analyzer_open_nodes(struct cli *c);
 
 #endif

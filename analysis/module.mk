@@ -24,13 +24,15 @@ BINS += $(ANALYZER_BIN)
 # test_limits, test_snapshot and test_bundle feed the analyzer batches they pack
 # (TEST_BATCH_OBJ).
 $(foreach t,test_dbscan test_ksigma test_failslow test_job test_net test_otlp test_limits \
-	test_nodehealth test_bundle test_floors,$(eval $(call cmocka_test,$(t),$(BUILD)/obj/analysis/tests/$(t).o \
+	test_bundle test_floors,$(eval $(call cmocka_test,$(t),$(BUILD)/obj/analysis/tests/$(t).o \
 	$(if $(filter test_limits test_bundle,$(t)),$(TEST_BATCH_OBJ)) \
 	$(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) $(PROTO_OBJ))))
-# test_snapshot stores in a bucket in memory (tests/fakekv.c) in place of JetStream's.
-$(eval $(call cmocka_test,test_snapshot,$(BUILD)/obj/analysis/tests/test_snapshot.o \
-	$(BUILD)/obj/analysis/tests/fakekv.o $(TEST_BATCH_OBJ) $(ANALYSIS_LIB_OBJS) \
-	$(filter-out %/natskv.o,$(COMMON_OBJS)) $(PROTO_OBJ)))
+# test_snapshot and test_nodehealth store in a bucket in memory (tests/fakekv.c) in
+# place of JetStream's.
+$(foreach t,test_snapshot test_nodehealth,$(eval $(call cmocka_test,$(t),\
+	$(BUILD)/obj/analysis/tests/$(t).o $(BUILD)/obj/analysis/tests/fakekv.o \
+	$(if $(filter test_snapshot,$(t)),$(TEST_BATCH_OBJ)) $(ANALYSIS_LIB_OBJS) \
+	$(filter-out %/natskv.o,$(COMMON_OBJS)) $(PROTO_OBJ))))
 
 # make fuzz: the batch ingestion with evaluation, reports and /metrics (every source the
 # analyzer links but its main*.c), and the YAML configuration. make fuzz-seeds writes the

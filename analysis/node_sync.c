@@ -10,8 +10,10 @@
 #include <string.h>
 
 #include "log.h"
+#include "names.h"
 
 #define MAX_NODES 1024 /* the highest scores; each view is about 2.5 KB */
+#define MAX_SERIES 128 /* degraded nodes with a series of their own; the gauge counts all */
 
 struct ts_node_sync {
 	struct ts_nodehealth *nh;
@@ -20,6 +22,8 @@ struct ts_node_sync {
 	bool resumed;
 	struct ts_nh_node *views; /* MAX_NODES */
 	struct ts_node_sync_stats st;
+	struct bad { char node[TS_NH_NODE], cause[32]; double score; } degraded[MAX_SERIES];
+	int ndegraded;         /* highest scores first, as ts_nh_nodes gives them */
 	char why[256];            /* the bucket's last refusal, said once */
 };
 
@@ -65,43 +69,34 @@ static void key_of(int partition, char *key, size_t n)
 	snprintf(key, n, "nodehealth.p%d", partition);
 }
 
-/* Reads partition p's blob into the node view (our own: only on the first round). */
-static void read_partition(struct ts_node_sync *s, struct tsn_kv *kv, int p)
+static void keep_degraded(struct bad *b, const struct ts_nh_node *v)
 {
-	char key[64];
-	void *blob = NULL;
-	size_t len = 0;
-	int rc;
-
-	key_of(p, key, sizeof(key));
-	rc = tsn_kv_get_blob(kv, key, &blob, &len);
-	if (rc == 0 && ts_nh_import(s->nh, p, blob, len)) {
-		s->st.read_failures++;
-		ts_warn("analyzer: node health: the blob of partition %d is not one (%zu bytes): "
-			"left out", p, len);
-	} else if (rc && rc != -ENOENT) {
-		s->st.read_failures++;
-	}
-	free(blob);
+	snprintf(b->node, sizeof(b->node), "%s", v->node);
+	snprintf(b->cause, sizeof(b->cause), "%s", v->cause);
+	b->score = v->score;
 }
 
-static void store(struct ts_node_sync *s, struct tsn_kv *kv)
-{
-	char key[64], why[256] = "";
-	size_t len;
-	char *blob = ts_nh_export(s->nh, &len);
+/* One round's key-value work, done without the caller's lock: what it stores, and what
+ * it read of each partition. */
+struct ts_node_round {
+	int partitions, self;
+	bool resume;          /* our own blob is read too: the first round after a start */
+	char *mine;           /* our findings, exported under the lock */
+	size_t mine_len;
+	bool stored;
+	char why[256];        /* the store's refusal, if any */
+	struct got { void *blob; size_t len; int rc; } *got; /* per partition */
+};
 
-	key_of(s->partition, key, sizeof(key));
-	if (blob && !tsn_kv_put_blob(kv, key, blob, len, why, sizeof(why))) {
-		s->st.stored++;
-		s->why[0] = 0;
-	} else {
-		s->st.store_failures++;
-		if (strcmp(why, s->why)) /* said once per cause */
-			ts_warn("analyzer: node health not stored: %s", *why ? why : "out of memory");
-		snprintf(s->why, sizeof(s->why), "%s", why);
-	}
-	free(blob);
+static void round_free(struct ts_node_round *r)
+{
+	if (!r)
+		return;
+	for (int p = 0; r->got && p < r->partitions; p++)
+		free(r->got[p].blob);
+	free(r->got);
+	free(r->mine);
+	free(r);
 }
 
 bool ts_node_sync_due(struct ts_node_sync *s, uint64_t now_real_ns)
@@ -109,34 +104,119 @@ bool ts_node_sync_due(struct ts_node_sync *s, uint64_t now_real_ns)
 	return now_real_ns >= s->next_ns;
 }
 
-void ts_node_sync_tick(struct ts_node_sync *s, struct tsn_kv *kv, struct ts_k8sw *w,
-		       uint64_t now_real_ns)
+struct ts_node_round *ts_node_sync_begin(struct ts_node_sync *s, bool kv, uint64_t now_real_ns)
+{
+	struct ts_node_round *r;
+
+	if (now_real_ns < s->next_ns)
+		return NULL;
+	s->next_ns = now_real_ns + s->period_ns;
+	ts_nh_expire(s->nh, now_real_ns);
+	if (!(r = calloc(1, sizeof(*r))))
+		return NULL;
+	r->partitions = s->partitions, r->self = s->partition;
+	if (kv) { /* a restart resumes this partition's findings */
+		r->resume = !s->resumed;
+		/* a resuming round stores nothing: its blob would lack what it resumes */
+		r->mine = r->resume ? NULL : ts_nh_export(s->nh, &r->mine_len);
+		r->got = calloc((size_t)s->partitions, sizeof(*r->got));
+	}
+	return r;
+}
+
+void ts_node_sync_io(struct ts_node_round *r, struct tsn_kv *kv)
+{
+	char key[64];
+
+	if (!r || !kv || !r->got)
+		return;
+	if (r->resume) { /* read before our store overwrites it */
+		key_of(r->self, key, sizeof(key));
+		r->got[r->self].rc = tsn_kv_get_blob(kv, key, &r->got[r->self].blob,
+						     &r->got[r->self].len);
+	}
+	key_of(r->self, key, sizeof(key));
+	r->stored = !r->resume && r->mine && !tsn_kv_put_blob(kv, key, r->mine, r->mine_len, r->why,
+						sizeof(r->why));
+	for (int p = 0; p < r->partitions; p++) {
+		if (p == r->self)
+			continue;
+		key_of(p, key, sizeof(key));
+		r->got[p].rc = tsn_kv_get_blob(kv, key, &r->got[p].blob, &r->got[p].len);
+	}
+}
+
+/* Partition p's blob into the node view; a read that failed counts. */
+static void take(struct ts_node_sync *s, int p, struct got *g)
+{
+	if (g->rc == 0 && ts_nh_import(s->nh, p, g->blob, g->len)) {
+		s->st.read_failures++;
+		ts_warn("analyzer: node health: the blob of partition %d is not one (%zu bytes): "
+			"left out", p, g->len);
+	} else if (g->rc && g->rc != -ENOENT) {
+		s->st.read_failures++;
+	}
+}
+
+static void count_store(struct ts_node_sync *s, struct ts_node_round *r)
+{
+	if (r->stored) {
+		s->st.stored++;
+		s->why[0] = 0;
+		return;
+	}
+	s->st.store_failures++;
+	if (strcmp(r->why, s->why)) /* said once per cause */
+		ts_warn("analyzer: node health not stored: %s", *r->why ? r->why : "out of memory");
+	snprintf(s->why, sizeof(s->why), "%s", r->why);
+}
+
+void ts_node_sync_end(struct ts_node_sync *s, struct ts_node_round *r, struct ts_k8sw *w,
+		      uint64_t now_real_ns)
 {
 	int n, mine = 0;
 
-	if (now_real_ns < s->next_ns)
+	if (!r)
 		return;
-	s->next_ns = now_real_ns + s->period_ns;
-	if (kv && !s->resumed) { /* a restart resumes this partition's findings */
-		read_partition(s, kv, s->partition);
-		s->resumed = true;
-	}
-	ts_nh_expire(s->nh, now_real_ns);
-	if (kv) {
-		store(s, kv);
+	if (r->got) { /* the key-value store was there */
+		if (r->resume) {
+			take(s, s->partition, &r->got[s->partition]);
+			s->resumed = true;
+		}
+		else
+			count_store(s, r);
 		for (int p = 0; p < s->partitions; p++)
 			if (p != s->partition)
-				read_partition(s, kv, p);
+				take(s, p, &r->got[p]);
 	}
+	round_free(r);
 	n = ts_nh_nodes(s->nh, now_real_ns, s->views, MAX_NODES);
 	s->st.nodes = (uint64_t)n, s->st.degraded = 0;
+	s->ndegraded = 0;
 	for (int i = 0; i < n && i < MAX_NODES; i++) {
 		s->st.degraded += s->views[i].degraded;
+		if (s->views[i].degraded && s->ndegraded < MAX_SERIES)
+			keep_degraded(&s->degraded[s->ndegraded++], &s->views[i]);
 		if (ts_node_is_mine(s->views[i].node, s->partition, s->partitions))
 			s->views[mine++] = s->views[i];
 	}
 	if (w)
 		ts_k8sw_nodes(w, s->views, mine, now_real_ns);
+}
+
+void ts_node_sync_render(struct ts_node_sync *s, struct ts_buf *out)
+{
+	char node[2 * TS_NH_NODE], cause[64];
+
+	ts_buf_printf(out, "# HELP trainscope_node_degraded_score A degraded node's score "
+			 "(its findings' decayed weights; nodes.degraded_score makes it degraded), "
+			 "by its heaviest cause; the %d highest.\n"
+			 "# TYPE trainscope_node_degraded_score gauge\n", MAX_SERIES);
+	for (int i = 0; i < s->ndegraded; i++)
+		ts_buf_printf(out, "trainscope_node_degraded_score{node=\"%s\",cause=\"%s\"} %.3f\n",
+			      ts_name_label(node, sizeof(node), s->degraded[i].node),
+			      ts_name_label(cause, sizeof(cause), s->degraded[i].cause),
+			      s->degraded[i].score);
 }
 
 void ts_node_sync_get_stats(struct ts_node_sync *s, struct ts_node_sync_stats *out)

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "buf.h"
 #include "k8s_writer.h"
 #include "natskv.h"
 #include "nodehealth.h"
@@ -27,11 +28,21 @@ void ts_node_sync_free(struct ts_node_sync *s);
 void ts_node_sync_report(struct ts_node_sync *s, json_t *report, uint64_t now_real_ns);
 /* Whether a round is due at now_real_ns. */
 bool ts_node_sync_due(struct ts_node_sync *s, uint64_t now_real_ns);
-/* When the period is due: stores, reads, syncs (kv NULL: JetStream not reached yet; the
- * findings are kept and the nodes synced all the same). On the first call it resumes
- * this partition's findings from the bucket. */
-void ts_node_sync_tick(struct ts_node_sync *s, struct tsn_kv *kv, struct ts_k8sw *w,
-		       uint64_t now_real_ns);
+/* A round in three parts, so that the key-value I/O holds no lock that reports and
+ * /metrics take. begin, under that lock, when the period is due (NULL when not, or out
+ * of memory: the round is skipped): expires findings and copies this partition's (kv:
+ * whether a bucket is there; without one the findings are kept and the nodes synced
+ * all the same). io, without the lock: stores ours, reads the other partitions' (and,
+ * on the first round after a start, our own, which that round does not overwrite).
+ * end, under the lock again: merges what was read, counts, hands this analyzer's nodes
+ * to the Kubernetes writer (w may be NULL), and frees the round. */
+struct ts_node_round;
+struct ts_node_round *ts_node_sync_begin(struct ts_node_sync *s, bool kv, uint64_t now_real_ns);
+void ts_node_sync_io(struct ts_node_round *r, struct tsn_kv *kv);
+void ts_node_sync_end(struct ts_node_sync *s, struct ts_node_round *r, struct ts_k8sw *w,
+		      uint64_t now_real_ns);
+/* The degraded nodes' series (trainscope_node_degraded_score{node,cause}). */
+void ts_node_sync_render(struct ts_node_sync *s, struct ts_buf *out);
 void ts_node_sync_get_stats(struct ts_node_sync *s, struct ts_node_sync_stats *out);
 
 #endif

@@ -81,10 +81,10 @@ int ts_snapshots_restore(struct ts_snapshots *s, struct ts_analyzer *a, pthread_
 	size_t read = 0;
 	int njobs, err;
 
-	/* /metrics walks the job table meanwhile: the restore grows it (and frees what it
-	 * made when the snapshot turns out unreadable) */
+	/* /metrics walks the job table meanwhile: the restore grows it under lock (and
+	 * frees what it made when the snapshot turns out unreadable) */
+	err = ts_snapstate_restore(s->state, a, lock, now_ns, seq, &read);
 	pthread_mutex_lock(lock);
-	err = ts_snapstate_restore(s->state, a, now_ns, seq, &read);
 	njobs = ts_analyzer_njobs(a);
 	pthread_mutex_unlock(lock);
 
@@ -102,10 +102,11 @@ int ts_snapshots_restore(struct ts_snapshots *s, struct ts_analyzer *a, pthread_
 	s->next_ns = now_ns + s->interval_ns;
 	pthread_mutex_lock(&s->lock); /* /metrics reads the stats from the start */
 	s->st.restored_jobs = (uint64_t)njobs;
+	s->st.dropped_jobs = (uint64_t)ts_snapstate_dropped(s->state);
 	pthread_mutex_unlock(&s->lock);
-	ts_info("analyzer: restored %d jobs from the state snapshot (%zu bytes read in %.1f s) "
-		"as of stream message %" PRIu64 "; replaying the stream after it",
-		njobs, read, (double)(ts_mono_ns() - t0) / 1e9, *seq);
+	ts_info("analyzer: restored %d jobs from the state snapshot (%zu bytes read in %.1f s, "
+		"%d left out) as of stream message %" PRIu64 "; replaying the stream after it",
+		njobs, read, (double)(ts_mono_ns() - t0) / 1e9, ts_snapstate_dropped(s->state), *seq);
 	return 0;
 }
 

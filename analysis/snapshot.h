@@ -14,6 +14,7 @@
 
 struct ts_snapshot_stats {
 	uint64_t saved, failed, bytes, restored_jobs;
+	uint64_t dropped_jobs;     /* jobs the restore left out: their part damaged */
 	uint64_t failing_since_ns; /* 0 while the last save succeeded */
 	char why[256];             /* the server's words for the last failure */
 };

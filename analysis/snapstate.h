@@ -30,10 +30,16 @@ void ts_snapstate_free(struct ts_snapstate *st);
 int ts_snapstate_save(struct ts_snapstate *st, struct ts_analyzer *a, pthread_mutex_t *lock,
 		      uint64_t seq, size_t *written, char *why, size_t whylen);
 /* Restores the last save into an empty analyzer, and purges what no save names (a save
- * cut short by a crash). Returns 0 with *seq (the stream message to replay after) and
- * *read (the bytes read), -ENOENT (none), -EPROTO (of another build's layout), -EBADMSG
- * (damaged), -ENOMEM or -EAGAIN; the analyzer is left empty on an error. */
-int ts_snapstate_restore(struct ts_snapstate *st, struct ts_analyzer *a, uint64_t now_ns,
-			 uint64_t *seq, size_t *read);
+ * cut short by a crash). The store is read first; the analyzer is filled under lock (which
+ * /metrics takes), so a slow store keeps no reader of the analyzer waiting. A job whose
+ * part is damaged, or that will not restore, is left out alone (ts_snapstate_dropped),
+ * to start again from the stream. Returns 0 with *seq (the stream message to replay
+ * after) and *read (the bytes read), -ENOENT (none), -EPROTO (of another build's
+ * layout), -EBADMSG (the manifest, the producers' part or a single-blob snapshot
+ * damaged), -ENOMEM or -EAGAIN; the analyzer is left empty on an error. */
+int ts_snapstate_restore(struct ts_snapstate *st, struct ts_analyzer *a, pthread_mutex_t *lock,
+			 uint64_t now_ns, uint64_t *seq, size_t *read);
+/* Jobs the last restore left out. */
+int ts_snapstate_dropped(const struct ts_snapstate *st);
 
 #endif

@@ -57,6 +57,7 @@ struct ts_snapstate {
 	uint64_t *dead;             /* objects to purge, no manifest naming them */
 	size_t ndead, capdead;
 	bool legacy;                /* a single-blob snapshot is stored: purged after a save */
+	int dropped;                /* jobs the last restore could not bring back */
 	struct ts_buf buf;          /* an object or manifest on its way: its room kept */
 };
 

@@ -68,19 +68,20 @@ static int read_object(struct ts_snapstate *st, const struct ts_snapref *r, stru
 	return err;
 }
 
-/* Part p rebuilt from its base and deltas, into the analyzer: 0, 1 (a job refused by a
- * limit) or an error. */
-static int load_part(struct ts_snapstate *st, struct ts_snappart *p, struct ts_analyzer *a,
-		     uint64_t now_ns, size_t *read)
+/* Part p's base and deltas read and applied into its image (its shadow): store I/O, no
+ * analyzer. 0 or the first error. */
+static int read_part(struct ts_snapstate *st, struct ts_snappart *p, size_t *read)
 {
 	int err = read_object(st, &p->id.base, &p->shadow, read);
 
 	for (uint32_t i = 0; i < p->id.ndelta && !err; i++)
 		err = read_object(st, &p->delta[i], &p->shadow, read);
-	if (err)
-		return err;
-	if (!p->shadow.len)
-		return -EBADMSG;
+	return !err && !p->shadow.len ? -EBADMSG : err;
+}
+
+/* Part p's image into the analyzer: 0, 1 (a job refused by a limit) or an error. */
+static int apply_part(struct ts_snappart *p, struct ts_analyzer *a, uint64_t now_ns)
+{
 	if (p->id.producers) {
 		struct ts_snap s = { .in = p->shadow.data, .len = p->shadow.len };
 		ts_analyzer_producers_io(a, &s);
@@ -89,24 +90,53 @@ static int load_part(struct ts_snapstate *st, struct ts_snappart *p, struct ts_a
 	return ts_analyzer_restore_job(a, p->shadow.data, p->shadow.len, now_ns);
 }
 
-static int load_parts(struct ts_snapstate *st, struct ts_analyzer *a, uint64_t now_ns,
-		      size_t *read)
+/* Every part read, before the analyzer is touched. The store unreachable or the
+ * producers' part unreadable fails the restore; a job's part that cannot be read is
+ * left for apply_parts to drop (err kept in loaded). */
+static int read_parts(struct ts_snapstate *st, int *loaded, size_t *read)
 {
-	for (int i = 0; i < st->nparts;) {
-		struct ts_snappart *p = st->parts[i];
-		int rc = load_part(st, p, a, now_ns, read);
-		if (rc < 0)
+	for (int i = 0; i < st->nparts; i++) {
+		int rc = read_part(st, st->parts[i], read);
+		if (rc == -EAGAIN || (rc && st->parts[i]->id.producers))
 			return rc;
-		if (rc == 1) { /* refused: its objects go */
+		loaded[i] = rc;
+	}
+	return 0;
+}
+
+/* The parts read into the analyzer. A job refused by a limit, or whose part was damaged
+ * or would not restore (out of memory), costs that job alone: its objects go after the
+ * next manifest, it starts afresh from the stream, and it is said and counted. */
+static int apply_parts(struct ts_snapstate *st, const int *loaded, struct ts_analyzer *a,
+		       uint64_t now_ns)
+{
+	int kept = 0, err = 0, i;
+
+	for (i = 0; i < st->nparts; i++) {
+		struct ts_snappart *p = st->parts[i];
+		int rc = loaded[i] ? loaded[i] : apply_part(p, a, now_ns);
+		if (rc < 0 && p->id.producers) {
+			err = rc;
+			break;
+		}
+		if (rc < 0) {
+			st->dropped++;
+			ts_warn("snapshots: job %s/%s not restored (%s): it starts again from the "
+				"stream after the snapshot", p->id.ns, p->id.name,
+				rc == -EBADMSG ? "its part is damaged" : strerror(-rc));
+		}
+		if (rc) { /* its objects go */
 			ts_snapstate_bury(st, p);
 			ts_image_free(&p->shadow);
 			free(p);
-			st->parts[i] = st->parts[--st->nparts];
 			continue;
 		}
-		i++;
+		st->parts[kept++] = p;
 	}
-	return 0;
+	while (i < st->nparts) /* on an error, what was not reached stays for the caller */
+		st->parts[kept++] = st->parts[i++];
+	st->nparts = kept;
+	return err;
 }
 
 static int cmp_gen(const void *x, const void *y)
@@ -186,27 +216,15 @@ static int read_manifest(struct ts_snapstate *st, uint64_t *seq, size_t *read)
 	return err;
 }
 
-static int restore_legacy(struct ts_snapstate *st, struct ts_analyzer *a, uint64_t now_ns,
-			  uint64_t *seq, size_t *read)
+int ts_snapstate_restore(struct ts_snapstate *st, struct ts_analyzer *a, pthread_mutex_t *lock,
+			 uint64_t now_ns, uint64_t *seq, size_t *read)
 {
-	void *data = NULL;
-	size_t len = 0;
-	int err = tsn_kv_get_blob(st->kv, st->key, &data, &len);
-
-	if (err)
-		return err;
-	*read += len;
-	err = ts_analyzer_restore(a, data, len, now_ns, seq);
-	free(data);
-	return err;
-}
-
-int ts_snapstate_restore(struct ts_snapstate *st, struct ts_analyzer *a, uint64_t now_ns,
-			 uint64_t *seq, size_t *read)
-{
-	int err, lerr;
+	int err, lerr, *loaded = NULL;
+	void *legacy = NULL;
+	size_t legacy_len = 0;
 
 	*read = 0;
+	st->dropped = 0;
 	ts_snapstate_drop_parts(st);
 	st->ndead = 0;
 	if ((err = read_manifest(st, seq, read)) == -EAGAIN)
@@ -224,15 +242,33 @@ int ts_snapstate_restore(struct ts_snapstate *st, struct ts_analyzer *a, uint64_
 	 * would find the manifest's objects missing and lose the whole state */
 	if (err != -EAGAIN)
 		ts_snapstate_purge(st);
-	if (err == -ENOENT)
-		err = restore_legacy(st, a, now_ns, seq, read);
-	else if (!err)
-		err = load_parts(st, a, now_ns, read);
-	if (err) {
+	/* the store's I/O first, the analyzer (which /metrics reads) under the lock after */
+	if (err == -ENOENT) {
+		if (!(err = tsn_kv_get_blob(st->kv, st->key, &legacy, &legacy_len)))
+			*read += legacy_len;
+	} else if (!err && !(loaded = calloc((size_t)st->nparts + 1, sizeof(*loaded)))) {
+		err = -ENOMEM;
+	} else if (!err) {
+		err = read_parts(st, loaded, read);
+	}
+	pthread_mutex_lock(lock);
+	if (!err)
+		err = legacy ? ts_analyzer_restore(a, legacy, legacy_len, now_ns, seq)
+			     : apply_parts(st, loaded, a, now_ns);
+	if (err)
 		ts_analyzer_clear(a);
+	pthread_mutex_unlock(lock);
+	free(legacy);
+	free(loaded);
+	if (err) {
 		for (int i = 0; err != -EAGAIN && i < st->nparts; i++)
 			ts_snapstate_bury(st, st->parts[i]);
 		ts_snapstate_drop_parts(st);
 	}
 	return err;
+}
+
+int ts_snapstate_dropped(const struct ts_snapstate *st)
+{
+	return st->dropped;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Node health: a node named by three jobs in a few hours, or once with a Device cause, is degraded;
  * one job naming it many times counts once; findings decay and expire; two
- * partitions' findings add up; a restarted analyzer resumes its own from its blob. */
+ * partitions' findings add up; a restarted analyzer resumes its own from its blob;
+ * node_sync.c's rounds through a bucket in memory. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/node_sync.h"
 #include "analysis/nodehealth.h"
+#include "fakekv.h"
 
 #define S 1000000000ull
 #define T0 (1700000000ull * S)
@@ -256,6 +259,88 @@ static void test_full_table(void **state)
 	assert_null(h);
 }
 
+/* A report naming rank 2 on node n with cause Compute, job name. */
+static json_t *report_on(const char *job, const char *node)
+{
+	return json_pack("{s:{s:s, s:s}, s:{s:[{s:i, s:s, s:s, s:s, s:f}]}}", "metadata",
+			 "namespace", "team", "name", job, "status", "slowRanks", "rank", 2,
+			 "node", node, "device", "GPU-2", "cause", "Compute", "degradation", 30.0);
+}
+
+/* One round of partition s's sync, the three parts as the analyzer runs them. */
+static void round_of(struct ts_node_sync *s, struct tsn_kv *kv, uint64_t now)
+{
+	struct ts_node_round *r = ts_node_sync_begin(s, kv != NULL, now);
+
+	assert_non_null(r);
+	ts_node_sync_io(r, kv);
+	ts_node_sync_end(s, r, NULL, now);
+}
+
+/* The rounds of node_sync.c: nothing before its period; two partitions add up through
+ * the bucket; a restarted partition resumes its own findings in a round that stores
+ * nothing (its blob would lack them), and the degraded node has its series. */
+static void test_sync_rounds(void **state)
+{
+	struct ts_nh_opts o;
+	struct ts_node_sync *p0, *p1, *again;
+	struct ts_node_sync_stats st;
+	struct tsn_kv *kv = fakekv_new();
+	struct ts_buf b = { 0 };
+	size_t bytes0, bytes1;
+
+	(void)state;
+	ts_nh_opts_default(&o);
+	assert_int_equal(ts_node_sync_new(&p0, &o, 0, 2, 1.0), 0);
+	assert_int_equal(ts_node_sync_new(&p1, &o, 1, 2, 1.0), 0);
+	for (const char *j = "abc"; *j; j++) {
+		char name[2] = { *j, 0 };
+		json_t *r = report_on(name, "gpu-4");
+		ts_node_sync_report(*j == 'c' ? p1 : p0, r, T0);
+		json_decref(r);
+	}
+	/* each partition's first round resumes (nothing stored yet), the second stores */
+	for (int k = 0; k < 2; k++) {
+		struct ts_node_round *r0 = ts_node_sync_begin(p0, true, T0 + (uint64_t)k * 2 * S);
+		struct ts_node_round *r1 = ts_node_sync_begin(p1, true, T0 + (uint64_t)k * 2 * S);
+		assert_non_null(r0);
+		assert_null(ts_node_sync_begin(p0, true, T0 + (uint64_t)k * 2 * S)); /* not due */
+		ts_node_sync_io(r0, kv);
+		ts_node_sync_io(r1, kv);
+		ts_node_sync_end(p0, r0, NULL, T0 + (uint64_t)k * 2 * S);
+		ts_node_sync_end(p1, r1, NULL, T0 + (uint64_t)k * 2 * S);
+		ts_node_sync_get_stats(p0, &st);
+		assert_int_equal(st.stored, (uint64_t)k);
+	}
+	int keys = fakekv_count(kv, "nodehealth.>", &bytes0); /* a head and parts a blob */
+	assert_true(keys >= 2);
+	/* p1 stored after p0 read: p0 sees 2 jobs until its next round, p1 all 3 */
+	ts_node_sync_get_stats(p1, &st);
+	assert_int_equal(st.degraded, 1);
+	ts_node_sync_render(p1, &b);
+	assert_non_null(strstr(b.data, "trainscope_node_degraded_score{node=\"gpu-4\",cause=\"Compute\"} 3"));
+	/* p0 restarts: its first round resumes a and b, stores nothing, and still sees c */
+	ts_node_sync_free(p0);
+	assert_int_equal(ts_node_sync_new(&again, &o, 0, 2, 1.0), 0);
+	round_of(again, kv, T0 + 10 * S);
+	assert_int_equal(fakekv_count(kv, "nodehealth.>", &bytes1), keys);
+	assert_int_equal(bytes1, bytes0);
+	ts_node_sync_get_stats(again, &st);
+	assert_int_equal(st.stored, 0);
+	assert_int_equal(st.degraded, 1);
+	round_of(again, kv, T0 + 12 * S);
+	ts_node_sync_get_stats(again, &st);
+	assert_int_equal(st.stored, 1);
+	assert_int_equal(st.degraded, 1);
+	/* without a bucket the round still counts */
+	ts_node_sync_end(p1, ts_node_sync_begin(p1, false, T0 + 20 * S), NULL, T0 + 20 * S);
+	ts_node_sync_get_stats(p1, &st);
+	assert_int_equal(st.degraded, 1);
+	free(b.data);
+	ts_node_sync_free(again), ts_node_sync_free(p1);
+	fakekv_free(kv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -267,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_from_report),
 		cmocka_unit_test(test_gpu_time_by_node),
 		cmocka_unit_test(test_full_table),
+		cmocka_unit_test(test_sync_rounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
