@@ -103,11 +103,15 @@ int relay_send_rank(struct relay *r, struct producer *p, struct ts_batch_hdr *h,
 }
 
 /* Records taken from the ring and in no batch sent yet belong to the next batch: its seq
- * is reserved before the ring's tail moves past them (see SIDE_RELAY). */
+ * is reserved before the ring's tail moves past them (see SIDE_RELAY). With none, a seq
+ * reserved for records that went into no batch is given back: a relay killed idle then
+ * leaves no gap. */
 static void reserve_open(struct relay *r, struct producer *p)
 {
 	if (p->npending || !ts_agg_idle(&p->agg) || !ring_empty(p->ring))
 		relay_reserve(r, p, p->seq + 1, 0);
+	else
+		relay_unreserve(r, p);
 }
 
 /* The node's agent learns its ranks from these; the final one says the rank is gone. */

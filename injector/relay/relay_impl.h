@@ -102,6 +102,11 @@ void relay_forget_refused(struct relay *r);
 void relay_take_identity(struct relay *r, struct producer *p);
 /* The producer's side file says at least seq and ctl_seq (side.c, SIDE_RELAY). */
 void relay_reserve(struct relay *r, struct producer *p, uint64_t seq, uint64_t ctl_seq);
+/* The side file says the producer's last seq sent again, when it says more: records taken
+ * from the ring went into no batch (a record the relay keeps none of), and the seq
+ * reserved for them would be a lost batch to the analyzer after a relay restart. Called
+ * only with nothing taken and unsent. */
+void relay_unreserve(struct relay *r, struct producer *p);
 /* The text of the file beside the producer's ring with this suffix (its last max bytes),
  * malloc'ed; NULL when there is none. */
 char *relay_read_side(const char *ring_path, const char *suffix, size_t max);

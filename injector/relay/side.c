@@ -155,25 +155,41 @@ void relay_take_identity(struct relay *r, struct producer *p)
 	}
 }
 
-/* The side file says at least seq and ctl_seq, or is gone (relay_impl.h): once a write
- * failed, a record left behind would hand seqs already sent to a relay after this one. */
-void relay_reserve(struct relay *r, struct producer *p, uint64_t seq, uint64_t ctl_seq)
+/* A write of the side file failed: a record left behind would hand seqs already sent to a
+ * relay after this one, so it goes, and the identity is not kept. */
+static void side_failed(struct relay *r, struct producer *p, int err)
 {
 	char side[4200];
-	int err;
 
-	if (p->side_fd < 0 || (seq <= p->saved_seq && ctl_seq <= p->saved_ctl))
-		return;
-	err = side_write(p, seq > p->saved_seq ? seq : p->saved_seq,
-			 ctl_seq > p->saved_ctl ? ctl_seq : p->saved_ctl);
-	if (!err)
-		return;
 	side_name(p->path, SIDE_RELAY, side, sizeof(side));
 	if (unlink(side) < 0 && ftruncate(p->side_fd, 0) < 0)
 		ts_warn("relay: %s is stale and stays: %s", side, strerror(errno));
 	close(p->side_fd);
 	p->side_fd = -1;
 	unsaved(r, p, side, err);
+}
+
+/* The side file says at least seq and ctl_seq, or is gone (relay_impl.h). */
+void relay_reserve(struct relay *r, struct producer *p, uint64_t seq, uint64_t ctl_seq)
+{
+	int err;
+
+	if (p->side_fd < 0 || (seq <= p->saved_seq && ctl_seq <= p->saved_ctl))
+		return;
+	err = side_write(p, seq > p->saved_seq ? seq : p->saved_seq,
+			 ctl_seq > p->saved_ctl ? ctl_seq : p->saved_ctl);
+	if (err)
+		side_failed(r, p, err);
+}
+
+void relay_unreserve(struct relay *r, struct producer *p)
+{
+	int err;
+
+	if (p->side_fd < 0 || p->saved_seq <= p->seq)
+		return;
+	if ((err = side_write(p, p->seq, p->saved_ctl)))
+		side_failed(r, p, err);
 }
 
 /* The side file's text (relay_impl.h). */
