@@ -26,8 +26,10 @@ void ts_hist_observe(const double *bounds, int nb, uint64_t *le, uint64_t *count
 
 const double ts_step_bucket_s[TS_STEP_BUCKETS] = { 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
 						    5, 10, 30, 60, 120, 300 };
+/* up to half an hour: a quantile past the last bound reads as that bound, and the chart's
+ * TrainscopeAnalyzerBehind fires at 120 s */
 const double ts_lag_bucket_s[TS_LAG_BUCKETS] = { 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2,
-						  3, 5, 10, 30 };
+						  3, 5, 10, 30, 60, 120, 300, 600, 1800 };
 
 static size_t W(const struct ts_job *j) { return (size_t)j->p.space_window; }
 

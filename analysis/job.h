@@ -163,7 +163,7 @@ extern const double ts_step_bucket_s[TS_STEP_BUCKETS];
 void ts_hist_observe(const double *bounds, int nb, uint64_t *le, uint64_t *count, double *sum,
 		     double v);
 /* From a step's end (its slowest rank's) to its analysis: the analyzer's own lag. */
-#define TS_LAG_BUCKETS 13
+#define TS_LAG_BUCKETS 18
 extern const double ts_lag_bucket_s[TS_LAG_BUCKETS];
 struct ts_lag {
 	uint64_t le[TS_LAG_BUCKETS], count;

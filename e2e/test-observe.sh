@@ -10,7 +10,8 @@
 # webhook and a relay, and answers every query of the chart's Grafana dashboard with
 # the slow rank in view. Alerts: it evaluates the chart's alert rules as helm renders
 # them; the job alerts fire for the job with the slow rank and none for a healthy one, and
-# JobHung, DataLost, WebhookNotInjecting and AnalyzerRefusingJobs each on its own fault.
+# the other six (JobHung, DataLost, WebhookNotInjecting, NodeDegraded, AnalyzerBehind,
+# AnalyzerRefusingJobs) each on its own fault.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -69,8 +70,8 @@ expect "... and takes one with it" [ "$(code -H "Authorization: Bearer $token")"
 OTEL_EXPORTER_OTLP_ENDPOINT="$col" OTEL_EXPORTER_OTLP_CERTIFICATE="$pki/ca.crt" \
 OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20$token" \
 OTEL_RESOURCE_ATTRIBUTES="deployment.environment.name=e2e" \
-TRAINSCOPE_ANALYZER_LIMITS_MAX_JOBS=8 \
-	start_analyzer --quiet
+TRAINSCOPE_ANALYZER_LIMITS_MAX_JOBS=16 \
+	start_analyzer --quiet --node-health-s 1
 
 # ---- every component with /metrics, and Prometheus scraping them ------------------------
 start_agent
@@ -154,9 +155,12 @@ if check == "firing":
     sys.exit(0 if want <= firing else 1)
 if check == "faults":
     more = {("TrainscopeJobHung", "lost", "ops"), ("TrainscopeDataLost", "", ""),
-            ("TrainscopeWebhookNotInjecting", "", ""), ("TrainscopeAnalyzerRefusingJobs", "", "flood")}
-    print("      firing: %s" % sorted(firing))
-    sys.exit(0 if more <= firing else 1)
+            ("TrainscopeWebhookNotInjecting", "", ""), ("TrainscopeAnalyzerRefusingJobs", "", "flood"),
+            ("TrainscopeNodeDegraded", "", ""), ("TrainscopeAnalyzerBehind", "", "")}
+    nodes = {(a["labels"].get("node"), a["labels"].get("cause")) for a in alerts
+             if a["state"] == "firing" and a["labels"]["alertname"] == "TrainscopeNodeDegraded"}
+    print("      firing: %s; degraded: %s" % (sorted(firing), sorted(nodes)))
+    sys.exit(0 if more <= firing and nodes == {("node-0", "Compute")} else 1)
 print("      firing: %s" % sorted(firing))
 sys.exit(0 if firing == want else 1)
 PY
@@ -167,8 +171,9 @@ expect "TrainscopeJobFailSlow and TrainscopeJobLosingGPUTime fire for team/big (
 expect "no alert for the healthy job small, and no cluster alert" alerts quiet
 # ---- the other alerts on their faults: a job whose relay stopped until its rings
 # overflowed, then a rank killed (DataLost, JobHung for ops/lost); a malformed review
-# (WebhookNotInjecting); 6 jobs of one namespace where the analyzer follows 8 jobs and a
-# namespace half of them (AnalyzerRefusingJobs for flood) ---------------------------------
+# (WebhookNotInjecting); three jobs slow on one node (NodeDegraded for node-0); a job's
+# steps 13 minutes late (AnalyzerBehind); 10 jobs of one namespace where the analyzer
+# follows 16 jobs and a namespace half of them (AnalyzerRefusingJobs for flood) -----------
 lost_step() { "$BIN/trainscope" report --dir "$REPORTS" --job lost --namespace ops --json 2>/dev/null |
 	python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin)["status"]["lastStep"] >= int(sys.argv[1]) else 1)' "$1"; }
 TRAINSCOPE_RING_SLOTS=256 "$BIN/trainscope" run --nats "$NATS_URL" --namespace ops --job lost -- \
@@ -185,9 +190,19 @@ victim=$(rank_pid lost 1)
 kill -KILL "$victim"
 curl -s -o /dev/null -X POST -H 'Content-Type: application/json' --data-binary '{"kind": 7}' \
 	"http://127.0.0.1:$wh_port/mutate"
-"$BIN/trainscope-loadgen" --nats "$NATS_URL" --ranks 2 --jobs 6 --steps 30 --step-ms 100 \
+# three jobs whose rank 2 is slow on node-0, where the big job's rank 700 ran on node-87:
+# node-0 degraded (three jobs' findings), node-87 not (one)
+"$BIN/trainscope-loadgen" --nats "$NATS_URL" --ranks 8 --jobs 3 --steps 120 --step-ms 100 \
+	--slow 2:2:40 --namespace nodes --job n >"$WORK/nodes.out" 2>&1 ||
+	die "loadgen nodes: $(tail -3 "$WORK/nodes.out")"
+# 13 minutes of a job's steps reach the analyzer only now, as after an analyzer down that
+# long: verdicts minutes after the steps (AnalyzerBehind, at the chart's 120 s)
+"$BIN/trainscope-loadgen" --nats "$NATS_URL" --ranks 2 --steps 4000 --step-ms 200 \
+	--namespace late --job old >"$WORK/late.out" 2>&1 ||
+	die "loadgen late: $(tail -3 "$WORK/late.out")"
+"$BIN/trainscope-loadgen" --nats "$NATS_URL" --ranks 2 --jobs 10 --steps 30 --step-ms 100 \
 	--namespace flood --job f >"$WORK/flood.out" 2>&1 || die "loadgen flood: $(tail -3 "$WORK/flood.out")"
-expect "TrainscopeJobHung (ops/lost), TrainscopeDataLost, TrainscopeWebhookNotInjecting and TrainscopeAnalyzerRefusingJobs (flood) fire on their faults" \
+expect "TrainscopeJobHung (ops/lost), TrainscopeDataLost, TrainscopeWebhookNotInjecting, TrainscopeNodeDegraded (node-0 alone), TrainscopeAnalyzerBehind and TrainscopeAnalyzerRefusingJobs (flood) fire on their faults" \
 	wait_for 90 alerts faults
 kill "$lost_job" 2>/dev/null || true
 closed() { [ "$(metric trainscope_analyzer_otlp_traces_total)" -ge $(( (STEPS + 99) / 100 )) ] 2>/dev/null; }
