@@ -96,6 +96,12 @@ static int lease(struct cli *c, struct tsn *n)
 		return -EAGAIN;
 	rc = tsn_kv_lease(c->lease_kv, c->durable, c->owner, LEASE_S, holder, sizeof(holder),
 			  &age, why, sizeof(why));
+	if (rc == 1 && analyzer_holder_gone(c, holder)) { /* no need to wait out its lease */
+		ts_info("analyzer: the holder of durable %s's lease is gone (%s): taking over at "
+			"once", c->durable, holder);
+		rc = tsn_kv_lease(c->lease_kv, c->durable, c->owner, 0, holder, sizeof(holder),
+				  &age, why, sizeof(why));
+	}
 	if (c->snap && rc <= 0)
 		ts_snapshots_note_write(c->snap, rc ? why : NULL, ts_real_ns());
 	if (rc == 1 && !atomic_load(&c->standby)) {
@@ -141,6 +147,8 @@ static int start(struct cli *c, struct ts_analyzer *a, struct tsn *n, struct tsn
 	}
 	/* restored once: a subscription that fails after it is tried again from the same
 	 * sequence, never from a state restored twice */
+	if (c->restored == -EAGAIN && c->snap)
+		atomic_store(&c->phase, PHASE_RESTORING);
 	if (c->restored == -EAGAIN)
 		c->restored = c->snap ? ts_snapshots_restore(c->snap, a, &c->core_lock, ts_real_ns(),
 							     &c->replay_after)
@@ -165,6 +173,7 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 	}
 	if (!sub)
 		return 0;
+	atomic_store(&c->phase, PHASE_CONSUMING);
 	if (c->partitions > 1)
 		ts_info("analyzer: consuming %s as durable %s: partition %d of %d", c->filter,
 			c->durable, c->partition, c->partitions);
@@ -239,9 +248,12 @@ int main(int argc, char **argv)
 	    tsn_open(&n, &c.nats))
 		goto out;
 	c.analyzer = a;
+	atomic_store(&c.nats_conn, n);
 	if (c.metrics_port >= 0) {
-		if (ts_httpd_start_metrics_health(&http, c.metrics_addr, (uint16_t)c.metrics_port,
-						  analyzer_render, analyzer_health, &c))
+		struct ts_httpd_daemon d = { .sz = sizeof(d), .render = analyzer_render,
+					     .health = analyzer_health, .ready = analyzer_ready,
+					     .ctx = &c };
+		if (ts_httpd_start_daemon(&http, c.metrics_addr, (uint16_t)c.metrics_port, &d))
 			goto out;
 		ts_info("analyzer: metrics on http://%s:%u/metrics",
 			c.metrics_addr ? c.metrics_addr : "127.0.0.1", ts_httpd_port(http));
@@ -249,8 +261,7 @@ int main(int argc, char **argv)
 	ts_info("analyzer: reports in %s", c.ao.report_dir);
 	char host[64] = "";
 	gethostname(host, sizeof(host) - 1);
-	snprintf(c.owner, sizeof(c.owner), "%s pid %d, started %llu", host, (int)getpid(),
-		 (unsigned long long)(ts_real_ns() / 1000000));
+	analyzer_owner(&c, host, (int)getpid(), (unsigned long long)(ts_real_ns() / 1000000));
 	rc = run(&c, a, n);
 out:
 	ts_httpd_stop(http);
@@ -262,5 +273,6 @@ out:
 	ts_otlp_free(c.otlp);
 	ts_k8sw_stop(c.k8s, 20); /* the last statuses, unless the API server keeps silent */
 	ts_kube_close(c.kube);
+	ts_kube_close(c.kube_lease);
 	return rc;
 }

@@ -39,6 +39,40 @@ int analyzer_health(void *ctx, struct ts_buf *out)
 	return 1;
 }
 
+int analyzer_ready(void *ctx, struct ts_buf *out)
+{
+	struct cli *c = ctx;
+	struct tsn *n = atomic_load(&c->nats_conn);
+	struct tsn_stats ns;
+
+	if (atomic_load(&c->standby)) {
+		pthread_mutex_lock(&c->standby_lock);
+		ts_buf_printf(out, "waiting: %s\n", c->standby_why);
+		pthread_mutex_unlock(&c->standby_lock);
+		return 1;
+	}
+	if (n) {
+		tsn_get_stats(n, &ns);
+		if (!ns.connected) {
+			ts_buf_printf(out, "waiting: NATS server %s not connected (reconnecting)\n",
+				      c->nats.url);
+			return 1;
+		}
+	}
+	switch (atomic_load(&c->phase)) {
+	case PHASE_STARTING:
+		ts_buf_printf(out, "waiting: JetStream at %s (its stream, the snapshot bucket, the "
+			      "lease on durable %s)\n", c->nats.url, c->durable);
+		return 1;
+	case PHASE_RESTORING:
+		ts_buf_printf(out, "waiting: restoring the state snapshot\n");
+		return 1;
+	default:
+		ts_buf_printf(out, "ready: consuming as durable %s\n", c->durable);
+		return 0;
+	}
+}
+
 /* Node health's figures (under core_lock); the writer's in Kubernetes mode. */
 static void render_nodes(struct cli *c, struct ts_buf *out)
 {

@@ -3,7 +3,8 @@
  * includes this):
  *   main.c         the consume loop: the lease on the durable, snapshots, ticks, a clean stop
  *   main_options.c its options, the partition it reads, and the usage text
- *   main_http.c    /metrics and /healthz, answered from the HTTP thread
+ *   main_http.c    /metrics, /healthz and /readyz, answered from the HTTP thread
+ *   main_lease.c   the lease's holder, and whether Kubernetes shows its pod gone
  *   main_export.c  where reports go beside their files: Kubernetes (node health with it)
  *                  and OTLP traces */
 #ifndef TS_MAIN_IMPL_H
@@ -38,6 +39,7 @@ struct cli {
 	bool print_config, config_schema, in_cluster;
 	const char *kubeconfig, *otlp_endpoint;
 	struct ts_kube *kube;
+	struct ts_kube *kube_lease;  /* the main thread's, for the lease's holder */
 	struct ts_k8sw *k8s;   /* the Kubernetes writer's thread */
 	struct ts_node_sync *nodes;  /* node health; NULL: off */
 	struct ts_node_policy np;
@@ -57,9 +59,20 @@ struct cli {
 	char owner[160];
 	uint64_t lease_at_ns;        /* when it was last taken or renewed */
 	_Atomic bool standby;
+	_Atomic int phase;           /* enum analyzer_phase: what /readyz says it waits on */
+	struct tsn *_Atomic nats_conn; /* for /readyz: whether the server is connected */
 	pthread_mutex_t standby_lock; /* standby_why: /healthz may still read the last one */
 	char standby_why[512];       /* read by /healthz while standby */
 };
+
+/* Where the analyzer is, for /readyz: ready once it consumes. */
+enum analyzer_phase { PHASE_STARTING, PHASE_RESTORING, PHASE_CONSUMING };
+
+/* main_lease.c: c->owner, the lease's text: host, pid, start, and the pod in Kubernetes.
+ * analyzer_holder_gone: whether the API server shows the pod a holder's text names gone
+ * or made anew (false outside Kubernetes, for a holder with no pod, or no answer). */
+void analyzer_owner(struct cli *c, const char *host, int pid, unsigned long long started_ms);
+bool analyzer_holder_gone(struct cli *c, const char *holder);
 
 /* main_options.c: fills c from the command line and TRAINSCOPE_* variables (defaults
  * first, --config's parameters last); --help prints the usage and exits 0. 0, or -1
@@ -70,6 +83,9 @@ int analyzer_parse_args(int argc, char **argv, struct cli *c);
  * the struct cli as ctx. /healthz: 0 healthy, 1 failing (out says why); /metrics takes
  * core_lock. */
 int analyzer_health(void *ctx, struct ts_buf *out);
+/* /readyz: 0 while it consumes (connected, the lease held, the state restored), else 1
+ * with what it waits on: JetStream, the restore, the lease held by another analyzer. */
+int analyzer_ready(void *ctx, struct ts_buf *out);
 void analyzer_render(void *ctx, struct ts_buf *out);
 
 /* main_export.c: Kubernetes mode (--kubeconfig or --in-cluster), node health, and the

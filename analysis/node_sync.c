@@ -13,7 +13,7 @@
 #include "names.h"
 
 #define MAX_NODES 1024 /* the highest scores; each view is about 2.5 KB */
-#define MAX_SERIES 128 /* degraded nodes with a series of their own; the gauge counts all */
+#define MAX_SERIES 128 /* degraded nodes with a series of their own (its HELP says 128) */
 
 struct ts_node_sync {
 	struct ts_nodehealth *nh;
@@ -210,8 +210,8 @@ void ts_node_sync_render(struct ts_node_sync *s, struct ts_buf *out)
 
 	ts_buf_printf(out, "# HELP trainscope_node_degraded_score A degraded node's score "
 			 "(its findings' decayed weights; nodes.degraded_score makes it degraded), "
-			 "by its heaviest cause; the %d highest.\n"
-			 "# TYPE trainscope_node_degraded_score gauge\n", MAX_SERIES);
+			 "by its heaviest cause; the 128 highest.\n"
+			 "# TYPE trainscope_node_degraded_score gauge\n");
 	for (int i = 0; i < s->ndegraded; i++)
 		ts_buf_printf(out, "trainscope_node_degraded_score{node=\"%s\",cause=\"%s\"} %.3f\n",
 			      ts_name_label(node, sizeof(node), s->degraded[i].node),

@@ -9,6 +9,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -95,15 +96,11 @@ void ts_httpd_stop(struct ts_httpd *d)
 	free(d);
 }
 
-struct metrics_srv {
-	ts_metrics_fn render;
-	ts_health_fn health;
-	void *ctx;
-};
-
 static int serve_metrics(void *ctx, const char *path, struct ts_buf *out, const char **ctype)
 {
-	struct metrics_srv *m = ctx;
+	struct ts_httpd_daemon *m = ctx;
+	bool ready = strcmp(path, "/readyz") == 0 && m->ready;
+	ts_health_fn check = ready ? m->ready : m->health;
 
 	if (strcmp(path, "/metrics") == 0) {
 		*ctype = "text/plain; version=0.0.4";
@@ -111,13 +108,14 @@ static int serve_metrics(void *ctx, const char *path, struct ts_buf *out, const 
 		m->render(m->ctx, out);
 		return 200;
 	}
-	if (strcmp(path, "/healthz") == 0) {
-		if (m->health && m->health(m->ctx, out))
+	if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0) {
+		if (check && check(m->ctx, out))
 			return 503;
-		ts_buf_printf(out, "ok\n");
+		if (!out->len)
+			ts_buf_printf(out, ready ? "ready\n" : "ok\n");
 		return 200;
 	}
-	ts_buf_printf(out, "not found: try /metrics or /healthz\n");
+	ts_buf_printf(out, "not found: try /metrics, /healthz or /readyz\n");
 	return 404;
 }
 
@@ -130,12 +128,22 @@ int ts_httpd_start_metrics(struct ts_httpd **out, const char *addr, uint16_t por
 int ts_httpd_start_metrics_health(struct ts_httpd **out, const char *addr, uint16_t port,
 				  ts_metrics_fn render, ts_health_fn health, void *ctx)
 {
-	struct metrics_srv *m = malloc(sizeof(*m));
+	struct ts_httpd_daemon d = { sizeof(d), render, health, NULL, ctx };
+
+	return ts_httpd_start_daemon(out, addr, port, &d);
+}
+
+int ts_httpd_start_daemon(struct ts_httpd **out, const char *addr, uint16_t port,
+			  const struct ts_httpd_daemon *d)
+{
+	struct ts_httpd_daemon *m = calloc(1, sizeof(*m));
 	int err;
 
 	if (!m)
 		return -ENOMEM;
-	*m = (struct metrics_srv){ render, health, ctx };
+	/* a caller built against a smaller struct: what it lacks stays NULL */
+	memcpy(m, d, d->sz < sizeof(*m) ? d->sz : sizeof(*m));
+	m->sz = sizeof(*m);
 	err = ts_httpd_start(out, addr, port, serve_metrics, m);
 	if (err)
 		free(m);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* A small HTTP server over libmicrohttpd for /metrics and /healthz. */
+/* A small HTTP server over libmicrohttpd for /metrics, /healthz and /readyz. */
 #ifndef TS_HTTPD_H
 #define TS_HTTPD_H
 
@@ -29,6 +29,19 @@ int ts_httpd_start_metrics(struct ts_httpd **out, const char *addr, uint16_t por
 			   ts_metrics_fn render, void *ctx);
 int ts_httpd_start_metrics_health(struct ts_httpd **out, const char *addr, uint16_t port,
 				  ts_metrics_fn render, ts_health_fn health, void *ctx);
+
+/* A daemon's endpoints (sz: sizeof, so that the struct can grow). health answers
+ * /healthz, liveness: whether a restart would help; ready answers /readyz, readiness:
+ * whether it does its work now, or what it waits on (a ts_health_fn; its text on 200
+ * too, "ready" when it writes none). Without ready, /readyz answers as /healthz. */
+struct ts_httpd_daemon {
+	size_t sz;
+	ts_metrics_fn render;
+	ts_health_fn health, ready;
+	void *ctx;
+};
+int ts_httpd_start_daemon(struct ts_httpd **out, const char *addr, uint16_t port,
+			  const struct ts_httpd_daemon *d);
 
 /* One Prometheus sample with its HELP and TYPE lines. */
 /* trainscope_build_info{version="..."} 1: every /metrics starts with it. */

@@ -3,7 +3,8 @@
 # Faults done to the real binaries on loopback (nats-server 2.9 from Debian, the relay
 # inside `trainscope run`, the analyzer), each checked against a control run:
 #   - NATS frozen for 4 s, then killed and restarted on its store: every rank-step is
-#     analysed once and the verdict is the control's;
+#     analysed once and the verdict is the control's; meanwhile /readyz says the analyzer
+#     waits on the server and /healthz stays 200;
 #   - the analyzer killed with SIGKILL mid-job and started again: its state restored from
 #     the snapshot, the stream replayed after it, the report is the control's;
 #   - the relay killed with SIGKILL mid-job and a new one started on its rings 3 s later:
@@ -18,6 +19,8 @@
 #     relay's and the analyzer's writes resume, and no rank-step is lost;
 #   - a Kubernetes API server that never answers: analysis and /metrics go on;
 #   - the consume loop stuck: /healthz says so (503), and ok again once it turns;
+#   - NATS slow for an analyzer (e2e/slowproxy.py, every reply 2 s late): /healthz and
+#     /readyz answer in under 100 ms, two jobs analysed whole, nothing lost;
 #   - a step counter that jumps to 2^62, a world of a million ranks, 10,000 silent jobs
 #     from one namespace of a hostile producer (e2e/faults/forge.c): refused and counted,
 #     /healthz and /metrics still answer, memory stays bounded, and another namespace's
@@ -66,11 +69,20 @@ before=$(metric trainscope_analyzer_steps_total)
 	--fault compute "${SLOW[@]}" 2>"$WORK/frz.log" &
 job=$!
 wait_for 60 steps_at_least $((before + 300)) || die "the frozen run never started"
+READYZ=${ANALYZER_METRICS%/metrics}/readyz
+readyz() { # CODE TEXT: /readyz answers CODE with a line starting TEXT
+	[ "$(curl -s -m 2 -o "$WORK/readyz" -w '%{http_code}' "$READYZ")" = "$1" ] &&
+		grep -q "^$2" "$WORK/readyz"
+}
+expect "/readyz: ready, consuming" readyz 200 "ready: consuming"
 kill -STOP "$NATS_PID"
 sleep 4 # the fault: NATS frozen this long
 kill -KILL "$NATS_PID"
 wait "$NATS_PID" 2>/dev/null || true
+expect "NATS down: /readyz 503 'waiting: NATS server ... not connected', /healthz 200" \
+	eval 'wait_for 10 readyz 503 "waiting: NATS server" && curl -sf -m 2 "$HEALTHZ" >/dev/null'
 restart_nats
+expect "... ready again once it reconnects" wait_for 30 readyz 200 "ready: consuming"
 wait "$job" || die "job frz failed: $(tail -5 "$WORK/frz.log")"
 wait_report frz 299
 frz_steps=$(( $(metric trainscope_analyzer_steps_total) - before ))
@@ -410,6 +422,77 @@ stall_health() {
 }
 expect "/healthz fails while the consume loop is stuck (--stall-s 2, NATS frozen) and recovers" stall_health
 
+# ---- NATS slow for one analyzer: every reply 2 s late (e2e/slowproxy.py between them) --
+# /healthz and /readyz answer in under 100 ms throughout, the jobs are analysed whole
+slow_nats() {
+	local dir="$WORK/slow" ppid url m worst job jobs=""
+	mkdir -p "$dir"
+	python3 e2e/slowproxy.py --listen 0 --to "${NATS_URL#nats://}" --delay 2 \
+		--ports-file "$dir/port" 2>"$dir/proxy.log" &
+	ppid=$!
+	PIDS="$PIDS $ppid"
+	wait_for 10 test -s "$dir/port" || return 1
+	url="nats://127.0.0.1:$(cat "$dir/port")"
+	"$BIN/trainscope-analyzer" --nats "$url" --durable slow-analyzer --metrics-port 0 \
+		--report-dir "$dir/r" --quiet 2>"$dir/analyzer.log" &
+	PIDS="$PIDS $!"
+	wait_for 15 grep -q "consuming" "$dir/analyzer.log" || return 1
+	m=$(grep -o 'http://[0-9.:]*/metrics' "$dir/analyzer.log" | head -1)
+	kill -USR1 "$ppid" # the server turns slow
+	for job in slow1 slow2; do
+		"$BIN/trainscope" run --nats "$NATS_URL" --job "$job" -- "$BIN/workload" --ranks 4 \
+			--steps 150 --fault none 2>"$WORK/$job.log" &
+		jobs="$jobs $!"
+	done
+	# the probes' time while the jobs run and the analyzer works through the slow server
+	worst=$(python3 - "${m%/metrics}" "$dir/r" <<'PY'
+import json, os, sys, time, urllib.request
+base, reports = sys.argv[1], sys.argv[2]
+def whole(job):
+    try:
+        return json.load(open(os.path.join(reports, "default_%s.json" % job)))["status"]["lastStep"] >= 149
+    except (OSError, ValueError, KeyError):
+        return False
+worst, end = 0.0, time.time() + 150
+while time.time() < end and not (whole("slow1") and whole("slow2")):
+    for path in ("/healthz", "/readyz"):
+        t = time.monotonic()
+        try:
+            urllib.request.urlopen(base + path, timeout=2).read()
+        except Exception:
+            pass # a 503 is an answer; a timeout counts as 2 s
+        worst = max(worst, time.monotonic() - t)
+    time.sleep(0.2)
+print("%.3f %s" % (worst, whole("slow1") and whole("slow2")))
+PY
+)
+	for job in $jobs; do wait "$job" || return 1; done
+	# the two jobs' own reports: every step analysed, no rank-step missing or late, no
+	# batch lost (the durable also reads the jobs before them, from the stream's start)
+	local data
+	data=$(python3 - "$dir/r" <<'PY'
+import json, os, sys
+out = []
+for job in ("slow1", "slow2"):
+    s = json.load(open(os.path.join(sys.argv[1], "default_%s.json" % job)))["status"]
+    d = s["data"]
+    out.append("%s %d %d %d %d %d" % (job, s["stepsAnalyzed"], d["rankStepsExpected"],
+                                      d["rankStepsMissing"], d["rankStepsLate"], d["batchesLost"]))
+print(", ".join(out))
+PY
+) || return 1
+	# the delay took: the analyzer's verdicts came more than 2 s after the steps
+	local lag
+	lag=$(curl -sf -m 2 "$m" | awk '$1 == "trainscope_analyzer_verdict_lag_max_seconds" { print $2 }')
+	echo "      replies 2 s late: verdicts up to ${lag} s after the steps; slowest /healthz or /readyz" \
+		"${worst% *} s; both reports whole: ${worst#* }; job steps analysed, rank-steps expected," \
+		"missing, late, batches lost: $data"
+	kill -USR2 "$ppid"
+	python3 -c "import sys; sys.exit(float(sys.argv[1]) < 2)" "$lag" && [ "${worst#* }" = True ] && python3 -c "import sys; sys.exit(float(sys.argv[1]) >= 0.1)" "${worst% *}" &&
+		[ "$data" = "slow1 150 600 0 0 0, slow2 150 600 0 0 0" ]
+}
+expect "NATS slow (every reply 2 s late): /healthz and /readyz under 100 ms throughout, two jobs analysed whole, nothing lost" slow_nats
+
 # ---- hostile producers -------------------------------------------------------------------
 answers() { curl -sf -m 2 "$HEALTHZ" >/dev/null && curl -sf -m 2 "$ANALYZER_METRICS" >/dev/null; }
 refused() { metric "trainscope_analyzer_refused_over_limit_total{limit=\"$1\"}"; }
@@ -478,4 +561,4 @@ expect "the flood's silent jobs are forgotten after limits.job_ttl_s; its namesp
 expect "every report (hangs, lost ranks, floods) fits the CRD: nothing pruned, all described" check_crd
 
 echo "faults: $passed passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passed" -eq 22 ]
+[ "$fails" -eq 0 ] && [ "$passed" -eq 26 ]

@@ -56,8 +56,11 @@ standby() { grep -q "standby: durable consumer trainscope-analyzer-p0 is held" "
 dup_health() { curl -sf -m 2 "$(metrics_of dup | sed 's/metrics$/healthz/')" | grep -q standby; }
 expect "a second analyzer on one durable waits and says why" wait_for 30 standby
 grep -h "standby:" "$WORK/adup/log" | head -1 | cut -c1-160 | sed 's/^/      /'
-expect "  ... its /healthz says standby, and it consumes nothing" \
-	eval 'wait_for 10 dup_health && ! grep -q consuming "$WORK/adup/log"'
+# readiness apart from liveness: alive (200) while it waits, not ready (503, saying why)
+dup_ready() { [ "$(curl -s -m 2 -o "$WORK/adup/readyz" -w '%{http_code}' \
+	"$(metrics_of dup | sed 's/metrics$/readyz/')")" = 503 ] && grep -q "^waiting: standby" "$WORK/adup/readyz"; }
+expect "  ... its /healthz says standby (200), /readyz 503 'waiting: standby', and it consumes nothing" \
+	eval 'wait_for 10 dup_health && dup_ready && ! grep -q consuming "$WORK/adup/log"'
 kill "$dup"
 wait "$dup" 2>/dev/null || true
 stream_cfg() {

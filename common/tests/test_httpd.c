@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The daemons' HTTP server: /healthz answers while a /metrics request is still being
- * rendered (a large state takes seconds to render; a liveness probe waits 1 s). */
+ * rendered (a large state takes seconds to render; a liveness probe waits 1 s); /readyz
+ * answers apart from it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -112,10 +113,48 @@ static void test_health_not_behind_metrics(void **state)
 	ts_httpd_stop(d);
 }
 
+static int waiting(void *ctx, struct ts_buf *out)
+{
+	ts_buf_printf(out, "waiting: %s\n", (const char *)ctx);
+	return 1;
+}
+
+static void nothing(void *ctx, struct ts_buf *out)
+{
+	(void)ctx, (void)out;
+}
+
+/* /readyz answers from the daemon's readiness, apart from /healthz's liveness; a daemon
+ * without one answers /readyz as /healthz; an older caller's smaller struct leaves
+ * readiness out. */
+static void test_ready_apart_from_live(void **state)
+{
+	struct ts_httpd_daemon d = { sizeof(d), nothing, health, waiting, "the restore" };
+	struct ts_httpd *h;
+	char buf[512];
+
+	(void)state;
+	assert_int_equal(ts_httpd_start_daemon(&h, NULL, 0, &d), 0);
+	get(ts_httpd_port(h), "/readyz", buf, sizeof(buf), 1000);
+	assert_non_null(strstr(buf, "503"));
+	assert_non_null(strstr(buf, "\r\n\r\nwaiting: the restore\n"));
+	get(ts_httpd_port(h), "/healthz", buf, sizeof(buf), 1000);
+	assert_non_null(strstr(buf, "200 OK"));
+	assert_non_null(strstr(buf, "\r\n\r\nok\n"));
+	ts_httpd_stop(h);
+	d.sz = offsetof(struct ts_httpd_daemon, ready);
+	assert_int_equal(ts_httpd_start_daemon(&h, NULL, 0, &d), 0);
+	get(ts_httpd_port(h), "/readyz", buf, sizeof(buf), 1000);
+	assert_non_null(strstr(buf, "200 OK"));
+	assert_non_null(strstr(buf, "\r\n\r\nok\n"));
+	ts_httpd_stop(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_health_not_behind_metrics),
+		cmocka_unit_test(test_ready_apart_from_live),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

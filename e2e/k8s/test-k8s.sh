@@ -266,6 +266,47 @@ clean() {
 		kubectl get node gpu-1 -o jsonpath='{.status.conditions[?(@.type=="TrainscopeDegraded")].status}' | grep -qx False
 }
 expect "clean again: the SlowNodes gone, gpu-1's taint removed, its condition False" wait_for 30 clean
+# ---- a replaced analyzer: the lease on its durable names its pod; while that pod lives
+# another analyzer waits, and once the API server shows it gone (a StatefulSet's pod made
+# anew: same name, new uid) its successor takes the lease at once -----------------------
+analyzer_pod() { # NAME: the Pod object made anew (no kubelet runs it); prints its uid
+	kubectl delete pod "$1" -n trainscope --grace-period=0 --force >/dev/null 2>&1 || true
+	printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: trainscope}\nspec: {containers: [{name: a, image: trainscope:e2e}]}\n' \
+		"$1" | kubectl apply -f - >/dev/null && kubectl get pod "$1" -n trainscope -o jsonpath='{.metadata.uid}'
+}
+lease_analyzer() { # POD UID LOG: an analyzer as that pod, on durable lease-e2e; LEASE_PID
+	POD_NAMESPACE=trainscope POD_NAME=$1 POD_UID=$2 "$BIN/trainscope-analyzer" --nats "$NATS_URL" \
+		--kubeconfig "$WORK/analyzer.kubeconfig" --durable lease-e2e --report-dir "$WORK/lease-r" \
+		--metrics-port 0 --quiet 2>"$3" &
+	LEASE_PID=$!
+	PIDS="$PIDS $LEASE_PID"
+}
+lease_takeover() {
+	local uid0 uid1 first t0 took
+	uid0=$(analyzer_pod analyzer-0) && uid1=$(analyzer_pod analyzer-1) || return 1
+	lease_analyzer analyzer-0 "$uid0" "$WORK/lease-a.log"
+	first=$LEASE_PID
+	wait_for 15 grep -q consuming "$WORK/lease-a.log" || return 1
+	lease_analyzer analyzer-1 "$uid1" "$WORK/lease-b.log" # its holder's pod lives: it waits
+	wait_for 15 grep -q "standby: durable consumer lease-e2e is held" "$WORK/lease-b.log" || return 1
+	sleep 2 # a standby that took over would say so within this
+	grep -q consuming "$WORK/lease-b.log" && { echo "      took a live holder's lease"; return 1; }
+	kill "$LEASE_PID" && wait "$LEASE_PID" 2>/dev/null
+	kill -KILL "$first" && wait "$first" 2>/dev/null
+	uid0=$(analyzer_pod analyzer-0) || return 1 # the StatefulSet's replacement
+	t0=$(date +%s.%N)
+	lease_analyzer analyzer-0 "$uid0" "$WORK/lease-c.log"
+	wait_for 15 grep -q consuming "$WORK/lease-c.log" || return 1
+	took=$(python3 -c "import sys, time; print('%.1f' % (time.time() - float(sys.argv[1])))" "$t0")
+	echo "      $(grep -o 'the holder of durable.*' "$WORK/lease-c.log" | cut -c1-150)"
+	echo "      the replacement consumes ${took} s after its start (the lease lasts 10 s)"
+	kill "$LEASE_PID" && wait "$LEASE_PID" 2>/dev/null
+	grep -q "taking over at once" "$WORK/lease-c.log" &&
+		python3 -c "import sys; sys.exit(float(sys.argv[1]) >= 5)" "$took"
+}
+expect "a killed analyzer's pod made anew: its successor takes the lease at once; a live holder's is kept" \
+	lease_takeover
+kubectl delete pod analyzer-0 analyzer-1 -n trainscope --grace-period=0 --force >/dev/null 2>&1 || true
 # ---- trainscope-webhook --bootstrap-certs (the chart's Job), twice: the second keeps all -----
 bootstrap() { # prints the Secret's resourceVersion once its pair verifies and both webhooks trust its CA
 	POD_NAMESPACE=trainscope "$BIN/trainscope-webhook" --bootstrap-certs --kubeconfig "$KUBECONFIG" --secret e2e-certs \
