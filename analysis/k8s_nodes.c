@@ -33,7 +33,14 @@ struct ts_k8s_nodes {
 	int n, cap;
 	bool discovered; /* what an earlier analyzer left (SlowNodes, taints) was read */
 	struct ts_node_stats stats;
+	/* the share guard's counts: the nodes listed at most every NODE_COUNT_S (12,500
+	 * nodes each round was the cost of one held-back node), our own taints counted at once */
+	int total, tainted;
+	uint64_t counted_ns;
+	bool counted;
 };
+
+#define NODE_COUNT_S 60
 
 void ts_node_policy_default(struct ts_node_policy *p)
 {
@@ -306,7 +313,9 @@ static int count_nodes(struct ts_k8s_nodes *k, int *total, int *tainted)
 	size_t i;
 	int all = 0, all_tainted = 0, acc = 0, acc_tainted = 0;
 
-	if (ts_kube_request(k->kube, "GET", "/api/v1/nodes", NULL, NULL, &list) != 200) {
+	/* resourceVersion=0: from the API server's cache, not a read of etcd */
+	if (ts_kube_request(k->kube, "GET", "/api/v1/nodes?resourceVersion=0", NULL, NULL,
+			    &list) != 200) {
 		json_decref(list);
 		return -EIO;
 	}
@@ -328,6 +337,19 @@ static int count_nodes(struct ts_k8s_nodes *k, int *total, int *tainted)
 	return 0;
 }
 
+/* count_nodes's figures, listed again when NODE_COUNT_S old. */
+static int counts(struct ts_k8s_nodes *k, uint64_t now_ns, int *total, int *tainted)
+{
+	if (!k->counted || now_ns < k->counted_ns ||
+	    now_ns - k->counted_ns >= (uint64_t)NODE_COUNT_S * 1000000000ull) {
+		if (count_nodes(k, &k->total, &k->tainted))
+			return -EIO;
+		k->counted = true, k->counted_ns = now_ns;
+	}
+	*total = k->total, *tainted = k->tainted;
+	return 0;
+}
+
 static bool cause_taints(const struct ts_node_policy *p, const char *cause)
 {
 	size_t n = strlen(cause);
@@ -343,7 +365,8 @@ static bool cause_taints(const struct ts_node_policy *p, const char *cause)
 
 /* What the policy does with a degraded node: its action, in words, into s->action;
  * said in the log when it changes (a held-back node is looked at every round). */
-static void remediate(struct ts_k8s_nodes *k, struct node_state *s, const struct ts_nh_node *v)
+static void remediate(struct ts_k8s_nodes *k, struct node_state *s, const struct ts_nh_node *v,
+		      uint64_t now_ns)
 {
 	char was[sizeof(s->action)];
 	int total, tainted;
@@ -359,7 +382,7 @@ static void remediate(struct ts_k8s_nodes *k, struct node_state *s, const struct
 		snprintf(s->action, sizeof(s->action), "none: cause %s does not taint", v->cause);
 		return;
 	}
-	if (count_nodes(k, &total, &tainted)) {
+	if (counts(k, now_ns, &total, &tainted)) {
 		k->stats.errors++;
 		snprintf(s->action, sizeof(s->action), "none: the nodes could not be listed");
 		return;
@@ -391,6 +414,7 @@ static void remediate(struct ts_k8s_nodes *k, struct node_state *s, const struct
 		return;
 	}
 	s->tainted = true;
+	k->tainted++;
 	k->stats.tainted++;
 	snprintf(s->action, sizeof(s->action), "tainted %s=%s:%s", TS_NODE_TAINT_KEY, v->cause,
 		 k->p.effect);
@@ -404,6 +428,7 @@ static void recover(struct ts_k8s_nodes *k, struct node_state *s, const char *ms
 {
 	if (s->tainted && !set_taint(k, s->node, NULL)) {
 		s->tainted = false;
+		k->tainted -= k->tainted > 0;
 		k->stats.untainted++;
 		ts_info("analyzer: node %s untainted", s->node);
 	}
@@ -460,7 +485,7 @@ static void sync_one(struct ts_k8s_nodes *k, const struct ts_nh_node *v, uint64_
 			k->stats.conditions_set++;
 			node_event(k, v->node, true, TS_NODE_CONDITION, msg, now_ns);
 		}
-		remediate(k, s, v);
+		remediate(k, s, v, now_ns);
 	} else {
 		recover(k, s, msg, now_ns);
 		snprintf(s->action, sizeof(s->action), "none");
