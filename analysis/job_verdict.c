@@ -333,6 +333,22 @@ static bool waits_for_peer(struct ts_job *j, int k, int m, bool *waits_known)
 	return wait > 1.5 * d;
 }
 
+/* A host that feeds its GPU late stretches the device's busy span with its own gaps: the
+ * rank's launch time rises with its device time while its GEMMs (timed on the device)
+ * keep their rate. A slower device leaves the launches be (the GEMM neighbours of
+ * bench/data: launch within 15 % of the peers'), so, its host not starved either, the
+ * rank's device is not what the job waits for: a healthy rank 0's host held accelerate's
+ * job for 13 steps at +70 %, launch and device time up alike (bench/data acc-ok-1). */
+static bool host_fed(struct ts_job *j, int k)
+{
+	int recent = j->p.change.smooth_steps;
+	double c = ts_job_peer_ratio(j, k, TS_M_COMPUTE, recent),
+	       l = ts_job_peer_ratio(j, k, TS_M_LAUNCH, recent);
+
+	return !j->alarm[idx(j, k, TS_M_GEMM)] && !device_suspect(j, k) && c > 1 &&
+	       l - 1 >= 0.5 * (c - 1);
+}
+
 /* Whether rank k, alarmed on metric m, is worth naming: the job waits for it step after
  * step (verdict.wait_floor), and the job slowed (verdict.min_slowdown) with the rank's
  * own evidence as large as its cause needs: its loader, checkpoint or run-queue delay as
@@ -354,6 +370,8 @@ static bool worth_naming(struct ts_job *j, int k, int m)
 	if ((m != TS_M_COMPUTE && m != TS_M_LAUNCH && m != TS_M_GEMM) ||
 	    host_starves(j, k, m, &runq, &ref))
 		return slowed;
+	if (host_fed(j, k))
+		return false;
 	double ratio = ts_job_peer_ratio(j, k, m, 0);
 	if (slowed)
 		return ratio >= p->verdict.compute_ratio;

@@ -67,6 +67,9 @@ record_cmd() {
 		# 12 ms steps: the neighbour needs ~4 s to start
 		comp) args+=(--noisy-rank "$last" --noisy-from 20
 			--steps 900) ;;
+		# its steps are short: the neighbour's start (a Python process importing
+		# torch) took 227 of them in ddp-gemm-1, 13 steps before the end
+		ddp) args+=(--noisy-rank "$last" --noisy-from 60 --steps 800) ;;
 		*) args+=(--noisy-rank "$last" --noisy-from 60) ;;
 		esac ;;
 	data1) args+=(--fault-rank 1 --fault-from 60 --slow-data-ms 30 --workers 1) ;;
