@@ -42,6 +42,7 @@ static void per_rank_free(struct ts_job *j)
 	free(j->vals), free(j->outl), free(j->res.slow), free(j->hit_value), free(j->hit_median);
 	free(j->res.ever_alarmed), free(j->judged_sample), free(j->chg), free(j->ehist);
 	free(j->base), free(j->order), free(j->cstart), free(j->class_wait);
+	free(j->felt), free(j->felt_busy), free(j->felt_of);
 	j->ks = NULL;
 }
 
@@ -65,6 +66,8 @@ static bool alloc_arrays(struct ts_job *j, size_t n, size_t nm)
 	j->base = malloc(nm * sizeof(float));
 	j->order = calloc(n, sizeof(int)), j->cstart = calloc(n + 1, sizeof(int));
 	j->class_wait = calloc(n, sizeof(float));
+	j->felt = calloc(nm, sizeof(float)), j->felt_busy = calloc(n, sizeof(float));
+	j->felt_of = calloc(nm, sizeof(uint64_t));
 	j->vals = calloc(n, sizeof(double));
 	j->outl = calloc(n, sizeof(int));
 	j->res.slow = calloc(n, sizeof(*j->res.slow));
@@ -73,7 +76,7 @@ static bool alloc_arrays(struct ts_job *j, size_t n, size_t nm)
 	       j->misses && j->alarm && j->since && j->win_median && j->scratch && j->vals &&
 	       j->outl && j->res.slow && j->hit_value && j->hit_median && j->res.ever_alarmed &&
 	       j->judged_sample && j->chg && j->ehist && j->base && j->order && j->cstart &&
-	       j->class_wait;
+	       j->class_wait && j->felt && j->felt_busy && j->felt_of;
 }
 
 /* The ranks' history starts over in the arrays just made (nm cells): no step yet, no

@@ -206,6 +206,7 @@ void ts_job_relearn(struct ts_job *j, uint64_t step, uint64_t t_ns)
 				ts_job_history_close(j, TS_EV_SLOW_RANK, k, m, step, t_ns);
 			j->alarm[i] = false;
 			memset(&j->chg[i], 0, sizeof(j->chg[i]));
+			j->felt_of[i] = 0;
 			for (size_t s = 0; s < w; s++)
 				ehist_at(j, k, m)[s] = NAN;
 		}

@@ -69,6 +69,11 @@ struct ts_job {
 	float *win_median;                  /* [world][M] rank's window median */
 	float *hit_value, *hit_median;      /* [world][M] the numbers of the last hit */
 	uint64_t *judged_sample;            /* [world][M] host sample a verdict was counted on */
+	/* an alarm the job ran with, unslowed (job_verdict.c absorb): the rank's ratio to its
+	 * peers then, for the alarm confirmed at step felt_of - 1 (0: none); felt_busy
+	 * [world]: its busy time's ratio at the same time */
+	float *felt, *felt_busy;            /* [world][M] */
+	uint64_t *felt_of;                  /* [world][M] */
 	double group_median[TS_M_COUNT];
 	double job_base[TS_M_COUNT];        /* the median rank's window median at the first
 					     * full window (NAN before): what grew job-wide */
@@ -199,6 +204,9 @@ bool ts_job_waited_for(struct ts_job *j, int k, double *share, double *last);
 /* Rank k's median of metric m (m < 0: its busy time) over the median of its peers',
  * over the window's last recent steps (0: all of it); NAN with none. */
 double ts_job_peer_ratio(struct ts_job *j, int k, int m, int recent);
+/* The same two medians (ms): rank k's in *mine, its peers' in *theirs; false with none. */
+bool ts_job_peer_medians(struct ts_job *j, int k, int m, int recent, double *mine,
+			 double *theirs);
 /* The job's last 2 * change.smooth_steps + 1 steps over its fail-slow baseline, less 1. */
 double ts_job_slowdown(const struct ts_job *j);
 /* The real-job floors are on (verdict.wait_floor > 0; 0: the statistics alone name a

@@ -95,6 +95,9 @@ static void arrays_io(struct ts_snap *s, struct ts_job *j)
 	TS_SNAP_ARR(s, j->chg, nm);
 	TS_SNAP_ARR(s, j->ehist, nm * w);
 	TS_SNAP_ARR(s, j->base, nm);
+	TS_SNAP_ARR(s, j->felt, nm);
+	TS_SNAP_ARR(s, j->felt_busy, n);
+	TS_SNAP_ARR(s, j->felt_of, nm);
 	for (int i = 0; i < j->res.nslow; i++)
 		slow_io(s, &j->res.slow[i]);
 	TS_SNAP_ARR(s, j->res.ever_alarmed, n);
@@ -113,7 +116,7 @@ static void drop_pointers(struct ts_job *j)
 	j->win_median = NULL, j->hit_value = NULL, j->hit_median = NULL, j->judged_sample = NULL;
 	j->scratch = NULL, j->vals = NULL, j->outl = NULL;
 	j->chg = NULL, j->ehist = NULL, j->base = NULL, j->order = NULL, j->cstart = NULL;
-	j->class_wait = NULL;
+	j->class_wait = NULL, j->felt = NULL, j->felt_busy = NULL, j->felt_of = NULL;
 	j->res.slow = NULL, j->res.ever_alarmed = NULL;
 	j->net = NULL, j->links = NULL;
 	j->fs.hist = NULL, j->fs.win = NULL, j->fs.done = NULL;

@@ -349,6 +349,63 @@ static bool host_fed(struct ts_job *j, int k)
 	       l - 1 >= 0.5 * (c - 1);
 }
 
+/* The metrics of a rank's device and launches, whose excess a role can hold. */
+static const int device_metrics[] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_GEMM };
+
+static bool felt_valid(const struct ts_job *j, size_t i)
+{
+	return j->alarm[i] && j->felt_of[i] == j->chg[i].confirmed + 1;
+}
+
+/* A rank can hold an excess for good and the job not slow for it: the rank that comes
+ * last by role (its GEMMs overlap the others' all-reduce, bench/data spawn-sleep-2: busy
+ * 1.5x its peer's from step 20, the step unchanged). An alarm the job has run with for
+ * two windows since it was confirmed, its step clearly under verdict.min_slowdown, is
+ * absorbed: its ratio to the peers then (the window's, which lags a new fault's first
+ * steps) is kept, and with it the rank's busy ratio. Only alarmed ranks cost the work. */
+static void absorb(struct ts_job *j)
+{
+	uint64_t w2 = 2 * W(j);
+
+	if (!ts_job_floors(j) || j->fs.slow || !(ts_job_slowdown(j) < 0.5 * j->p.verdict.min_slowdown))
+		return;
+	for (int k = 0; k < j->world; k++)
+		for (size_t e = 0; e < sizeof(device_metrics) / sizeof(*device_metrics); e++) {
+			size_t i = idx(j, k, device_metrics[e]);
+			const struct ts_change *c = &j->chg[i];
+			double r;
+			if (!j->alarm[i] || j->res.last_step < c->confirmed + w2 ||
+			    isnan(r = ts_job_peer_ratio(j, k, device_metrics[e], 0)))
+				continue;
+			j->felt[i] = (float)r, j->felt_of[i] = c->confirmed + 1;
+			j->felt_busy[k] = (float)ts_job_peer_ratio(j, k, -1, 0);
+		}
+}
+
+/* Whether rank k's metric m (absorbed) grew since by less than half the time the job
+ * lost: the old excess is no cause of the new slowdown. */
+static bool absorbed(struct ts_job *j, int k, int m)
+{
+	size_t i = idx(j, k, m);
+	double mine, theirs, lost = ts_job_slowdown(j) * j->fs.baseline;
+
+	return felt_valid(j, i) &&
+	       ts_job_peer_medians(j, k, m, j->p.change.smooth_steps, &mine, &theirs) &&
+	       mine - theirs * j->felt[i] < 0.5 * lost;
+}
+
+/* Rank k's busy ratio to its peers over its last steps, less what the job absorbed of
+ * it (absorb), plus 1: what of its busy time can explain a new wait. */
+static double new_busy_ratio(struct ts_job *j, int k)
+{
+	double r = ts_job_peer_ratio(j, k, -1, j->p.change.smooth_steps);
+
+	for (size_t e = 0; e < sizeof(device_metrics) / sizeof(*device_metrics); e++)
+		if (felt_valid(j, idx(j, k, device_metrics[e])) && j->felt_busy[k] > 1)
+			return r - (j->felt_busy[k] - 1);
+	return r;
+}
+
 /* Whether rank k, alarmed on metric m, is worth naming: the job waits for it step after
  * step (verdict.wait_floor), and the job slowed (verdict.min_slowdown) with the rank's
  * own evidence as large as its cause needs: its loader, checkpoint or run-queue delay as
@@ -370,7 +427,7 @@ static bool worth_naming(struct ts_job *j, int k, int m)
 	if ((m != TS_M_COMPUTE && m != TS_M_LAUNCH && m != TS_M_GEMM) ||
 	    host_starves(j, k, m, &runq, &ref))
 		return slowed;
-	if (host_fed(j, k))
+	if (host_fed(j, k) || (slowed && absorbed(j, k, m)))
 		return false;
 	double ratio = ts_job_peer_ratio(j, k, m, 0);
 	if (slowed)
@@ -425,7 +482,7 @@ static void host_gap(struct ts_job *j, uint64_t t_ns)
 		int k = singles ? least_waiting(j, 0, j->world, true)
 				: j->cstart[c + 1] - j->cstart[c] < 2 ? -1
 				: least_waiting(j, j->cstart[c], j->cstart[c + 1], false);
-		if (k < 0 || !(ts_job_peer_ratio(j, k, -1, j->p.change.smooth_steps) < 1.25) ||
+		if (k < 0 || !(new_busy_ratio(j, k) < 1.25) ||
 		    !ts_job_waited_for(j, k, &share, &last) || last < 0.75 ||
 		    !(share >= 2 * j->p.verdict.wait_floor))
 			continue;
@@ -463,6 +520,7 @@ void ts_job_compose(struct ts_job *j, uint64_t t_ns)
 
 	res->nslow = 0;
 	res->summary[0] = 0;
+	absorb(j);
 	for (int k = 0; k < j->world; k++) {
 		int m = pick_metric(j, k);
 		if (m < 0 || waits_for_peer(j, k, m, &waits_known) || host_pending(j, k, m) ||

@@ -94,6 +94,13 @@ bool ts_job_waited_for(struct ts_job *j, int k, double *share, double *last)
 
 double ts_job_peer_ratio(struct ts_job *j, int k, int m, int recent)
 {
+	double a, b;
+
+	return ts_job_peer_medians(j, k, m, recent, &a, &b) && b > 0 ? a / b : NAN;
+}
+
+bool ts_job_peer_medians(struct ts_job *j, int k, int m, int recent, double *a, double *b)
+{
 	double mine[64], theirs[64], tmp[64];
 	size_t w = W(j), last = ts_job_last_slot(j);
 	int n = 0, span = recent > 0 && recent < j->hist_n ? recent : j->hist_n;
@@ -106,9 +113,9 @@ double ts_job_peer_ratio(struct ts_job *j, int k, int m, int recent)
 			mine[n] = v, theirs[n++] = med;
 	}
 	if (!n)
-		return NAN;
-	double a = ts_median(mine, (size_t)n, tmp), b = ts_median(theirs, (size_t)n, tmp);
-	return b > 0 ? a / b : NAN;
+		return false;
+	*a = ts_median(mine, (size_t)n, tmp), *b = ts_median(theirs, (size_t)n, tmp);
+	return true;
 }
 
 bool ts_job_floors(const struct ts_job *j)
