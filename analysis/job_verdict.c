@@ -346,7 +346,7 @@ static bool host_fed(struct ts_job *j, int k)
 	       l = ts_job_peer_ratio(j, k, TS_M_LAUNCH, recent);
 
 	return !j->alarm[idx(j, k, TS_M_GEMM)] && !device_suspect(j, k) && c > 1 &&
-	       l - 1 >= 0.5 * (c - 1);
+	       l - 1 >= 0.25 * (c - 1);
 }
 
 /* The metrics of a rank's device and launches, whose excess a role can hold. */
