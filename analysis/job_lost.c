@@ -238,6 +238,44 @@ static enum ts_cause rank_cause(const struct ts_job *j, const struct lost_ctx *c
 	return own_cause[best];
 }
 
+/* The rank of class cls that waits least in its collectives over the window (window
+ * medians): the one its peers wait for; -1 with fewer than two. */
+static int waited_for(const struct ts_job *j, int cls, float *least)
+{
+	int best = -1;
+
+	*least = INFINITY;
+	for (int i = j->cstart[cls]; j->cstart[cls + 1] - j->cstart[cls] > 1 &&
+				     i < j->cstart[cls + 1]; i++) {
+		float w = j->win_median[(size_t)j->order[i] * TS_M_COUNT + TS_M_COLLECTIVE];
+		if (w < *least)
+			*least = w, best = j->order[i];
+	}
+	return best;
+}
+
+/* A rank that waits in its collectives for a peer longer than half again its own busy
+ * excess is not what its step lost to: its busy time grew with the wait (its launches
+ * block while its GPU waits in the all-reduce for a rank whose host sleeps, bench/data
+ * spawn-sleep-1). Its loss goes to the peer of its class that waits least, as the
+ * verdict's waits_for_peer judges. */
+static void loss_to_waited_for(const struct ts_job *j, struct lost_ctx *c)
+{
+	for (int cls = 0; cls < j->nclass; cls++) {
+		float least;
+		int to = waited_for(j, cls, &least);
+		for (int i = j->cstart[cls]; to >= 0 && i < j->cstart[cls + 1]; i++) {
+			int k = j->order[i];
+			double exc = c->exc[(size_t)k * (NOWN + 1) + NOWN],
+			       wait = j->win_median[(size_t)k * TS_M_COUNT + TS_M_COLLECTIVE] - least;
+			if (k == to || !(c->loss[k] > 0) || !(wait > 1.5 * fmax(exc, 0)))
+				continue;
+			c->loss[to] += c->loss[k];
+			c->loss[k] = 0;
+		}
+	}
+}
+
 /* The costliest ranks, most first, into l->rank; their causes into l->cause; each rank's
  * share times gpu_s (GPU-seconds the window's new steps held) to its count. */
 static void top_ranks(struct ts_job *j, struct lost_ctx *c, struct ts_lost_time *l,
@@ -347,6 +385,7 @@ void ts_job_lost_time(struct ts_job *j)
 		l->ranks /= total, l->data /= total, l->stages /= total, l->comm = comm / total;
 		l->share = l->ranks + l->data + l->stages;
 		double gpu_s = gpu_seconds(j, l);
+		loss_to_waited_for(j, &c);
 		top_ranks(j, &c, l, total, gpu_s);
 		count_gpu_lost(&j->res.gpu_lost, l, gpu_s);
 	}

@@ -58,10 +58,17 @@ struct outcome {
 	bool pass, faint;
 	double impact;       /* the job's step time after the onset over before, less 1 */
 	char why[160];
+	/* the last lost-time line's costliest rank and its share of the step (-1: none) */
+	int lost_rank;
+	double lost_share;
 	uint64_t msgs, steps;
 	struct { uint64_t step; double ms; } *rs; /* every rank-step's step time */
 	size_t nrs, cap;
 };
+
+/* A fault's rank named, the report's lost time must not give another rank more than this
+ * share of the step. */
+#define LOST_MIN 0.05
 
 /* Replay state: the label and outcome the analyzer's step callback writes into. */
 struct replay {
@@ -126,6 +133,10 @@ static void judge(const struct label *l, struct ts_job *j, struct outcome *o)
 
 	o->seen = true;
 	o->final = r->state;
+	if (r->lost.valid) {
+		o->lost_rank = r->lost.nranks ? r->lost.rank[0].rank : -1;
+		o->lost_share = r->lost.nranks ? r->lost.rank[0].share : 0;
+	}
 	o->net |= r->net.scope != TS_NET_NONE;
 	for (int i = 0; i < r->nslow; i++) {
 		const struct ts_slow_rank *s = &r->slow[i];
@@ -210,6 +221,11 @@ static void verdict(const struct label *l, struct outcome *o, double min_slowdow
 			 l->rank, o->onset);
 	else if (o->latency < 0 && !o->faint)
 		snprintf(o->why, sizeof(o->why), "rank %d never named", l->rank);
+	else if (o->latency >= 0 && o->lost_rank >= 0 && o->lost_rank != l->rank &&
+		 o->lost_share >= LOST_MIN)
+		/* the report's lost-time line and the GPU time lost go to that rank */
+		snprintf(o->why, sizeof(o->why), "the lost time gives rank %d %.0f%% of the step, "
+			 "rank %d named", o->lost_rank, 100 * o->lost_share, l->rank);
 	else
 		o->pass = true;
 }
@@ -230,6 +246,7 @@ static int replay(const struct label *l, const char *dir, const struct ts_params
 	int err;
 
 	memset(o, 0, sizeof(*o));
+	o->lost_rank = -1;
 	o->onset = l->healthy ? -1 : l->fault_ns ? -1 : 0;
 	ao.on_step = on_step;
 	ao.on_report_ctx = &rp;
