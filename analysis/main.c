@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* trainscope-analyzer: consumes the job's batches from JetStream and names slow ranks.
- * Here: its start, the consume loop under the lease on the durable, snapshots and a
- * clean stop; main_impl.h names the files that hold the rest. */
+ * Here: its start, the consume loop under the lease on the durable and a clean stop;
+ * main_impl.h names the files that hold the rest (the keeper thread: main_keeper.c). */
 #include "main_impl.h"
 #include "httpd.h"
 #include "log.h"
@@ -15,27 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* Two analyzers on one durable consumer would each get part of its messages and judge
- * no job whole: the first holds a lease on it, renewed every LEASE_S / 3; another one
- * waits and says so, and takes over once the lease is LEASE_S old (its holder killed). */
-#define LEASE_S 10.0
-
-/* Node health's round when due, in the bucket that holds the lease (start() took it
- * before the consume loop runs this). */
-static void node_health(struct cli *c, uint64_t now)
-{
-	if (!c->nodes || !ts_node_sync_due(c->nodes, now))
-		return;
-	/* reports note findings and /metrics reads them; the bucket's I/O waits on JetStream */
-	pthread_mutex_lock(&c->core_lock);
-	struct ts_node_round *r = ts_node_sync_begin(c->nodes, c->lease_kv != NULL, now);
-	pthread_mutex_unlock(&c->core_lock);
-	ts_node_sync_io(r, c->lease_kv);
-	pthread_mutex_lock(&c->core_lock);
-	ts_node_sync_end(c->nodes, r, c->k8s, now);
-	pthread_mutex_unlock(&c->core_lock);
-}
 
 /* Acknowledging the last message acknowledges the batch: at once without snapshots,
  * else once a snapshot holds what it did. */
@@ -54,74 +33,15 @@ static void consume(struct cli *c, struct ts_analyzer *a, struct tsn_sub *sub)
 		ts_analyzer_ingest(a, natsMsg_GetSubject(m), natsMsg_GetData(m),
 				   (size_t)natsMsg_GetDataLength(m));
 	}
-	pthread_mutex_unlock(&c->core_lock);
-	if (list.Count && c->snap) {
+	if (list.Count && c->snap) { /* with the state it made: a save reads both at once */
 		ts_snapshots_hold(c->snap, list.Msgs[list.Count - 1], tsn_sub_last_seq(sub),
 				  (size_t)list.Count);
 		list.Msgs[list.Count - 1] = NULL;
-	} else if (list.Count) {
-		natsMsg_Ack(list.Msgs[list.Count - 1], NULL);
 	}
-	natsMsgList_Destroy(&list);
-}
-
-/* Saves when due; while the store refuses, every report says so. */
-static void snapshot(struct cli *c, struct ts_analyzer *a, uint64_t now)
-{
-	struct ts_snapshot_stats ss;
-	char why[360] = "";
-
-	ts_snapshots_tick(c->snap, a, &c->core_lock, now, false);
-	ts_snapshots_get_stats(c->snap, &ss);
-	if (ss.failing_since_ns)
-		snprintf(why, sizeof(why), "JetStream refuses the analyzer's writes (state snapshots, lease): %s",
-			 ss.why);
-	pthread_mutex_lock(&c->core_lock);
-	ts_analyzer_set_trouble(a, why[0] ? why : NULL);
 	pthread_mutex_unlock(&c->core_lock);
-}
-
-/* Takes or renews the lease on the durable. 0 (held), 1 (another analyzer holds it:
- * standby, said once a spell) or -EAGAIN. Without the bucket (no snapshots) there is
- * no lease: 0. */
-static int lease(struct cli *c, struct tsn *n)
-{
-	char holder[256] = "", why[256] = "";
-	double age = 0;
-	int rc;
-
-	if (c->snapshot_s <= 0)
-		return 0;
-	if (!c->lease_kv && tsn_kv_open(n, c->snapshot_bucket, &c->lease_kv, why, sizeof(why)))
-		return -EAGAIN;
-	rc = tsn_kv_lease(c->lease_kv, c->durable, c->owner, LEASE_S, holder, sizeof(holder),
-			  &age, why, sizeof(why));
-	if (rc == 1 && analyzer_holder_gone(c, holder)) { /* no need to wait out its lease */
-		ts_info("analyzer: the holder of durable %s's lease is gone (%s): taking over at "
-			"once", c->durable, holder);
-		rc = tsn_kv_lease(c->lease_kv, c->durable, c->owner, 0, holder, sizeof(holder),
-				  &age, why, sizeof(why));
-	}
-	if (c->snap && rc <= 0)
-		ts_snapshots_note_write(c->snap, rc ? why : NULL, ts_real_ns());
-	if (rc == 1 && !atomic_load(&c->standby)) {
-		pthread_mutex_lock(&c->standby_lock);
-		snprintf(c->standby_why, sizeof(c->standby_why), "standby: durable consumer %s is "
-			 "held by analyzer %s (its lease renewed %.0f s ago): two analyzers on one "
-			 "durable would each get part of its messages and judge no job whole; this "
-			 "one waits, and takes over when that one stops (give each analyzer its own "
-			 "--partition of --partitions, or its own --durable)", c->durable, holder, age);
-		pthread_mutex_unlock(&c->standby_lock);
-		ts_warn("analyzer: %s", c->standby_why);
-		atomic_store(&c->standby, true);
-	}
-	if (rc == 0) {
-		if (atomic_load(&c->standby))
-			ts_info("analyzer: the lease on durable %s is ours: taking over", c->durable);
-		atomic_store(&c->standby, false);
-		c->lease_at_ns = ts_real_ns();
-	}
-	return rc;
+	if (list.Count && !c->snap)
+		natsMsg_Ack(list.Msgs[list.Count - 1], NULL);
+	natsMsgList_Destroy(&list);
 }
 
 /* With snapshots: the last one restored and the stream replayed after it; a first
@@ -132,7 +52,7 @@ static int start(struct cli *c, struct ts_analyzer *a, struct tsn *n, struct tsn
 	struct ts_snapshots *snap = NULL;
 	char why[256] = "";
 
-	if (lease(c, n))
+	if (analyzer_lease(c, n))
 		return -EAGAIN;
 
 	if (c->snapshot_s > 0 && !c->snap) {
@@ -160,6 +80,23 @@ static int start(struct cli *c, struct ts_analyzer *a, struct tsn *n, struct tsn
 	return tsn_subscribe_after(n, c->durable, c->filter, c->restored ? 0 : c->replay_after, sub);
 }
 
+/* Whether the lease on the durable is young enough to consume under (LEASE_HELD_S); said
+ * once a spell when it is not. Without snapshots there is no lease: true. */
+static bool lease_fresh(struct cli *c)
+{
+	uint64_t age = ts_real_ns() - atomic_load(&c->lease_at_ns);
+	bool fresh = !c->lease_kv || age < (uint64_t)(LEASE_HELD_S * 1e9);
+
+	if (!fresh && !c->lease_stale)
+		ts_warn("analyzer: the lease on durable %s was renewed %.1f s ago (the server is "
+			"slow to answer): not consuming until it is renewed", c->durable,
+			(double)age / 1e9);
+	else if (fresh && c->lease_stale)
+		ts_info("analyzer: the lease on durable %s renewed: consuming again", c->durable);
+	c->lease_stale = !fresh;
+	return fresh;
+}
+
 static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 {
 	struct tsn_sub *sub = NULL;
@@ -181,16 +118,21 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 		ts_info("analyzer: consuming %s as durable %s", c->filter ? c->filter : TSN_SUBJECTS,
 			c->durable);
 	uint64_t last_check = ts_real_ns();
+	if (analyzer_keeper_start(c)) {
+		tsn_unsubscribe(sub);
+		return 1;
+	}
 	while (!ts_stop_requested()) {
-		consume(c, a, sub);
+		if (lease_fresh(c))
+			consume(c, a, sub);
+		else
+			nats_Sleep(50); /* the keeper renews it, or finds it lost */
 		uint64_t now = ts_real_ns();
-		if (c->snap)
-			snapshot(c, a, now);
 		atomic_store(&c->heartbeat_ns, now);
-		if (c->lease_kv && now - c->lease_at_ns > (uint64_t)(LEASE_S / 3 * 1e9) &&
-		    lease(c, n) == 1) {
+		if (atomic_load(&c->lease_lost)) {
 			ts_error("analyzer: lost the lease on durable %s: stopping, so that two "
 				 "analyzers do not split its messages", c->durable);
+			analyzer_keeper_stop(c);
 			tsn_unsubscribe(sub); /* no last snapshot: the state is the new holder's */
 			return 1;
 		}
@@ -206,8 +148,8 @@ static int run(struct cli *c, struct ts_analyzer *a, struct tsn *n)
 			pthread_mutex_unlock(&c->core_lock);
 			last_tick = now;
 		}
-		node_health(c, now);
 	}
+	analyzer_keeper_stop(c);
 	pthread_mutex_lock(&c->core_lock);
 	ts_analyzer_tick(a, ts_real_ns());
 	ts_analyzer_flush_reports(a);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The analyzer daemon's insides, for the files that make up its program (no other file
  * includes this):
- *   main.c         the consume loop: the lease on the durable, snapshots, ticks, a clean stop
+ *   main.c         the consume loop: ingest and ticks, a clean stop
+ *   main_keeper.c  the keeper thread: the lease on the durable, snapshots, node health
  *   main_options.c its options, the partition it reads, and the usage text
  *   main_http.c    /metrics, /healthz and /readyz, answered from the HTTP thread
  *   main_lease.c   the lease's holder, and whether Kubernetes shows its pod gone
@@ -55,9 +56,13 @@ struct cli {
 	int stall_s;                 /* /healthz fails when the consume loop stops this long */
 	_Atomic uint64_t heartbeat_ns; /* the consume loop's last turn */
 	/* the lease on the durable (natskv.h): one analyzer consumes it, another waits */
-	struct tsn_kv *lease_kv;
+	struct tsn_kv *lease_kv;     /* start()'s, then the keeper's alone */
 	char owner[160];
-	uint64_t lease_at_ns;        /* when it was last taken or renewed */
+	_Atomic uint64_t lease_at_ns; /* when it was last taken or renewed (the keeper's) */
+	pthread_t keeper;            /* main_keeper.c, while keeper_running */
+	bool keeper_running;
+	bool lease_stale;            /* the consume loop's: it waits for a renewal */
+	_Atomic bool keeper_stop, lease_lost;
 	_Atomic bool standby;
 	_Atomic int phase;           /* enum analyzer_phase: what /readyz says it waits on */
 	struct tsn *_Atomic nats_conn; /* for /readyz: whether the server is connected */
@@ -67,6 +72,23 @@ struct cli {
 
 /* Where the analyzer is, for /readyz: ready once it consumes. */
 enum analyzer_phase { PHASE_STARTING, PHASE_RESTORING, PHASE_CONSUMING };
+
+/* Two analyzers on one durable consumer would each get part of its messages and judge
+ * no job whole: the first holds a lease on it, renewed every LEASE_S / 3 (the keeper);
+ * another one waits and says so, and takes over once the lease is LEASE_S old (its
+ * holder killed). The holder consumes only while its lease is under LEASE_HELD_S old: a
+ * keeper held up by a slow server must not let a successor and it consume together. */
+#define LEASE_S 10.0
+#define LEASE_HELD_S 8.0
+
+/* main_keeper.c: analyzer_lease takes or renews the lease on the durable: 0 (held), 1
+ * (another analyzer holds it: standby, said once a spell) or -EAGAIN; without snapshots
+ * there is none (0). The keeper thread (c->analyzer and c->nats_conn set) renews it,
+ * saves snapshots and runs node health's rounds until analyzer_keeper_stop; losing the
+ * lease sets c->lease_lost and ends it. start: 0 or a negative errno, said. */
+int analyzer_lease(struct cli *c, struct tsn *n);
+int analyzer_keeper_start(struct cli *c);
+void analyzer_keeper_stop(struct cli *c);
 
 /* main_lease.c: c->owner, the lease's text: host, pid, start, and the pod in Kubernetes.
  * analyzer_holder_gone: whether the API server shows the pod a holder's text names gone

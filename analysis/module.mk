@@ -14,7 +14,8 @@ ANALYSIS_LIB_OBJS := $(ANALYSIS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 ANALYZER_BIN := $(BUILD)/bin/trainscope-analyzer
 # The daemon around the library (main_impl.h): its loop, options, HTTP and exporters.
 ANALYZER_MAIN_SRCS := analysis/main.c analysis/main_options.c analysis/main_http.c \
-	analysis/main_export.c analysis/main_lease.c
+	analysis/main_export.c analysis/main_lease.c \
+	analysis/main_keeper.c
 
 $(ANALYZER_BIN): $(ANALYZER_MAIN_SRCS:%.c=$(BUILD)/obj/%.o) $(ANALYSIS_LIB_OBJS) $(COMMON_OBJS) \
 		$(PROTO_OBJ)

@@ -11,6 +11,7 @@
 #include "tsclock.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,8 +30,12 @@ struct ts_snapshots {
 	struct tsn_kv *kv;
 	char key[128];
 	uint64_t interval_ns, next_ns; /* next_ns: the next save is due */
-	natsMsg *held;          /* the last message ingested, not acknowledged yet */
-	uint64_t held_seq, held_count;
+	/* the last message ingested, not acknowledged yet, and its stream sequence: under
+	 * the analyzer's lock (the consume loop holds it as it ingests, a save as it copies
+	 * the state, so the two agree); nheld: the messages held, read without it */
+	natsMsg *held;
+	uint64_t held_seq;
+	_Atomic uint64_t nheld;
 	struct ts_snapstate *state;
 	pthread_mutex_t lock;   /* stats, read by the HTTP thread */
 	struct ts_snapshot_stats st;
@@ -115,7 +120,20 @@ void ts_snapshots_hold(struct ts_snapshots *s, natsMsg *m, uint64_t seq, size_t 
 	natsMsg_Destroy(s->held);
 	s->held = m;
 	s->held_seq = seq;
-	s->held_count += count;
+	atomic_fetch_add(&s->nheld, count);
+}
+
+/* A save that failed gives back what it took (count messages up to m, at seq), unless
+ * a later message is held, whose acknowledgement covers m's. */
+static void give_back(struct ts_snapshots *s, pthread_mutex_t *lock, natsMsg *m, uint64_t seq,
+		      uint64_t count)
+{
+	pthread_mutex_lock(lock);
+	if (!s->held)
+		s->held = m, s->held_seq = seq, m = NULL;
+	atomic_fetch_add(&s->nheld, count);
+	pthread_mutex_unlock(lock);
+	natsMsg_Destroy(m);
 }
 
 static void failed(struct ts_snapshots *s, const char *why, uint64_t now_ns)
@@ -158,7 +176,7 @@ void ts_snapshots_note_write(struct ts_snapshots *s, const char *why, uint64_t n
 		failed(s, why, now_ns);
 		return;
 	}
-	if (s->held) /* a snapshot waits: only its own store clears the failure */
+	if (atomic_load(&s->nheld)) /* a snapshot waits: only its own store clears the failure */
 		return;
 	pthread_mutex_lock(&s->lock);
 	spell_over(s, now_ns, "JetStream takes the analyzer's writes");
@@ -169,14 +187,24 @@ int ts_snapshots_tick(struct ts_snapshots *s, struct ts_analyzer *a, pthread_mut
 		      uint64_t now_ns, bool force)
 {
 	char why[256] = "";
-	size_t written;
+	size_t written = 0;
+	uint64_t held = atomic_load(&s->nheld), seq;
+	natsMsg *m;
 	int err;
 
-	if (!s->held || (!force && s->held_count < MAX_HELD && now_ns < s->next_ns))
+	if (!held || (!force && held < MAX_HELD && now_ns < s->next_ns))
 		return 0;
 	s->next_ns = now_ns + s->interval_ns;
-	err = ts_snapstate_save(s->state, a, lock, s->held_seq, &written, why, sizeof(why));
+	/* the state and the message it is as of, taken together */
+	pthread_mutex_lock(lock);
+	m = s->held, seq = s->held_seq, s->held = NULL;
+	held = atomic_exchange(&s->nheld, 0);
+	err = ts_snapstate_walk(s->state, a);
+	pthread_mutex_unlock(lock);
+	if (!err)
+		err = ts_snapstate_write(s->state, seq, &written, why, sizeof(why));
 	if (err) {
+		give_back(s, lock, m, seq, held);
 		failed(s, err == -ENOMEM ? "out of memory" : why, now_ns);
 		return -EAGAIN;
 	}
@@ -186,10 +214,8 @@ int ts_snapshots_tick(struct ts_snapshots *s, struct ts_analyzer *a, pthread_mut
 	uint64_t pace = written * 1000ull < MAX_PACE_NS ? written * 1000ull : MAX_PACE_NS;
 	if (now_ns + pace > s->next_ns)
 		s->next_ns = now_ns + pace;
-	natsMsg_Ack(s->held, NULL); /* and every message before it */
-	natsMsg_Destroy(s->held);
-	s->held = NULL;
-	s->held_count = 0;
+	natsMsg_Ack(m, NULL); /* and every message before it */
+	natsMsg_Destroy(m);
 	return 0;
 }
 

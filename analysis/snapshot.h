@@ -34,14 +34,17 @@ void ts_snapshots_close(struct ts_snapshots *s);
 int ts_snapshots_restore(struct ts_snapshots *s, struct ts_analyzer *a, pthread_mutex_t *lock,
 			 uint64_t now_ns, uint64_t *seq);
 /* The last of count messages ingested, up to stream sequence seq: acknowledged (with
- * every one before it) once a snapshot holds their effect. Takes m. */
+ * every one before it) once a snapshot holds their effect. Takes m. Called under the
+ * lock ts_snapshots_tick is given, in the same hold as the ingest: a save then reads the
+ * state and the message it is as of together, from another thread. */
 void ts_snapshots_hold(struct ts_snapshots *s, natsMsg *m, uint64_t seq, size_t count);
 /* Another write to the state's bucket (the analyzer's lease) failed (why) or went through
  * (NULL). With nothing held to store it alone says whether JetStream takes the analyzer's
  * writes: a job stalled by a full store sends nothing new, so no snapshot would fail. */
 void ts_snapshots_note_write(struct ts_snapshots *s, const char *why, uint64_t now_ns);
 /* Saves when the interval has passed (or force) and something was ingested since;
- * the analyzer is read under lock. Returns 0 or -EAGAIN (counted; retried next time). */
+ * the analyzer is read under lock, and stored with the lock let go. One thread saves.
+ * Returns 0 or -EAGAIN (counted; retried next time). */
 int ts_snapshots_tick(struct ts_snapshots *s, struct ts_analyzer *a, pthread_mutex_t *lock,
 		      uint64_t now_ns, bool force);
 void ts_snapshots_get_stats(struct ts_snapshots *s, struct ts_snapshot_stats *out);

@@ -315,6 +315,15 @@ static void purge_legacy(struct ts_snapstate *st)
 	st->legacy = failed != 0;
 }
 
+int ts_snapstate_walk(struct ts_snapstate *st, struct ts_analyzer *a)
+{
+	int err = walk_all(st, a);
+
+	if (err)
+		forget(st);
+	return err;
+}
+
 int ts_snapstate_save(struct ts_snapstate *st, struct ts_analyzer *a, pthread_mutex_t *lock,
 		      uint64_t seq, size_t *written, char *why, size_t whylen)
 {
@@ -322,8 +331,17 @@ int ts_snapstate_save(struct ts_snapstate *st, struct ts_analyzer *a, pthread_mu
 
 	*written = 0;
 	pthread_mutex_lock(lock);
-	err = walk_all(st, a);
+	err = ts_snapstate_walk(st, a);
 	pthread_mutex_unlock(lock);
+	return err ? err : ts_snapstate_write(st, seq, written, why, whylen);
+}
+
+int ts_snapstate_write(struct ts_snapstate *st, uint64_t seq, size_t *written, char *why,
+		       size_t whylen)
+{
+	int err = 0;
+
+	*written = 0;
 	for (int i = 0; i < st->nparts && !err; i++)
 		if (st->parts[i]->seen)
 			err = store(st, st->parts[i], written, why, whylen);

@@ -29,6 +29,13 @@ void ts_snapstate_free(struct ts_snapstate *st);
  * server's words); a save that failed is made good by the next. */
 int ts_snapstate_save(struct ts_snapstate *st, struct ts_analyzer *a, pthread_mutex_t *lock,
 		      uint64_t seq, size_t *written, char *why, size_t whylen);
+/* The save in its two halves, for a caller that reads something else with the analyzer
+ * under the same lock (the stream message the state is as of): the analyzer's parts
+ * copied (the caller holds the lock readers take; 0 or -ENOMEM), then stored (no lock;
+ * as ts_snapstate_save returns). */
+int ts_snapstate_walk(struct ts_snapstate *st, struct ts_analyzer *a);
+int ts_snapstate_write(struct ts_snapstate *st, uint64_t seq, size_t *written, char *why,
+		       size_t whylen);
 /* Restores the last save into an empty analyzer, and purges what no save names (a save
  * cut short by a crash). The store is read first; the analyzer is filled under lock (which
  * /metrics takes), so a slow store keeps no reader of the analyzer waiting. A job whose
