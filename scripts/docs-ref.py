@@ -75,6 +75,7 @@ ENV = {
     "TRAINSCOPE_POLL_MS": "How often the library's poller thread reads device events back (default 5).",
     "TRAINSCOPE_RANK": "The process's rank, overriding every launcher's variables.",
     "TRAINSCOPE_RING_DIR": "The ring folder: the library records only when it is set; the relay drains it (`--ring-dir`).",
+    "TRAINSCOPE_AB_STEPS": "The in-run A/B, for measuring trainscope's own cost: recording pauses in every other block of this many steps (1, 3, 5, ...), the hooks staying in place; unset or 0: off. Not for production: a paused block's steps carry no device time (`e2e/gpu/ab_inrun.py`).",
     "TRAINSCOPE_RING_SLOTS": "Slots of each process's ring, a power of two from 64 (default 16384).",
     "TRAINSCOPE_SAMPLE_BUDGET": "The host time sampling may take, as a share of the step (default 0.0005).",
     "TRAINSCOPE_SAMPLE_N": "Kernels and GEMMs are timed 1 in N to start with (default 64; adapted to the budget).",

@@ -66,6 +66,20 @@ class Neighbour(TrainerCallback):
             self.proc.kill()
 
 
+class StepTimes(TrainerCallback):
+    """Each optimizer step's time, end to end: entry i is step i (the shim's numbering,
+    which e2e/gpu/ab_inrun.py pairs with TRAINSCOPE_AB_STEPS' blocks); step 0 has none."""
+
+    def __init__(self):
+        self.last, self.times = None, [None]
+
+    def on_step_end(self, args, state, control, **kw):
+        now = time.perf_counter()
+        if self.last is not None:
+            self.times.append(round(now - self.last, 6))
+        self.last = now
+
+
 class Hogs(TrainerCallback):
     """n busy loops on this rank's cores from optimizer step at, as another tenant's
     processes on the same host would."""
@@ -114,16 +128,17 @@ def main():
     if a.slow_data_ms and args.process_index == a.fault_rank:
         data.slow_s, data.rank = a.slow_data_ms / 1000, a.fault_rank
         data.slow_after = a.fault_from * a.batch * a.accum // max(a.workers, 1)
+    times = StepTimes()
     tr = Trainer(model=model, args=args, train_dataset=data,
                  callbacks=[Neighbour(a.noisy_rank, a.noisy_from),
-                            Hogs(a.fault_rank, a.fault_from, a.hogs)])
+                            Hogs(a.fault_rank, a.fault_from, a.hogs), times])
     tr.train()
     rank = args.process_index
     if a.out:
         with open("%s.rank%d.json" % (a.out, rank), "w") as f:
             json.dump({"rank": rank, "world": args.world_size,
                        "steps": tr.state.global_step,
-                       "counters": device_counters()}, f)
+                       "counters": device_counters(), "step_times": times.times}, f)
     print("rank %d: %d optimizer steps" % (rank, tr.state.global_step), flush=True)
 
 

@@ -86,7 +86,10 @@ def main():
             json.dump({"rank": trainer.global_rank, "world": trainer.world_size,
                        "steps": trainer.global_step,
                        "counters": device_counters(),
-                       "windows": trainer.lightning_module.truth_windows()}, f)
+                       "windows": trainer.lightning_module.truth_windows(),
+                       # entry i: batch i's host time, start to next start (ab_inrun.py)
+                       "step_times": [round(h, 6) for h, _, _ in
+                                      trainer.lightning_module.truth]}, f)
     print("rank %d: %d optimizer steps" % (trainer.global_rank, trainer.global_step), flush=True)
 
 

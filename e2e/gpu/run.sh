@@ -3,6 +3,8 @@
 # GPU e2e runs, one device-tool command each (see bench/results/gpu.md for the figures):
 #   e2e/gpu/run.sh smoke     versions, launch microbenchmark, kernel coverage, FSDP run
 #   e2e/gpu/run.sh overhead  DDP transformer with and without the preload, interleaved A/B
+#   e2e/gpu/run.sh abinrun   the in-run A/B: recording paused in every other block of
+#                            steps inside one job, per program (e2e/gpu/ab_inrun.py)
 #   e2e/gpu/run.sh detect    noisy neighbour and hang, through relay, NATS and analyzer
 #   e2e/gpu/run.sh frameworks Lightning DDP, mp.spawn, HF Trainer (torchrun, accelerate)
 #                            with a GEMM neighbour; a user's NCCL profiler plugin chained
@@ -166,8 +168,40 @@ overhead() {
 	python3 e2e/gpu/ab.py "$OUT" | tee "$OUT/overhead.txt"
 }
 
+# The in-run A/B on real programs through the whole pipeline (trainscope run: preload,
+# shim, relay, the NCCL profiler plugin; NATS and an analyzer here): recording paused in
+# every other block of AB_STEPS steps (TRAINSCOPE_AB_STEPS), so that with and without share
+# the processes, GPUs and warm caches; e2e/gpu/ab_inrun.py gives each program's overhead
+# and its 95 % interval from rank 0's step times, the first AB_SKIP steps left out.
+abinrun() {
+	local n=${AB_STEPS:-20} prog cmd
+	versions
+	pipeline_up
+	mkdir -p "$OUT/ab"
+	for prog in ${AB_PROGS:-lb ddp comp hft lit}; do
+		local tr=(torchrun --standalone --nproc_per_node="$NGPU")
+		case $prog in
+		lb) cmd=("${tr[@]}" e2e/gpu/train.py --layers 2 --dim 256 --heads 4 --seq 128
+			--batch 4 --steps 3000 --warmup 0) ;;
+		ddp) cmd=("${tr[@]}" e2e/gpu/train.py --layers 6 --dim 1024 --seq 512 --steps 1200
+			--warmup 0) ;;
+		comp) cmd=("${tr[@]}" e2e/gpu/train.py --compile reduce-overhead --layers 4
+			--dim 1024 --seq 512 --steps 1200 --warmup 0) ;;
+		hft) cmd=("${tr[@]}" e2e/gpu/hf_train.py --steps 600) ;;
+		lit) cmd=(python3 e2e/gpu/lit_train.py --devices "$NGPU" --steps 1200) ;;
+		*) echo "abinrun: no program $prog"; continue ;;
+		esac
+		echo "== $prog (AB_STEPS $n): ${cmd[*]}"
+		TRAINSCOPE_AB_STEPS=$n timeout "${AB_TIMEOUT:-200}" $tsrun --job "ab-$prog" -- \
+			"${cmd[@]}" --out "$OUT/ab/$prog" >"$OUT/ab/$prog.log" 2>&1 ||
+			{ echo "$prog failed:"; tail -5 "$OUT/ab/$prog.log"; }
+		python3 e2e/gpu/ab_inrun.py "$n" "${AB_SKIP:-100}" "$OUT/ab/$prog.rank0.json"
+	done | tee "$OUT/abinrun.txt"
+}
+
 case "${1:-smoke}" in
 smoke) smoke ;;
+abinrun) abinrun ;;
 overhead) overhead ;;
 detect) source e2e/gpu/detect.sh; detect ;;
 frameworks) source e2e/gpu/frameworks.sh; frameworks ;;
@@ -176,5 +210,5 @@ record) source e2e/gpu/record.sh; record ;;
 coverage) coverage; share_probe ;;
 launchbound) launchbound ;;
 graphcoll) graphcoll ;;
-*) echo "usage: $0 smoke|overhead|detect|frameworks|hostbound|record|coverage|launchbound|graphcoll" >&2; exit 2 ;;
+*) echo "usage: $0 smoke|overhead|abinrun|detect|frameworks|hostbound|record|coverage|launchbound|graphcoll" >&2; exit 2 ;;
 esac

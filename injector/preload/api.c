@@ -40,6 +40,18 @@ static uint32_t ring_slots(void)
 	return cap;
 }
 
+/* TRAINSCOPE_AB_STEPS: the in-run A/B's block of steps (0, unset or bad: off). Recording
+ * pauses in blocks 1, 3, 5, ... (steps N..2N-1, 3N..4N-1, ...): the program's own step
+ * times, with and without, from the same processes, GPUs and warm caches
+ * (e2e/gpu/ab_inrun.py). Not for production: a paused block's steps reach the analyzer
+ * with no device time. */
+static uint64_t ab_steps(void)
+{
+	long n;
+
+	return ts_parse_int(getenv("TRAINSCOPE_AB_STEPS"), 1, 1l << 30, &n) ? 0 : (uint64_t)n;
+}
+
 /* Cold path, once per process: create the ring in $TRAINSCOPE_RING_DIR. */
 __attribute__((noinline, cold)) struct ts_ring *ts_lib_init(void)
 {
@@ -54,6 +66,7 @@ __attribute__((noinline, cold)) struct ts_ring *ts_lib_init(void)
 		return NULL;
 	}
 	ts_ident_from_env(&id);
+	ts_lib.ab_steps = ab_steps();
 	if (ts_lib.late_how) /* a fork's child of a process that learned its rank late */
 		ts_ident_set_rank(&id, ts_lib.late_rank, ts_lib.late_world, ts_lib.late_local);
 	if (ts_ring_create(dir, ring_slots(), &id, &ts_lib.ring, &ts_lib.lock_fd, ts_lib.ring_path,
@@ -116,6 +129,9 @@ TRAINSCOPE_API void trainscope_step_begin(uint64_t step)
 
 	atomic_store_explicit(&ts_lib.step, step, memory_order_relaxed);
 	ts_emit(&rec);
+	if (unlikely(ts_lib.ab_steps))
+		atomic_store_explicit(&ts_lib.paused, (int)((step / ts_lib.ab_steps) & 1),
+				      memory_order_relaxed);
 }
 
 /* A plain load first: a locked exchange costs more than the rest of an idle step_end. */

@@ -299,7 +299,7 @@ static void timed_end(int i, CUstream s, const struct ts_op_meta *m, bool comm)
 
 int ts_gpu_timed_begin(CUstream s, unsigned sk)
 {
-	if (!gpu_ready(sk))
+	if (ts_paused() || !gpu_ready(sk))
 		return -1;
 	uint64_t t0 = ts_ticks();
 	int i = timed_begin(norm(s, sk));
@@ -369,7 +369,7 @@ bool ts_gpu_captured(CUstream s, unsigned sk)
 
 int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample)
 {
-	if (!gpu_ready(sk))
+	if (ts_paused() || !gpu_ready(sk))
 		return -1;
 	CUstream n = norm(s, sk);
 	struct strm *e = strm_find(n, true);
@@ -394,6 +394,8 @@ bool ts_gpu_sample_gemm(void)
 {
 	uint64_t step = atomic_load_explicit(&ts_lib.step, memory_order_relaxed);
 
+	if (ts_paused())
+		return false;
 	if (ts_tls.gemm_step != step) {
 		ts_tls.gemm_step = step;
 		ts_tls.gemm_in_step = 0;

@@ -87,9 +87,13 @@ TS_HIDDEN bool ts_gpu_capturing(CUstream s, unsigned sk);
  * sample a single kernel (returns the slot or -1), and charge its host time. Work
  * launched into a stream being captured does not run now: it counts when its graph
  * is launched. */
+#define TS_LAUNCH_PAUSED (-2) /* ts_launch_enter's slot while recording is paused */
+
 static inline int ts_launch_enter_n(CUstream stream, unsigned sk, uint64_t *t0, uint32_t kernels)
 {
 	ts_tls.depth++;
+	if (ts_paused())
+		return TS_LAUNCH_PAUSED;
 	*t0 = ts_ticks();
 	if (unlikely(atomic_load_explicit(&ts_captures, memory_order_relaxed) > 0) &&
 	    ts_gpu_captured(stream, sk))
@@ -128,6 +132,10 @@ static inline void ts_launch_leave(int sampled, CUstream stream, unsigned sk, ui
 {
 	static const struct ts_op_meta kernel = { .kind = TS_T_KERNEL };
 
+	if (sampled == TS_LAUNCH_PAUSED) {
+		ts_tls.depth--;
+		return;
+	}
 	if (sampled >= 0)
 		ts_gpu_timed_end(sampled, stream, sk, &kernel);
 	if (!ts_tls.lib_depth)

@@ -45,6 +45,10 @@ struct ts_lib {
 	_Atomic int learning;
 	int32_t late_rank, late_world, late_local;
 	int late_how;
+	/* the in-run A/B (TRAINSCOPE_AB_STEPS): recording paused in every other block of
+	 * ab_steps steps, the hooks staying in place; paused: the block now running is one */
+	uint64_t ab_steps;
+	_Atomic int paused;
 };
 
 extern struct ts_lib ts_lib TS_HIDDEN;
@@ -66,6 +70,12 @@ static inline uint64_t ts_ticks(void)
 }
 
 TS_HIDDEN struct ts_ring *ts_lib_init(void);
+
+/* Recording is paused for the in-run A/B: the hooks call through and note nothing. */
+static inline bool ts_paused(void)
+{
+	return unlikely(atomic_load_explicit(&ts_lib.paused, memory_order_relaxed));
+}
 TS_HIDDEN double ts_ns_per_tick(void);
 
 static inline struct ts_ring *ts_lib_ring(void)

@@ -263,7 +263,7 @@ static void start_step(void **handle, const ts_prof_descr_v5 *d)
 int ts_prof_start(void *ctx, void **handle, ts_prof_descr_v5 *d)
 {
 	*handle = NULL;
-	if (!d)
+	if (!d || ts_paused())
 		return 0;
 	if (d->type == TS_PROF_COLL || d->type == TS_PROF_P2P)
 		start_op(ctx, handle, d);

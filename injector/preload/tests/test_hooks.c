@@ -321,6 +321,26 @@ static void test_comms(void **state)
 	assert_int_equal(vali(&o, "coll", 3, "comm_is"), 0);
 }
 
+/* The in-run A/B (TRAINSCOPE_AB_STEPS=2): steps 2-3 and 6-7 launch through the hooks and
+ * are noted nowhere (no launch counted, no sample, no event); the others as always. */
+static void test_ab_pause(void **state)
+{
+	char *env[] = { "TRAINSCOPE_SAMPLE_N=4", "TRAINSCOPE_SAMPLE_BUDGET=1", NULL, NULL };
+	static const int recorded[] = { 0, 1, 4, 5, 8, 9 };
+
+	(void)state;
+	run("sampling", env + 2, &o); /* no A/B: every step's launches */
+	uint64_t all = val(&o, "ts.launches");
+	env[2] = "TRAINSCOPE_AB_STEPS=2";
+	run("sampling", env, &o);
+	assert_int_equal(val(&o, "ts.samples"), 60);
+	assert_int_equal(val(&o, "ts.launches"), all * 6 / 10);
+	for (size_t i = 0; i < sizeof(recorded) / sizeof(*recorded); i++) {
+		assert_int_equal(vali(&o, "gpu_step", recorded[i], "ksamples"), 10);
+		assert_int_equal(vali(&o, "gpu_step", recorded[i], "ksample_ns"), 10 * MS);
+	}
+}
+
 static void test_cublas(void **state)
 {
 	char *env[] = { "TRAINSCOPE_SAMPLE_N=1", "TRAINSCOPE_SAMPLE_BUDGET=1", NULL };
@@ -452,6 +472,7 @@ int main(void)
 		cmocka_unit_test(test_capture_gets_no_event),
 		cmocka_unit_test(test_graphs_and_launch_paths),
 		cmocka_unit_test(test_sampling),
+		cmocka_unit_test(test_ab_pause),
 		cmocka_unit_test(test_hang),
 		cmocka_unit_test(test_nccl),
 		cmocka_unit_test(test_sync_coll),
