@@ -190,7 +190,7 @@ scale-tsan: deps
 
 # make tsan: the scale test above and the fault suite (NATS killed, made slow, a full
 # store, analyzers and relays killed mid-job, floods) with the analyzer, relay, agent and
-# loadgen under ThreadSanitizer; some 20 minutes on 2 cores, so not in make test. Its
+# loadgen under ThreadSanitizer; some 8 minutes on 2 cores, so not in make test. Its
 # reports are kept in $(TSAN_SCALE)/reports-faults. The namespace flood is 3,000 jobs
 # there, not 10,000: the instrumented analyzer takes minutes over 10,000 new jobs.
 tsan: scale-tsan
