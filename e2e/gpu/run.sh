@@ -173,8 +173,10 @@ overhead() {
 # every other block of AB_STEPS steps (TRAINSCOPE_AB_STEPS), so that with and without share
 # the processes, GPUs and warm caches; e2e/gpu/ab_inrun.py gives each program's overhead
 # and its 95 % interval from rank 0's step times, the first AB_SKIP steps left out.
+# AB_MULT: each program's steps times this. Rank 0's results and the log tails only stay
+# under $OUT/ab (the device tool brings back few files).
 abinrun() {
-	local n=${AB_STEPS:-20} prog cmd
+	local n=${AB_STEPS:-20} m=${AB_MULT:-1} prog cmd
 	versions
 	pipeline_up
 	mkdir -p "$OUT/ab"
@@ -182,13 +184,13 @@ abinrun() {
 		local tr=(torchrun --standalone --nproc_per_node="$NGPU")
 		case $prog in
 		lb) cmd=("${tr[@]}" e2e/gpu/train.py --layers 2 --dim 256 --heads 4 --seq 128
-			--batch 4 --steps 3000 --warmup 0) ;;
-		ddp) cmd=("${tr[@]}" e2e/gpu/train.py --layers 6 --dim 1024 --seq 512 --steps 1200
-			--warmup 0) ;;
+			--batch 4 --steps $((3000 * m)) --warmup 0) ;;
+		ddp) cmd=("${tr[@]}" e2e/gpu/train.py --layers 6 --dim 1024 --seq 512
+			--steps $((1200 * m)) --warmup 0) ;;
 		comp) cmd=("${tr[@]}" e2e/gpu/train.py --compile reduce-overhead --layers 4
-			--dim 1024 --seq 512 --steps 1200 --warmup 0) ;;
-		hft) cmd=("${tr[@]}" e2e/gpu/hf_train.py --steps 600) ;;
-		lit) cmd=(python3 e2e/gpu/lit_train.py --devices "$NGPU" --steps 1200) ;;
+			--dim 1024 --seq 512 --steps $((1200 * m)) --warmup 0) ;;
+		hft) cmd=("${tr[@]}" e2e/gpu/hf_train.py --steps $((600 * m))) ;;
+		lit) cmd=(python3 e2e/gpu/lit_train.py --devices "$NGPU" --steps $((1200 * m))) ;;
 		*) echo "abinrun: no program $prog"; continue ;;
 		esac
 		echo "== $prog (AB_STEPS $n): ${cmd[*]}"
@@ -196,6 +198,8 @@ abinrun() {
 			"${cmd[@]}" --out "$OUT/ab/$prog" >"$OUT/ab/$prog.log" 2>&1 ||
 			{ echo "$prog failed:"; tail -5 "$OUT/ab/$prog.log"; }
 		python3 e2e/gpu/ab_inrun.py "$n" "${AB_SKIP:-100}" "$OUT/ab/$prog.rank0.json"
+		tail -3 "$OUT/ab/$prog.log"
+		rm -f "$OUT/ab/$prog.log" "$OUT"/ab/"$prog".rank[1-9]*.json
 	done | tee "$OUT/abinrun.txt"
 }
 
