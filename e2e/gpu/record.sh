@@ -97,7 +97,7 @@ record_one() {
 	fi
 	echo "== $job on GPUs $gpus: $cmd"
 	# shellcheck disable=SC2086
-	timeout "${JOB_TIMEOUT:-240}" $tsrun --job "$job" -- $cmd --out "$WORK/ranks/$job" >"$WORK/logs/$job.log" 2>&1
+	timeout -k 15 "${JOB_TIMEOUT:-240}" $tsrun --job "$job" -- $cmd --out "$WORK/ranks/$job" >"$WORK/logs/$job.log" 2>&1
 	rc=$?
 	t1=$(date +%s%N)
 	[ -n "$noisy" ] && kill "$noisy" 2>/dev/null

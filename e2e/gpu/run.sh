@@ -193,8 +193,10 @@ abinrun() {
 		lit) cmd=(python3 e2e/gpu/lit_train.py --devices "$NGPU" --steps $((1200 * m))) ;;
 		*) echo "abinrun: no program $prog"; continue ;;
 		esac
+		# -k: a Lightning job stopped by SIGTERM hung in its teardown and held the
+		# rest of a device call (its DataLoader workers killed under it)
 		echo "== $prog (AB_STEPS $n): ${cmd[*]}"
-		TRAINSCOPE_AB_STEPS=$n timeout "${AB_TIMEOUT:-200}" $tsrun --job "ab-$prog" -- \
+		TRAINSCOPE_AB_STEPS=$n timeout -k 15 "${AB_TIMEOUT:-200}" $tsrun --job "ab-$prog" -- \
 			"${cmd[@]}" --out "$OUT/ab/$prog" >"$OUT/ab/$prog.log" 2>&1 ||
 			{ echo "$prog failed:"; tail -5 "$OUT/ab/$prog.log"; }
 		python3 e2e/gpu/ab_inrun.py "$n" "${AB_SKIP:-100}" "$OUT/ab/$prog.rank0.json"
