@@ -336,9 +336,11 @@ static bool waits_for_peer(struct ts_job *j, int k, int m, bool *waits_known)
 /* A host that feeds its GPU late stretches the device's busy span with its own gaps: the
  * rank's launch time rises with its device time while its GEMMs (timed on the device)
  * keep their rate. A slower device leaves the launches be (the GEMM neighbours of
- * bench/data: launch within 15 % of the peers'), so, its host not starved either, the
- * rank's device is not what the job waits for: a healthy rank 0's host held accelerate's
- * job for 13 steps at +70 %, launch and device time up alike (bench/data acc-ok-1). */
+ * bench/data raise launch time by at most 0.07 of their busy span's rise), so when launch
+ * rose by a quarter of it or more, its host not starved either, the rank's device is not
+ * what the job waits for: a healthy rank 0's host held accelerate's job for 13 steps at
+ * +70 %, launch and device time up alike (acc-ok-1); Lightning's ranks take turns in
+ * spells of busy 1.4-1.8x with launch 1.2-1.4x (lit-ok-1, lit-gemm-2 before its GEMMs). */
 static bool host_fed(struct ts_job *j, int k)
 {
 	int recent = j->p.change.smooth_steps;
