@@ -82,13 +82,14 @@ TS_HIDDEN void ts_gpu_graph_note(enum ts_graph_note what);
 TS_HIDDEN bool ts_gpu_captured(CUstream s, unsigned sk);
 TS_HIDDEN bool ts_gpu_capturing(CUstream s, unsigned sk);
 
-/* Around one outermost launch, runtime or driver, of `kernels` kernels (a graph replay
- * runs many, a host function none): count them, open the stream's segment, maybe
- * sample a single kernel (returns the slot or -1), and charge its host time. Work
- * launched into a stream being captured does not run now: it counts when its graph
- * is launched. */
 #define TS_LAUNCH_PAUSED (-2) /* ts_launch_enter's slot while recording is paused */
 
+/* Around one outermost launch, runtime or driver, of `kernels` kernels (a graph replay
+ * runs many, a host function none): count them, open the stream's segment, maybe
+ * sample a single kernel (returns the slot or -1), and charge its host time (none of it
+ * while recording is paused: TS_LAUNCH_PAUSED, for ts_launch_leave). Work
+ * launched into a stream being captured does not run now: it counts when its graph
+ * is launched. */
 static inline int ts_launch_enter_n(CUstream stream, unsigned sk, uint64_t *t0, uint32_t kernels)
 {
 	ts_tls.depth++;
