@@ -198,16 +198,21 @@ void ts_job_stopped(struct ts_job *j, uint64_t now_ns);
 
 /* job_waits.c: whether the job measurably waits for a rank. Over the window: the
  * median share of the step the peers wait in their collectives beyond rank k's wait
- * (*share), and the share of steps it came last to them (*last); false with too few
- * steps to say. */
+ * (*share), and the share of steps it came last to them (*last), or of pairs of steps
+ * where that says more (a rank waited for every other step); false with too few steps
+ * to say. */
 bool ts_job_waited_for(struct ts_job *j, int k, double *share, double *last);
 /* Rank k's median of metric m (m < 0: its busy time) over the median of its peers',
  * over the window's last recent steps (0: all of it); NAN with none. */
 double ts_job_peer_ratio(struct ts_job *j, int k, int m, int recent);
+/* The same over the last `pairs` pairs of steps, each pair's sum (0: the window's):
+ * steps that alternate (one of two loader workers slow) hold their ratio so. */
+double ts_job_peer_ratio_pairs(struct ts_job *j, int k, int m, int pairs);
 /* The same two medians (ms): rank k's in *mine, its peers' in *theirs; false with none. */
 bool ts_job_peer_medians(struct ts_job *j, int k, int m, int recent, double *mine,
 			 double *theirs);
-/* The job's last 2 * change.smooth_steps + 1 steps over its fail-slow baseline, less 1. */
+/* The job's last 2 * change.smooth_steps + 1 steps over its fail-slow baseline, less 1
+ * (their median, or their pairs' where steps alternate). */
 double ts_job_slowdown(const struct ts_job *j);
 /* The real-job floors are on (verdict.wait_floor > 0; 0: the statistics alone name a
  * rank, as the synthetic suites judge them). */

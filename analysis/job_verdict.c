@@ -396,11 +396,13 @@ static bool absorbed(struct ts_job *j, int k, int m)
 	       mine - theirs * j->felt[i] < 0.5 * lost;
 }
 
-/* Rank k's busy ratio to its peers over its last steps, less what the job absorbed of
- * it (absorb), plus 1: what of its busy time can explain a new wait. */
+/* Rank k's busy ratio to its peers over its last steps (or pairs of steps: a phase slow
+ * every other step explains a wait every other step), less what the job absorbed of it
+ * (absorb), plus 1: what of its busy time can explain a new wait. */
 static double new_busy_ratio(struct ts_job *j, int k)
 {
-	double r = ts_job_peer_ratio(j, k, -1, j->p.change.smooth_steps);
+	int n = j->p.change.smooth_steps;
+	double r = fmax(ts_job_peer_ratio(j, k, -1, n), ts_job_peer_ratio_pairs(j, k, -1, n));
 
 	for (size_t e = 0; e < sizeof(device_metrics) / sizeof(*device_metrics); e++)
 		if (felt_valid(j, idx(j, k, device_metrics[e])) && j->felt_busy[k] > 1)

@@ -52,17 +52,20 @@ static int member(const struct ts_job *j, const struct peers *p, int i)
 	return p->all ? i : j->order[i];
 }
 
-/* The median of the peers' values of metric m in slot t (k left out): NAN with none;
- * *least is set when one of them is below v. */
-static double peer_median(struct ts_job *j, int k, int m, size_t t, float v, bool *least)
+/* The median of the peers' values of metric m summed over the ns slots t[] (k left out):
+ * NAN with none; *least is cleared when one of them is below v. */
+static double peer_median(struct ts_job *j, int k, int m, const size_t *t, int ns, float v,
+			  bool *least)
 {
 	struct peers p = peers_of(j, k);
 	int n = 0;
 
 	for (int i = p.lo; i < p.hi; i += p.stride) {
 		int r = member(j, &p, i);
-		float x = r == k ? NAN : value(j, r, m, t);
-		if (isnan(x))
+		float x = 0;
+		for (int s = 0; s < ns && r != k; s++)
+			x += value(j, r, m, t[s]);
+		if (r == k || isnan(x))
 			continue;
 		j->vals[n++] = x;
 		if (least && x < v)
@@ -71,25 +74,69 @@ static double peer_median(struct ts_job *j, int k, int m, size_t t, float v, boo
 	return n ? ts_median(j->vals, (size_t)n, j->scratch) : NAN;
 }
 
-bool ts_job_waited_for(struct ts_job *j, int k, double *share, double *last)
+/* The waits over the window in groups of span steps, the newest first: the median of
+ * the peers' collective time beyond k's, as a share of the group's step time (*share),
+ * and the share of groups k came last in (*last); false with too few steps to say. */
+static bool waits_over(struct ts_job *j, int k, int span, double *share, double *last)
 {
 	double w[64], tmp[64];
-	int slots = 0, lastc = 0;
+	size_t ring = W(j), at = ts_job_last_slot(j), t[2];
+	int groups = 0, lastc = 0, seen = 0;
 
-	for (size_t t = 0; t < (size_t)j->hist_n && t < 64; t++) {
-		float ck = series(j, k, TS_M_COLLECTIVE)[t], st = j->step_hist[t];
+	for (int i = 0; i + span <= j->hist_n && i + span <= 64; i += span) {
+		float ck = 0, st = 0;
 		bool is_last = true;
+		for (int s = 0; s < span; s++) {
+			t[s] = (at + ring - (size_t)(i + s)) % ring;
+			ck += series(j, k, TS_M_COLLECTIVE)[t[s]], st += j->step_hist[t[s]];
+		}
 		if (isnan(ck) || !(st > 0))
 			continue;
-		double med = peer_median(j, k, TS_M_COLLECTIVE, t, ck, &is_last);
+		double med = peer_median(j, k, TS_M_COLLECTIVE, t, span, ck, &is_last);
 		if (isnan(med))
 			continue;
-		w[slots++] = (med - ck) / st;
-		lastc += is_last;
+		w[groups++] = (med - ck) / st;
+		lastc += is_last, seen += span;
 	}
-	*share = slots ? ts_median(w, (size_t)slots, tmp) : NAN;
-	*last = slots ? (double)lastc / slots : 0;
-	return slots * 2 >= (int)W(j);
+	*share = groups ? ts_median(w, (size_t)groups, tmp) : NAN;
+	*last = groups ? (double)lastc / groups : 0;
+	return seen * 2 >= (int)W(j);
+}
+
+bool ts_job_waited_for(struct ts_job *j, int k, double *share, double *last)
+{
+	double s2, l2;
+
+	if (!waits_over(j, k, 1, share, last))
+		return false;
+	/* loader workers take turns: with one slow worker of two the others wait for the
+	 * rank every other step, and it comes last in half its steps but in every pair */
+	if (*last < 0.75 && waits_over(j, k, 2, &s2, &l2) && l2 > *last)
+		*share = s2, *last = l2;
+	return true;
+}
+
+/* Rank k's median of metric m over the last `recent` groups of span steps (all the
+ * window's with recent <= 0), and its peers' median of the same groups (*a, *b). */
+static bool medians_over(struct ts_job *j, int k, int m, int recent, int span, double *a,
+			 double *b)
+{
+	double mine[64], theirs[64], tmp[64];
+	size_t w = W(j), last = ts_job_last_slot(j), t[2];
+	int n = 0, groups = recent > 0 && recent * span <= j->hist_n ? recent : j->hist_n / span;
+
+	for (int i = 0; i < groups && i < 64; i++) {
+		float v = 0;
+		for (int s = 0; s < span; s++)
+			t[s] = (last + w - (size_t)(i * span + s)) % w, v += value(j, k, m, t[s]);
+		double med = isnan(v) ? NAN : peer_median(j, k, m, t, span, v, NULL);
+		if (!isnan(med))
+			mine[n] = v, theirs[n++] = med;
+	}
+	if (!n)
+		return false;
+	*a = ts_median(mine, (size_t)n, tmp), *b = ts_median(theirs, (size_t)n, tmp);
+	return true;
 }
 
 double ts_job_peer_ratio(struct ts_job *j, int k, int m, int recent)
@@ -99,23 +146,16 @@ double ts_job_peer_ratio(struct ts_job *j, int k, int m, int recent)
 	return ts_job_peer_medians(j, k, m, recent, &a, &b) && b > 0 ? a / b : NAN;
 }
 
+double ts_job_peer_ratio_pairs(struct ts_job *j, int k, int m, int pairs)
+{
+	double a, b;
+
+	return medians_over(j, k, m, pairs, 2, &a, &b) && b > 0 ? a / b : NAN;
+}
+
 bool ts_job_peer_medians(struct ts_job *j, int k, int m, int recent, double *a, double *b)
 {
-	double mine[64], theirs[64], tmp[64];
-	size_t w = W(j), last = ts_job_last_slot(j);
-	int n = 0, span = recent > 0 && recent < j->hist_n ? recent : j->hist_n;
-
-	for (int i = 0; i < span && i < 64; i++) {
-		size_t t = (last + w - (size_t)i) % w;
-		float v = value(j, k, m, t);
-		double med = isnan(v) ? NAN : peer_median(j, k, m, t, v, NULL);
-		if (!isnan(med))
-			mine[n] = v, theirs[n++] = med;
-	}
-	if (!n)
-		return false;
-	*a = ts_median(mine, (size_t)n, tmp), *b = ts_median(theirs, (size_t)n, tmp);
-	return true;
+	return medians_over(j, k, m, recent, 1, a, b);
 }
 
 bool ts_job_floors(const struct ts_job *j)
@@ -130,11 +170,21 @@ bool ts_job_slowed(const struct ts_job *j)
 
 /* Over twice change.smooth_steps and one, the longer look of a rank's change points: a
  * host-wide hiccup of some 8 steps (every rank's launches late: mp.spawn, bench/data
- * spawn-ok-4) is no slowdown to name a rank for, one that lasts is, as soon. */
+ * spawn-ok-4) is no slowdown to name a rank for, one that lasts is, as soon. Steps that
+ * alternate (two loader workers taking turns, one of them slow) flip that median
+ * between their two lengths; the median of the same steps' pair means holds. */
 double ts_job_slowdown(const struct ts_job *j)
 {
-	double cur = ts_median_recent(j->step_hist, W(j), ts_job_last_slot(j),
-				      2 * (size_t)j->p.change.smooth_steps + 1);
+	size_t w = W(j), last = ts_job_last_slot(j), n = 2 * (size_t)j->p.change.smooth_steps + 1;
+	double cur = ts_median_recent(j->step_hist, w, last, n), pair[32], tmp[32];
+	size_t np = 0;
 
+	for (size_t i = 0; i + 1 < n && i + 1 < w && np < 32; i += 2) {
+		float a = j->step_hist[(last + w - i) % w], b = j->step_hist[(last + w - i - 1) % w];
+		if (a > 0 && b > 0)
+			pair[np++] = 0.5 * ((double)a + b);
+	}
+	if (np * 2 + 1 >= n && !isnan(cur))
+		cur = fmax(cur, ts_median(pair, np, tmp));
 	return j->fs.baseline > 0 && !isnan(cur) ? cur / j->fs.baseline - 1 : NAN;
 }

@@ -437,12 +437,17 @@ static void print_totals(struct totals *t, int n)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: real_bench [--data DIR] [--only JOB] [--min-healthy N] [--verbose]\n"
+		"Usage: real_bench [--data DIR] [--only JOB] [--min-healthy N] [--config FILE]\n"
+		"                  [--verbose]\n"
 		"Replays every recording of DIR/labels.json (default bench/data) into a fresh\n"
 		"analyzer with the default configuration and judges it against its label.\n\n"
 		"  -d, --data DIR       the corpus folder (labels.json and the recordings)\n"
 		"  -o, --only JOB       only the recordings whose name (JOB-wWORLD) contains JOB\n"
 		"  -m, --min-healthy N  fail unless at least N healthy recordings pass (default 0)\n"
+		"  -c, --config FILE    the analyzer's configuration (as trainscope-analyzer\n"
+		"                       --config takes it, TRAINSCOPE_ANALYZER_* applying) in\n"
+		"                       place of the defaults: to see what a setting costs on the\n"
+		"                       corpus; the gate (make real-bench) runs without it\n"
 		"  -v, --verbose        the analyzer's log too: every alarm raised and cleared\n"
 		"  -D, --dump FILE      every rank's steps as they came, one CSV row each\n"
 		"  -h, --help           this text\n"
@@ -456,11 +461,12 @@ int main(int argc, char **argv)
 	static const struct option lo[] = { { "data", required_argument, NULL, 'd' },
 					     { "only", required_argument, NULL, 'o' },
 					     { "min-healthy", required_argument, NULL, 'm' },
+					     { "config", required_argument, NULL, 'c' },
 					     { "verbose", no_argument, NULL, 'v' },
 					     { "dump", required_argument, NULL, 'D' },
 					     { "help", no_argument, NULL, 'h' },
 					     { NULL, 0, NULL, 0 } };
-	const char *dir = "bench/data", *only = NULL;
+	const char *dir = "bench/data", *only = NULL, *config = NULL;
 	bool verbose = false;
 	FILE *dump = NULL;
 	int c, n = 0, min_healthy = 0, ran = 0;
@@ -469,10 +475,11 @@ int main(int argc, char **argv)
 	struct ts_params p;
 	char path[600], err[256];
 
-	while ((c = getopt_long(argc, argv, "d:o:m:vD:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:o:m:c:vD:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'o': only = optarg; break;
+		case 'c': config = optarg; break;
 		case 'm': min_healthy = atoi(optarg); break;
 		case 'v': verbose = true; break;
 		case 'D':
@@ -493,13 +500,13 @@ int main(int argc, char **argv)
 		return 2;
 	/* the defaults a user gets: no file, no TRAINSCOPE_ANALYZER_* of the caller's */
 	ts_params_defaults(&p);
-	for (char **e = environ; *e; e++)
+	for (char **e = environ; *e && !config; e++)
 		if (!strncmp(*e, "TRAINSCOPE_ANALYZER_", 20)) {
 			fprintf(stderr, "real_bench: %.*s is set: the corpus is judged on the "
 				"defaults\n", (int)strcspn(*e, "="), *e);
 			return 2;
 		}
-	if (ts_params_load(&p, NULL, "", err, sizeof(err))) {
+	if (ts_params_load(&p, config, config ? NULL : "", err, sizeof(err))) {
 		fprintf(stderr, "real_bench: %s\n", err);
 		return 2;
 	}

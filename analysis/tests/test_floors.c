@@ -21,18 +21,21 @@
 #define WORLD 4
 #define SLOW 1
 
-/* How rank SLOW is slow: its compute time (busy) or time in none of its metrics (its
- * host holds each step), extra ms a step from step from. */
+/* How rank SLOW is slow: its metric's time (busy; compute unless said) or time in none
+ * of its metrics (its host holds each step), extra ms a step from step from, in every
+ * every-th step (every step unless said). */
 struct fault {
 	bool busy;
 	double extra;
 	int from;
+	int metric, every;
 };
 
 static void feed(struct ts_job *j, const struct fault *f, uint64_t step, unsigned *seed)
 {
 	double base[TS_M_COUNT] = { 30, 5, 0.5, 2, 0 };
-	double extra = step >= (uint64_t)f->from ? f->extra : 0;
+	bool on = step >= (uint64_t)f->from && (f->every < 2 || step % (uint64_t)f->every == 0);
+	double extra = on ? f->extra : 0;
 	uint64_t t0 = 1000000 * MS + step * 100 * MS;
 
 	for (int r = 0; r < WORLD; r++) {
@@ -41,7 +44,7 @@ static void feed(struct ts_job *j, const struct fault *f, uint64_t step, unsigne
 			rs.m[m] = base[m] * (1 + 0.02 * ((rand_r(seed) % 2001) / 1000.0 - 1.0));
 		rs.m[TS_M_GEMM] = NAN;
 		if (r == SLOW && f->busy)
-			rs.m[TS_M_COMPUTE] += extra;
+			rs.m[f->metric] += extra;
 		else if (r != SLOW)
 			rs.m[TS_M_COLLECTIVE] += extra;
 		rs.end_ns = t0 + (uint64_t)((38 + extra) * MS);
@@ -126,11 +129,28 @@ static void test_hidden_wait_cause(void **state)
 	ts_job_free(j);
 }
 
+/* One of rank SLOW's two loader workers slow from step 40: the others wait 60 ms for it
+ * every other step, and it comes last in half its steps (in a quarter of the rest by
+ * chance), under the floor's three in four; over pairs of steps it is last in each. */
+static void test_alternating_loader(void **state)
+{
+	const struct fault f = { true, 60, 40, TS_M_DATALOADER, 2 };
+	struct ts_job *j;
+	const struct ts_job_result *r = run(&j, &f, (struct gpu){ 0 });
+
+	(void)state;
+	assert_int_equal(r->nslow, 1);
+	assert_int_equal(r->slow[0].rank, SLOW);
+	assert_string_equal(r->slow[0].cause, "Storage");
+	ts_job_free(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_slow_from_start_needs_device),
 		cmocka_unit_test(test_hidden_wait_cause),
+		cmocka_unit_test(test_alternating_loader),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
