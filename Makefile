@@ -286,6 +286,7 @@ docs-check: $(BINS)
 	@python3 scripts/docs-links.py $(DOCS_MD)
 	@python3 scripts/docs-ref.py --check --bin $(BUILD)/bin
 	@sh scripts/spdx-check.sh
+	@python3 scripts/parts-check.py
 docs-ref: $(BINS)
 	@python3 scripts/docs-ref.py --bin $(BUILD)/bin
 

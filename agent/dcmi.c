@@ -32,7 +32,7 @@
 #define DCMI_MAX_ERRORS 128 /* the list Huawei's own exporter passes */
 
 /* NVML clocks-event reasons that the analyzer takes as the hardware's doing
- * (TS_THROTTLE_HW_MASK in analysis/job.h): an NPU's slowdown is told in the same bits. */
+ * (TS_THROTTLE_HW_MASK in analysis/detect/job.h): an NPU's slowdown is told in the same bits. */
 #define NVML_REASON_HW_SLOWDOWN 0x8ull
 #define NVML_REASON_HW_THERMAL 0x40ull
 

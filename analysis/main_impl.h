@@ -15,16 +15,16 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include "analyzer.h"
+#include "analysis/ingest/analyzer.h"
 #include "buf.h"
-#include "k8s_nodes.h"
-#include "k8s_writer.h"
+#include "analysis/sinks/k8s_nodes.h"
+#include "analysis/sinks/k8s_writer.h"
 #include "kube.h"
 #include "natskv.h"
 #include "natsw.h"
-#include "node_sync.h"
-#include "otlp.h"
-#include "snapshot.h"
+#include "analysis/sinks/node_sync.h"
+#include "analysis/sinks/otlp.h"
+#include "analysis/state/snapshot.h"
 
 struct cli {
 	struct ts_analyzer_opts ao;

@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
-ANALYSIS_LIB_SRCS := analysis/stats.c analysis/dbscan.c analysis/ksigma.c analysis/failslow.c \
-	analysis/params.c analysis/peers.c analysis/change.c \
-	analysis/job.c analysis/job_rows.c analysis/job_ranks.c analysis/job_eval.c \
-	analysis/job_verdict.c analysis/job_waits.c analysis/job_peers.c analysis/job_change.c analysis/job_hang.c \
-	analysis/job_lost.c analysis/job_unranked.c analysis/job_history.c analysis/job_net.c \
-	analysis/job_net_place.c analysis/job_links.c analysis/job_snap.c \
-	analysis/report.c analysis/refusals.c analysis/analyzer.c analysis/analyzer_ingest.c analysis/analyzer_snap.c \
-	analysis/k8s.c analysis/k8s_writer.c analysis/otlp.c analysis/otlp_send.c analysis/otlp_env.c \
-	analysis/metrics.c analysis/snapshot.c analysis/snapdiff.c analysis/snapstate.c \
-	analysis/snapstate_load.c analysis/nodehealth.c analysis/k8s_nodes.c \
-	analysis/node_sync.c
+# The analyzer's parts (analysis/README.md): each part may include the parts above it in
+# this list, never one below it (make lint checks).
+ANALYSIS_DETECT_SRCS := $(addprefix analysis/detect/,stats.c dbscan.c ksigma.c failslow.c \
+	params.c peers.c change.c traceid.c snapdiff.c job.c job_rows.c job_ranks.c job_eval.c \
+	job_verdict.c job_waits.c job_peers.c job_change.c job_hang.c job_lost.c job_unranked.c \
+	job_history.c job_net.c job_net_place.c job_links.c job_snap.c)
+ANALYSIS_SINKS_SRCS := $(addprefix analysis/sinks/,report.c k8s.c k8s_writer.c k8s_nodes.c \
+	otlp.c otlp_send.c otlp_env.c metrics.c nodehealth.c node_sync.c)
+ANALYSIS_INGEST_SRCS := $(addprefix analysis/ingest/,refusals.c analyzer.c analyzer_ingest.c \
+	analyzer_snap.c)
+ANALYSIS_STATE_SRCS := $(addprefix analysis/state/,snapshot.c snapstate.c snapstate_load.c)
+ANALYSIS_LIB_SRCS := $(ANALYSIS_DETECT_SRCS) $(ANALYSIS_SINKS_SRCS) $(ANALYSIS_INGEST_SRCS) \
+	$(ANALYSIS_STATE_SRCS)
 ANALYSIS_LIB_OBJS := $(ANALYSIS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 ANALYZER_BIN := $(BUILD)/bin/trainscope-analyzer
 # The daemon around the library (main_impl.h): its loop, options, HTTP and exporters.
@@ -38,7 +40,7 @@ $(foreach t,test_snapshot test_nodehealth,$(eval $(call cmocka_test,$(t),\
 # make fuzz: the batch ingestion with evaluation, reports and /metrics (every source the
 # analyzer links but its main*.c), and the YAML configuration. make fuzz-seeds writes the
 # ingestion's seeds (analysis/tests/fuzz_seeds.c).
-FUZZ_HDRS := $(wildcard analysis/*.h common/*.h)
+FUZZ_HDRS := $(wildcard analysis/*.h analysis/*/*.h common/*.h)
 $(BUILD)/fuzz/fuzz_ingest: analysis/tests/fuzz_ingest.c $(ANALYSIS_LIB_SRCS) $(COMMON_SRCS) \
 		$(PROTO_SRC) $(PROTO_WIRE_SRC) $(OTLP_SRC) $(FUZZ_HDRS) | fuzz-deps
 	@mkdir -p $(dir $@)
@@ -48,7 +50,7 @@ FUZZERS += ingest
 FUZZ_SEEDS_ingest := analysis/tests/corpus/ingest
 FUZZ_ARGS_ingest := -max_len=16384
 
-$(BUILD)/fuzz/fuzz_params: analysis/tests/fuzz_params.c analysis/params.c common/config.c \
+$(BUILD)/fuzz/fuzz_params: analysis/tests/fuzz_params.c analysis/detect/params.c common/config.c \
 		common/numparse.c \
 		$(FUZZ_HDRS) | fuzz-deps
 	@mkdir -p $(dir $@)

@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "analysis/job.h"
-#include "analysis/snapdiff.h"
+#include "analysis/detect/job.h"
+#include "analysis/detect/snapdiff.h"
 #include "hash.h"
 #include "injector/relay/agg.h"
 #include "injector/relay/batch.h"

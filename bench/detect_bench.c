@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* make detect-bench: the analyzer's detection quality on a fixed matrix of synthetic
- * jobs fed straight into its library (analysis/job.h), with the seed of every run
+ * jobs fed straight into its library (analysis/detect/job.h), with the seed of every run
  * fixed. Synchronous steps: each rank works (dataloader, launch, compute, checkpoint),
  * then all meet in one all-reduce that ends when the slowest arrives, so the waiting
  * ranks show the slow one's excess as collective time. Per scenario it prints recall
@@ -8,7 +8,7 @@
  * detection latency in steps after the onset. The matrix was written before tuning;
  * misses are reported, not dropped. */
 #include "detect_bench_impl.h"
-#include "analysis/stats.h"
+#include "analysis/detect/stats.h"
 #include "log.h"
 
 #include <errno.h>

@@ -8,8 +8,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "analysis/job.h"
-#include "analysis/peers.h"
+#include "analysis/detect/job.h"
+#include "analysis/detect/peers.h"
 
 #define MS 1000000ull
 

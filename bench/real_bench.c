@@ -17,10 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis/analyzer.h"
-#include "analysis/job.h"
-#include "analysis/params.h"
-#include "analysis/stats.h"
+#include "analysis/ingest/analyzer.h"
+#include "analysis/detect/job.h"
+#include "analysis/detect/params.h"
+#include "analysis/detect/stats.h"
 #include "log.h"
 #include "recording.h"
 

@@ -6,7 +6,7 @@
  * terminal's Ctrl-C stops the command, not them: the report still comes) that end with
  * this process (PR_SET_PDEATHSIG) or when cli_local_stop stops them. */
 #include "cli.h"
-#include "analysis/report.h"
+#include "analysis/sinks/report.h"
 #include "ident.h"
 #include "names.h"
 #include "tsclock.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* trainscope report: prints (or waits for) the analyzer's report of a job. */
 #include "cli.h"
-#include "analysis/report.h"
+#include "analysis/sinks/report.h"
 #include "kube.h"
 #include "names.h"
 #include "numparse.h"

@@ -507,7 +507,7 @@ def render(bindir):
                                           ", ".join("`%s`" % f for f in sorted(other_where[name]))))
     o.append("\nThe analyzer's OTLP exporter also takes the standard "
              "`OTEL_EXPORTER_OTLP_[TRACES_]{HEADERS,CERTIFICATE,CLIENT_CERTIFICATE,CLIENT_KEY,"
-             "TIMEOUT,COMPRESSION,PROTOCOL}` (`analysis/otlp_env.c`).\n")
+             "TIMEOUT,COMPRESSION,PROTOCOL}` (`analysis/sinks/otlp_env.c`).\n")
     o.append("## Metrics\n")
     o.append("Every family a program serves on `/metrics`, from the sources. A histogram's "
              "series are `_bucket`, `_sum` and `_count`. Job series are labelled "

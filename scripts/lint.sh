@@ -29,3 +29,4 @@ for s in $(git ls-files '*.sh') .ci/run; do
 	sh -n "$s" 2>/dev/null || bash -n "$s"
 done
 echo "lint: $n C files clean"
+python3 scripts/parts-check.py

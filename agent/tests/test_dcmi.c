@@ -16,7 +16,7 @@
 
 #include "agent/dcmi.h"
 #include "agent/tests/dcmi_double.h"
-#include "analysis/job.h" /* TS_THROTTLE_HW_MASK: the bits the analyzer reads */
+#include "analysis/detect/job.h" /* TS_THROTTLE_HW_MASK: the bits the analyzer reads */
 
 static char double_path[4096];
 static void *dbl; /* the test's own hold on the double: its state outlives ts_dcmi_close */

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/analyzer.h"
+#include "analysis/ingest/analyzer.h"
 #include "buf.h"
 #include "log.h"
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/params.h"
+#include "analysis/detect/params.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/analyzer.h"
+#include "analysis/ingest/analyzer.h"
 #include "common/tests/testbatch.h"
 #include "proto/wire.h"
 

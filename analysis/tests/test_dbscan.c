@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/dbscan.h"
+#include "analysis/detect/dbscan.h"
 
 static void test_hand_checked(void **state)
 {

@@ -8,7 +8,7 @@
 
 #include <math.h>
 
-#include "analysis/failslow.h"
+#include "analysis/detect/failslow.h"
 
 static const struct ts_failslow_opts o = {
 	.task_stable_step = 3, .min_startup_detection_steps = 10, .steps_window_size = 5,

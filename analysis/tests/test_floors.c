@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/job.h"
+#include "analysis/detect/job.h"
 
 #define MS 1000000ull
 #define WORLD 4

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/job.h"
-#include "analysis/peers.h"
+#include "analysis/detect/job.h"
+#include "analysis/detect/peers.h"
 
 /* The defaults with the real-job floors off (verdict.wait_floor 0): these tests feed
  * synthetic steps to the statistics themselves; bench/data's recordings of real programs

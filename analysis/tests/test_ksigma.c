@@ -7,7 +7,7 @@
 
 #include <math.h>
 
-#include "analysis/ksigma.h"
+#include "analysis/detect/ksigma.h"
 
 static struct ts_ksigma_opts base(void)
 {

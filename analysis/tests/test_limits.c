@@ -18,7 +18,7 @@
 
 #include <jansson.h>
 
-#include "analysis/analyzer.h"
+#include "analysis/ingest/analyzer.h"
 #include "common/tests/testbatch.h"
 #include "ident.h"
 

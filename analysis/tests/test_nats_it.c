@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "analysis/analyzer.h"
+#include "analysis/ingest/analyzer.h"
 #include "common/tests/natsd.h"
 #include "injector/relay/batch.h"
 #include "log.h"

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/job.h"
-#include "analysis/metrics.h"
-#include "analysis/report.h"
+#include "analysis/detect/job.h"
+#include "analysis/sinks/metrics.h"
+#include "analysis/sinks/report.h"
 
 /* The defaults with the real-job floors off (verdict.wait_floor 0): these tests feed
  * synthetic steps to the statistics themselves; bench/data's recordings of real programs

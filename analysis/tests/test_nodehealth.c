@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/node_sync.h"
-#include "analysis/nodehealth.h"
+#include "analysis/sinks/node_sync.h"
+#include "analysis/sinks/nodehealth.h"
 #include "fakekv.h"
 
 #define S 1000000000ull

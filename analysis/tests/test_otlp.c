@@ -19,7 +19,8 @@
 #include <time.h>
 #include <zlib.h>
 
-#include "analysis/otlp.h"
+#include "analysis/sinks/otlp.h"
+#include "analysis/detect/traceid.h"
 #include "proto/otlp_trace.pb-c.h"
 
 #define MAXS 20000
@@ -230,7 +231,7 @@ static void test_export_with_retry(void **state)
 	struct ts_otlp_opts o = { .endpoint = url, .flush_ms = 50,
 				  .resource = "deployment.environment.name=prod,k8s.pod.name=x" };
 	assert_int_equal(ts_otlp_new(&x, &o, err, sizeof(err)), 0);
-	ts_otlp_trace_id("team", "llm", 1000, tid);
+	ts_trace_id("team", "llm", 1000, tid);
 	for (uint64_t s = 0; s < 10; s++)
 		ts_otlp_step(x, &who, tid, s, 1000 + s * 100, 1000 + s * 100 + 95, ph, 4);
 	ts_otlp_slow_rank(x, &who, tid, 1000, 2000, "Compute", "compute 39 ms vs 30 ms");
@@ -285,8 +286,8 @@ static void test_windows_sampling_budget(void **state)
 	struct ts_otlp_opts o = { .endpoint = url, .flush_ms = 50, .window_steps = 10,
 				  .sample_ranks = 4, .max_trace_kb = 64 };
 	assert_int_equal(ts_otlp_new(&x, &o, err, sizeof(err)), 0);
-	ts_otlp_trace_id("team", "big", 7, base);
-	ts_otlp_window_trace(base, 1, t1);
+	ts_trace_id("team", "big", 7, base);
+	ts_window_trace(base, 1, t1);
 	for (uint64_t s = 0; s < 30; s++) {
 		for (int k = 0; k < 64; k++) {
 			struct ts_otlp_who who = { "team", "big", "", "n", k };
@@ -311,7 +312,7 @@ static void test_windows_sampling_budget(void **state)
 		int w = -1;
 		for (int k = 0; k < 3; k++) {
 			uint8_t t[16];
-			ts_otlp_window_trace(base, (uint64_t)k, t);
+			ts_window_trace(base, (uint64_t)k, t);
 			if (!memcmp(sp->trace, t, 16))
 				w = k;
 		}
@@ -329,7 +330,7 @@ static void test_windows_sampling_budget(void **state)
 			assert_int_equal(sp->has_link, w > 0);
 			if (w > 0) { /* linked to the window before */
 				uint8_t prev[16];
-				ts_otlp_window_trace(base, (uint64_t)w - 1, prev);
+				ts_window_trace(base, (uint64_t)w - 1, prev);
 				assert_memory_equal(sp->link_trace, prev, 16);
 				assert_memory_equal(sp->link_span, find_root(&r, prev)->id, 8);
 			}
@@ -501,7 +502,7 @@ static void test_window_lost_time(void **state)
 	(void)state;
 	struct ts_otlp_opts o = { .endpoint = url, .flush_ms = 50, .window_steps = 10 };
 	assert_int_equal(ts_otlp_new(&x, &o, err, sizeof(err)), 0);
-	ts_otlp_trace_id("team", "llm", 1000, tid);
+	ts_trace_id("team", "llm", 1000, tid);
 	for (uint64_t s = 0; s < 25; s++) {
 		ts_otlp_step(x, &who, tid, s, 1000 + s * 100, 1090 + s * 100, ph, 1);
 		if (s == 7)

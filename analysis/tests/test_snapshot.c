@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/analyzer.h"
-#include "analysis/snapdiff.h"
-#include "analysis/snapstate.h"
+#include "analysis/ingest/analyzer.h"
+#include "analysis/detect/snapdiff.h"
+#include "analysis/state/snapstate.h"
 #include "analysis/tests/fakekv.h"
 #include "common/tests/testbatch.h"
 

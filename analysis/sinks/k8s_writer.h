@@ -7,8 +7,8 @@
 
 #include <jansson.h>
 #include <stdint.h>
-#include "analysis/k8s.h"
-#include "analysis/k8s_nodes.h"
+#include "k8s.h"
+#include "k8s_nodes.h"
 
 struct ts_k8sw;
 

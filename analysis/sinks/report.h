@@ -4,7 +4,7 @@
 #define TS_REPORT_H
 
 #include <jansson.h>
-#include "analysis/job.h"
+#include "analysis/detect/job.h"
 
 /* The report's annotation naming a pod of the job (its lowest rank's, when the ranks
  * name pods): the Kubernetes writer finds the job's controller from it. */

@@ -4,7 +4,7 @@
  * brought up to date) and freed; and the tables its parts share. What each part holds:
  * job_impl.h. */
 #include "job_impl.h"
-#include "otlp.h"
+#include "traceid.h"
 
 #include <errno.h>
 #include <math.h>
@@ -242,7 +242,7 @@ bool ts_job_report_trace(const struct ts_job *j, uint8_t out[16])
 {
 	if (!j->has_trace)
 		return false;
-	ts_otlp_window_trace(j->trace_id, j->verdict_step / (uint64_t)j->p.traces.window_steps, out);
+	ts_window_trace(j->trace_id, j->verdict_step / (uint64_t)j->p.traces.window_steps, out);
 	return true;
 }
 int ts_job_world(const struct ts_job *j) { return j->world; }

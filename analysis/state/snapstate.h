@@ -16,7 +16,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "analyzer.h"
+#include "analysis/ingest/analyzer.h"
 #include "natskv.h"
 
 struct ts_snapstate;

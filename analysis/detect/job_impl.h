@@ -19,8 +19,8 @@
 #ifndef TS_JOB_IMPL_H
 #define TS_JOB_IMPL_H
 
-#include "analysis/job.h"
-#include "analysis/peers.h"
+#include "job.h"
+#include "peers.h"
 
 struct row {
 	uint64_t step;

@@ -5,7 +5,7 @@
  * is in memory, and each job. A job read back joins the table like a new one, within
  * today's limits. */
 #include "analyzer_impl.h"
-#include "snap.h"
+#include "analysis/detect/snap.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
 #define TS_SNAPSTATE_IMPL_H
 
 #include <stdbool.h>
-#include "analysis/snapdiff.h"
-#include "analysis/snapstate.h"
+#include "analysis/detect/snapdiff.h"
+#include "snapstate.h"
 
 #define TS_SNAP_MAX_DELTAS 128 /* a part's deltas before a new base, whatever their size */
 /* What a delta weighs against half its base: its bytes, and at least this, since each

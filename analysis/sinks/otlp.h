@@ -100,9 +100,5 @@ void ts_otlp_lost_time(struct ts_otlp *x, const char *ns, const char *job,
 void ts_otlp_job_end(struct ts_otlp *x, const char *ns, const char *job);
 void ts_otlp_get_stats(struct ts_otlp *x, struct ts_otlp_stats *out);
 
-/* The trace of a job attempt: derived from its namespace, name and first step. */
-void ts_otlp_trace_id(const char *ns, const char *job, uint64_t first_start_ns, uint8_t out[16]);
-/* The trace of window w of that attempt (window 0's is the attempt's own). */
-void ts_otlp_window_trace(const uint8_t base[16], uint64_t w, uint8_t out[16]);
 
 #endif

@@ -9,8 +9,8 @@
 #include <jansson.h>
 #include "buf.h"
 #include "proto/trainscope.pb-c.h"
-#include "job.h"
-#include "params.h"
+#include "analysis/detect/job.h"
+#include "analysis/detect/params.h"
 
 struct ts_analyzer_opts {
 	struct ts_params params;

@@ -5,7 +5,7 @@
  * limits.reorder_steps and limits.reorder_mb) and, past that, forces its oldest rows
  * out; what the producers lost on the way is counted here too. */
 #include "job_impl.h"
-#include "otlp.h"
+#include "traceid.h"
 #include "stats.h"
 
 #include <errno.h>
@@ -200,7 +200,7 @@ int ts_job_add_step(struct ts_job *j, int rank, int world, const struct ts_rank_
 		j->next_eval = s->step;
 	}
 	if (!j->has_trace) {
-		ts_otlp_trace_id(j->ns, j->name, s->start_ns, j->trace_id);
+		ts_trace_id(j->ns, j->name, s->start_ns, j->trace_id);
 		j->has_trace = true;
 	}
 	if (s->step < j->next_eval) {

@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "analysis/analyzer.h"
-#include "analysis/refusals.h"
+#include "analyzer.h"
+#include "refusals.h"
 
 /* A producer of batches (a relay, a node agent), followed for its sequence numbers
  * (analyzer_ingest.c). */

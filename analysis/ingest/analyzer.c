@@ -6,9 +6,9 @@
 #include "analyzer_impl.h"
 #include "httpd.h"
 #include "log.h"
-#include "metrics.h"
+#include "analysis/sinks/metrics.h"
 #include "names.h"
-#include "report.h"
+#include "analysis/sinks/report.h"
 #include "tsclock.h"
 
 #include <errno.h>

@@ -7,10 +7,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "analysis/change.h"
-#include "analysis/failslow.h"
-#include "analysis/ksigma.h"
-#include "analysis/params.h"
+#include "change.h"
+#include "failslow.h"
+#include "ksigma.h"
+#include "params.h"
 
 enum ts_metric {
 	TS_M_COMPUTE,

@@ -5,10 +5,10 @@
 
 #include <stddef.h>
 #include "config.h"
-#include "analysis/change.h"
-#include "analysis/dbscan.h"
-#include "analysis/failslow.h"
-#include "analysis/ksigma.h"
+#include "change.h"
+#include "dbscan.h"
+#include "failslow.h"
+#include "ksigma.h"
 
 /* What one analyzer takes on: past these, data is refused, counted and logged once. */
 struct ts_limits {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* What becomes a span: windows of steps as traces, sampling, the per-trace budget. */
 #include "otlp_impl.h"
+#include "analysis/detect/traceid.h"
 #include "hash.h"
 #include "log.h"
 
@@ -8,37 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t hash_str(uint64_t h, const char *s)
-{
-	while (*s)
-		h = ts_splitmix64(h ^ (uint8_t)*s++);
-	return h;
-}
-
-void ts_otlp_trace_id(const char *ns, const char *job, uint64_t first_start_ns, uint8_t out[16])
-{
-	uint64_t a = ts_splitmix64(hash_str(hash_str(1, ns), job) ^ first_start_ns);
-	uint64_t b = ts_splitmix64(a ^ 0xabcdef);
-
-	memcpy(out, &a, 8);
-	memcpy(out + 8, &b, 8);
-}
-
-void ts_otlp_window_trace(const uint8_t base[16], uint64_t w, uint8_t out[16])
-{
-	uint64_t a, b;
-
-	memcpy(out, base, 16);
-	if (!w)
-		return;
-	memcpy(&a, base, 8);
-	memcpy(&b, base + 8, 8);
-	a = ts_splitmix64(a ^ ts_splitmix64(w));
-	b = ts_splitmix64(b ^ a);
-	memcpy(out, &a, 8);
-	memcpy(out + 8, &b, 8);
-}
 
 /* A window's root span: its id follows from its trace, so children and the next
  * window's link need no memory of it. */
@@ -137,10 +107,10 @@ static void close_window(struct ts_otlp *x, struct ojob *j, struct owin *win)
 	s->rank = -1;
 	snprintf(s->ns, sizeof(s->ns), "%s", j->ns);
 	snprintf(s->job, sizeof(s->job), "%s", j->job);
-	ts_otlp_window_trace(j->base, (uint64_t)win->w, s->trace);
+	ts_window_trace(j->base, (uint64_t)win->w, s->trace);
 	root_id(s->trace, s->id);
 	if (win->w > 0) {
-		ts_otlp_window_trace(j->base, (uint64_t)win->w - 1, prev);
+		ts_window_trace(j->base, (uint64_t)win->w - 1, prev);
 		memcpy(s->link_trace, prev, 16);
 		root_id(prev, s->link_span);
 		s->has_link = true;
@@ -285,7 +255,7 @@ void ts_otlp_step(struct ts_otlp *x, const struct ts_otlp_who *who, const uint8_
 	win->last_step = win->last_step > step ? win->last_step : step;
 	win->errors += nm != NULL;
 
-	ts_otlp_window_trace(j->base, w, trace);
+	ts_window_trace(j->base, w, trace);
 	pthread_mutex_lock(&x->lock);
 	struct qspan *p = window_child(x, who, trace, Q_STEP, "train.step");
 	p->start = start_ns;

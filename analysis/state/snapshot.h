@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include "analyzer.h"
+#include "analysis/ingest/analyzer.h"
 #include "natsw.h"
 
 struct ts_snapshot_stats {

@@ -7,7 +7,7 @@
 #define TS_METRICS_H
 
 #include "buf.h"
-#include "job.h"
+#include "analysis/detect/job.h"
 
 /* Renders every family once, over all jobs; top_k per-rank series a job. */
 void ts_jobs_render_metrics(struct ts_job *const *jobs, int njobs, int top_k, struct ts_buf *b);
