@@ -176,10 +176,12 @@ overhead() {
 # AB_MULT: each program's steps times this. Rank 0's results and the log tails only stay
 # under $OUT/ab (the device tool brings back few files).
 abinrun() {
-	local n=${AB_STEPS:-20} m=${AB_MULT:-1} prog cmd
+	# AB_ENV: more of the preload's variables for every job (TRAINSCOPE_POLL_MS=50...);
+	# AB_TAG names the run's folder and summary, so that runs of one call stay apart
+	local n=${AB_STEPS:-20} m=${AB_MULT:-1} prog cmd tag=ab${AB_TAG:+-$AB_TAG}
 	versions
 	pipeline_up
-	mkdir -p "$OUT/ab"
+	mkdir -p "$OUT/$tag"
 	for prog in ${AB_PROGS:-lb ddp comp hft lit}; do
 		local tr=(torchrun --standalone --nproc_per_node="$NGPU")
 		case $prog in
@@ -195,14 +197,17 @@ abinrun() {
 		esac
 		# -k: a Lightning job stopped by SIGTERM hung in its teardown and held the
 		# rest of a device call (its DataLoader workers killed under it)
-		echo "== $prog (AB_STEPS $n): ${cmd[*]}"
-		TRAINSCOPE_AB_STEPS=$n timeout -k 15 "${AB_TIMEOUT:-200}" $tsrun --job "ab-$prog" -- \
-			"${cmd[@]}" --out "$OUT/ab/$prog" >"$OUT/ab/$prog.log" 2>&1 ||
-			{ echo "$prog failed:"; tail -5 "$OUT/ab/$prog.log"; }
-		python3 e2e/gpu/ab_inrun.py "$n" "${AB_SKIP:-100}" "$OUT/ab/$prog.rank0.json"
-		tail -3 "$OUT/ab/$prog.log"
-		rm -f "$OUT/ab/$prog.log" "$OUT"/ab/"$prog".rank[1-9]*.json
-	done | tee "$OUT/abinrun.txt"
+		echo "== $prog (AB_STEPS $n${AB_ENV:+, $AB_ENV}): ${cmd[*]}"
+		env ${AB_ENV:-} TRAINSCOPE_AB_STEPS=$n timeout -k 15 "${AB_TIMEOUT:-200}" \
+			$tsrun --job "ab-$prog" -- "${cmd[@]}" --out "$OUT/$tag/$prog" \
+			>"$OUT/$tag/$prog.log" 2>&1 ||
+			{ echo "$prog failed:"; tail -5 "$OUT/$tag/$prog.log"; }
+		python3 e2e/gpu/ab_inrun.py "$n" "${AB_SKIP:-100}" "$OUT/$tag/$prog.rank0.json"
+		python3 -c 'import json, sys; c = json.load(open(sys.argv[1])).get("counters") or {}
+print("counters:", {k: v for k, v in c.items() if v})' "$OUT/$tag/$prog.rank0.json"
+		tail -3 "$OUT/$tag/$prog.log"
+		rm -f "$OUT/$tag/$prog.log" "$OUT/$tag/$prog".rank[1-9]*.json
+	done | tee "$OUT/$tag.txt"
 }
 
 case "${1:-smoke}" in

@@ -55,7 +55,8 @@ def device_counters():
     names = ("launches", "api_calls", "segments", "samples", "completed", "timed_skipped",
              "capture_skips", "hangs", "sample_n", "mem_live", "alloc_failures", "gemms",
              "colls", "graphs", "graphs_uncounted", "graph_launches", "captured",
-             "host_funcs", "graph_colls", "graph_colls_uncounted")
+             "host_funcs", "graph_colls", "graph_colls_uncounted", "seg_waits",
+             "seg_switches")
     buf = (ctypes.c_uint64 * len(names))()
     lib = ctypes.CDLL(None)
     try:

@@ -70,7 +70,7 @@ static struct {
 	_Atomic bool poller_started;
 	struct {
 		_Atomic uint64_t segments, samples, timed_skipped, capture_skips, pool_empty,
-			ctx_mismatch, completed, hangs, late;
+			ctx_mismatch, completed, hangs, late, seg_waits, seg_switches;
 		_Atomic uint64_t graph[TS_GRAPH_HOST_FUNC + 1]; /* enum ts_graph_note */
 	} st;
 } g = { .strm = { [0 ... NSTREAMS - 1] = { .seg = -1 } } };
@@ -377,6 +377,7 @@ int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample)
 		int seg = atomic_load_explicit(&e->seg, memory_order_relaxed);
 		bool comm = ts_tls.coll_depth != 0;
 		if (unlikely(seg >= 0 && (seg & 1) != comm)) {
+			atomic_fetch_add_explicit(&g.st.seg_switches, 1, memory_order_relaxed);
 			close_segment(e);
 			seg = -1;
 		}
@@ -416,8 +417,11 @@ void ts_gpu_stream_wait(CUstream s, unsigned sk)
 
 	if (atomic_load_explicit(&g.init, memory_order_acquire) != ready_state(sk))
 		return;
-	if ((e = strm_find(norm(s, sk), false)))
+	if ((e = strm_find(norm(s, sk), false)) &&
+	    atomic_load_explicit(&e->seg, memory_order_relaxed) >= 0) {
+		atomic_fetch_add_explicit(&g.st.seg_waits, 1, memory_order_relaxed);
 		close_segment(e);
+	}
 }
 
 /* Keeps sampling's host cost near its budget: N doubles when over, halves when far
@@ -630,4 +634,6 @@ void ts_gpu_get_stats(struct trainscope_device_counters *o)
 	o->captured = atomic_load(&g.st.graph[TS_GRAPH_CAPTURED]);
 	o->host_funcs = atomic_load(&g.st.graph[TS_GRAPH_HOST_FUNC]);
 	ts_graph_coll_counts(&o->graph_colls, &o->graph_colls_uncounted);
+	o->seg_waits = atomic_load(&g.st.seg_waits);
+	o->seg_switches = atomic_load(&g.st.seg_switches);
 }

@@ -109,6 +109,9 @@ struct trainscope_device_counters {
 	uint64_t host_funcs;     /* host functions enqueued on streams */
 	uint64_t graph_colls;    /* collectives run by graph replays (they are in colls) */
 	uint64_t graph_colls_uncounted; /* collectives captured into a graph and not kept */
+	uint64_t seg_waits;      /* segments ended by their stream's wait on another's work */
+	uint64_t seg_switches;   /* segments ended by a stream's switch between collective
+				  * and other kernels */
 };
 
 /* The counters into out's first size bytes (pass sizeof *out): the fields this library

@@ -89,6 +89,17 @@ static void test_dispatch(void **state)
 	assert_int_equal(val(&o, "ts.segments"), 30);
 }
 
+/* A wait on another stream's work ends the stream's segment (counted), a second wait
+ * with none open ends nothing, the next launch opens another. */
+static void test_segment_waits(void **state)
+{
+	(void)state;
+	run("segwait", NULL, &o);
+	assert_int_equal(val(&o, "ts.segments"), 10);
+	assert_int_equal(val(&o, "ts.seg_waits"), 5);
+	assert_int_equal(val(&o, "ts.seg_switches"), 0);
+}
+
 /* The trampoline keeps RTLD_NEXT relative to the caller; only the wanted names and
  * ABI versions are wrapped. */
 static void test_rtld_and_getproc(void **state)
@@ -466,6 +477,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dispatch),
+		cmocka_unit_test(test_segment_waits),
 		cmocka_unit_test(test_rtld_and_getproc),
 		cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_event_pool),

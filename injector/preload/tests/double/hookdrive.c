@@ -158,6 +158,25 @@ static void sc_dispatch(void)
 	       (unsigned long long)tsd_stream_launches((void *)2));
 }
 
+/* A stream's wait on another's work ends its busy segment; the next launch opens one. */
+static void sc_segwait(void)
+{
+	typedef CUresult (*wait_fn)(CUstream, CUevent, unsigned);
+	wait_fn wait = (wait_fn)dlsym(RTLD_DEFAULT, "cuStreamWaitEvent");
+
+	if (!wait)
+		die("cuStreamWaitEvent");
+	for (uint64_t s = 0; s < 5; s++) {
+		trainscope_step_begin(s);
+		rt_launch(0, A);
+		wait(A, NULL, 0);
+		wait(A, NULL, 0); /* none open: nothing ends */
+		rt_launch(0, A);
+		trainscope_step_end(s);
+	}
+	wait_gpu_steps(5);
+}
+
 static int in_object(void *p, const char *name)
 {
 	Dl_info info;
@@ -825,6 +844,8 @@ static void print_all(void)
 	tsd_kv("ts.graph_launches", -1, 0, c.graph_launches);
 	tsd_kv("ts.graph_colls", -1, 0, c.graph_colls);
 	tsd_kv("ts.graph_colls_uncounted", -1, 0, c.graph_colls_uncounted);
+	tsd_kv("ts.seg_waits", -1, 0, c.seg_waits);
+	tsd_kv("ts.seg_switches", -1, 0, c.seg_switches);
 	tsd_kv("ts.captured", -1, 0, c.captured);
 	tsd_kv("ts.host_funcs", -1, 0, c.host_funcs);
 	tsd_kv("dbl.host_funcs", -1, 0, t.host_funcs);
@@ -869,7 +890,7 @@ static const struct {
 	const char *name;
 	void (*run)(void);
 } scenarios[] = {
-	{ "dispatch", sc_dispatch }, { "rtld", sc_rtld },         { "memory", sc_memory },
+	{ "dispatch", sc_dispatch }, { "segwait", sc_segwait }, { "rtld", sc_rtld },         { "memory", sc_memory },
 	{ "pool", sc_pool },         { "capture", sc_capture },   { "sampling", sc_sampling },
 	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "sync_coll", sc_sync_coll },         { "comms", sc_comms },         { "cublas", sc_cublas },
 	{ "plugin", sc_plugin },     { "graphs", sc_graphs },     { "graph_colls", sc_graph_colls },     { "cost", sc_cost },
