@@ -5,111 +5,118 @@
 #include "numparse.h"
 
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static void usage(FILE *f)
+#define HEAD                                                                                \
+	"Usage: trainscope-analyzer [options]\n"                                             \
+	"Reads trainscope batches from the NATS JetStream stream TRAINSCOPE with a durable\n"  \
+	"consumer (a restart loses nothing), runs fail-slow, hang and slow-rank detection\n"   \
+	"per job, and writes each job's report as <report-dir>/<namespace>_<job>.json (names\n" \
+	"made safe for a file name) in the shape of the SlowNodeReport status, with\n"         \
+	"sysTrace's result fields. Its state is saved in JetStream (--snapshot-s): killed\n"   \
+	"and started again, it goes on where it was.\n\n"
+
+static int quiet(void *s, const char *arg, char *err, size_t n)
 {
-	fprintf(f,
-		"Usage: trainscope-analyzer [options]\n"
-		"Reads trainscope batches from the NATS JetStream stream TRAINSCOPE with a durable\n"
-		"consumer (a restart loses nothing), runs fail-slow, hang and slow-rank detection\n"
-		"per job, and writes each job's report as <report-dir>/<namespace>_<job>.json (names\n"
-		"made safe for a file name) in the shape of the SlowNodeReport status, with\n"
-		"sysTrace's result fields. Its state is saved in JetStream (--snapshot-s): killed\n"
-		"and started again, it goes on where it was.\n\n"
-		TSN_HELP
-		"  -c, --config FILE      detection parameters (YAML; see --print-config);\n"
-		"                         TRAINSCOPE_ANALYZER_<KEY> overrides, e.g.\n"
-		"                         TRAINSCOPE_ANALYZER_SPACE_EPS=0.1\n"
-		"  -r, --report-dir DIR   where reports go (default ./trainscope-reports)\n"
-		"      --durable NAME     JetStream durable consumer (default trainscope-analyzer)\n"
-		"      --snapshot-s N     save what changed in every job's state every N s in a\n"
-		"                         JetStream key-value bucket and acknowledge messages only\n"
-		"                         then, so a restart resumes from it with the same verdicts\n"
-		"                         (default 5, 0 = off: a restart then starts every job afresh)\n"
-		"      --snapshot-bucket NAME  the bucket (default trainscope-analyzer; the key is\n"
-		"                         the durable consumer's name)\n"
-		"      --filter SUBJECT   subjects to read (default ts.v1.>)\n"
-		"      --partitions N     share the jobs among N analyzers (TRAINSCOPE_ANALYZER_\n"
-		"                         PARTITIONS): the stream's subject transform gives each\n"
-		"                         job's subjects a partition of its namespace and job\n"
-		"                         (nats-server 2.10 or later); this analyzer reads its own\n"
-		"                         with durable consumer trainscope-analyzer-p<K>. Not\n"
-		"                         given: one analyzer reads every job, and a stream that\n"
-		"                         others partitioned is left so; 1: the transform removed\n"
-		"      --partition K|auto the partition read, 0 to N-1; auto: the ordinal ending the\n"
-		"                         pod's name (a StatefulSet's, POD_NAME or HOSTNAME)\n"
-		"                         (TRAINSCOPE_ANALYZER_PARTITION, default auto)\n"
-		"  The stream: TRAINSCOPE_STREAM_REPLICAS (1), _MAX_AGE (24h), _MAX_BYTES (1G) and\n"
-		"  _DISCARD (old: drop the oldest when full; new: refuse). The analyzer makes it and\n"
-		"  keeps it to these (and its partitions) at each start.\n"
-		"  -p, --metrics-port N   /metrics, /healthz (alive) and /readyz (consuming, or\n"
-		"                         what it waits on) (0 = any free port, -1 = off;\n"
-		"                         default 9103)\n"
-		"      --metrics-addr A   listen address (default 127.0.0.1)\n"
-		"      --stall-s N        /healthz answers 503 once the consume loop has not\n"
-		"                         turned for N s (default 60)\n"
-		"      --max-msg-bytes N  refuse larger messages (default 4194304)\n"
-		"      --kubeconfig FILE  Kubernetes mode: keep a SlowNodeReport per job and raise\n"
-		"                         Events on slow ranks' pods, through this kubeconfig\n"
-		"      --in-cluster       Kubernetes mode with the pod's service account\n"
-		"      --k8s-interval-s N rewrite an unchanged report at most every N s (10)\n"
-		"      --node-health-s N  every N s (30; 0 = off) add up what the jobs' verdicts\n"
-		"                         say about each node and device, across partitions (in\n"
-		"                         the --snapshot-bucket): degraded nodes in /metrics, and\n"
-		"                         in Kubernetes mode a SlowNode per node with findings\n"
-		"                         (docs/report.md, \"Node health\")\n"
-		"      --node-conditions  also set a degraded node's TrainscopeDegraded condition\n"
-		"                         and raise Events on it (needs patch on nodes/status)\n"
-		"      --node-taint       and taint it trainscope.dev/degraded=<cause> (needs patch\n"
-		"                         on nodes), removed when it is clean again\n"
-		"      --node-taint-dry-run  say what would be tainted, change no node\n"
-		"      --node-taint-effect E  PreferNoSchedule (default) or NoSchedule\n"
-		"      --node-taint-max-share X  never more than this share of the (GPU) nodes\n"
-		"                         tainted at once (0.1)\n"
-		"      --node-taint-causes LIST  causes that may taint, comma-separated (Device)\n"
-		"      --otlp-endpoint URL  send the job's timeline as OTLP/HTTP traces, e.g.\n"
-		"                         http://jaeger:4318 (/v1/traces is added). The standard\n"
-		"                         OTEL_EXPORTER_OTLP_[TRACES_]{ENDPOINT,HEADERS,CERTIFICATE,\n"
-		"                         CLIENT_CERTIFICATE,CLIENT_KEY,TIMEOUT,COMPRESSION,PROTOCOL},\n"
-		"                         OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES and\n"
-		"                         OTEL_SDK_DISABLED are honoured; a trace holds traces.\n"
-		"                         window_steps steps, sampled for large jobs (--config)\n"
-		"  -q, --quiet            do not print reports when a verdict changes\n"
-		"      --print-config     print the effective parameters and exit\n"
-		"      --config-schema    print the JSON Schema of --config's keys and exit (the\n"
-		"                         chart's values.schema.json holds it)\n"
-		"  -h, --help\n");
+	(void)arg, (void)err, (void)n;
+	((struct cli *)s)->ao.print_changes = 0;
+	return 0;
 }
 
-/* Codes of the long-only options, after TSN_LONGOPTS'. */
-enum analyzer_opt {
-	OPT_DURABLE = TSN_OPT_END,
-	OPT_FILTER,
-	OPT_METRICS_ADDR,
-	OPT_MAX_MSG_BYTES,
-	OPT_PRINT_CONFIG,
-	OPT_CONFIG_SCHEMA,
-	OPT_KUBECONFIG,
-	OPT_IN_CLUSTER,
-	OPT_K8S_INTERVAL_S,
-	OPT_STALL_S,
-	OPT_OTLP_ENDPOINT,
-	OPT_SNAPSHOT_S,
-	OPT_SNAPSHOT_BUCKET,
-	OPT_PARTITIONS,
-	OPT_PARTITION,
-	OPT_NODE_HEALTH_S,
-	OPT_NODE_CONDITIONS,
-	OPT_NODE_TAINT,
-	OPT_NODE_TAINT_DRY_RUN,
-	OPT_NODE_TAINT_EFFECT,
-	OPT_NODE_TAINT_MAX_SHARE,
-	OPT_NODE_TAINT_CAUSES,
+static int taint(void *s, const char *arg, char *err, size_t n)
+{
+	struct cli *c = s;
+
+	(void)arg, (void)err, (void)n;
+	c->np.taint = c->np.conditions = true;
+	return 0;
+}
+
+#define F(f) offsetof(struct cli, f)
+#define STR(f) TS_OPT_STR, F(f), 0, 0
+#define INT(f, lo, hi) TS_OPT_INT, F(f), lo, hi
+#define ON(f) TS_OPT_TRUE, F(f), 0, 0, NULL
+/* Every option of the analyzer but NATS's (tsn_opt_table), in --help's order. */
+static const struct ts_opt options[] = {
+	{ "config", 'c', STR(config), "FILE", NULL, "detection parameters (YAML; see "
+	  "--print-config); TRAINSCOPE_ANALYZER_<KEY> overrides, "
+	  "e.g. TRAINSCOPE_ANALYZER_SPACE_EPS=0.1", NULL },
+	{ "report-dir", 'r', STR(ao.report_dir), "DIR", NULL,
+	  "where reports go (default ./trainscope-reports)", NULL },
+	{ "durable", 0, STR(durable), "NAME", NULL,
+	  "JetStream durable consumer (default trainscope-analyzer)", NULL },
+	{ "snapshot-s", 0, INT(snapshot_s, 0, 86400), "N", NULL, "save what changed in every "
+	  "job's state every N s in a JetStream key-value bucket and acknowledge messages only "
+	  "then, so a restart resumes from it with the same verdicts (default 5, 0 = off: a "
+	  "restart then starts every job afresh)", NULL },
+	{ "snapshot-bucket", 0, STR(snapshot_bucket), "NAME", NULL, "the bucket (default "
+	  "trainscope-analyzer; the key is the durable consumer's name)", NULL },
+	{ "filter", 0, STR(filter), "SUBJECT", NULL, "subjects to read (default ts.v1.>)", NULL },
+	{ "partitions", 0, STR(parts_arg), "N", "TRAINSCOPE_ANALYZER_PARTITIONS", "share the "
+	  "jobs among N analyzers: the stream's subject transform gives each job's subjects a "
+	  "partition of its namespace and job (nats-server 2.10 or later); this analyzer reads "
+	  "its own with durable consumer trainscope-analyzer-p<K>. Not given: one analyzer "
+	  "reads every job, and a stream that others partitioned is left so; 1: the transform "
+	  "removed", NULL },
+	{ "partition", 0, STR(part_arg), "K|auto", "TRAINSCOPE_ANALYZER_PARTITION", "the "
+	  "partition read, 0 to N-1; auto (the default): the ordinal ending the pod's name (a "
+	  "StatefulSet's, POD_NAME or HOSTNAME)", NULL },
+	{ NULL, 0, TS_OPT_NOTE, 0, 0, 0, NULL, NULL, "The stream: TRAINSCOPE_STREAM_REPLICAS "
+	  "(1), _MAX_AGE (24h), _MAX_BYTES (1G) and _DISCARD (old: drop the oldest when full; "
+	  "new: refuse). The analyzer makes it and keeps it to these (and its partitions) at "
+	  "each start.", NULL },
+	{ "metrics-port", 'p', INT(metrics_port, -1, 65535), "N", NULL, "/metrics, /healthz "
+	  "(alive) and /readyz (consuming, or what it waits on) (0 = any free port, -1 = off; "
+	  "default 9103)", NULL },
+	{ "metrics-addr", 0, STR(metrics_addr), "A", NULL, "listen address (default 127.0.0.1)",
+	  NULL },
+	{ "stall-s", 0, INT(stall_s, 1, 86400), "N", NULL, "/healthz answers 503 once the "
+	  "consume loop has not turned for N s (default 60)", NULL },
+	{ "max-msg-bytes", 0, TS_OPT_SIZE, F(ao.max_msg_bytes), 1, 1l << 30, "N", NULL,
+	  "refuse larger messages (default 4194304)", NULL },
+	{ "kubeconfig", 0, STR(kubeconfig), "FILE", NULL, "Kubernetes mode: keep a "
+	  "SlowNodeReport per job and raise Events on slow ranks' pods, through this "
+	  "kubeconfig", NULL },
+	{ "in-cluster", 0, ON(in_cluster), NULL, "Kubernetes mode with the pod's service account",
+	  NULL },
+	{ "k8s-interval-s", 0, INT(k8s_interval_s, 1, 86400), "N", NULL,
+	  "rewrite an unchanged report at most every N s (10)", NULL },
+	{ "node-health-s", 0, INT(node_health_s, 0, 86400), "N", NULL, "every N s (30; 0 = off) "
+	  "add up what the jobs' verdicts say about each node and device, across partitions "
+	  "(in the --snapshot-bucket): degraded nodes in /metrics, and in Kubernetes mode a "
+	  "SlowNode per node with findings (docs/report.md, \"Node health\")", NULL },
+	{ "node-conditions", 0, ON(np.conditions), NULL, "also set a degraded node's "
+	  "TrainscopeDegraded condition and raise Events on it (needs patch on nodes/status)",
+	  NULL },
+	{ "node-taint", 0, TS_OPT_CALL, 0, 0, 0, NULL, NULL, "and taint it "
+	  "trainscope.dev/degraded=<cause> (needs patch on nodes), removed when it is clean "
+	  "again", taint },
+	{ "node-taint-dry-run", 0, ON(np.dry_run), NULL, "say what would be tainted, change no "
+	  "node", NULL },
+	{ "node-taint-effect", 0, STR(np.effect), "E", NULL,
+	  "PreferNoSchedule (default) or NoSchedule", NULL },
+	{ "node-taint-max-share", 0, TS_OPT_DOUBLE, F(np.max_share), 0, 1, "X", NULL,
+	  "never more than this share of the (GPU) nodes tainted at once (0.1)", NULL },
+	{ "node-taint-causes", 0, STR(np.causes), "LIST", NULL,
+	  "causes that may taint, comma-separated (Device)", NULL },
+	{ "otlp-endpoint", 0, STR(otlp_endpoint), "URL", NULL, "send the job's timeline as "
+	  "OTLP/HTTP traces, e.g. http://jaeger:4318 (/v1/traces is added). The standard "
+	  "OTEL_EXPORTER_OTLP_[TRACES_]{ENDPOINT,HEADERS,CERTIFICATE,CLIENT_CERTIFICATE,"
+	  "CLIENT_KEY,TIMEOUT,COMPRESSION,PROTOCOL}, OTEL_SERVICE_NAME, "
+	  "OTEL_RESOURCE_ATTRIBUTES and OTEL_SDK_DISABLED are honoured; a trace holds "
+	  "traces.window_steps steps, sampled for large jobs (--config)", NULL },
+	{ "quiet", 'q', TS_OPT_CALL, 0, 0, 0, NULL, NULL,
+	  "do not print reports when a verdict changes", quiet },
+	{ "print-config", 0, ON(print_config), NULL, "print the effective parameters and exit",
+	  NULL },
+	{ "config-schema", 0, ON(config_schema), NULL, "print the JSON Schema of --config's keys "
+	  "and exit (the chart's values.schema.json holds it)", NULL },
+	{ "print-options", 0, ON(print_options), NULL, "print these options as JSON and exit "
+	  "(for the generated reference)", NULL },
 };
 
 /* The ordinal ending a StatefulSet pod's name (trainscope-analyzer-2): -1 without one. */
@@ -177,44 +184,9 @@ static int partitioning(struct cli *c, const char *parts, const char *part, char
 	return 0;
 }
 
-int analyzer_parse_args(int argc, char **argv, struct cli *c)
+/* What the analyzer runs with when nothing says otherwise. */
+static void analyzer_defaults(struct cli *c)
 {
-	static const struct option longopts[] = {
-		TSN_LONGOPTS,
-		{ "config", required_argument, NULL, 'c' },
-		{ "report-dir", required_argument, NULL, 'r' },
-		{ "durable", required_argument, NULL, OPT_DURABLE },
-		{ "filter", required_argument, NULL, OPT_FILTER },
-		{ "metrics-port", required_argument, NULL, 'p' },
-		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
-		{ "max-msg-bytes", required_argument, NULL, OPT_MAX_MSG_BYTES },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
-		{ "config-schema", no_argument, NULL, OPT_CONFIG_SCHEMA },
-		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
-		{ "in-cluster", no_argument, NULL, OPT_IN_CLUSTER },
-		{ "k8s-interval-s", required_argument, NULL, OPT_K8S_INTERVAL_S },
-		{ "stall-s", required_argument, NULL, OPT_STALL_S },
-		{ "otlp-endpoint", required_argument, NULL, OPT_OTLP_ENDPOINT },
-		{ "snapshot-s", required_argument, NULL, OPT_SNAPSHOT_S },
-		{ "snapshot-bucket", required_argument, NULL, OPT_SNAPSHOT_BUCKET },
-		{ "partitions", required_argument, NULL, OPT_PARTITIONS },
-		{ "partition", required_argument, NULL, OPT_PARTITION },
-		{ "node-health-s", required_argument, NULL, OPT_NODE_HEALTH_S },
-		{ "node-conditions", no_argument, NULL, OPT_NODE_CONDITIONS },
-		{ "node-taint", no_argument, NULL, OPT_NODE_TAINT },
-		{ "node-taint-dry-run", no_argument, NULL, OPT_NODE_TAINT_DRY_RUN },
-		{ "node-taint-effect", required_argument, NULL, OPT_NODE_TAINT_EFFECT },
-		{ "node-taint-max-share", required_argument, NULL, OPT_NODE_TAINT_MAX_SHARE },
-		{ "node-taint-causes", required_argument, NULL, OPT_NODE_TAINT_CAUSES },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	const char *parts = getenv("TRAINSCOPE_ANALYZER_PARTITIONS");
-	const char *part = getenv("TRAINSCOPE_ANALYZER_PARTITION");
-	char err[512];
-	int ch;
-
 	tsn_opts_from_env(&c->nats, "trainscope-analyzer");
 	c->durable = "trainscope-analyzer";
 	c->ao.report_dir = "trainscope-reports";
@@ -227,55 +199,28 @@ int analyzer_parse_args(int argc, char **argv, struct cli *c)
 	c->node_health_s = 30;
 	ts_node_policy_default(&c->np);
 	c->np.conditions = false;
-	while ((ch = getopt_long(argc, argv, "s:c:r:p:qh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'c': c->config = optarg; break;
-		case 'r': c->ao.report_dir = optarg; break;
-		case OPT_DURABLE: c->durable = optarg; break;
-		case OPT_FILTER: c->filter = optarg; break;
-		case 'p': c->metrics_port = (int)ts_opt_int("--metrics-port", optarg, -1, 65535); break;
-		case OPT_METRICS_ADDR: c->metrics_addr = optarg; break;
-		case OPT_MAX_MSG_BYTES:
-			c->ao.max_msg_bytes = (size_t)ts_opt_int("--max-msg-bytes", optarg, 1, 1l << 30);
-			break;
-		case 'q': c->ao.print_changes = 0; break;
-		case OPT_PRINT_CONFIG: c->print_config = true; break;
-		case OPT_CONFIG_SCHEMA: c->config_schema = true; break;
-		case OPT_KUBECONFIG: c->kubeconfig = optarg; break;
-		case OPT_IN_CLUSTER: c->in_cluster = true; break;
-		case OPT_K8S_INTERVAL_S:
-			c->k8s_interval_s = (int)ts_opt_int("--k8s-interval-s", optarg, 1, 86400);
-			break;
-		case OPT_STALL_S: c->stall_s = (int)ts_opt_int("--stall-s", optarg, 1, 86400); break;
-		case OPT_OTLP_ENDPOINT: c->otlp_endpoint = optarg; break;
-		case OPT_SNAPSHOT_S: c->snapshot_s = (int)ts_opt_int("--snapshot-s", optarg, 0, 86400); break;
-		case OPT_SNAPSHOT_BUCKET: c->snapshot_bucket = optarg; break;
-		case OPT_PARTITIONS: parts = optarg; break;
-		case OPT_PARTITION: part = optarg; break;
-		case OPT_NODE_HEALTH_S:
-			c->node_health_s = (int)ts_opt_int("--node-health-s", optarg, 0, 86400);
-			break;
-		case OPT_NODE_CONDITIONS: c->np.conditions = true; break;
-		case OPT_NODE_TAINT: c->np.taint = c->np.conditions = true; break;
-		case OPT_NODE_TAINT_DRY_RUN: c->np.dry_run = true; break;
-		case OPT_NODE_TAINT_EFFECT: c->np.effect = optarg; break;
-		case OPT_NODE_TAINT_MAX_SHARE:
-			c->np.max_share = ts_opt_double("--node-taint-max-share", optarg, 0, 1);
-			break;
-		case OPT_NODE_TAINT_CAUSES: c->np.causes = optarg; break;
-		case 'h': usage(stdout); exit(0);
-		default:
-			if (tsn_parse_option(&c->nats, ch, optarg))
-				break;
-			usage(stderr);
-			return -1;
-		}
-	}
-	if (ts_node_policy_check(&c->np, err, sizeof(err))) {
-		fprintf(stderr, "trainscope-analyzer: %s\n", err);
+}
+
+int analyzer_parse_args(int argc, char **argv, struct cli *c)
+{
+	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(tsn_opt_table, &c->nats),
+					       TS_OPTS_GROUP(options, c) };
+	char err[512];
+	int rc;
+
+	analyzer_defaults(c);
+	if ((rc = ts_opts_parse(groups, 2, "trainscope-analyzer", HEAD, argc, argv)) <= 0)
+		exit(rc ? 2 : 0);
+	if (rc < argc) {
+		fprintf(stderr, "trainscope-analyzer: %s: no operand is taken\n", argv[rc]);
 		return -1;
 	}
-	if (partitioning(c, parts, part, err, sizeof(err))) {
+	if (c->print_options) {
+		ts_opts_json(stdout, groups, 2);
+		exit(0);
+	}
+	if (ts_node_policy_check(&c->np, err, sizeof(err)) ||
+	    partitioning(c, c->parts_arg, c->part_arg, err, sizeof(err))) {
 		fprintf(stderr, "trainscope-analyzer: %s\n", err);
 		return -1;
 	}

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <nats/nats.h>
+#include "opts.h"
 
 #define TSN_STREAM "TRAINSCOPE"
 #define TSN_SUBJECTS "ts.v1.>"
@@ -94,6 +95,10 @@ enum tsn_opt {
 	"      --nats-user NAME     NATS user; its password from TRAINSCOPE_NATS_PASSWORD\n"    \
 	"      --nats-ca FILE       CA bundle: connect with TLS (TRAINSCOPE_NATS_CA, or the\n"   \
 	"                           PEM text in TRAINSCOPE_NATS_CA_PEM)\n"
+
+/* The same options as a table (opts.h), for a program that parses by tables: its group
+ * is TS_OPTS_GROUP(tsn_opt_table, &its struct tsn_opts). */
+extern const struct ts_opt tsn_opt_table[6];
 
 /* Defaults from TRAINSCOPE_NATS_URL, _TOKEN, _TOKEN_FILE, _USER, _PASSWORD, _CA and
  * _CA_PEM, _TLS_NAME; a pod's clients (TRAINSCOPE_POD_UID set) take replies on _INBOX.<pod uid>,

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "numparse.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,21 @@ bool tsn_export_option(int ch, const char *arg)
 }
 
 /* One of TSN_LONGOPTS into o (natsw.h). */
+#define TSN_STR(field) TS_OPT_STR, offsetof(struct tsn_opts, field), 0, 0
+const struct ts_opt tsn_opt_table[6] = {
+	{ "nats", 's', TSN_STR(url), "URL", "TRAINSCOPE_NATS_URL",
+	  "NATS server (default nats://127.0.0.1:4222)", NULL },
+	{ "nats-creds", 0, TSN_STR(creds_file), "FILE", NULL,
+	  "NATS credentials file (JWT and nkey seed)", NULL },
+	{ "nats-token", 0, TSN_STR(token), "TOKEN", "TRAINSCOPE_NATS_TOKEN", "NATS token", NULL },
+	{ "nats-token-file", 0, TSN_STR(token_file), "F", "TRAINSCOPE_NATS_TOKEN_FILE",
+	  "NATS token read at each connect, such as a projected ServiceAccount token", NULL },
+	{ "nats-user", 0, TSN_STR(user), "NAME", "TRAINSCOPE_NATS_USER",
+	  "NATS user; its password from TRAINSCOPE_NATS_PASSWORD", NULL },
+	{ "nats-ca", 0, TSN_STR(tls_ca), "FILE", "TRAINSCOPE_NATS_CA",
+	  "CA bundle: connect with TLS (or the PEM text in TRAINSCOPE_NATS_CA_PEM)", NULL },
+};
+
 bool tsn_parse_option(struct tsn_opts *o, int ch, const char *arg)
 {
 	switch (ch) {
