@@ -6,41 +6,19 @@
 #include "signals.h"
 #include "relay.h"
 
-#include <getopt.h>
+#include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: trainscope-relay [options]\n"
-		"Drains the trainscope rings of a folder (one per training process), folds them\n"
-		"into per-step records and publishes them to NATS JetStream: each round one\n"
-		"Bundle of its ranks' batches per job on ts.v1.<namespace>.<job>.pod.<pod>, or\n"
-		"(--wire rank) each rank's on ts.v1.<namespace>.<job>.rank.<rank>. Runs until\n"
-		"SIGTERM/SIGINT, then drains everything left and waits for NATS to acknowledge it.\n\n"
-		"  -d, --ring-dir DIR       ring folder (env TRAINSCOPE_RING_DIR)\n"
-		TSN_HELP
-		"  -p, --metrics-port N     serve /metrics and /healthz (0 = any free port,\n"
-		"                           -1 = off; default -1)\n"
-		"      --metrics-addr ADDR  listen address (default 127.0.0.1)\n"
-		"      --flush-ms N         publish pending steps at least every N ms (100)\n"
-		"      --wire pod|rank      a Bundle per pod and job a round, or a message per\n"
-		"                           rank (env TRAINSCOPE_WIRE; default pod)\n"
-		"      --outbox-mb N        bound of data buffered while NATS is away (64)\n"
-		"      --drain-timeout-ms N wait this long for acks at exit (10000)\n"
-		"  -h, --help\n");
-}
-
-/* Codes of the long-only options, after TSN_LONGOPTS'. */
-enum relay_opt {
-	OPT_METRICS_ADDR = TSN_OPT_END,
-	OPT_FLUSH_MS,
-	OPT_OUTBOX_MB,
-	OPT_DRAIN_TIMEOUT_MS,
-	OPT_WIRE,
-};
+#define HEAD                                                                                \
+	"Usage: trainscope-relay [options]\n"                                                \
+	"Drains the trainscope rings of a folder (one per training process), folds them\n"    \
+	"into per-step records and publishes them to NATS JetStream: each round one\n"        \
+	"Bundle of its ranks' batches per job on ts.v1.<namespace>.<job>.pod.<pod>, or\n"     \
+	"(--wire rank) each rank's on ts.v1.<namespace>.<job>.rank.<rank>. Runs until\n"      \
+	"SIGTERM/SIGINT, then drains everything left and waits for NATS to acknowledge it.\n\n"
 
 struct relay_cli {
 	struct relay_opts ro;
@@ -48,55 +26,55 @@ struct relay_cli {
 	const char *metrics_addr;
 };
 
+static int outbox_mb(void *s, const char *arg, char *err, size_t n)
+{
+	long mb;
+
+	if (ts_parse_int(arg, 1, 65536, &mb)) {
+		snprintf(err, n, "'%s' is not a whole number from 1 to 65536", arg);
+		return -EINVAL;
+	}
+	((struct relay_cli *)s)->ro.nats.outbox_bytes = (size_t)mb << 20;
+	return 0;
+}
+
+static int wire(void *s, const char *arg, char *err, size_t n)
+{
+	if (!ts_wire_parse(arg, &((struct relay_cli *)s)->ro.wire))
+		return 0;
+	snprintf(err, n, "'%s': want pod or rank", arg);
+	return -EINVAL;
+}
+
+#define F(f) offsetof(struct relay_cli, f)
+static const struct ts_opt options[] = {
+	{ "ring-dir", 'd', TS_OPT_STR, F(ro.ring_dir), 0, 0, "DIR", "TRAINSCOPE_RING_DIR",
+	  "ring folder", NULL },
+	{ "metrics-port", 'p', TS_OPT_INT, F(metrics_port), -1, 65535, "N", NULL,
+	  "serve /metrics and /healthz (0 = any free port, -1 = off; default -1)", NULL },
+	{ "metrics-addr", 0, TS_OPT_STR, F(metrics_addr), 0, 0, "ADDR", NULL,
+	  "listen address (default 127.0.0.1)", NULL },
+	{ "flush-ms", 0, TS_OPT_INT, F(ro.flush_ms), 1, 60000, "N", NULL,
+	  "publish pending steps at least every N ms (100)", NULL },
+	{ "wire", 0, TS_OPT_CALL, 0, 0, 0, "pod|rank", "TRAINSCOPE_WIRE", "a Bundle per pod and "
+	  "job a round, or a message per rank (default pod)", wire },
+	{ "outbox-mb", 0, TS_OPT_CALL, 0, 0, 0, "N", NULL,
+	  "bound of data buffered while NATS is away (64)", outbox_mb },
+	{ "drain-timeout-ms", 0, TS_OPT_INT, F(drain_timeout_ms), 0, 3600000, "N", NULL,
+	  "wait this long for acks at exit (10000)", NULL },
+};
+
 static int parse_args(int argc, char **argv, struct relay_cli *c)
 {
-	static const struct option longopts[] = {
-		{ "ring-dir", required_argument, NULL, 'd' },
-		TSN_LONGOPTS,
-		{ "metrics-port", required_argument, NULL, 'p' },
-		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
-		{ "flush-ms", required_argument, NULL, OPT_FLUSH_MS },
-		{ "outbox-mb", required_argument, NULL, OPT_OUTBOX_MB },
-		{ "drain-timeout-ms", required_argument, NULL, OPT_DRAIN_TIMEOUT_MS },
-		{ "wire", required_argument, NULL, OPT_WIRE },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	const char *wire = getenv("TRAINSCOPE_WIRE");
-	int ch;
+	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(tsn_opt_table, &c->ro.nats),
+					       TS_OPTS_GROUP(options, c) };
+	int rc;
 
-	c->ro.ring_dir = getenv("TRAINSCOPE_RING_DIR");
 	tsn_opts_from_env(&c->ro.nats, "trainscope-relay");
 	c->metrics_port = -1;
 	c->drain_timeout_ms = 10000;
-	while ((ch = getopt_long(argc, argv, "d:s:p:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'd': c->ro.ring_dir = optarg; break;
-		case 'p': c->metrics_port = (int)ts_opt_int("--metrics-port", optarg, -1, 65535); break;
-		case OPT_METRICS_ADDR: c->metrics_addr = optarg; break;
-		case OPT_FLUSH_MS:
-			c->ro.flush_ms = (int)ts_opt_int("--flush-ms", optarg, 1, 60000);
-			break;
-		case OPT_OUTBOX_MB:
-			c->ro.nats.outbox_bytes = (size_t)ts_opt_int("--outbox-mb", optarg, 1, 65536) << 20;
-			break;
-		case OPT_DRAIN_TIMEOUT_MS:
-			c->drain_timeout_ms = (int)ts_opt_int("--drain-timeout-ms", optarg, 0, 3600000);
-			break;
-		case OPT_WIRE: wire = optarg; break;
-		case 'h': usage(stdout); exit(0);
-		default:
-			if (tsn_parse_option(&c->ro.nats, ch, optarg))
-				break;
-			usage(stderr);
-			return -1;
-		}
-	}
-	if (ts_wire_parse(wire, &c->ro.wire)) {
-		fprintf(stderr, "trainscope-relay: --wire (TRAINSCOPE_WIRE) %s: want pod or rank\n",
-			wire);
-		return -1;
-	}
+	if ((rc = ts_opts_parse(groups, 2, "trainscope-relay", HEAD, argc, argv)) <= 0)
+		exit(rc ? 2 : 0);
 	if (!c->ro.ring_dir || !*c->ro.ring_dir) {
 		fprintf(stderr, "trainscope-relay: no ring folder: pass --ring-dir or set "
 				"TRAINSCOPE_RING_DIR\n");
