@@ -209,7 +209,7 @@ int analyzer_parse_args(int argc, char **argv, struct cli *c)
 	int rc;
 
 	analyzer_defaults(c);
-	if ((rc = ts_opts_parse(groups, 2, "trainscope-analyzer", HEAD, argc, argv)) <= 0)
+	if ((rc = ts_opts_parse(groups, 2, "trainscope-analyzer", HEAD, 0, argc, argv)) <= 0)
 		exit(rc ? 2 : 0);
 	if (rc < argc) {
 		fprintf(stderr, "trainscope-analyzer: %s: no operand is taken\n", argv[rc]);

@@ -140,7 +140,7 @@ static const struct ts_opt *entry(const struct ts_opt_group *g, size_t ng, int c
 }
 
 int ts_opts_parse(const struct ts_opt_group *g, size_t ng, const char *program,
-		  const char *head, int argc, char **argv)
+		  const char *head, unsigned flags, int argc, char **argv)
 {
 	char shorts[128], err[256];
 	struct option *lo;
@@ -149,7 +149,8 @@ int ts_opts_parse(const struct ts_opt_group *g, size_t ng, const char *program,
 
 	if (from_env(g, ng, program))
 		return -EINVAL;
-	if (!(lo = getopt_table(g, ng, shorts, sizeof(shorts)))) {
+	shorts[0] = '+';
+	if (!(lo = getopt_table(g, ng, shorts + !!(flags & TS_OPTS_STOP), sizeof(shorts) - 1))) {
 		fprintf(stderr, "%s: out of memory\n", program);
 		return -ENOMEM;
 	}
@@ -200,8 +201,11 @@ static void help_line(FILE *f, const struct ts_opt *o)
 	int len;
 
 	if (o->kind == TS_OPT_NOTE) {
+		const char *h = o->help;
+		for (; *h == '\n'; h++) /* a paragraph apart */
+			fputc('\n', f);
 		fputs("  ", f);
-		wrap(f, o->help, 2);
+		wrap(f, h, 2);
 		return;
 	}
 	len = snprintf(lead, sizeof(lead), "  %c%c%c --%s%s%s", o->letter ? '-' : ' ',

@@ -42,12 +42,18 @@ struct ts_opt_group {
 
 #define TS_OPTS_GROUP(table, settings) { (table), sizeof(table) / sizeof((table)[0]), (settings) }
 
+/* ts_opts_parse's flags. */
+enum {
+	TS_OPTS_STOP = 1, /* options end at the first operand (a command and its own options
+			   * follow: trainscope run); else operands may come anywhere */
+};
+
 /* Takes the groups' variables, then argv's options (--help and -h added): each value
  * checked as its kind and bounds say. Returns the index of argv's first operand (argc
  * when none), 0 after --help was printed on stdout, or -EINVAL after saying what was
  * wrong on stderr as "<program>: --name: ..." or "<program>: VARIABLE: ...". */
 int ts_opts_parse(const struct ts_opt_group *g, size_t ng, const char *program,
-		  const char *head, int argc, char **argv);
+		  const char *head, unsigned flags, int argc, char **argv);
 
 /* --help: head (the program's usage and purpose, as given), then each option's line,
  * its variable, and its help wrapped at 80 columns. */

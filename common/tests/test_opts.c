@@ -53,7 +53,7 @@ static int parse(struct set *s, int argc, const char **argv)
 {
 	const struct ts_opt_group g[] = { TS_OPTS_GROUP(table, s) };
 
-	return ts_opts_parse(g, 1, "prog", "Usage: prog\n", argc, (char **)argv);
+	return ts_opts_parse(g, 1, "prog", "Usage: prog\n", 0, argc, (char **)argv);
 }
 
 static void test_kinds_and_operands(void **state)
@@ -70,6 +70,22 @@ static void test_kinds_and_operands(void **state)
 	assert_true(s.share == 0.5);
 	assert_true(s.on);
 	assert_int_equal(s.calls, 3);
+}
+
+/* TS_OPTS_STOP: a command's own options after the first operand are left to it. */
+static void test_stop_at_operand(void **state)
+{
+	const char *argv[] = { "prog", "-d", "/x", "python3", "-p", "5", NULL };
+	const struct ts_opt_group g[1] = { TS_OPTS_GROUP(table, NULL) };
+	struct set s = { .port = 7 };
+	struct ts_opt_group mine = g[0];
+
+	(void)state;
+	mine.settings = &s;
+	assert_int_equal(ts_opts_parse(&mine, 1, "prog", "", TS_OPTS_STOP, 6, (char **)argv), 3);
+	assert_string_equal(s.dir, "/x");
+	assert_int_equal(s.port, 7);
+	assert_string_equal(argv[3], "python3");
 }
 
 static void test_bounds_and_errors(void **state)
@@ -134,6 +150,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kinds_and_operands),
+		cmocka_unit_test(test_stop_at_operand),
 		cmocka_unit_test(test_bounds_and_errors),
 		cmocka_unit_test(test_variables_under_the_command_line),
 		cmocka_unit_test(test_help),

@@ -73,7 +73,7 @@ static int parse_args(int argc, char **argv, struct relay_cli *c)
 	tsn_opts_from_env(&c->ro.nats, "trainscope-relay");
 	c->metrics_port = -1;
 	c->drain_timeout_ms = 10000;
-	if ((rc = ts_opts_parse(groups, 2, "trainscope-relay", HEAD, argc, argv)) <= 0)
+	if ((rc = ts_opts_parse(groups, 2, "trainscope-relay", HEAD, 0, argc, argv)) <= 0)
 		exit(rc ? 2 : 0);
 	if (!c->ro.ring_dir || !*c->ro.ring_dir) {
 		fprintf(stderr, "trainscope-relay: no ring folder: pass --ring-dir or set "

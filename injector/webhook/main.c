@@ -5,79 +5,104 @@
 #include "cert.h"
 #include "log.h"
 #include "numparse.h"
+#include "opts.h"
 #include "signals.h"
 #include "server.h"
 
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: trainscope-webhook --tls-cert FILE --tls-key FILE [options]\n"
-		"       trainscope-webhook --bootstrap-certs --secret NAME --service NAME\n"
-		"                          [--webhook-config NAME] [--validity-days N] [--kubeconfig FILE]\n"
-		"                          [--out-dir DIR] [--wait-s N] [--peer-names NAME,...]\n"
-		"Mutating admission webhook for pods (AdmissionReview v1). A pod annotated\n"
-		"trainscope.dev/inject: \"true\" (POST /mutate), or any pod of a namespace that opts in\n"
-		"by label (POST /mutate-namespace, unless the pod says \"false\"), gets an init\n"
-		"container that copies the library and the Python shim, the relay as a native\n"
-		"sidecar, LD_PRELOAD (appended), PYTHONPATH (prepended), TRAINSCOPE_* and volumes.\n"
-		"Only the containers named by the annotation trainscope.dev/container-names\n"
-		"(comma-separated) are instrumented, else the first. A second pass changes\n"
-		"nothing. GET /healthz and /metrics.\n\n"
-		"  --tls-cert FILE   PEM certificate (chain) the API server trusts\n"
-		"  --tls-key FILE    its PEM key\n"
-		"  --cert-check-s N  reread both files every N seconds and serve a new pair\n"
-		"                    without closing the port (default 10; 0 = never)\n"
-		"  --plain-http      serve without TLS (local tests only)\n"
-		"  --addr ADDR       listen address (default 0.0.0.0)\n"
-		"  --port N          listen port (default 8443; 0 = any free port)\n"
-		"  --image IMAGE     the trainscope image injected (env TRAINSCOPE_IMAGE)\n"
-		"  --nats URL        NATS URL for the relays (env TRAINSCOPE_NATS_URL,\n"
-		"                    default nats://trainscope-nats:4222)\n"
-		"  --nats-audience AUD  authenticated NATS: each relay gets a projected token of its\n"
-		"                    pod's ServiceAccount for this audience (trainscope-natsauth's)\n"
-		"  --nats-ca FILE    the CA bundle the relays trust for NATS's TLS (read at start)\n"
-		"  --events          a Warning Event (reason TrainscopeNotInjected) on each pod that\n"
-		"                    asked for trainscope and was left unchanged (needs events create;\n"
-		"                    the API server of --kubeconfig, else the pod's)\n"
-		"  --relay-cpu Q     the relay's cpu request and limit, given when the pod\n"
-		"                    declares resources (default " TS_RELAY_CPU_DEFAULT ")\n"
-		"  --relay-memory Q  its memory request and limit (default " TS_RELAY_MEMORY_DEFAULT ")\n"
-		"  -h, --help\n\n"
-		"--bootstrap-certs: make the certificates once and exit (the webhook pod's init\n"
-		"container, with webhook.certs.job=true). In the pod's namespace (env POD_NAMESPACE, else the\n"
-		"service account's), the Secret's ca.crt, tls.crt and tls.key are kept when they load,\n"
-		"the key matches, the certificate verifies against ca.crt, names the service and\n"
-		"lasts 30 more days; else a new CA and certificate (EC P-256, serverAuth and\n"
-		"clientAuth)\n"
-		"are written to it (created as kubernetes.io/tls when missing). Then ca.crt becomes\n"
-		"the caBundle of every webhook of the MutatingWebhookConfiguration. Writes that\n"
-		"meet a conflict are retried. Exit 0 when done, 1 when something failed (one line\n"
-		"names the object and what the API server said), 2 on bad options.\n"
-		"  --secret NAME          the Secret\n"
-		"  --service NAME         the webhook's Service: the certificate names NAME, NAME.NS,\n"
-		"                         NAME.NS.svc and NAME.NS.svc.cluster.local\n"
-		"  --peer-names NAME,...  up to 4 more names (\"*.\" before a name: its subdomains),\n"
-		"                         those a cluster's servers dial one another by, e.g.\n"
-		"                         *.trainscope-nats-cluster.NS.svc for NATS's routes; a\n"
-		"                         certificate kept must then be a TLS client's too\n"
-		"  --webhook-config NAME  the MutatingWebhookConfiguration (none: only the Secret and\n"
-		"                         --out-dir, as for NATS's own serving certificate)\n"
-		"  --validity-days N      of a new CA and certificate (default 365)\n"
-		"  --kubeconfig FILE      the API server and credentials (default: in cluster, the\n"
-		"                         pod's service account)\n"
-		"  --out-dir DIR          also write the pair kept or made to DIR/tls.crt and\n"
-		"                         DIR/tls.key (0600), and the CA to DIR/ca.crt, for the\n"
-		"                         server's container\n"
-		"  --wait-s N             wait up to N seconds for the MutatingWebhookConfiguration\n"
-		"                         to exist (default 0: a missing one fails at once)\n");
-}
+#define HEAD                                                                                    \
+	"Usage: trainscope-webhook --tls-cert FILE --tls-key FILE [options]\n"                    \
+	"       trainscope-webhook --bootstrap-certs --secret NAME --service NAME\n"              \
+	"                          [--webhook-config NAME] [--validity-days N] [--kubeconfig FILE]\n" \
+	"                          [--out-dir DIR] [--wait-s N] [--peer-names NAME,...]\n"        \
+	"Mutating admission webhook for pods (AdmissionReview v1). A pod annotated\n"             \
+	"trainscope.dev/inject: \"true\" (POST /mutate), or any pod of a namespace that opts in\n" \
+	"by label (POST /mutate-namespace, unless the pod says \"false\"), gets an init\n"        \
+	"container that copies the library and the Python shim, the relay as a native\n"         \
+	"sidecar, LD_PRELOAD (appended), PYTHONPATH (prepended), TRAINSCOPE_* and volumes.\n"     \
+	"Only the containers named by the annotation trainscope.dev/container-names\n"           \
+	"(comma-separated) are instrumented, else the first. A second pass changes\n"            \
+	"nothing. GET /healthz and /metrics.\n\n"
+
+/* Everything the command line sets: the server's, and --bootstrap-certs' (ts_bootstrap). */
+struct cli {
+	struct webhook_opts o;
+	struct ts_cert_files files;
+	struct ts_bootstrap_opts boot;
+	int port, check_s;
+	bool plain, bootstrap_certs, events;
+	const char *ca_file;
+};
+
+#define F(f) offsetof(struct cli, f)
+#define STR(f) TS_OPT_STR, F(f), 0, 0
+static const struct ts_opt options[] = {
+	{ "tls-cert", 0, STR(files.cert_path), "FILE", NULL,
+	  "PEM certificate (chain) the API server trusts", NULL },
+	{ "tls-key", 0, STR(files.key_path), "FILE", NULL, "its PEM key", NULL },
+	{ "cert-check-s", 0, TS_OPT_INT, F(check_s), 0, 86400, "N", NULL, "reread both files "
+	  "every N seconds and serve a new pair without closing the port (default 10; 0 = "
+	  "never)", NULL },
+	{ "plain-http", 0, TS_OPT_TRUE, F(plain), 0, 0, NULL, NULL,
+	  "serve without TLS (local tests only)", NULL },
+	{ "addr", 0, STR(o.addr), "ADDR", NULL, "listen address (default 0.0.0.0)", NULL },
+	{ "port", 0, TS_OPT_INT, F(port), 0, 65535, "N", NULL,
+	  "listen port (default 8443; 0 = any free port)", NULL },
+	{ "image", 0, STR(o.inject.image), "IMAGE", "TRAINSCOPE_IMAGE",
+	  "the trainscope image injected", NULL },
+	{ "nats", 0, STR(o.inject.nats_url), "URL", "TRAINSCOPE_NATS_URL",
+	  "NATS URL for the relays (default nats://trainscope-nats:4222)", NULL },
+	{ "nats-audience", 0, STR(o.inject.nats_audience), "AUD", NULL, "authenticated NATS: "
+	  "each relay gets a projected token of its pod's ServiceAccount for this audience "
+	  "(trainscope-natsauth's)", NULL },
+	{ "nats-ca", 0, STR(ca_file), "FILE", NULL,
+	  "the CA bundle the relays trust for NATS's TLS (read at start)", NULL },
+	{ "events", 0, TS_OPT_TRUE, F(events), 0, 0, NULL, NULL, "a Warning Event (reason "
+	  "TrainscopeNotInjected) on each pod that asked for trainscope and was left unchanged "
+	  "(needs events create; the API server of --kubeconfig, else the pod's)", NULL },
+	{ "relay-cpu", 0, STR(o.inject.relay_cpu), "Q", NULL, "the relay's cpu request and "
+	  "limit, given when the pod declares resources (default " TS_RELAY_CPU_DEFAULT ")", NULL },
+	{ "relay-memory", 0, STR(o.inject.relay_memory), "Q", NULL,
+	  "its memory request and limit (default " TS_RELAY_MEMORY_DEFAULT ")", NULL },
+	{ NULL, 0, TS_OPT_NOTE, 0, 0, 0, NULL, NULL, "\n--bootstrap-certs: make the certificates "
+	  "once and exit (the webhook pod's init container, with webhook.certs.job=true). In "
+	  "the pod's namespace (env POD_NAMESPACE, else the service account's), the Secret's "
+	  "ca.crt, tls.crt and tls.key are kept when they load, the key matches, the "
+	  "certificate verifies against ca.crt, names the service and lasts 30 more days; else "
+	  "a new CA and certificate (EC P-256, serverAuth and clientAuth) are written to it "
+	  "(created as kubernetes.io/tls when missing). Then ca.crt becomes the caBundle of "
+	  "every webhook of the MutatingWebhookConfiguration. Writes that meet a conflict are "
+	  "retried. Exit 0 when done, 1 when something failed (one line names the object and "
+	  "what the API server said), 2 on bad options.", NULL },
+	{ "bootstrap-certs", 0, TS_OPT_TRUE, F(bootstrap_certs), 0, 0, NULL, NULL,
+	  "make them, as above, and exit", NULL },
+	{ "secret", 0, STR(boot.secret), "NAME", NULL, "the Secret", NULL },
+	{ "service", 0, STR(boot.service), "NAME", NULL, "the webhook's Service: the "
+	  "certificate names NAME, NAME.NS, NAME.NS.svc and NAME.NS.svc.cluster.local", NULL },
+	{ "peer-names", 0, STR(boot.peer_names), "NAME,...", NULL, "up to 4 more names (\"*.\" "
+	  "before a name: its subdomains), those a cluster's servers dial one another by, e.g. "
+	  "*.trainscope-nats-cluster.NS.svc for NATS's routes; a certificate kept must then be "
+	  "a TLS client's too", NULL },
+	{ "webhook-config", 0, STR(boot.webhook_config), "NAME", NULL, "the "
+	  "MutatingWebhookConfiguration (none: only the Secret and --out-dir, as for NATS's own "
+	  "serving certificate)", NULL },
+	{ "validity-days", 0, TS_OPT_INT, F(boot.validity_days), 1, 36500, "N", NULL,
+	  "of a new CA and certificate (default 365)", NULL },
+	{ "kubeconfig", 0, STR(boot.kubeconfig), "FILE", NULL, "the API server and credentials "
+	  "(default: in cluster, the pod's service account)", NULL },
+	{ "out-dir", 0, STR(boot.out_dir), "DIR", NULL, "also write the pair kept or made to "
+	  "DIR/tls.crt and DIR/tls.key (0600), and the CA to DIR/ca.crt, for the server's "
+	  "container", NULL },
+	{ "wait-s", 0, TS_OPT_INT, F(boot.wait_s), 0, 3600, "N", NULL, "wait up to N seconds for "
+	  "the MutatingWebhookConfiguration to exist (default 0: a missing one fails at once)",
+	  NULL },
+};
 
 static int bootstrap(const struct ts_bootstrap_opts *b)
 {
@@ -182,125 +207,53 @@ static char *read_pem(const char *file)
 	return buf;
 }
 
-/* Codes of the long-only options (every one but --help): past any character. */
-enum webhook_opt {
-	OPT_TLS_CERT = 0x100,
-	OPT_TLS_KEY,
-	OPT_PLAIN_HTTP,
-	OPT_ADDR,
-	OPT_PORT,
-	OPT_IMAGE,
-	OPT_NATS,
-	OPT_CERT_CHECK_S,
-	OPT_RELAY_CPU,
-	OPT_RELAY_MEMORY,
-	OPT_BOOTSTRAP_CERTS,
-	OPT_SECRET,
-	OPT_SERVICE,
-	OPT_WEBHOOK_CONFIG,
-	OPT_VALIDITY_DAYS,
-	OPT_KUBECONFIG,
-	OPT_OUT_DIR,
-	OPT_WAIT_S,
-	OPT_NATS_AUDIENCE,
-	OPT_NATS_CA,
-	OPT_EVENTS,
-	OPT_PEER_NAMES,
-};
+/* The command line into c, with the defaults where it says nothing: 0, or 2 (bad
+ * options) or -1 (--help printed) as the exit status to leave with. */
+static int parse_args(int argc, char **argv, struct cli *c)
+{
+	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(options, c) };
+	int rc;
+
+	c->port = 8443, c->check_s = 10, c->boot.validity_days = 365;
+	c->o.inject.image = "trainscope:latest";
+	c->o.inject.nats_url = "nats://trainscope-nats:4222";
+	c->o.inject.init_cpu = TS_INIT_CPU_DEFAULT;
+	c->o.inject.init_memory = TS_INIT_MEMORY_DEFAULT;
+	c->o.inject.relay_cpu = TS_RELAY_CPU_DEFAULT;
+	c->o.inject.relay_memory = TS_RELAY_MEMORY_DEFAULT;
+	if ((rc = ts_opts_parse(groups, 1, "trainscope-webhook", HEAD, 0, argc, argv)) <= 0)
+		return rc ? 2 : -1;
+	c->o.port = (uint16_t)c->port;
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
-		{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
-		{ "plain-http", no_argument, NULL, OPT_PLAIN_HTTP },
-		{ "addr", required_argument, NULL, OPT_ADDR },
-		{ "port", required_argument, NULL, OPT_PORT },
-		{ "image", required_argument, NULL, OPT_IMAGE },
-		{ "nats", required_argument, NULL, OPT_NATS },
-		{ "help", no_argument, NULL, 'h' },
-		{ "cert-check-s", required_argument, NULL, OPT_CERT_CHECK_S },
-		{ "relay-cpu", required_argument, NULL, OPT_RELAY_CPU },
-		{ "relay-memory", required_argument, NULL, OPT_RELAY_MEMORY },
-		{ "bootstrap-certs", no_argument, NULL, OPT_BOOTSTRAP_CERTS },
-		{ "secret", required_argument, NULL, OPT_SECRET },
-		{ "service", required_argument, NULL, OPT_SERVICE },
-		{ "webhook-config", required_argument, NULL, OPT_WEBHOOK_CONFIG },
-		{ "validity-days", required_argument, NULL, OPT_VALIDITY_DAYS },
-		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
-		{ "out-dir", required_argument, NULL, OPT_OUT_DIR },
-		{ "wait-s", required_argument, NULL, OPT_WAIT_S },
-		{ "nats-audience", required_argument, NULL, OPT_NATS_AUDIENCE },
-		{ "nats-ca", required_argument, NULL, OPT_NATS_CA },
-		{ "events", no_argument, NULL, OPT_EVENTS },
-		{ "peer-names", required_argument, NULL, OPT_PEER_NAMES },
-		{ 0 }
-	};
-	struct webhook_opts o = { .port = 8443 };
-	struct ts_cert_files files = { 0 };
+	struct cli c = { 0 };
 	struct ts_cert_pair pair = { 0 };
-	struct ts_bootstrap_opts boot = { .validity_days = 365 };
-	unsigned check_s = 10;
+	struct webhook_opts o;
 	struct webhook *w;
-	bool plain = false, bootstrap_certs = false, events = false;
-	const char *ca_file = NULL;
 	char *ca_pem = NULL;
-	int ch, rc;
+	int rc;
 
 	ts_log_init("webhook");
-	o.inject.image = getenv("TRAINSCOPE_IMAGE") ? getenv("TRAINSCOPE_IMAGE") : "trainscope:latest";
-	o.inject.nats_url = getenv("TRAINSCOPE_NATS_URL") ? getenv("TRAINSCOPE_NATS_URL")
-							  : "nats://trainscope-nats:4222";
-	o.inject.init_cpu = TS_INIT_CPU_DEFAULT;
-	o.inject.init_memory = TS_INIT_MEMORY_DEFAULT;
-	o.inject.relay_cpu = TS_RELAY_CPU_DEFAULT;
-	o.inject.relay_memory = TS_RELAY_MEMORY_DEFAULT;
-	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case OPT_TLS_CERT: files.cert_path = optarg; break;
-		case OPT_TLS_KEY: files.key_path = optarg; break;
-		case OPT_PLAIN_HTTP: plain = true; break;
-		case OPT_ADDR: o.addr = optarg; break;
-		case OPT_PORT: o.port = (uint16_t)ts_opt_int("--port", optarg, 0, 65535); break;
-		case OPT_IMAGE: o.inject.image = optarg; break;
-		case OPT_NATS: o.inject.nats_url = optarg; break;
-		case OPT_NATS_AUDIENCE: o.inject.nats_audience = optarg; break;
-		case OPT_EVENTS: events = true; break;
-		case OPT_NATS_CA: ca_file = optarg; break;
-		case OPT_CERT_CHECK_S:
-			check_s = (unsigned)ts_opt_int("--cert-check-s", optarg, 0, 86400);
-			break;
-		case OPT_RELAY_CPU: o.inject.relay_cpu = optarg; break;
-		case OPT_RELAY_MEMORY: o.inject.relay_memory = optarg; break;
-		case OPT_BOOTSTRAP_CERTS: bootstrap_certs = true; break;
-		case OPT_SECRET: boot.secret = optarg; break;
-		case OPT_SERVICE: boot.service = optarg; break;
-		case OPT_PEER_NAMES: boot.peer_names = optarg; break;
-		case OPT_WEBHOOK_CONFIG: boot.webhook_config = optarg; break;
-		case OPT_VALIDITY_DAYS:
-			boot.validity_days = (unsigned)ts_opt_int("--validity-days", optarg, 1, 36500);
-			break;
-		case OPT_KUBECONFIG: boot.kubeconfig = optarg; break;
-		case OPT_OUT_DIR: boot.out_dir = optarg; break;
-		case OPT_WAIT_S: boot.wait_s = (unsigned)ts_opt_int("--wait-s", optarg, 0, 3600); break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (bootstrap_certs)
-		return bootstrap(&boot);
-	if (ca_file && !(o.inject.nats_ca_pem = ca_pem = read_pem(ca_file)))
+	if ((rc = parse_args(argc, argv, &c)))
+		return rc < 0 ? 0 : rc;
+	o = c.o;
+	if (c.bootstrap_certs)
+		return bootstrap(&c.boot);
+	if (c.ca_file && !(o.inject.nats_ca_pem = ca_pem = read_pem(c.ca_file)))
 		return 1;
-	if (events && start_events(&o, boot.kubeconfig)) {
+	if (c.events && start_events(&o, c.boot.kubeconfig)) {
 		free(ca_pem);
 		return 1;
 	}
-	if (!plain && (!files.cert_path || !files.key_path)) {
+	if (!c.plain && (!c.files.cert_path || !c.files.key_path)) {
 		fprintf(stderr, "trainscope-webhook: the API server only calls HTTPS: pass --tls-cert "
 				"and --tls-key (or --plain-http for a local test)\n");
 		return 2;
 	}
-	rc = !plain && first_pair(&files, &o, &pair) ? 1 : webhook_start(&w, &o) ? 1 : 0;
+	rc = !c.plain && first_pair(&c.files, &o, &pair) ? 1 : webhook_start(&w, &o) ? 1 : 0;
 	ts_cert_pair_free(&pair);
 	if (rc) {
 		ts_events_stop(o.events);
@@ -308,12 +261,12 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	ts_info("webhook: serving %s on port %u, injecting %s (relays to %s)",
-		plain ? "HTTP" : "HTTPS", webhook_port(w), o.inject.image, o.inject.nats_url);
+		c.plain ? "HTTP" : "HTTPS", webhook_port(w), o.inject.image, o.inject.nats_url);
 	ts_signals_init();
-	rc = serve(w, plain ? NULL : &files, check_s);
+	rc = serve(w, c.plain ? NULL : &c.files, (unsigned)c.check_s);
 	ts_events_stop(o.events);
 	free(ca_pem);
 	webhook_stop(w);
-	ts_cert_files_free(&files);
+	ts_cert_files_free(&c.files);
 	return rc;
 }
