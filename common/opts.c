@@ -47,12 +47,15 @@ static int apply(const struct ts_opt *o, void *s, const char *v, char *err, size
 	case TS_OPT_STR: *(const char **)p = v; return 0;
 	case TS_OPT_INT:
 	case TS_OPT_SIZE:
+	case TS_OPT_I64:
 		if ((rc = ts_parse_int(v, (long)o->min, (long)o->max, &l)))
 			break;
 		if (o->kind == TS_OPT_INT)
 			*(int *)p = (int)l;
-		else
+		else if (o->kind == TS_OPT_SIZE)
 			*(size_t *)p = (size_t)l;
+		else
+			*(int64_t *)p = (int64_t)l;
 		return 0;
 	case TS_OPT_DOUBLE:
 		if ((rc = ts_parse_double(v, o->min, o->max, &d)))

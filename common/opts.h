@@ -13,6 +13,7 @@ enum ts_opt_kind {
 	TS_OPT_STR,    /* const char *: the argument itself */
 	TS_OPT_INT,    /* int in min..max (common/numparse.c) */
 	TS_OPT_SIZE,   /* size_t in min..max */
+	TS_OPT_I64,    /* int64_t in min..max */
 	TS_OPT_DOUBLE, /* double in min..max */
 	TS_OPT_TRUE,   /* bool set true; no argument */
 	TS_OPT_FALSE,  /* bool set false; no argument */

@@ -16,7 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -29,77 +29,24 @@
 #define REQ_SUBJECT "$SYS.REQ.USER.AUTH"
 #define MAX_WORKERS 64
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: trainscope-natsauth --dir DIR --init [--secret NAME] [--routes URL,...]\n"
-		"       trainscope-natsauth --dir DIR [options]\n"
-		"       trainscope-natsauth --issuer-seed-file FILE [--server-config OUT] [options]\n"
-		"NATS auth callout for trainscope (nats-server 2.10 or later). A client connects with\n"
-		"a Kubernetes ServiceAccount token as its NATS token; the API server reviews it\n"
-		"(TokenReview, for --audience) and the client gets the rights of its role only:\n"
-		"  relay     any pod's token: publish ts.v1.<its namespace>.*.{rank,pod,hang}.* and\n"
-		"            ts.v1.<its namespace>.*.ctl.<its node>\n"
-		"  agent     --agent's token: publish ts.v1.*.*.{host,dev}.<its node>, read\n"
-		"            ts.v1.*.*.ctl.<its node>\n"
-		"  analyzer  --analyzer's token: the JetStream API (the stream, its consumers) and\n"
-		"            its snapshot bucket\n"
-		"  cli       a --cli token: read the stream through consumers of its own, never\n"
-		"            the analyzer's\n"
-		"Pod tokens (projected volumes) take replies on _INBOX.<pod uid> only. Relays are\n"
-		"refused in system namespaces; tokens not bound to a pod are refused, but for --cli.\n"
-		"Answers on " REQ_SUBJECT " in queue group trainscope-natsauth.\n\n"
-		"  --dir DIR                the issuer's seed (DIR/issuer.seed), this service's\n"
-		"                           password (DIR/password) and nats-server's part of the\n"
-		"                           configuration (DIR/auth.conf: the accounts, the\n"
-		"                           auth_callout block; include it in nats-server's)\n"
-		"  --init                   make DIR's seed and password when missing (random, 0600),\n"
-		"                           write DIR/auth.conf, and exit: nats-server's pod's init\n"
-		"                           container, sharing DIR with this service's container\n"
-		"  --secret NAME            with --init: the seed and the passwords (DIR/password,\n"
-		"                           DIR/route.password) from this Secret of the pod's\n"
-		"                           namespace, made there when missing: every server of a\n"
-		"                           cluster must have the same (needs get, update, create)\n"
-		"  --routes URL,...         with --init: DIR/routes.conf, the cluster's routes\n"
-		"                           (nats-route://host:port) with the routes' user and\n"
-		"                           password; include it in nats-server's cluster block\n"
-		"  --issuer-seed-file FILE  the issuer's account nkey seed (SA...), or any secret of\n"
-		"                           16 bytes or more whose SHA-256 is the seed\n"
-		"  --server-config OUT      write the configuration part to OUT and exit\n"
-		"  --account NAME           the account granted clients join (default TS)\n"
-		"  --auth-user NAME         this service's NATS user (default trainscope-auth); its\n"
-		"                           password from TRAINSCOPE_NATS_PASSWORD\n"
-		"  --auth-account NAME      that user's account (default AUTH)\n"
-		"  --audience AUD           the tokens' audience (default trainscope-nats)\n"
-		"  --analyzer NS:SA         the analyzer's ServiceAccount (default\n"
-		"                           trainscope:trainscope-analyzer)\n"
-		"  --agent NS:SA            the agent's (default trainscope:trainscope-agent)\n"
-		"  --cli NS:SA              a ServiceAccount for the trainscope CLI (repeat, at most 8)\n"
-		"  --analyzer-durable NAME  the analyzer's consumer (default trainscope-analyzer)\n"
-		"  --analyzer-partitions N  the analyzer's partitions: its consumers <durable>-p0..\n"
-		"                           -p<N-1> are kept from the cli too (default 0: none)\n"
-		"  --analyzer-bucket NAME   its snapshot bucket (default trainscope-analyzer)\n"
-		"  --kubeconfig FILE        the API server (default: in cluster)\n"
-		"  --review-workers N       TokenReviews made at once: N subscriptions of the queue\n"
-		"                           group, each with its own API server client (default 8)\n"
-		"  --review-cache-s S       a valid token's review is remembered (by its SHA-256)\n"
-		"                           until the token expires, S seconds at most (default\n"
-		"                           300; 0: none): a pod's relays and a reconnecting client\n"
-		"                           cost one TokenReview. The trade-off: a token the API\n"
-		"                           server stops accepting (its pod deleted) is still\n"
-		"                           admitted up to S seconds longer. Refusals are remembered\n"
-		"                           10 s (at most S); \"could not ask\" never\n"
-		"  --review-queue N         requests waiting on one worker beyond which new ones\n"
-		"                           are refused at once, \"busy\", unreviewed: the clients\n"
-		"                           retry with backoff (default 512; 0: never). A request\n"
-		"                           that expired while it waited (its server gave up,\n"
-		"                           auth_timeout) is dropped unreviewed\n"
-		"  --metrics-port N         /metrics and /healthz (default 9466; 0: any)\n"
-		"  --metrics-addr ADDR      (default 0.0.0.0)\n"
-		TSN_HELP
-		"  -v, --verbose\n"
-		"  -h, --help\n");
-}
+#define HEAD                                                                                   \
+	"Usage: trainscope-natsauth --dir DIR --init [--secret NAME] [--routes URL,...]\n"        \
+	"       trainscope-natsauth --dir DIR [options]\n"                                        \
+	"       trainscope-natsauth --issuer-seed-file FILE [--server-config OUT] [options]\n"    \
+	"NATS auth callout for trainscope (nats-server 2.10 or later). A client connects with\n" \
+	"a Kubernetes ServiceAccount token as its NATS token; the API server reviews it\n"       \
+	"(TokenReview, for --audience) and the client gets the rights of its role only:\n"      \
+	"  relay     any pod's token: publish ts.v1.<its namespace>.*.{rank,pod,hang}.* and\n"  \
+	"            ts.v1.<its namespace>.*.ctl.<its node>\n"                                  \
+	"  agent     --agent's token: publish ts.v1.*.*.{host,dev}.<its node>, read\n"          \
+	"            ts.v1.*.*.ctl.<its node>\n"                                                \
+	"  analyzer  --analyzer's token: the JetStream API (the stream, its consumers) and\n"   \
+	"            its snapshot bucket\n"                                                     \
+	"  cli       a --cli token: read the stream through consumers of its own, never\n"     \
+	"            the analyzer's\n"                                                          \
+	"Pod tokens (projected volumes) take replies on _INBOX.<pod uid> only. Relays are\n"    \
+	"refused in system namespaces; tokens not bound to a pod are refused, but for --cli.\n" \
+	"Answers on " REQ_SUBJECT " in queue group trainscope-natsauth.\n\n"
 
 struct natsauth;
 
@@ -429,64 +376,122 @@ static int health(void *ctx, struct ts_buf *out)
 	return 1;
 }
 
-/* Codes of the long-only options, after TSN_LONGOPTS'. */
-enum natsauth_opt {
-	OPT_ISSUER_SEED_FILE = TSN_OPT_END,
-	OPT_DIR,
-	OPT_INIT,
-	OPT_SERVER_CONFIG,
-	OPT_ACCOUNT,
-	OPT_AUTH_USER,
-	OPT_AUTH_ACCOUNT,
-	OPT_AUDIENCE,
-	OPT_ANALYZER,
-	OPT_AGENT,
-	OPT_CLI,
-	OPT_ANALYZER_DURABLE,
-	OPT_ANALYZER_BUCKET,
-	OPT_ANALYZER_PARTITIONS,
-	OPT_SECRET,
-	OPT_ROUTES,
-	OPT_KUBECONFIG,
-	OPT_REVIEW_WORKERS,
-	OPT_REVIEW_CACHE_S,
-	OPT_REVIEW_QUEUE,
-	OPT_METRICS_PORT,
-	OPT_METRICS_ADDR,
+/* What the options imply, checked together: 0, or 2 (the exit status of bad options). */
+static int finish(struct natsauth *a, bool operands)
+{
+	if (a->dir) {
+		snprintf(a->seed_path, sizeof(a->seed_path), "%s/issuer.seed", a->dir);
+		snprintf(a->password_path, sizeof(a->password_path), "%s/password", a->dir);
+		snprintf(a->conf_path, sizeof(a->conf_path), "%s/auth.conf", a->dir);
+		a->seed_file = a->seed_file ? a->seed_file : a->seed_path;
+		a->server_config = a->init ? a->conf_path : a->server_config;
+	}
+	if ((a->secret || a->routes) && !a->init) {
+		fprintf(stderr, "trainscope-natsauth: --secret and --routes go with --init\n");
+		return 2;
+	}
+	if (operands || !a->seed_file || (a->init && !a->dir)) {
+		fprintf(stderr, "trainscope-natsauth: give --dir DIR, or --issuer-seed-file FILE "
+				"(--init needs --dir); no operand is taken. Try --help.\n");
+		return 2;
+	}
+	if (!a->nats.user)
+		a->nats.user = a->auth_user;
+	if (!a->nats.password && a->dir)
+		a->nats.password = a->password;
+	tsn_opts_finish(&a->nats);
+	return 0;
+}
+
+static int add_cli(void *s, const char *arg, char *err, size_t n)
+{
+	struct ts_authz_policy *p = &((struct natsauth *)s)->co.policy;
+
+	if (p->n_cli == TS_AUTHZ_MAX_CLI) {
+		snprintf(err, n, "at most %d", TS_AUTHZ_MAX_CLI);
+		return -E2BIG;
+	}
+	p->cli[p->n_cli++] = arg;
+	return 0;
+}
+
+static int verbose(void *s, const char *arg, char *err, size_t n)
+{
+	(void)s, (void)arg, (void)err, (void)n;
+	ts_log_set_level(TS_LOG_DEBUG);
+	return 0;
+}
+
+#define F(f) offsetof(struct natsauth, f)
+#define STR(f) TS_OPT_STR, F(f), 0, 0
+static const struct ts_opt options[] = {
+	{ "dir", 0, STR(dir), "DIR", NULL, "the issuer's seed (DIR/issuer.seed), this "
+	  "service's password (DIR/password) and nats-server's part of the configuration "
+	  "(DIR/auth.conf: the accounts, the auth_callout block; include it in nats-server's)",
+	  NULL },
+	{ "init", 0, TS_OPT_TRUE, F(init), 0, 0, NULL, NULL, "make DIR's seed and password when "
+	  "missing (random, 0600), write DIR/auth.conf, and exit: nats-server's pod's init "
+	  "container, sharing DIR with this service's container", NULL },
+	{ "secret", 0, STR(secret), "NAME", NULL, "with --init: the seed and the passwords "
+	  "(DIR/password, DIR/route.password) from this Secret of the pod's namespace, made "
+	  "there when missing: every server of a cluster must have the same (needs get, update, "
+	  "create)", NULL },
+	{ "routes", 0, STR(routes), "URL,...", NULL, "with --init: DIR/routes.conf, the "
+	  "cluster's routes (nats-route://host:port) with the routes' user and password; "
+	  "include it in nats-server's cluster block", NULL },
+	{ "issuer-seed-file", 0, STR(seed_file), "FILE", NULL, "the issuer's account nkey seed "
+	  "(SA...), or any secret of 16 bytes or more whose SHA-256 is the seed", NULL },
+	{ "server-config", 0, STR(server_config), "OUT", NULL,
+	  "write the configuration part to OUT and exit", NULL },
+	{ "account", 0, STR(co.account), "NAME", NULL,
+	  "the account granted clients join (default TS)", NULL },
+	{ "auth-user", 0, STR(auth_user), "NAME", NULL, "this service's NATS user (default "
+	  "trainscope-auth); its password from TRAINSCOPE_NATS_PASSWORD", NULL },
+	{ "auth-account", 0, STR(auth_account), "NAME", NULL,
+	  "that user's account (default AUTH)", NULL },
+	{ "audience", 0, STR(review.audience), "AUD", NULL,
+	  "the tokens' audience (default trainscope-nats)", NULL },
+	{ "analyzer", 0, STR(co.policy.analyzer), "NS:SA", NULL,
+	  "the analyzer's ServiceAccount (default trainscope:trainscope-analyzer)", NULL },
+	{ "agent", 0, STR(co.policy.agent), "NS:SA", NULL,
+	  "the agent's (default trainscope:trainscope-agent)", NULL },
+	{ "cli", 0, TS_OPT_CALL, 0, 0, 0, "NS:SA", NULL,
+	  "a ServiceAccount for the trainscope CLI (repeat, at most 8)", add_cli },
+	{ "analyzer-durable", 0, STR(co.policy.analyzer_durable), "NAME", NULL,
+	  "the analyzer's consumer (default trainscope-analyzer)", NULL },
+	{ "analyzer-partitions", 0, TS_OPT_INT, F(co.policy.analyzer_partitions), 0,
+	  TS_AUTHZ_MAX_PARTITIONS, "N", NULL, "the analyzer's partitions: its consumers "
+	  "<durable>-p0..-p<N-1> are kept from the cli too (default 0: none)", NULL },
+	{ "analyzer-bucket", 0, STR(co.policy.analyzer_bucket), "NAME", NULL,
+	  "its snapshot bucket (default trainscope-analyzer)", NULL },
+	{ "kubeconfig", 0, STR(kubeconfig), "FILE", NULL, "the API server (default: in cluster)",
+	  NULL },
+	{ "review-workers", 0, TS_OPT_INT, F(n_workers), 1, MAX_WORKERS, "N", NULL,
+	  "TokenReviews made at once: N subscriptions of the queue group, each with its own API "
+	  "server client (default 8)", NULL },
+	{ "review-cache-s", 0, TS_OPT_I64, F(review_cache_s), 0, 24 * 3600, "S", NULL, "a valid "
+	  "token's review is remembered (by its SHA-256) until the token expires, S seconds at "
+	  "most (default 300; 0: none): a pod's relays and a reconnecting client cost one "
+	  "TokenReview. The trade-off: a token the API server stops accepting (its pod deleted) "
+	  "is still admitted up to S seconds longer. Refusals are remembered 10 s (at most S); "
+	  "\"could not ask\" never", NULL },
+	{ "review-queue", 0, TS_OPT_INT, F(review_queue), 0, 1 << 20, "N", NULL, "requests "
+	  "waiting on one worker beyond which new ones are refused at once, \"busy\", "
+	  "unreviewed: the clients retry with backoff (default 512; 0: never). A request that "
+	  "expired while it waited (its server gave up, auth_timeout) is dropped unreviewed",
+	  NULL },
+	{ "metrics-port", 0, TS_OPT_INT, F(metrics_port), 0, 65535, "N", NULL,
+	  "/metrics and /healthz (default 9466; 0: any)", NULL },
+	{ "metrics-addr", 0, STR(metrics_addr), "ADDR", NULL, "(default 0.0.0.0)", NULL },
+	{ "verbose", 'v', TS_OPT_CALL, 0, 0, 0, NULL, NULL, "log every review", verbose },
 };
 
 static int parse(struct natsauth *a, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "issuer-seed-file", required_argument, NULL, OPT_ISSUER_SEED_FILE },
-		{ "dir", required_argument, NULL, OPT_DIR },
-		{ "init", no_argument, NULL, OPT_INIT },
-		{ "server-config", required_argument, NULL, OPT_SERVER_CONFIG },
-		{ "account", required_argument, NULL, OPT_ACCOUNT },
-		{ "auth-user", required_argument, NULL, OPT_AUTH_USER },
-		{ "auth-account", required_argument, NULL, OPT_AUTH_ACCOUNT },
-		{ "audience", required_argument, NULL, OPT_AUDIENCE },
-		{ "analyzer", required_argument, NULL, OPT_ANALYZER },
-		{ "agent", required_argument, NULL, OPT_AGENT },
-		{ "cli", required_argument, NULL, OPT_CLI },
-		{ "analyzer-durable", required_argument, NULL, OPT_ANALYZER_DURABLE },
-		{ "analyzer-bucket", required_argument, NULL, OPT_ANALYZER_BUCKET },
-		{ "analyzer-partitions", required_argument, NULL, OPT_ANALYZER_PARTITIONS },
-		{ "secret", required_argument, NULL, OPT_SECRET },
-		{ "routes", required_argument, NULL, OPT_ROUTES },
-		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
-		{ "review-workers", required_argument, NULL, OPT_REVIEW_WORKERS },
-		{ "review-cache-s", required_argument, NULL, OPT_REVIEW_CACHE_S },
-		{ "review-queue", required_argument, NULL, OPT_REVIEW_QUEUE },
-		{ "metrics-port", required_argument, NULL, OPT_METRICS_PORT },
-		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		TSN_LONGOPTS,
-		{ 0 },
-	};
+	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(options, a),
+					       TS_OPTS_GROUP(tsn_opt_table, &a->nats) };
 	struct ts_authz_policy *p = &a->co.policy;
-	int ch;
+	int rc;
 
 	tsn_opts_from_env(&a->nats, "trainscope-natsauth");
 	a->auth_user = "trainscope-auth";
@@ -501,78 +506,11 @@ static int parse(struct natsauth *a, int argc, char **argv)
 	a->review_cache_s = 300;
 	a->review_queue = 512;
 	a->metrics_addr = "0.0.0.0";
-	while ((ch = getopt_long(argc, argv, "s:vh", opts, NULL)) != -1) {
-		switch (ch) {
-		case OPT_ISSUER_SEED_FILE: a->seed_file = optarg; break;
-		case OPT_DIR: a->dir = optarg; break;
-		case OPT_INIT: a->init = true; break;
-		case OPT_SERVER_CONFIG: a->server_config = optarg; break;
-		case OPT_ACCOUNT: a->co.account = optarg; break;
-		case OPT_AUTH_USER: a->auth_user = optarg; break;
-		case OPT_AUTH_ACCOUNT: a->auth_account = optarg; break;
-		case OPT_AUDIENCE: a->review.audience = optarg; break;
-		case OPT_ANALYZER: p->analyzer = optarg; break;
-		case OPT_AGENT: p->agent = optarg; break;
-		case OPT_CLI:
-			if (p->n_cli == TS_AUTHZ_MAX_CLI) {
-				fprintf(stderr, "trainscope-natsauth: at most %d --cli\n", TS_AUTHZ_MAX_CLI);
-				return 2;
-			}
-			p->cli[p->n_cli++] = optarg;
-			break;
-		case OPT_ANALYZER_DURABLE: p->analyzer_durable = optarg; break;
-		case OPT_ANALYZER_BUCKET: p->analyzer_bucket = optarg; break;
-		case OPT_ANALYZER_PARTITIONS:
-			p->analyzer_partitions = (int)ts_opt_int("--analyzer-partitions", optarg, 0,
-								 TS_AUTHZ_MAX_PARTITIONS);
-			break;
-		case OPT_SECRET: a->secret = optarg; break;
-		case OPT_ROUTES: a->routes = optarg; break;
-		case OPT_KUBECONFIG: a->kubeconfig = optarg; break;
-		case OPT_REVIEW_WORKERS:
-			a->n_workers = (int)ts_opt_int("--review-workers", optarg, 1, MAX_WORKERS);
-			break;
-		case OPT_REVIEW_CACHE_S:
-			a->review_cache_s = ts_opt_int("--review-cache-s", optarg, 0, 24 * 3600);
-			break;
-		case OPT_REVIEW_QUEUE:
-			a->review_queue = (int)ts_opt_int("--review-queue", optarg, 0, 1 << 20);
-			break;
-		case OPT_METRICS_PORT:
-			a->metrics_port = (int)ts_opt_int("--metrics-port", optarg, 0, 65535);
-			break;
-		case OPT_METRICS_ADDR: a->metrics_addr = optarg; break;
-		case 'v': ts_log_set_level(TS_LOG_DEBUG); break;
-		case 'h': usage(stdout); exit(0);
-		default:
-			if (tsn_parse_option(&a->nats, ch, optarg))
-				break;
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (a->dir) {
-		snprintf(a->seed_path, sizeof(a->seed_path), "%s/issuer.seed", a->dir);
-		snprintf(a->password_path, sizeof(a->password_path), "%s/password", a->dir);
-		snprintf(a->conf_path, sizeof(a->conf_path), "%s/auth.conf", a->dir);
-		a->seed_file = a->seed_file ? a->seed_file : a->seed_path;
-		a->server_config = a->init ? a->conf_path : a->server_config;
-	}
-	if ((a->secret || a->routes) && !a->init) {
-		fprintf(stderr, "trainscope-natsauth: --secret and --routes go with --init\n");
-		return 2;
-	}
-	if (optind < argc || !a->seed_file || (a->init && !a->dir)) {
-		usage(stderr);
-		return 2;
-	}
-	if (!a->nats.user)
-		a->nats.user = a->auth_user;
-	if (!a->nats.password && a->dir)
-		a->nats.password = a->password;
-	tsn_opts_finish(&a->nats);
-	return 0;
+	if ((rc = ts_opts_parse(groups, 2, "trainscope-natsauth", HEAD, 0, argc, argv)) <= 0)
+		exit(rc ? 2 : 0);
+	return finish(a, rc < argc);
 }
+
 
 /* The workers: each its own API server client and subscription of the queue group. */
 static int start_workers(struct natsauth *a)
