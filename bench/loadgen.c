@@ -17,7 +17,7 @@
 #include "tsclock.h"
 
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -52,36 +52,6 @@ struct gen {
 	uint64_t published, bytes; /* batches, and their encoded bytes */
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: trainscope-loadgen [options]\n"
-		"Publishes the records of simulated training jobs to NATS JetStream, as the\n"
-		"relays of that many ranks would (one producer per rank, a relay per pod).\n\n"
-		"  -n, --ranks N          ranks per job (default 1024)\n"
-		"  -j, --jobs N           jobs at once, named JOB-0.. when more than one (default 1)\n"
-		"      --steps N          steps per job (default 200)\n"
-		"      --step-ms MS       a step's time (default 100)\n"
-		"      --rate R           steps per second to publish, paced (default 0: as fast as\n"
-		"                         the server acknowledges); step times stay --step-ms\n"
-		"      --live             steps happen now: each step's batches are published\n"
-		"                         when it ends (--step-ms apart), as relays would; the\n"
-		"                         analyzer's lag behind the job is then real\n"
-		"      --jitter F         relative noise on each rank's compute (default 0.02)\n"
-		"      --slow R:F[:S]     rank R computes F times longer from step S (default 0);\n"
-		"                         up to %d of them\n"
-		"      --namespace NS     (default loadgen)\n"
-		"      --job NAME         (default big)\n"
-		"      --ranks-per-node N pods and nodes hold this many ranks (default 8)\n"
-		"      --wire pod|rank    a Bundle of its ranks' batches per pod and step, as\n"
-		"                         relays send them (default), or a message per rank\n"
-		"      --seed N           noise seed (default 1)\n"
-		TSN_HELP
-		"  -h, --help\n\n"
-		"Prints what it published; exits 1 when JetStream did not store all of it.\n",
-		MAX_SLOW);
-}
-
 static int parse_slow(struct gen *g, const char *arg)
 {
 	struct slow *s = &g->slow[g->nslow];
@@ -98,86 +68,70 @@ static int parse_slow(struct gen *g, const char *arg)
 	return 0;
 }
 
-/* Codes of the long-only options, after TSN_LONGOPTS'. */
-enum loadgen_opt {
-	OPT_STEPS = TSN_OPT_END,
-	OPT_STEP_MS,
-	OPT_RATE,
-	OPT_JITTER,
-	OPT_SLOW,
-	OPT_NAMESPACE,
-	OPT_JOB,
-	OPT_RANKS_PER_NODE,
-	OPT_SEED,
-	OPT_LIVE,
-	OPT_WIRE,
+#define HEAD                                                                           \
+	"usage: trainscope-loadgen [options]\n"                                          \
+	"Publishes the records of simulated training jobs to NATS JetStream, as the\n"   \
+	"relays of that many ranks would (one producer per rank, a relay per pod).\n"    \
+	"Prints what it published; exits 1 when JetStream did not store all of it.\n\n"
+
+static int slow_opt(void *s, const char *arg, char *err, size_t n)
+{
+	if (!parse_slow(s, arg))
+		return 0;
+	snprintf(err, n, "want RANK:FACTOR[:FROM], at most %d", MAX_SLOW);
+	return -EINVAL;
+}
+
+static int wire_opt(void *s, const char *arg, char *err, size_t n)
+{
+	if (!ts_wire_parse(arg, &((struct gen *)s)->wire))
+		return 0;
+	snprintf(err, n, "want pod or rank");
+	return -EINVAL;
+}
+
+#define F(f) offsetof(struct gen, f)
+#define XSTR(x) #x
+#define STR_OF(x) XSTR(x)
+static const struct ts_opt options[] = {
+	{ "ranks", 'n', TS_OPT_INT, F(ranks), 1, 1 << 20, "N", NULL,
+	  "ranks per job (default 1024)", NULL },
+	{ "jobs", 'j', TS_OPT_INT, F(jobs), 1, 1000, "N", NULL,
+	  "jobs at once, named JOB-0.. when more than one (default 1)", NULL },
+	{ "steps", 0, TS_OPT_I64, F(steps), 1, 1e12, "N", NULL, "steps per job (default 200)",
+	  NULL },
+	{ "step-ms", 0, TS_OPT_DOUBLE, F(step_ms), 1e-3, 1e7, "MS", NULL,
+	  "a step's time (default 100)", NULL },
+	{ "rate", 0, TS_OPT_DOUBLE, F(rate), 0, 1e9, "R", NULL, "steps per second to publish, "
+	  "paced (default 0: as fast as the server acknowledges); step times stay --step-ms",
+	  NULL },
+	{ "live", 0, TS_OPT_TRUE, F(live), 0, 0, NULL, NULL, "steps happen now: each step's "
+	  "batches are published when it ends (--step-ms apart), as relays would; the "
+	  "analyzer's lag behind the job is then real", NULL },
+	{ "jitter", 0, TS_OPT_DOUBLE, F(jitter), 0, 10, "F", NULL,
+	  "relative noise on each rank's compute (default 0.02)", NULL },
+	{ "slow", 0, TS_OPT_CALL, 0, 0, 0, "R:F[:S]", NULL, "rank R computes F times longer from "
+	  "step S (default 0); up to " STR_OF(MAX_SLOW) " of them", slow_opt },
+	{ "namespace", 0, TS_OPT_STR, F(ns), 0, 0, "NS", NULL, "(default loadgen)", NULL },
+	{ "job", 0, TS_OPT_STR, F(job), 0, 0, "NAME", NULL, "(default big)", NULL },
+	{ "ranks-per-node", 0, TS_OPT_INT, F(ranks_per_node), 1, 1 << 20, "N", NULL,
+	  "pods and nodes hold this many ranks (default 8)", NULL },
+	{ "wire", 0, TS_OPT_CALL, 0, 0, 0, "pod|rank", NULL, "a Bundle of its ranks' batches per "
+	  "pod and step, as relays send them (default), or a message per rank", wire_opt },
+	{ "seed", 0, TS_OPT_INT, F(seed), 0, 1 << 30, "N", NULL, "noise seed (default 1)", NULL },
 };
 
 static int parse_args(struct gen *g, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		TSN_LONGOPTS,
-		{ "ranks", required_argument, NULL, 'n' },
-		{ "jobs", required_argument, NULL, 'j' },
-		{ "steps", required_argument, NULL, OPT_STEPS },
-		{ "step-ms", required_argument, NULL, OPT_STEP_MS },
-		{ "rate", required_argument, NULL, OPT_RATE },
-		{ "jitter", required_argument, NULL, OPT_JITTER },
-		{ "slow", required_argument, NULL, OPT_SLOW },
-		{ "namespace", required_argument, NULL, OPT_NAMESPACE },
-		{ "job", required_argument, NULL, OPT_JOB },
-		{ "ranks-per-node", required_argument, NULL, OPT_RANKS_PER_NODE },
-		{ "seed", required_argument, NULL, OPT_SEED },
-		{ "live", no_argument, NULL, OPT_LIVE },
-		{ "wire", required_argument, NULL, OPT_WIRE },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	int ch;
+	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(tsn_opt_table, &g->nats),
+					       TS_OPTS_GROUP(options, g) };
+	int rc;
 
 	*g = (struct gen){ .ns = "loadgen", .job = "big", .ranks = 1024, .jobs = 1,
 			   .ranks_per_node = 8, .steps = 200, .step_ms = 100, .jitter = 0.02, .seed = 1 };
 	tsn_opts_from_env(&g->nats, "trainscope-loadgen");
-	while ((ch = getopt_long(argc, argv, "s:n:j:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'n': g->ranks = atoi(optarg); break;
-		case 'j': g->jobs = atoi(optarg); break;
-		case OPT_STEPS: g->steps = strtoull(optarg, NULL, 10); break;
-		case OPT_STEP_MS: g->step_ms = atof(optarg); break;
-		case OPT_RATE: g->rate = atof(optarg); break;
-		case OPT_JITTER: g->jitter = atof(optarg); break;
-		case OPT_SLOW:
-			if (parse_slow(g, optarg)) {
-				fprintf(stderr, "trainscope-loadgen: --slow %s: want RANK:FACTOR[:FROM], "
-					"at most %d\n", optarg, MAX_SLOW);
-				return -1;
-			}
-			break;
-		case OPT_NAMESPACE: g->ns = optarg; break;
-		case OPT_JOB: g->job = optarg; break;
-		case OPT_RANKS_PER_NODE: g->ranks_per_node = atoi(optarg); break;
-		case OPT_SEED: g->seed = (unsigned)atoi(optarg); break;
-		case OPT_LIVE: g->live = true; break;
-		case OPT_WIRE:
-			if (ts_wire_parse(optarg, &g->wire)) {
-				fprintf(stderr, "trainscope-loadgen: --wire %s: want pod or rank\n", optarg);
-				return -1;
-			}
-			break;
-		case 'h': usage(stdout); exit(0);
-		default:
-			if (tsn_parse_option(&g->nats, ch, optarg))
-				break;
-			usage(stderr);
-			return -1;
-		}
-	}
-	if (g->ranks < 1 || g->ranks > 1 << 20 || g->jobs < 1 || g->jobs > 1000 || !g->steps ||
-	    g->step_ms <= 0 || g->rate < 0 || g->jitter < 0 || g->ranks_per_node < 1) {
-		fprintf(stderr, "trainscope-loadgen: --ranks 1..1048576, --jobs 1..1000, --steps, "
-			"--step-ms and --ranks-per-node above 0, --rate and --jitter 0 or more\n");
-		return -1;
-	}
+	if ((rc = ts_opts_parse(groups, 2, "trainscope-loadgen", HEAD, 0, argc, argv)) <= 0)
+		exit(rc ? 2 : 0);
 	tsn_opts_finish(&g->nats);
 	return 0;
 }

@@ -14,32 +14,6 @@ int cmd_record(int argc, char **argv);
 #include "natsw.h"
 #include "proto/trainscope.pb-c.h"
 
-/* Codes of the subcommands' long-only options, one enum for the program: after
- * TSN_LONGOPTS', which every subcommand takes. */
-enum cli_opt {
-	/* report */
-	OPT_JSON = TSN_OPT_END,
-	OPT_WAIT_STEP,
-	OPT_TIMEOUT,
-	OPT_PLOT,
-	OPT_PLOT_METRIC,
-	OPT_KUBE,
-	OPT_KUBECONFIG,
-	OPT_ALL_NAMESPACES,
-	/* timeline */
-	OPT_STEPS,
-	OPT_RANKS,
-	OPT_COMPACT,
-	/* run */
-	OPT_RING_DIR,
-	OPT_LIB,
-	OPT_SHIM,
-	OPT_RELAY_METRICS_PORT,
-	OPT_LOCAL,
-	OPT_NATS_SERVER,
-	OPT_OUT,
-};
-
 /* Gives fn every message the stream holds for ns/job (every kind), as the server holds it
  * and in the stream's order, then stops once the stream has nothing more (two fetches of
  * 0.5 s come back empty). fn returns 0 to go on or a negative errno, which ends the read.

@@ -6,7 +6,7 @@
 #include "recording.h"
 
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,24 +42,31 @@ struct recorder {
 	uint64_t msgs, bytes;
 };
 
-static void record_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: trainscope record --job NAME --out FILE [options]\n"
-		"Saves everything the stream holds for a job, as the analyzer receives it, into one\n"
-		"recording to replay offline: every message of every kind (its pods' and ranks'\n"
-		"batches, hangs, announcements, the node agents' host and device samples), its\n"
-		"subject and payload as the server holds them, in the stream's order, each with the\n"
-		"time it reached the server. Reads until the stream has nothing more of the job;\n"
-		"the file (gzip-compressed) appears only once it is complete.\n\n"
-		"  -j, --job NAME      the job (required)\n"
-		"  -n, --namespace NS  its namespace (default default)\n"
-		"  -o, --out FILE      the recording (required), e.g. NAME.tsrec.gz\n"
-		TSN_HELP
-		"  -h, --help\n"
-		"Exit status: 0 written; 1 nothing written (the stream not read to its end, no\n"
-		"message of the job, the file not writable); 2 a bad option.\n");
-}
+#define RECORD_HEAD                                                                            \
+	"Usage: trainscope record --job NAME --out FILE [options]\n"                             \
+	"Saves everything the stream holds for a job, as the analyzer receives it, into one\n"   \
+	"recording to replay offline: every message of every kind (its pods' and ranks'\n"      \
+	"batches, hangs, announcements, the node agents' host and device samples), its\n"       \
+	"subject and payload as the server holds them, in the stream's order, each with the\n"  \
+	"time it reached the server. Reads until the stream has nothing more of the job;\n"     \
+	"the file (gzip-compressed) appears only once it is complete.\n"                       \
+	"Exit status: 0 written; 1 nothing written (the stream not read to its end, no\n"      \
+	"message of the job, the file not writable); 2 a bad option.\n\n"
+
+/* What the command line says. */
+struct record_cli {
+	const char *job, *ns, *out;
+	struct tsn_opts nats;
+};
+
+#define F(f) offsetof(struct record_cli, f)
+static const struct ts_opt record_options[] = {
+	{ "job", 'j', TS_OPT_STR, F(job), 0, 0, "NAME", NULL, "the job (required)", NULL },
+	{ "namespace", 'n', TS_OPT_STR, F(ns), 0, 0, "NS", NULL, "its namespace (default default)",
+	  NULL },
+	{ "out", 'o', TS_OPT_STR, F(out), 0, 0, "FILE", NULL,
+	  "the recording (required), e.g. NAME.tsrec.gz", NULL },
+};
 
 /* cli_read_job_msgs' callback: the message into the recording with its JetStream stored
  * time. Returns 0, -EINTR once a signal asked to stop, -EBADMSG for a message without
@@ -174,35 +181,19 @@ static int record(const struct tsn_opts *o, const char *ns, const char *job, con
 
 int cmd_record(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "job", required_argument, NULL, 'j' },
-		{ "namespace", required_argument, NULL, 'n' },
-		{ "out", required_argument, NULL, 'o' },
-		TSN_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	const char *job = NULL, *ns = "default", *out = NULL;
-	struct tsn_opts o = { 0 };
-	int ch;
+	struct record_cli c = { .ns = "default" };
+	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(record_options, &c),
+					       TS_OPTS_GROUP(tsn_opt_table, &c.nats) };
+	int at;
 
-	tsn_opts_from_env(&o, "trainscope-record");
-	while ((ch = getopt_long(argc, argv, "j:n:s:o:h", longopts, NULL)) != -1) {
-		if (tsn_parse_option(&o, ch, optarg))
-			continue;
-		switch (ch) {
-		case 'j': job = optarg; break;
-		case 'n': ns = optarg; break;
-		case 'o': out = optarg; break;
-		case 'h': record_usage(stdout); return 0;
-		default: record_usage(stderr); return 2;
-		}
-	}
-	if (optind < argc || !job || !*job || !out || !*out) {
-		fprintf(stderr, "trainscope record: %s\n", optind < argc ? "no argument is taken" :
-			!job || !*job ? "--job is required" : "--out is required");
+	tsn_opts_from_env(&c.nats, "trainscope-record");
+	if ((at = ts_opts_parse(groups, 2, "trainscope record", RECORD_HEAD, 0, argc, argv)) <= 0)
+		return at ? 2 : 0;
+	if (at < argc || !c.job || !*c.job || !c.out || !*c.out) {
+		fprintf(stderr, "trainscope record: %s\n", at < argc ? "no argument is taken" :
+			!c.job || !*c.job ? "--job is required" : "--out is required");
 		return 2;
 	}
-	tsn_opts_finish(&o);
-	return record(&o, ns, job, out) ? 1 : 0;
+	tsn_opts_finish(&c.nats);
+	return record(&c.nats, c.ns, c.job, c.out) ? 1 : 0;
 }

@@ -8,7 +8,7 @@
 #include "tsclock.h"
 
 #include <dirent.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <limits.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -17,41 +17,54 @@
 #include <string.h>
 #include <time.h>
 
-static void report_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: trainscope report [options]\n"
-		"Prints the analyzer's reports: state, step time against its baseline, and each\n"
-		"slow rank with its cause and the numbers that decided.\n\n"
-		"  -d, --dir DIR          report folder (default ./trainscope-reports)\n"
-		"      --kube             read the SlowNodeReports from the cluster instead, through\n"
-		"                         $KUBECONFIG or ~/.kube/config (in a pod: its service\n"
-		"                         account); the default as the kubectl plugin\n"
-		"                         (kubectl trainscope report ...)\n"
-		"      --kubeconfig FILE  that kubeconfig (implies --kube)\n"
-		"      --all-namespaces   every namespace's reports (--kube, without --job)\n"
-		"  -j, --job NAME         only this job\n"
-		"  -n, --namespace NS     its namespace (default default)\n"
-		"      --json             print the report JSON itself\n"
-		"      --wait-step N      wait until the report has analysed step N\n"
-		"      --timeout SEC      give up waiting after SEC seconds (default 60): exit 3\n"
-		"      --plot FILE.svg    also draw the job (needs --job and the stream): each rank's\n"
-		"                         time per step in one phase over the steps, against the\n"
-		"                         step's median rank, the named ranks marked and the\n"
-		"                         alarm windows shaded\n"
-		"      --plot-metric M    that phase: compute, launch, dataloader, checkpoint,\n"
-		"                         collective or step (default: the slow rank's, else compute)\n"
-		TSN_HELP
-		"  -h, --help\n"
-		"Exit status: 0 printed, 1 no report, 3 timed out waiting, 4 no picture drawn.\n");
-}
+#define REPORT_HEAD                                                                     \
+	"Usage: trainscope report [options]\n"                                            \
+	"Prints the analyzer's reports: state, step time against its baseline, and each\n" \
+	"slow rank with its cause and the numbers that decided.\n"                         \
+	"Exit status: 0 printed, 1 no report, 3 timed out waiting, 4 no picture drawn.\n\n"
 
 struct report_q {
 	const char *dir, *job, *ns, *plot, *metric;
 	const char *kubeconfig;
 	bool json, kube, all_ns;
-	long long wait_step;
+	int64_t wait_step;
 	double timeout_s;
+	struct tsn_opts nats;
+};
+
+static int kubeconfig(void *s, const char *arg, char *err, size_t n)
+{
+	struct report_q *q = s;
+
+	(void)err, (void)n;
+	q->kube = true, q->kubeconfig = arg;
+	return 0;
+}
+
+#define F(f) offsetof(struct report_q, f)
+#define STR(f) TS_OPT_STR, F(f), 0, 0
+#define ON(f) TS_OPT_TRUE, F(f), 0, 0, NULL, NULL
+static const struct ts_opt report_options[] = {
+	{ "dir", 'd', STR(dir), "DIR", NULL, "report folder (default ./trainscope-reports)", NULL },
+	{ "kube", 0, ON(kube), "read the SlowNodeReports from the cluster instead, through "
+	  "$KUBECONFIG or ~/.kube/config (in a pod: its service account); the default as the "
+	  "kubectl plugin (kubectl trainscope report ...)", NULL },
+	{ "kubeconfig", 0, TS_OPT_CALL, 0, 0, 0, "FILE", NULL, "that kubeconfig (implies --kube)",
+	  kubeconfig },
+	{ "all-namespaces", 0, ON(all_ns), "every namespace's reports (--kube, without --job)",
+	  NULL },
+	{ "job", 'j', STR(job), "NAME", NULL, "only this job", NULL },
+	{ "namespace", 'n', STR(ns), "NS", NULL, "its namespace (default default)", NULL },
+	{ "json", 0, ON(json), "print the report JSON itself", NULL },
+	{ "wait-step", 0, TS_OPT_I64, F(wait_step), 0, 9e15, "N", NULL,
+	  "wait until the report has analysed step N", NULL },
+	{ "timeout", 0, TS_OPT_DOUBLE, F(timeout_s), 0, 2592000, "SEC", NULL,
+	  "give up waiting after SEC seconds (default 60): exit 3", NULL },
+	{ "plot", 0, STR(plot), "FILE.svg", NULL, "also draw the job (needs --job and the "
+	  "stream): each rank's time per step in one phase over the steps, against the step's "
+	  "median rank, the named ranks marked and the alarm windows shaded", NULL },
+	{ "plot-metric", 0, STR(metric), "M", NULL, "that phase: compute, launch, dataloader, "
+	  "checkpoint, collective or step (default: the slow rank's, else compute)", NULL },
 };
 
 static bool report_ready(json_t *root, const struct report_q *q)
@@ -163,7 +176,7 @@ static int from_cluster(const struct report_q *q, const struct tsn_opts *o)
 			continue;
 		} else if (q->wait_step >= 0) {
 			fprintf(stderr, "trainscope report: %s/%s did not reach step %lld within %.0f s\n",
-				q->ns, q->job, q->wait_step, q->timeout_s);
+				q->ns, q->job, (long long)q->wait_step, q->timeout_s);
 			rc = 3;
 		}
 		json_decref(r);
@@ -175,57 +188,30 @@ static int from_cluster(const struct report_q *q, const struct tsn_opts *o)
 
 int cmd_report(int argc, char **argv, bool kube)
 {
-	static const struct option longopts[] = {
-		{ "dir", required_argument, NULL, 'd' },
-		{ "job", required_argument, NULL, 'j' },
-		{ "namespace", required_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "wait-step", required_argument, NULL, OPT_WAIT_STEP },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "plot", required_argument, NULL, OPT_PLOT },
-		{ "plot-metric", required_argument, NULL, OPT_PLOT_METRIC },
-		{ "kube", no_argument, NULL, OPT_KUBE },
-		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
-		{ "all-namespaces", no_argument, NULL, OPT_ALL_NAMESPACES },
-		TSN_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	struct report_q q = { .dir = "trainscope-reports", .ns = "default", .kube = kube,
 			      .wait_step = -1, .timeout_s = 60 };
-	struct tsn_opts o = { 0 };
+	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(report_options, &q),
+					       TS_OPTS_GROUP(tsn_opt_table, &q.nats) };
+	struct tsn_opts *o = &q.nats;
 	uint64_t deadline;
 	char path[4096];
-	int ch;
+	int at;
 
-	tsn_opts_from_env(&o, "trainscope-report");
-	ts_opt_program("trainscope report");
-	while ((ch = getopt_long(argc, argv, "d:j:n:s:h", longopts, NULL)) != -1) {
-		if (tsn_parse_option(&o, ch, optarg))
-			continue;
-		switch (ch) {
-		case 'd': q.dir = optarg; break;
-		case 'j': q.job = optarg; break;
-		case 'n': q.ns = optarg; break;
-		case OPT_JSON: q.json = true; break;
-		case OPT_WAIT_STEP: q.wait_step = ts_opt_int("--wait-step", optarg, 0, LONG_MAX); break;
-		case OPT_TIMEOUT: q.timeout_s = ts_opt_double("--timeout", optarg, 0, 2592000); break;
-		case OPT_PLOT: q.plot = optarg; break;
-		case OPT_PLOT_METRIC: q.metric = optarg; break;
-		case OPT_KUBE: q.kube = true; break;
-		case OPT_KUBECONFIG: q.kube = true; q.kubeconfig = optarg; break;
-		case OPT_ALL_NAMESPACES: q.all_ns = true; break;
-		case 'h': report_usage(stdout); return 0;
-		default: report_usage(stderr); return 2;
-		}
+	tsn_opts_from_env(o, "trainscope-report");
+	if ((at = ts_opts_parse(groups, 2, "trainscope report", REPORT_HEAD, 0, argc, argv)) <= 0)
+		return at ? 2 : 0;
+	if (at < argc) {
+		fprintf(stderr, "trainscope report: %s: no operand is taken (--job NAME?)\n",
+			argv[at]);
+		return 2;
 	}
-	tsn_opts_finish(&o);
+	tsn_opts_finish(o);
 	if (!q.job && q.plot) {
 		fprintf(stderr, "trainscope report: --plot draws one job: give --job\n");
 		return 2;
 	}
 	if (q.kube)
-		return from_cluster(&q, &o);
+		return from_cluster(&q, o);
 	if (!q.job) {
 		if (show_all(&q))
 			return 0;
@@ -242,7 +228,7 @@ int cmd_report(int argc, char **argv, bool kube)
 		int rc = show(path, &q, &ready);
 		if (rc == 0 && ready && q.plot) {
 			json_t *root = json_load_file(path, 0, NULL);
-			rc = plot(root, &q, &o);
+			rc = plot(root, &q, o);
 			json_decref(root);
 			return rc;
 		}
@@ -255,7 +241,7 @@ int cmd_report(int argc, char **argv, bool kube)
 		}
 		if (ts_mono_ns() > deadline) {
 			fprintf(stderr, "trainscope report: %s/%s did not reach step %lld within %.0f s\n",
-				q.ns, q.job, q.wait_step, q.timeout_s);
+				q.ns, q.job, (long long)q.wait_step, q.timeout_s);
 			return 3;
 		}
 		pause_poll();

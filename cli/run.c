@@ -7,7 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -72,38 +72,71 @@ static void wait_ranks(const char *dir, int ms)
 			ms / 1000);
 }
 
-static void run_usage(FILE *f)
+#define RUN_HEAD                                                                             \
+	"Usage: trainscope run [options] -- command [args...]\n"                              \
+	"Runs command with libtrainscope.so preloaded (LD_PRELOAD is appended to, not\n"      \
+	"replaced) and a trainscope-relay that publishes its ranks' steps to NATS while it\n" \
+	"runs. Python programs also get the shim (PYTHONPATH, prepended) that finds their\n"  \
+	"steps, and NCCL gets the library as its profiler plugin (NCCL_PROFILER_PLUGIN;\n"    \
+	"one you set already is chained behind it: TRAINSCOPE_NCCL_PROFILER_CHAIN). The\n"   \
+	"command's exit status is passed through. When it exits, the relay stays up to\n"    \
+	"10 s more for the processes it started that are still traced (a launcher's other\n" \
+	"ranks in their teardown), so that their last steps and exits are delivered.\n\n"
+
+/* What the command line says: the relay's NATS options are handed on to it. */
+struct run_cli {
+	const char *job, *ns, *ring_dir, *lib, *shim;
+	int metrics_port; /* the relay's; -2: not given */
+	bool local;
+	struct cli_local_opts lo;
+	struct tsn_opts nats;
+};
+
+#define F(f) offsetof(struct run_cli, f)
+#define STR(f) TS_OPT_STR, F(f), 0, 0
+static const struct ts_opt run_options[] = {
+	{ "job", 'j', STR(job), "NAME", "TRAINSCOPE_JOB", "job name (default local)", NULL },
+	{ "namespace", 'n', STR(ns), "NS", "TRAINSCOPE_NAMESPACE", "namespace (default default)",
+	  NULL },
+	{ "ring-dir", 0, STR(ring_dir), "DIR", NULL,
+	  "ring folder (default: a new folder under /dev/shm)", NULL },
+	{ "lib", 0, STR(lib), "PATH", "TRAINSCOPE_LIB", "the preload library", NULL },
+	{ "shim", 0, STR(shim), "DIR", "TRAINSCOPE_SHIM", "the Python shim's folder (default "
+	  "../python beside the library's folder, or the source tree's)", NULL },
+	{ "relay-metrics-port", 0, TS_OPT_INT, F(metrics_port), -1, 65535, "N", NULL,
+	  "serve the relay's /metrics on port N", NULL },
+	{ "local", 0, TS_OPT_TRUE, F(local), 0, 0, NULL, NULL, "all on this machine: a "
+	  "nats-server (JetStream, a free loopback port, its store in a temporary folder) and a "
+	  "trainscope-analyzer run with the command and end with it; the job's verdict shows on "
+	  "one line as it runs; at the end the report is printed and kept with the job's "
+	  "picture (report --plot) and timeline in the --out folder. With --nats URL, that "
+	  "server instead (yours: the analyzer keeps its TRAINSCOPE stream to "
+	  "TRAINSCOPE_STREAM_*)", NULL },
+	{ "nats-server", 0, STR(lo.nats_server), "PATH", NULL,
+	  "--local's nats-server (default: the one on PATH)", NULL },
+	{ "out", 0, STR(lo.out), "DIR", NULL,
+	  "--local's folder (default ./trainscope-<job>-<time>)", NULL },
+	{ NULL, 0, TS_OPT_NOTE, 0, 0, 0, NULL, NULL,
+	  "NATS, for the relay (credentials: when the server authenticates):", NULL },
+};
+
+/* The command line into c; returns the index of the command, or 0 (after --help) or
+ * -EINVAL (said) to leave with. */
+static int run_parse(int argc, char **argv, struct run_cli *c)
 {
-	fprintf(f,
-		"Usage: trainscope run [options] -- command [args...]\n"
-		"Runs command with libtrainscope.so preloaded (LD_PRELOAD is appended to, not\n"
-		"replaced) and a trainscope-relay that publishes its ranks' steps to NATS while it\n"
-		"runs. Python programs also get the shim (PYTHONPATH, prepended) that finds their\n"
-		"steps, and NCCL gets the library as its profiler plugin (NCCL_PROFILER_PLUGIN;\n"
-		"one you set already is chained behind it: TRAINSCOPE_NCCL_PROFILER_CHAIN). The\n"
-		"command's exit status is passed through. When it exits, the relay stays up to\n"
-		"10 s more for the processes it started that are still traced (a launcher's other\n"
-		"ranks in their teardown), so that their last steps and exits are delivered.\n\n"
-		"  -j, --job NAME        job name (env TRAINSCOPE_JOB, default local)\n"
-		"  -n, --namespace NS    namespace (env TRAINSCOPE_NAMESPACE, default default)\n"
-		"      --ring-dir DIR    ring folder (default: a new folder under /dev/shm)\n"
-		"      --lib PATH        the preload library (env TRAINSCOPE_LIB)\n"
-		"      --shim DIR        the Python shim's folder (env TRAINSCOPE_SHIM, default\n"
-		"                        ../python beside the library's folder, or the source tree's)\n"
-		"      --relay-metrics-port N  serve the relay's /metrics on port N\n"
-		"      --local           all on this machine: a nats-server (JetStream, a free\n"
-		"                        loopback port, its store in a temporary folder) and a\n"
-		"                        trainscope-analyzer run with the command and end with it;\n"
-		"                        the job's verdict shows on one line as it runs; at the end\n"
-		"                        the report is printed and kept with the job's picture\n"
-		"                        (report --plot) and timeline in the --out folder. With\n"
-		"                        --nats URL, that server instead (yours: the analyzer keeps\n"
-		"                        its TRAINSCOPE stream to TRAINSCOPE_STREAM_*)\n"
-		"      --nats-server PATH  --local's nats-server (default: the one on PATH)\n"
-		"      --out DIR         --local's folder (default ./trainscope-<job>-<time>)\n"
-		"  -h, --help\n"
-		"NATS, for the relay (credentials: when the server authenticates):\n"
-		TSN_HELP);
+	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(run_options, c),
+					       TS_OPTS_GROUP(tsn_opt_table, &c->nats) };
+	int at = ts_opts_parse(groups, 2, "trainscope run", RUN_HEAD, TS_OPTS_STOP, argc, argv);
+
+	if (at > 0 && at >= argc) {
+		fprintf(stderr, "trainscope run: no command given (trainscope run [options] -- cmd)\n");
+		return -EINVAL;
+	}
+	if (at <= 0 || (c->job && setenv("TRAINSCOPE_JOB", c->job, 1)) ||
+	    (c->ns && setenv("TRAINSCOPE_NAMESPACE", c->ns, 1)) || tsn_opts_export(&c->nats))
+		return at <= 0 ? at : -ENOMEM;
+	c->lo.nats = c->nats.url;
+	return at;
 }
 
 /* <dir of this executable>/<rel> */
@@ -230,58 +263,18 @@ static int set_preload(const char *lib, const char *shim)
 
 int cmd_run(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "nats", required_argument, NULL, 's' },
-		{ "job", required_argument, NULL, 'j' },
-		{ "namespace", required_argument, NULL, 'n' },
-		{ "ring-dir", required_argument, NULL, OPT_RING_DIR },
-		{ "lib", required_argument, NULL, OPT_LIB },
-		{ "shim", required_argument, NULL, OPT_SHIM },
-		{ "relay-metrics-port", required_argument, NULL, OPT_RELAY_METRICS_PORT },
-		{ "local", no_argument, NULL, OPT_LOCAL },
-		{ "nats-server", required_argument, NULL, OPT_NATS_SERVER },
-		{ "out", required_argument, NULL, OPT_OUT },
-		{ "help", no_argument, NULL, 'h' },
-		TSN_LONGOPTS,
-		{ 0 }
-	};
-	const char *nats = getenv("TRAINSCOPE_NATS_URL"), *ring_dir = NULL, *lib = getenv("TRAINSCOPE_LIB");
-	const char *metrics_port = NULL, *shim = getenv("TRAINSCOPE_SHIM");
-	char tmpl[32] = "/dev/shm/trainscope-XXXXXX", libpath[PATH_MAX];
-	int ch, status = 0, rstatus = 0;
-	struct cli_local_opts lo = { 0 };
+	struct run_cli c = { .metrics_port = -2 };
+	const char *nats, *ring_dir, *lib;
+	char tmpl[32] = "/dev/shm/trainscope-XXXXXX", libpath[PATH_MAX], port[16] = "";
+	int status = 0, rstatus = 0, at = run_parse(argc, argv, &c);
 	struct cli_local *local = NULL;
-	bool local_on = false;
 	pid_t relay, child;
 
-	ts_opt_program("trainscope run");
-	while ((ch = getopt_long(argc, argv, "+s:j:n:h", longopts, NULL)) != -1) {
-		if (ch == 's')
-			nats = lo.nats = optarg;
-		else if (tsn_export_option(ch, optarg)) /* the relay's credentials */
-			continue;
-		switch (ch) {
-		case 's': break;
-		case 'j': setenv("TRAINSCOPE_JOB", optarg, 1); break;
-		case 'n': setenv("TRAINSCOPE_NAMESPACE", optarg, 1); break;
-		case OPT_RING_DIR: ring_dir = optarg; break;
-		case OPT_LIB: lib = optarg; break;
-		case OPT_SHIM: shim = optarg; break;
-		case OPT_RELAY_METRICS_PORT: /* the relay's --metrics-port, checked now */
-			ts_opt_int("--relay-metrics-port", optarg, -1, 65535);
-			metrics_port = optarg;
-			break;
-		case OPT_LOCAL: local_on = true; break;
-		case OPT_NATS_SERVER: lo.nats_server = optarg; break;
-		case OPT_OUT: lo.out = optarg; break;
-		case 'h': run_usage(stdout); return 0;
-		default: run_usage(stderr); return 2;
-		}
-	}
-	if (optind >= argc) {
-		fprintf(stderr, "trainscope run: no command given (trainscope run [options] -- cmd)\n");
-		return 2;
-	}
+	if (at <= 0)
+		return at ? 2 : 0;
+	nats = c.nats.url, ring_dir = c.ring_dir, lib = c.lib;
+	if (c.metrics_port > -2)
+		snprintf(port, sizeof(port), "%d", c.metrics_port);
 	if (!nats || !*nats)
 		nats = "nats://127.0.0.1:4222";
 	if (!lib) {
@@ -293,7 +286,7 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "trainscope run: cannot create a ring folder: %s\n", strerror(errno));
 		return 1;
 	}
-	if (local_on && cli_local_start(&local, &lo)) {
+	if (c.local && cli_local_start(&local, &c.lo)) {
 		if (ring_dir == tmpl)
 			rmdir(ring_dir);
 		return 1;
@@ -302,15 +295,15 @@ int cmd_run(int argc, char **argv)
 		nats = cli_local_url(local);
 	setenv("TRAINSCOPE_RING_DIR", ring_dir, 1);
 	setenv("TRAINSCOPE_NATS_URL", nats, 1);
-	relay = start_relay(ring_dir, nats, metrics_port);
-	if (relay < 0 || set_preload(lib, shim)) {
+	relay = start_relay(ring_dir, nats, *port ? port : NULL);
+	if (relay < 0 || set_preload(lib, c.shim)) {
 		cli_local_stop(local);
 		return 1;
 	}
 	child = fork();
 	if (child == 0) {
-		execvp(argv[optind], &argv[optind]);
-		fprintf(stderr, "trainscope run: %s: %s\n", argv[optind], strerror(errno));
+		execvp(argv[at], &argv[at]);
+		fprintf(stderr, "trainscope run: %s: %s\n", argv[at], strerror(errno));
 		_exit(127);
 	}
 	/* the command decides what a signal means; the relay outlives it to drain */

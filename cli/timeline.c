@@ -9,7 +9,7 @@
 #include "proto/trainscope.pb-c.h"
 
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <jansson.h>
@@ -111,29 +111,16 @@ static int parse_steps(struct timeline *t, const char *arg)
 	return 0;
 }
 
-static void timeline_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: trainscope timeline --job NAME [options]\n"
-		"Writes a Chrome/Perfetto trace (open it in ui.perfetto.dev or chrome://tracing) of a\n"
-		"job as the stream holds it: per rank, its steps and their phases, and over the same\n"
-		"time the node agent's view of the rank's threads: run-queue delay, on/off-CPU time,\n"
-		"and the tasks that preempted it (the host-bound view). Where NCCL's profiler plugin\n"
-		"timed network sends, a counter track per rank gives ns per byte to each peer.\n\n"
-		"  -j, --job NAME      the job (required)\n"
-		"  -n, --namespace NS  its namespace (default default)\n"
-		"  -o, --out FILE      output (default <job>.trace.json)\n"
-		"      --steps A:B     only steps A to B\n"
-		"      --ranks LIST    only these ranks, e.g. 0-7,12\n"
-		"      --compact       no slices: per rank, one counter sample per step (step,\n"
-		"                      compute, collective, dataloader ms), about a fifth of the\n"
-		"                      size, so a job of a thousand ranks opens in Perfetto\n"
-		TSN_HELP
-		"  -h, --help\n"
-		"Phases are laid end to end from the step's start in the order dataloader, launch,\n"
-		"compute, collective: their durations are measured, their order within the step is\n"
-		"the usual one, not recorded.\n");
-}
+#define TIMELINE_HEAD                                                                          \
+	"Usage: trainscope timeline --job NAME [options]\n"                                      \
+	"Writes a Chrome/Perfetto trace (open it in ui.perfetto.dev or chrome://tracing) of a\n" \
+	"job as the stream holds it: per rank, its steps and their phases, and over the same\n"  \
+	"time the node agent's view of the rank's threads: run-queue delay, on/off-CPU time,\n"  \
+	"and the tasks that preempted it (the host-bound view). Where NCCL's profiler plugin\n"  \
+	"timed network sends, a counter track per rank gives ns per byte to each peer.\n"        \
+	"Phases are laid end to end from the step's start in the order dataloader, launch,\n"   \
+	"compute, collective: their durations are measured, their order within the step is\n"  \
+	"the usual one, not recorded.\n\n"
 
 static double us(uint64_t ns)
 {
@@ -327,63 +314,78 @@ int cli_timeline(struct tsn *n, const char *ns, const char *job, const char *out
 	return rc;
 }
 
+/* What the command line says; the steps and ranks kept go to the timeline itself. */
+struct timeline_cli {
+	const char *job, *ns, *out;
+	struct timeline *t;
+	struct tsn_opts nats;
+};
+
+static int steps_opt(void *s, const char *arg, char *err, size_t n)
+{
+	if (!parse_steps(((struct timeline_cli *)s)->t, arg))
+		return 0;
+	snprintf(err, n, "wants A:B (A <= B), not %s", arg);
+	return -EINVAL;
+}
+
+static int ranks_opt(void *s, const char *arg, char *err, size_t n)
+{
+	if (!parse_ranks(((struct timeline_cli *)s)->t, arg))
+		return 0;
+	snprintf(err, n, "wants a list like 0-7,12, not %s", arg);
+	return -EINVAL;
+}
+
+static int compact_opt(void *s, const char *arg, char *err, size_t n)
+{
+	(void)arg, (void)err, (void)n;
+	((struct timeline_cli *)s)->t->compact = true;
+	return 0;
+}
+
+#define F(f) offsetof(struct timeline_cli, f)
+static const struct ts_opt timeline_options[] = {
+	{ "job", 'j', TS_OPT_STR, F(job), 0, 0, "NAME", NULL, "the job (required)", NULL },
+	{ "namespace", 'n', TS_OPT_STR, F(ns), 0, 0, "NS", NULL, "its namespace (default default)",
+	  NULL },
+	{ "out", 'o', TS_OPT_STR, F(out), 0, 0, "FILE", NULL, "output (default <job>.trace.json)",
+	  NULL },
+	{ "steps", 0, TS_OPT_CALL, 0, 0, 0, "A:B", NULL, "only steps A to B", steps_opt },
+	{ "ranks", 0, TS_OPT_CALL, 0, 0, 0, "LIST", NULL, "only these ranks, e.g. 0-7,12",
+	  ranks_opt },
+	{ "compact", 0, TS_OPT_CALL, 0, 0, 0, NULL, NULL, "no slices: per rank, one counter "
+	  "sample per step (step, compute, collective, dataloader ms), about a fifth of the "
+	  "size, so a job of a thousand ranks opens in Perfetto", compact_opt },
+};
+
 int cmd_timeline(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "job", required_argument, NULL, 'j' },
-		{ "namespace", required_argument, NULL, 'n' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "steps", required_argument, NULL, OPT_STEPS },
-		{ "ranks", required_argument, NULL, OPT_RANKS },
-		{ "compact", no_argument, NULL, OPT_COMPACT },
-		TSN_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	const char *job = NULL, *ns = "default", *out = NULL;
-	struct tsn_opts o = { 0 };
 	struct timeline t = { .events = json_array(), .step_hi = UINT64_MAX };
+	struct timeline_cli c = { .ns = "default", .t = &t };
+	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(timeline_options, &c),
+					       TS_OPTS_GROUP(tsn_opt_table, &c.nats) };
+	const char *job, *ns, *out;
+	struct tsn_opts o;
 	char outbuf[256];
 	struct tsn *n;
-	int ch, rc = -1;
+	int rc;
 
-	tsn_opts_from_env(&o, "trainscope-timeline");
-	ts_opt_program("trainscope timeline");
-	while ((ch = getopt_long(argc, argv, "j:n:s:o:h", longopts, NULL)) != -1) {
-		if (tsn_parse_option(&o, ch, optarg))
-			continue;
-		switch (ch) {
-		case 'j': job = optarg; break;
-		case 'n': ns = optarg; break;
-		case 'o': out = optarg; break;
-		case OPT_COMPACT: t.compact = true; break;
-		case OPT_STEPS:
-			if (parse_steps(&t, optarg)) {
-				fprintf(stderr, "trainscope timeline: --steps wants A:B (A <= B), not %s\n",
-					optarg);
-				rc = 2;
-			}
-			break;
-		case OPT_RANKS:
-			if (parse_ranks(&t, optarg)) {
-				fprintf(stderr, "trainscope timeline: --ranks wants a list like 0-7,12, "
-					"not %s\n", optarg);
-				rc = 2;
-			}
-			break;
-		case 'h': rc = 0; timeline_usage(stdout); goto done;
-		default: rc = 2; timeline_usage(stderr); goto done;
-		}
-	}
-	if (rc == 2)
+	tsn_opts_from_env(&c.nats, "trainscope-timeline");
+	if ((rc = ts_opts_parse(groups, 2, "trainscope timeline", TIMELINE_HEAD, 0, argc,
+				argv)) <= 0) {
+		rc = rc ? 2 : 0;
 		goto done;
+	}
+	job = c.job, ns = c.ns, out = c.out;
 	rc = 1;
 	if (!job) {
 		fprintf(stderr, "trainscope timeline: --job is required\n");
 		rc = 2;
 		goto done;
 	}
-	tsn_opts_finish(&o);
+	tsn_opts_finish(&c.nats);
+	o = c.nats;
 	if (!out) {
 		snprintf(outbuf, sizeof(outbuf), "%s.trace.json", job);
 		out = outbuf;

@@ -63,52 +63,18 @@ struct tsn_stats {
 	bool connected;
 };
 
-/* The codes getopt_long gives TSN_LONGOPTS' long-only options. A program that takes them
- * numbers its own long-only options on from TSN_OPT_END, in one enum: no two codes can
- * meet (a switch on them would not compile). */
-enum tsn_opt {
-	TSN_OPT_CREDS = 0x100,
-	TSN_OPT_TOKEN,
-	TSN_OPT_TOKEN_FILE,
-	TSN_OPT_USER,
-	TSN_OPT_CA,
-	TSN_OPT_END
-};
-
-/* The command-line options every component takes for NATS, for getopt_long tables:
- * --nats (-s), --nats-creds, --nats-token, --nats-token-file, --nats-user, --nats-ca. */
-#define TSN_LONGOPTS                                                       \
-	{ "nats", required_argument, NULL, 's' },                          \
-	{ "nats-creds", required_argument, NULL, TSN_OPT_CREDS },          \
-	{ "nats-token", required_argument, NULL, TSN_OPT_TOKEN },          \
-	{ "nats-token-file", required_argument, NULL, TSN_OPT_TOKEN_FILE }, \
-	{ "nats-user", required_argument, NULL, TSN_OPT_USER },            \
-	{ "nats-ca", required_argument, NULL, TSN_OPT_CA }
-/* Their --help lines. */
-#define TSN_HELP                                                                              \
-	"  -s, --nats URL           NATS server (TRAINSCOPE_NATS_URL, default\n"                \
-	"                           nats://127.0.0.1:4222)\n"                                    \
-	"      --nats-creds FILE    NATS credentials file (JWT and nkey seed)\n"                 \
-	"      --nats-token TOKEN   NATS token (TRAINSCOPE_NATS_TOKEN)\n"                        \
-	"      --nats-token-file F  NATS token read at each connect, such as a projected\n"     \
-	"                           ServiceAccount token (TRAINSCOPE_NATS_TOKEN_FILE)\n"         \
-	"      --nats-user NAME     NATS user; its password from TRAINSCOPE_NATS_PASSWORD\n"    \
-	"      --nats-ca FILE       CA bundle: connect with TLS (TRAINSCOPE_NATS_CA, or the\n"   \
-	"                           PEM text in TRAINSCOPE_NATS_CA_PEM)\n"
-
-/* The same options as a table (opts.h), for a program that parses by tables: its group
- * is TS_OPTS_GROUP(tsn_opt_table, &its struct tsn_opts). */
+/* The command-line options every component takes for NATS (--nats or -s, --nats-creds,
+ * --nats-token, --nats-token-file, --nats-user, --nats-ca) as a table (opts.h): a
+ * program's group is TS_OPTS_GROUP(tsn_opt_table, &its struct tsn_opts). */
 extern const struct ts_opt tsn_opt_table[6];
 
 /* Defaults from TRAINSCOPE_NATS_URL, _TOKEN, _TOKEN_FILE, _USER, _PASSWORD, _CA and
  * _CA_PEM, _TLS_NAME; a pod's clients (TRAINSCOPE_POD_UID set) take replies on _INBOX.<pod uid>,
  * the inbox their NATS rights allow. */
 void tsn_opts_from_env(struct tsn_opts *o, const char *client_name);
-/* Takes one of TSN_LONGOPTS into the environment variable tsn_opts_from_env reads, for
- * a child process (trainscope run's relay); returns false for any other option. */
-bool tsn_export_option(int ch, const char *arg);
-/* Takes one of TSN_LONGOPTS; returns false for any other option. */
-bool tsn_parse_option(struct tsn_opts *o, int ch, const char *arg);
+/* The options o holds (tsn_opt_table's) into the variables tsn_opts_from_env reads, for
+ * a child process (trainscope run's relay): 0 or -errno. */
+int tsn_opts_export(const struct tsn_opts *o);
 /* Whether opts carry credentials: a publisher that has them publishes only, for such a
  * server grants it its subjects and no stream management (the analyzer makes it). */
 bool tsn_opts_authenticated(const struct tsn_opts *o);

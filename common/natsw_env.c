@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-/* A client's NATS settings from the environment and the command line (TSN_LONGOPTS),
+/* A client's NATS settings from the environment and the command line (tsn_opt_table),
  * the stream's from TRAINSCOPE_STREAM_*. */
 #include "natsw_impl.h"
 #include "log.h"
 #include "numparse.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -91,30 +92,12 @@ void tsn_opts_from_env(struct tsn_opts *o, const char *client_name)
 	stream_from_env(o);
 }
 
-/* One of TSN_LONGOPTS into the variable tsn_opts_from_env reads (natsw.h). */
-bool tsn_export_option(int ch, const char *arg)
-{
-	static const struct { int ch; const char *env; } map[] = {
-		{ 's', "TRAINSCOPE_NATS_URL" },
-		{ TSN_OPT_CREDS, "TRAINSCOPE_NATS_CREDS" },
-		{ TSN_OPT_TOKEN, "TRAINSCOPE_NATS_TOKEN" },
-		{ TSN_OPT_CA, "TRAINSCOPE_NATS_CA" },
-		{ TSN_OPT_TOKEN_FILE, "TRAINSCOPE_NATS_TOKEN_FILE" },
-		{ TSN_OPT_USER, "TRAINSCOPE_NATS_USER" },
-	};
-
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (map[i].ch == ch)
-			return setenv(map[i].env, arg, 1) == 0;
-	return false;
-}
-
-/* One of TSN_LONGOPTS into o (natsw.h). */
+/* The NATS options as a table (natsw.h). */
 #define TSN_STR(field) TS_OPT_STR, offsetof(struct tsn_opts, field), 0, 0
 const struct ts_opt tsn_opt_table[6] = {
 	{ "nats", 's', TSN_STR(url), "URL", "TRAINSCOPE_NATS_URL",
 	  "NATS server (default nats://127.0.0.1:4222)", NULL },
-	{ "nats-creds", 0, TSN_STR(creds_file), "FILE", NULL,
+	{ "nats-creds", 0, TSN_STR(creds_file), "FILE", "TRAINSCOPE_NATS_CREDS",
 	  "NATS credentials file (JWT and nkey seed)", NULL },
 	{ "nats-token", 0, TSN_STR(token), "TOKEN", "TRAINSCOPE_NATS_TOKEN", "NATS token", NULL },
 	{ "nats-token-file", 0, TSN_STR(token_file), "F", "TRAINSCOPE_NATS_TOKEN_FILE",
@@ -125,17 +108,15 @@ const struct ts_opt tsn_opt_table[6] = {
 	  "CA bundle: connect with TLS (or the PEM text in TRAINSCOPE_NATS_CA_PEM)", NULL },
 };
 
-bool tsn_parse_option(struct tsn_opts *o, int ch, const char *arg)
+/* The options o holds into the variables tsn_opts_from_env reads (natsw.h). */
+int tsn_opts_export(const struct tsn_opts *o)
 {
-	switch (ch) {
-	case 's': o->url = arg; return true;
-	case TSN_OPT_CREDS: o->creds_file = arg; return true;
-	case TSN_OPT_TOKEN: o->token = arg; return true;
-	case TSN_OPT_CA: o->tls_ca = arg; return true;
-	case TSN_OPT_TOKEN_FILE: o->token_file = arg; return true;
-	case TSN_OPT_USER: o->user = arg; return true;
-	default: return false;
+	for (size_t i = 0; i < sizeof(tsn_opt_table) / sizeof(tsn_opt_table[0]); i++) {
+		const char *v = *(const char *const *)((const char *)o + tsn_opt_table[i].off);
+		if (v && *v && setenv(tsn_opt_table[i].env, v, 1))
+			return -errno;
 	}
+	return 0;
 }
 
 /* Whether o carries credentials (natsw.h). */

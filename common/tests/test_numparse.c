@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The number parser of options and environment variables: whole numbers only, bounds
- * kept, and a bad option's value said and refused with exit status 2. */
+ * kept (common/tests/test_opts.c: an option's bad value said and refused). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -81,101 +81,12 @@ static void test_double(void **state)
 	assert_true(v == 42);
 }
 
-/* ts_opt_int in a child: its exit status, and what it printed on stderr into err. */
-static int opt_child(const char *arg, long min, long max, char *err, size_t n)
-{
-	int fd[2], status = -1;
-	ssize_t got;
-	pid_t pid;
-
-	assert_int_equal(pipe(fd), 0);
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(fd[1], 2);
-		close(fd[0]);
-		_exit(ts_opt_int("--flush-ms", arg, min, max) == 250 ? 0 : 1);
-	}
-	close(fd[1]);
-	got = read(fd[0], err, n - 1);
-	err[got > 0 ? got : 0] = 0;
-	close(fd[0]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static void test_option_helper(void **state)
-{
-	char err[256];
-
-	(void)state;
-	assert_int_equal(ts_opt_int("--flush-ms", "250", 1, 60000), 250);
-	assert_true(ts_opt_double("--timeout", "2.5", 0, 86400) == 2.5);
-	assert_int_equal(opt_child("250", 1, 60000, err, sizeof(err)), 0);
-	assert_string_equal(err, "");
-	assert_int_equal(opt_child("fast", 1, 60000, err, sizeof(err)), 2);
-	assert_non_null(strstr(err, ": --flush-ms: 'fast' is not a number between 1 and 60000\n"));
-	assert_int_equal(opt_child("0", 1, 60000, err, sizeof(err)), 2);
-	assert_non_null(strstr(err, ": --flush-ms: '0' is not a number between 1 and 60000\n"));
-	assert_int_equal(opt_child("", -1, 65535, err, sizeof(err)), 2);
-	assert_non_null(strstr(err, ": --flush-ms: '' is not a number between -1 and 65535\n"));
-	ts_opt_program("trainscope report");
-	assert_int_equal(opt_child("1m", 1, 60000, err, sizeof(err)), 2);
-	assert_string_equal(err, "trainscope report: --flush-ms: '1m' is not a number between 1 and "
-				 "60000\n");
-	ts_opt_program(NULL);
-	assert_int_equal(opt_child("x", 1, 60000, err, sizeof(err)), 2);
-	assert_string_equal(err, "test_numparse: --flush-ms: 'x' is not a number between 1 and "
-				 "60000\n");
-}
-
-/* ts_opt_double in a child, as opt_child. */
-static int opt_double_child(const char *arg, double min, double max, char *err, size_t n)
-{
-	int fd[2], status = -1;
-	ssize_t got;
-	pid_t pid;
-
-	assert_int_equal(pipe(fd), 0);
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(fd[1], 2);
-		close(fd[0]);
-		_exit(ts_opt_double("--timeout", arg, min, max) == 2.5 ? 0 : 1);
-	}
-	close(fd[1]);
-	got = read(fd[0], err, n - 1);
-	err[got > 0 ? got : 0] = 0;
-	close(fd[0]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static void test_option_helper_double(void **state)
-{
-	char err[256];
-
-	(void)state;
-	assert_int_equal(opt_double_child("2.5", 0, 2592000, err, sizeof(err)), 0);
-	assert_int_equal(opt_double_child("3m", 0, 2592000, err, sizeof(err)), 2);
-	assert_string_equal(err, "test_numparse: --timeout: '3m' is not a number between 0 and "
-				 "2592000\n");
-	assert_int_equal(opt_double_child("-1", 0.5, 1.5, err, sizeof(err)), 2);
-	assert_string_equal(err, "test_numparse: --timeout: '-1' is not a number between 0.5 and "
-				 "1.5\n");
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_int_accepts),
 		cmocka_unit_test(test_int_refuses),
 		cmocka_unit_test(test_double),
-		cmocka_unit_test(test_option_helper),
-		cmocka_unit_test(test_option_helper_double),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

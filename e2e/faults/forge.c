@@ -25,7 +25,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +35,7 @@
 
 struct forge {
 	const char *ns, *job, *payload_ns;
-	long jobs, steps;
+	int64_t jobs, steps;
 	int rank, world;
 	bool final;
 	uint64_t step, producer, seq;
@@ -193,89 +193,57 @@ static int try_op(const struct tsn_opts *o, const char *what)
 	return rc;
 }
 
-/* Codes of the options (all long-only), after TSN_LONGOPTS'. */
-enum forge_opt {
-	OPT_NS = TSN_OPT_END,
-	OPT_JOB,
-	OPT_JOBS,
-	OPT_RANK,
-	OPT_WORLD,
-	OPT_STEP,
-	OPT_STEPS,
-	OPT_PRODUCER,
-	OPT_SEQ,
-	OPT_DELETE_CONSUMER,
-	OPT_FILL_STORE,
-	OPT_FREE_STORE,
-	OPT_ANNOUNCE,
-	OPT_PID,
-	OPT_CGROUP_ID,
-	OPT_POD_UID,
-	OPT_TRY,
-	OPT_PAYLOAD_NS,
-	OPT_FINAL,
+/* forge's command line: what to forge, and the other things it does instead. */
+struct forge_cli {
+	struct forge f;
+	struct tsn_opts nats;
+	const char *doomed, *node, *probe;
+	int64_t fill;
+};
+
+static int free_store(void *s, const char *arg, char *err, size_t n)
+{
+	(void)arg, (void)err, (void)n;
+	((struct forge_cli *)s)->fill = 0;
+	return 0;
+}
+
+#define F(f) offsetof(struct forge_cli, f)
+#define STR(f, what) { what, 0, TS_OPT_STR, F(f), 0, 0, "X", NULL, what, NULL }
+#define NUM(f, what) { what, 0, TS_OPT_I64, F(f), 0, 9e18, "N", NULL, what, NULL }
+#define INT(f, what) { what, 0, TS_OPT_INT, F(f), -1, 1 << 30, "N", NULL, what, NULL }
+/* The options the comment at the top of this file explains. */
+static const struct ts_opt options[] = {
+	STR(f.ns, "ns"), STR(f.job, "job"), NUM(f.jobs, "jobs"), INT(f.rank, "rank"),
+	INT(f.world, "world"), NUM(f.step, "step"), NUM(f.steps, "steps"),
+	NUM(f.producer, "producer"), NUM(f.seq, "seq"), STR(doomed, "delete-consumer"),
+	NUM(fill, "fill-store"), STR(node, "announce"), INT(f.pid, "pid"),
+	NUM(f.cgroup_id, "cgroup-id"), STR(f.pod_uid, "pod-uid"), STR(probe, "try"),
+	STR(f.payload_ns, "payload-ns"),
+	{ "free-store", 0, TS_OPT_CALL, 0, 0, 0, NULL, NULL, "free-store", free_store },
+	{ "final", 0, TS_OPT_TRUE, F(f.final), 0, 0, NULL, NULL, "final", NULL },
 };
 
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		TSN_LONGOPTS,
-		{ "ns", required_argument, NULL, OPT_NS },
-		{ "job", required_argument, NULL, OPT_JOB },
-		{ "jobs", required_argument, NULL, OPT_JOBS },
-		{ "rank", required_argument, NULL, OPT_RANK },
-		{ "world", required_argument, NULL, OPT_WORLD },
-		{ "step", required_argument, NULL, OPT_STEP },
-		{ "steps", required_argument, NULL, OPT_STEPS },
-		{ "producer", required_argument, NULL, OPT_PRODUCER },
-		{ "seq", required_argument, NULL, OPT_SEQ },
-		{ "delete-consumer", required_argument, NULL, OPT_DELETE_CONSUMER },
-		{ "fill-store", required_argument, NULL, OPT_FILL_STORE },
-		{ "free-store", no_argument, NULL, OPT_FREE_STORE },
-		{ "announce", required_argument, NULL, OPT_ANNOUNCE },
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ "cgroup-id", required_argument, NULL, OPT_CGROUP_ID },
-		{ "pod-uid", required_argument, NULL, OPT_POD_UID },
-		{ "try", required_argument, NULL, OPT_TRY },
-		{ "payload-ns", required_argument, NULL, OPT_PAYLOAD_NS },
-		{ "final", no_argument, NULL, OPT_FINAL },        { 0 }
-	};
-	struct forge f = { .ns = "default", .job = "forged", .jobs = 1, .steps = 1, .world = 1,
-			   .seq = 1 };
-	struct tsn_opts o = { 0 };
+	struct forge_cli c = { .f = { .ns = "default", .job = "forged", .jobs = 1, .steps = 1,
+				      .world = 1, .seq = 1 }, .fill = -1 };
+	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(tsn_opt_table, &c.nats),
+					       TS_OPTS_GROUP(options, &c) };
+	struct forge f;
+	struct tsn_opts o;
 	struct tsn *n;
-	const char *doomed = NULL, *node = NULL, *probe = NULL;
-	int64_t fill = -1;
+	const char *doomed, *node, *probe;
+	int64_t fill;
 	char job[256];
-	int ch, rc = 0;
+	int rc = 0;
 
-	tsn_opts_from_env(&o, "forge");
-	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		if (tsn_parse_option(&o, ch, optarg))
-			continue;
-		switch (ch) {
-		case OPT_NS: f.ns = optarg; break;
-		case OPT_JOB: f.job = optarg; break;
-		case OPT_JOBS: f.jobs = strtol(optarg, NULL, 10); break;
-		case OPT_RANK: f.rank = atoi(optarg); break;
-		case OPT_WORLD: f.world = atoi(optarg); break;
-		case OPT_STEP: f.step = strtoull(optarg, NULL, 0); break;
-		case OPT_STEPS: f.steps = strtol(optarg, NULL, 10); break;
-		case OPT_PRODUCER: f.producer = strtoull(optarg, NULL, 0); break;
-		case OPT_SEQ: f.seq = strtoull(optarg, NULL, 0); break;
-		case OPT_DELETE_CONSUMER: doomed = optarg; break;
-		case OPT_FILL_STORE: fill = strtoll(optarg, NULL, 0); break;
-		case OPT_FREE_STORE: fill = 0; break;
-		case OPT_ANNOUNCE: node = optarg; break;
-		case OPT_PID: f.pid = atoi(optarg); break;
-		case OPT_CGROUP_ID: f.cgroup_id = strtoull(optarg, NULL, 0); break;
-		case OPT_POD_UID: f.pod_uid = optarg; break;
-		case OPT_TRY: probe = optarg; break;
-		case OPT_PAYLOAD_NS: f.payload_ns = optarg; break;
-		case OPT_FINAL: f.final = true; break;
-		default: fprintf(stderr, "forge: see the comment at the top of e2e/faults/forge.c\n"); return 2;
-		}
-	}
+	tsn_opts_from_env(&c.nats, "forge");
+	if ((rc = ts_opts_parse(groups, 2, "forge", "forge: see the comment at the top of "
+				"e2e/faults/forge.c\n", 0, argc, argv)) <= 0)
+		return rc ? 2 : 0;
+	rc = 0;
+	f = c.f, o = c.nats, doomed = c.doomed, node = c.node, probe = c.probe, fill = c.fill;
 	if (f.steps < 1 || f.steps > 64 || f.jobs < 1) {
 		fprintf(stderr, "forge: --steps 1..64, --jobs >= 1\n");
 		return 2;
