@@ -84,6 +84,14 @@ static const struct ts_job_result *run(struct ts_job **j, const struct fault *f,
 	return ts_job_result(*j);
 }
 
+/* The result names rank SLOW alone, with cause. */
+static void named_alone(const struct ts_job_result *r, const char *cause)
+{
+	assert_int_equal(r->nslow, 1);
+	assert_int_equal(r->slow[0].rank, SLOW);
+	assert_string_equal(r->slow[0].cause, cause);
+}
+
 /* Twice its peers' compute from step 0, the others waiting 30 ms of each step: a role
  * as far as the steps tell. Named only with the other process on its GPU. */
 static void test_slow_from_start_needs_device(void **state)
@@ -100,9 +108,7 @@ static void test_slow_from_start_needs_device(void **state)
 	assert_int_equal(r->nslow, 0);
 	ts_job_free(j);
 	r = run(&j, &f, (struct gpu){ .others = 1 });
-	assert_int_equal(r->nslow, 1);
-	assert_int_equal(r->slow[0].rank, SLOW);
-	assert_string_equal(r->slow[0].cause, "Compute");
+	named_alone(r, "Compute");
 	assert_non_null(strstr(r->slow[0].evidence, "is shared: 1 process on it"));
 	ts_job_free(j);
 }
@@ -116,15 +122,11 @@ static void test_hidden_wait_cause(void **state)
 	const struct ts_job_result *r = run(&j, &f, (struct gpu){ 0 });
 
 	(void)state;
-	assert_int_equal(r->nslow, 1);
-	assert_int_equal(r->slow[0].rank, SLOW);
-	assert_string_equal(r->slow[0].cause, "HostCPU");
+	named_alone(r, "HostCPU");
 	assert_non_null(strstr(r->slow[0].evidence, "its host holds each step"));
 	ts_job_free(j);
 	r = run(&j, &f, (struct gpu){ .others = 2 });
-	assert_int_equal(r->nslow, 1);
-	assert_int_equal(r->slow[0].rank, SLOW);
-	assert_string_equal(r->slow[0].cause, "Compute");
+	named_alone(r, "Compute");
 	assert_non_null(strstr(r->slow[0].evidence, "is shared: 2 processes on it"));
 	ts_job_free(j);
 }
@@ -139,9 +141,7 @@ static void test_alternating_loader(void **state)
 	const struct ts_job_result *r = run(&j, &f, (struct gpu){ 0 });
 
 	(void)state;
-	assert_int_equal(r->nslow, 1);
-	assert_int_equal(r->slow[0].rank, SLOW);
-	assert_string_equal(r->slow[0].cause, "Storage");
+	named_alone(r, "Storage");
 	ts_job_free(j);
 }
 
