@@ -37,7 +37,7 @@ struct cli {
 	int restored;                      /* the restore's result; -EAGAIN: not done yet */
 	uint64_t replay_after;             /* the stream sequence a restored state is as of */
 	char kv_why[256];                  /* the bucket's last refusal, said once */
-	bool print_config, config_schema, print_options, in_cluster;
+	bool print_config, config_schema, in_cluster;
 	const char *parts_arg, *part_arg; /* --partitions, --partition as given */
 	const char *kubeconfig, *otlp_endpoint;
 	struct ts_kube *kube;

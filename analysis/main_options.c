@@ -115,8 +115,6 @@ static const struct ts_opt options[] = {
 	  NULL },
 	{ "config-schema", 0, ON(config_schema), NULL, "print the JSON Schema of --config's keys "
 	  "and exit (the chart's values.schema.json holds it)", NULL },
-	{ "print-options", 0, ON(print_options), NULL, "print these options as JSON and exit "
-	  "(for the generated reference)", NULL },
 };
 
 /* The ordinal ending a StatefulSet pod's name (trainscope-analyzer-2): -1 without one. */
@@ -214,10 +212,6 @@ int analyzer_parse_args(int argc, char **argv, struct cli *c)
 	if (rc < argc) {
 		fprintf(stderr, "trainscope-analyzer: %s: no operand is taken\n", argv[rc]);
 		return -1;
-	}
-	if (c->print_options) {
-		ts_opts_json(stdout, groups, 2);
-		exit(0);
 	}
 	if (ts_node_policy_check(&c->np, err, sizeof(err)) ||
 	    partitioning(c, c->parts_arg, c->part_arg, err, sizeof(err))) {

@@ -14,6 +14,7 @@
 #define HELP_COL 27
 #define HELP_WIDTH 80
 #define LONG_ONLY 0x1000 /* getopt_long's code of option i of group k: LONG_ONLY + k * 256 + i */
+#define PRINT_OPTIONS (LONG_ONLY - 1)
 
 static bool takes_arg(const struct ts_opt *o)
 {
@@ -100,7 +101,7 @@ static int from_env(const struct ts_opt_group *g, size_t ng, const char *program
 static struct option *getopt_table(const struct ts_opt_group *g, size_t ng, char *shorts,
 				   size_t cap)
 {
-	size_t total = 2, at = 0, s = 0;
+	size_t total = 3, at = 0, s = 0;
 
 	for (size_t k = 0; k < ng; k++)
 		total += g[k].n;
@@ -121,6 +122,7 @@ static struct option *getopt_table(const struct ts_opt_group *g, size_t ng, char
 					shorts[s++] = ':';
 			}
 		}
+	lo[at++] = (struct option){ "print-options", no_argument, NULL, PRINT_OPTIONS };
 	lo[at] = (struct option){ "help", no_argument, NULL, 'h' };
 	shorts[s++] = 'h';
 	shorts[s] = 0;
@@ -159,9 +161,12 @@ int ts_opts_parse(const struct ts_opt_group *g, size_t ng, const char *program,
 	}
 	optind = 0; /* GNU getopt: 0 starts it afresh (a program may parse twice) */
 	while (!rc && (ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
-		const struct ts_opt *o = ch == 'h' ? NULL : entry(g, ng, ch, &k);
-		if (ch == 'h') {
-			ts_opts_help(stdout, head, g, ng);
+		const struct ts_opt *o = ch == 'h' || ch == PRINT_OPTIONS ? NULL : entry(g, ng, ch, &k);
+		if (ch == 'h' || ch == PRINT_OPTIONS) {
+			if (ch == 'h')
+				ts_opts_help(stdout, head, g, ng);
+			else
+				ts_opts_json(stdout, g, ng);
 			rc = 1;
 		} else if (!o) {
 			fprintf(stderr, "Try '%s --help'.\n", program);
@@ -237,7 +242,8 @@ void ts_opts_help(FILE *f, const char *head, const struct ts_opt_group *g, size_
 	for (size_t k = 0; k < ng; k++)
 		for (size_t i = 0; i < g[k].n; i++)
 			help_line(f, &g[k].opts[i]);
-	fputs("  -h, --help               this text\n", f);
+	fputs("      --print-options      these options as JSON (the generated reference's)\n"
+	      "  -h, --help               this text\n", f);
 }
 
 void ts_opts_json(FILE *f, const struct ts_opt_group *g, size_t ng)

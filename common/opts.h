@@ -49,9 +49,9 @@ enum {
 			   * follow: trainscope run); else operands may come anywhere */
 };
 
-/* Takes the groups' variables, then argv's options (--help and -h added): each value
- * checked as its kind and bounds say. Returns the index of argv's first operand (argc
- * when none), 0 after --help was printed on stdout, or -EINVAL after saying what was
+/* Takes the groups' variables, then argv's options (--help, -h and --print-options
+ * added): each value checked as its kind and bounds say. Returns the index of argv's
+ * first operand (argc when none), 0 after --help or --print-options printed on stdout, or -EINVAL after saying what was
  * wrong on stderr as "<program>: --name: ..." or "<program>: VARIABLE: ...". */
 int ts_opts_parse(const struct ts_opt_group *g, size_t ng, const char *program,
 		  const char *head, unsigned flags, int argc, char **argv);

@@ -5,7 +5,8 @@ it is missing or stale. Run from anywhere; BIN (default build/bin, or --bin DIR)
 the built programs (make docs-ref and make docs-check pass $(BUILD)/bin).
 
   programs      each trainscope* program's --help (the CLI's commands too), verbatim,
-                and the flags it names
+                and its flags and their variables from its option table (--print-options,
+                common/opts.c; the CLI's dispatcher, which has none: the flags its help names)
   variables     every TRAINSCOPE_* name the sources read or set (a quoted literal in
                 the C and Python sources outside tests and e2e), plus the other
                 variables they read; descriptions are kept below in ENV and OTHER
@@ -174,6 +175,22 @@ def run_help(argv):
     return text.rstrip("\n")
 
 
+def options_of(argv):
+    """The program's option table (--print-options, common/opts.c), or None for a program
+    without one (the CLI's own dispatcher)."""
+    try:
+        p = subprocess.run(argv + ["--print-options"], capture_output=True, text=True,
+                           env=CLEAN_ENV, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise Fail("cannot run %s: %s" % (" ".join(argv), e))
+    if p.returncode != 0:
+        return None
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        raise Fail("%s --print-options printed no JSON" % " ".join(argv))
+
+
 def programs(bindir):
     if not os.path.isdir(bindir):
         raise Fail("%s: no such folder (build first: make all)" % bindir)
@@ -184,7 +201,7 @@ def programs(bindir):
     for n in names:
         path = os.path.join(bindir, n)
         text = run_help([path, "--help"])
-        progs.append((n, text))
+        progs.append((n, text, options_of([path])))
         if n == "trainscope":  # the CLI: one more page per command
             cmds = []
             for line in text.split("\n"):
@@ -194,7 +211,8 @@ def programs(bindir):
             if not cmds:
                 raise Fail("trainscope --help lists no command")
             for c in cmds:
-                progs.append(("trainscope " + c, run_help([path, c, "--help"])))
+                progs.append(("trainscope " + c, run_help([path, c, "--help"]),
+                              options_of([path, c])))
     return progs
 
 
@@ -485,11 +503,17 @@ def render(bindir):
     o.append("## Programs\n")
     o.append("Each program's `--help`. `kubectl-trainscope` is `trainscope` under the name "
              "kubectl looks for (a link): `kubectl trainscope report` is `trainscope report --kube`.\n")
-    for name, text in progs:
+    for name, text, table in progs:
         o.append("### %s\n" % name)
         o.append("```\n%s\n```\n" % text)
-        fl = flags_of(text)
+        # from the program's option table where it has one, else from its --help
+        fl = (["--" + t["name"] for t in table] + ["--print-options", "--help"]
+              if table is not None else flags_of(text))
         o.append("Flags: %s\n" % (", ".join("`%s`" % f for f in fl) if fl else "none"))
+        env = [(t["env"], t["name"]) for t in table or [] if t.get("env")]
+        if env:
+            o.append("Set by variables too (the flag wins): %s\n" % ", ".join(
+                "`%s` (`--%s`)" % e for e in env))
     o.append("## Environment variables\n")
     o.append("`TRAINSCOPE_*` variables, and where the sources use them. A flag named beside a "
              "variable wins over it. The analyzer also takes each of its parameters as "
