@@ -35,6 +35,16 @@ static int flag_value(const char *v, bool *on)
 	return -EINVAL;
 }
 
+/* Says v is not a number of o's kind and bounds; returns rc. */
+static int not_a_number(const struct ts_opt *o, const char *v, char *err, size_t n, int rc)
+{
+	if (o->kind == TS_OPT_DOUBLE)
+		snprintf(err, n, "'%s' is not a number from %g to %g", v, o->min, o->max);
+	else
+		snprintf(err, n, "'%s' is not a whole number from %.0f to %.0f", v, o->min, o->max);
+	return rc;
+}
+
 /* Option o of settings s given v (NULL for a flag from the command line). */
 static int apply(const struct ts_opt *o, void *s, const char *v, char *err, size_t n)
 {
@@ -74,11 +84,7 @@ static int apply(const struct ts_opt *o, void *s, const char *v, char *err, size
 	case TS_OPT_CALL: return o->call(s, v, err, n);
 	case TS_OPT_NOTE: return 0;
 	}
-	if (o->kind == TS_OPT_DOUBLE)
-		snprintf(err, n, "'%s' is not a number from %g to %g", v, o->min, o->max);
-	else
-		snprintf(err, n, "'%s' is not a whole number from %.0f to %.0f", v, o->min, o->max);
-	return rc;
+	return not_a_number(o, v, err, n, rc);
 }
 
 static int from_env(const struct ts_opt_group *g, size_t ng, const char *program)
