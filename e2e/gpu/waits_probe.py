@@ -38,6 +38,20 @@ def report(prof, steps, what):
         print("%6d  ops: %s\n        py: %s" % (n, ops or "-", stack or "-"))
 
 
+def streams(prof):
+    """Kernels and copies per CUDA stream, from the profiler's trace."""
+    import json
+    import tempfile
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        trace = json.load(open(f.name))
+    per = collections.Counter()
+    for ev in trace.get("traceEvents", []):
+        if ev.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            per[(ev.get("args", {}).get("stream"), ev["cat"])] += 1
+    print("== device work per stream: %s" % dict(per))
+
+
 def main():
     ap = job_args(argparse.ArgumentParser(description=__doc__))
     ap.add_argument("--devices", type=int, default=1)
@@ -54,6 +68,7 @@ def main():
     with torch.profiler.profile(activities=acts, with_stack=True) as prof:
         trainer.fit(Model(a), data)
     report(prof, a.steps, "Lightning (strategy ddp, %d device)" % a.devices)
+    streams(prof)
 
 
 if __name__ == "__main__":
