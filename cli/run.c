@@ -92,6 +92,17 @@ struct run_cli {
 	struct tsn_opts nats;
 };
 
+/* --nats: the relay's server, and --local's (yours instead of one of ours); the
+ * variable only the relay's (a NATS of a harness around us is not --local's). */
+static int nats_opt(void *s, const char *arg, char *err, size_t n)
+{
+	struct run_cli *c = s;
+
+	(void)err, (void)n;
+	c->nats.url = c->lo.nats = arg;
+	return 0;
+}
+
 #define F(f) offsetof(struct run_cli, f)
 #define STR(f) TS_OPT_STR, F(f), 0, 0
 static const struct ts_opt run_options[] = {
@@ -118,16 +129,22 @@ static const struct ts_opt run_options[] = {
 	  "--local's folder (default ./trainscope-<job>-<time>)", NULL },
 	{ NULL, 0, TS_OPT_NOTE, 0, 0, 0, NULL, NULL,
 	  "NATS, for the relay (credentials: when the server authenticates):", NULL },
+	{ "nats", 's', TS_OPT_CALL, 0, 0, 0, "URL", NULL, "NATS server (TRAINSCOPE_NATS_URL, "
+	  "default nats://127.0.0.1:4222); with --local, yours in place of one of ours (the "
+	  "variable is not)", nats_opt },
 };
 
 /* The command line into c; returns the index of the command, or 0 (after --help) or
  * -EINVAL (said) to leave with. */
 static int run_parse(int argc, char **argv, struct run_cli *c)
 {
+	/* --nats is run's own (nats_opt): the other five of NATS's */
 	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(run_options, c),
-					       TS_OPTS_GROUP(tsn_opt_table, &c->nats) };
-	int at = ts_opts_parse(groups, 2, "trainscope run", RUN_HEAD, TS_OPTS_STOP, argc, argv);
+					       { tsn_opt_table + 1, 5, &c->nats } };
+	int at;
 
+	c->nats.url = getenv("TRAINSCOPE_NATS_URL");
+	at = ts_opts_parse(groups, 2, "trainscope run", RUN_HEAD, TS_OPTS_STOP, argc, argv);
 	if (at > 0 && at >= argc) {
 		fprintf(stderr, "trainscope run: no command given (trainscope run [options] -- cmd)\n");
 		return -EINVAL;
@@ -135,7 +152,6 @@ static int run_parse(int argc, char **argv, struct run_cli *c)
 	if (at <= 0 || (c->job && setenv("TRAINSCOPE_JOB", c->job, 1)) ||
 	    (c->ns && setenv("TRAINSCOPE_NAMESPACE", c->ns, 1)) || tsn_opts_export(&c->nats))
 		return at <= 0 ? at : -ENOMEM;
-	c->lo.nats = c->nats.url;
 	return at;
 }
 

@@ -65,7 +65,8 @@ struct tsn_stats {
 
 /* The command-line options every component takes for NATS (--nats or -s, --nats-creds,
  * --nats-token, --nats-token-file, --nats-user, --nats-ca) as a table (opts.h): a
- * program's group is TS_OPTS_GROUP(tsn_opt_table, &its struct tsn_opts). */
+ * program's group is TS_OPTS_GROUP(tsn_opt_table, &its struct tsn_opts). --nats comes
+ * first: a program that takes it its own way groups the other five (tsn_opt_table + 1). */
 extern const struct ts_opt tsn_opt_table[6];
 
 /* Defaults from TRAINSCOPE_NATS_URL, _TOKEN, _TOKEN_FILE, _USER, _PASSWORD, _CA and

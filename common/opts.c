@@ -87,20 +87,23 @@ static int apply(const struct ts_opt *o, void *s, const char *v, char *err, size
 	return not_a_number(o, v, err, n, rc);
 }
 
-static int from_env(const struct ts_opt_group *g, size_t ng, const char *program)
+/* The groups' variables into their settings: 0, or -EINVAL with err saying which variable
+ * is wrong and why (the variables after it still taken). */
+static int from_env(const struct ts_opt_group *g, size_t ng, char *err, size_t n)
 {
-	char err[256];
+	char why[256];
+	int rc = 0;
 
 	for (size_t k = 0; k < ng; k++)
 		for (size_t i = 0; i < g[k].n; i++) {
 			const struct ts_opt *o = &g[k].opts[i];
 			const char *v = o->env ? getenv(o->env) : NULL;
-			if (!v || !*v || !apply(o, g[k].settings, v, err, sizeof(err)))
+			if (!v || !*v || !apply(o, g[k].settings, v, why, sizeof(why)) || rc)
 				continue;
-			fprintf(stderr, "%s: %s: %s\n", program, o->env, err);
-			return -EINVAL;
+			snprintf(err, n, "%s: %s", o->env, why);
+			rc = -EINVAL;
 		}
-	return 0;
+	return rc;
 }
 
 /* The struct option array and short options string of the tables; NULL without memory. */
@@ -150,39 +153,54 @@ static const struct ts_opt *entry(const struct ts_opt_group *g, size_t ng, int c
 	return NULL;
 }
 
+/* getopt_long's answer ch: 1 after --help or --print-options (printed), 0 for an option
+ * taken, -EINVAL after saying what was wrong. */
+static int take(const struct ts_opt_group *g, size_t ng, const char *program, const char *head,
+		int ch, size_t *k)
+{
+	const struct ts_opt *o = ch == 'h' || ch == PRINT_OPTIONS ? NULL : entry(g, ng, ch, k);
+	char err[256];
+
+	if (ch == 'h' || ch == PRINT_OPTIONS) {
+		if (ch == 'h')
+			ts_opts_help(stdout, head, g, ng);
+		else
+			ts_opts_json(stdout, g, ng);
+		return 1;
+	}
+	if (!o) {
+		fprintf(stderr, "Try '%s --help'.\n", program);
+		return -EINVAL;
+	}
+	if (apply(o, g[*k].settings, takes_arg(o) ? optarg : NULL, err, sizeof(err))) {
+		fprintf(stderr, "%s: --%s: %s\n", program, o->name, err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int ts_opts_parse(const struct ts_opt_group *g, size_t ng, const char *program,
 		  const char *head, unsigned flags, int argc, char **argv)
 {
-	char shorts[128], err[256];
+	char shorts[128], env_err[320];
+	/* a bad variable is said after the command line: --help still answers */
+	int env_rc = from_env(g, ng, env_err, sizeof(env_err)), ch, rc = 0;
 	struct option *lo;
-	int ch, rc = 0;
 	size_t k;
 
-	if (from_env(g, ng, program))
-		return -EINVAL;
 	shorts[0] = '+';
 	if (!(lo = getopt_table(g, ng, shorts + !!(flags & TS_OPTS_STOP), sizeof(shorts) - 1))) {
 		fprintf(stderr, "%s: out of memory\n", program);
 		return -ENOMEM;
 	}
 	optind = 0; /* GNU getopt: 0 starts it afresh (a program may parse twice) */
-	while (!rc && (ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
-		const struct ts_opt *o = ch == 'h' || ch == PRINT_OPTIONS ? NULL : entry(g, ng, ch, &k);
-		if (ch == 'h' || ch == PRINT_OPTIONS) {
-			if (ch == 'h')
-				ts_opts_help(stdout, head, g, ng);
-			else
-				ts_opts_json(stdout, g, ng);
-			rc = 1;
-		} else if (!o) {
-			fprintf(stderr, "Try '%s --help'.\n", program);
-			rc = -EINVAL;
-		} else if (apply(o, g[k].settings, takes_arg(o) ? optarg : NULL, err, sizeof(err))) {
-			fprintf(stderr, "%s: --%s: %s\n", program, o->name, err);
-			rc = -EINVAL;
-		}
-	}
+	while (!rc && (ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1)
+		rc = take(g, ng, program, head, ch, &k);
 	free(lo);
+	if (!rc && env_rc) {
+		fprintf(stderr, "%s: %s\n", program, env_err);
+		rc = env_rc;
+	}
 	return rc ? (rc > 0 ? 0 : rc) : optind;
 }
 

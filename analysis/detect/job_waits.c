@@ -171,20 +171,25 @@ bool ts_job_slowed(const struct ts_job *j)
 /* Over twice change.smooth_steps and one, the longer look of a rank's change points: a
  * host-wide hiccup of some 8 steps (every rank's launches late: mp.spawn, bench/data
  * spawn-ok-4) is no slowdown to name a rank for, one that lasts is, as soon. Steps that
- * alternate (two loader workers taking turns, one of them slow) flip that median
- * between their two lengths; the median of the same steps' pair means holds. */
+ * alternate (two loader workers taking turns, one of them slow: its steps and the
+ * others' apart by more than verdict.min_slowdown) flip that median between their two
+ * lengths; the median of the same steps' pair means holds. Spikes that do not
+ * alternate (one step in three) keep the median's tolerance. */
 double ts_job_slowdown(const struct ts_job *j)
 {
 	size_t w = W(j), last = ts_job_last_slot(j), n = 2 * (size_t)j->p.change.smooth_steps + 1;
-	double cur = ts_median_recent(j->step_hist, w, last, n), pair[32], tmp[32];
+	double cur = ts_median_recent(j->step_hist, w, last, n), pair[32], a[32], b[32], tmp[32];
 	size_t np = 0;
 
 	for (size_t i = 0; i + 1 < n && i + 1 < w && np < 32; i += 2) {
-		float a = j->step_hist[(last + w - i) % w], b = j->step_hist[(last + w - i - 1) % w];
-		if (a > 0 && b > 0)
-			pair[np++] = 0.5 * ((double)a + b);
+		a[np] = j->step_hist[(last + w - i) % w], b[np] = j->step_hist[(last + w - i - 1) % w];
+		if (a[np] > 0 && b[np] > 0)
+			pair[np] = 0.5 * (a[np] + b[np]), np++;
 	}
-	if (np * 2 + 1 >= n && !isnan(cur))
-		cur = fmax(cur, ts_median(pair, np, tmp));
+	if (np * 2 + 1 >= n && !isnan(cur)) {
+		double ma = ts_median(a, np, tmp), mb = ts_median(b, np, tmp);
+		if (fmax(ma, mb) > (1 + j->p.verdict.min_slowdown) * fmin(ma, mb))
+			cur = fmax(cur, ts_median(pair, np, tmp));
+	}
 	return j->fs.baseline > 0 && !isnan(cur) ? cur / j->fs.baseline - 1 : NAN;
 }

@@ -332,18 +332,20 @@ static void open_segment(struct strm *e, CUstream s, bool comm)
 	atomic_fetch_add_explicit(&g.st.segments, 1, memory_order_relaxed);
 }
 
-static void close_segment(struct strm *e)
+/* Ends the stream's open segment; true when one was open (this call ended it). */
+static bool close_segment(struct strm *e)
 {
 	static const struct ts_op_meta seg = { .kind = TS_T_SEGMENT };
 	int v = atomic_exchange(&e->seg, -1);
 
 	if (v < 0)
-		return;
+		return false;
 	if (!ctx_ok()) {
 		slot_release(v / 2);
-		return;
+		return true;
 	}
 	timed_end(v / 2, (CUstream)atomic_load(&e->key), &seg, v & 1);
+	return true;
 }
 
 void ts_gpu_graph_note(enum ts_graph_note what)
@@ -377,8 +379,8 @@ int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample)
 		int seg = atomic_load_explicit(&e->seg, memory_order_relaxed);
 		bool comm = ts_tls.coll_depth != 0;
 		if (unlikely(seg >= 0 && (seg & 1) != comm)) {
-			atomic_fetch_add_explicit(&g.st.seg_switches, 1, memory_order_relaxed);
-			close_segment(e);
+			if (close_segment(e))
+				atomic_fetch_add_explicit(&g.st.seg_switches, 1, memory_order_relaxed);
 			seg = -1;
 		}
 		if (unlikely(seg < 0))
@@ -417,11 +419,8 @@ void ts_gpu_stream_wait(CUstream s, unsigned sk)
 
 	if (atomic_load_explicit(&g.init, memory_order_acquire) != ready_state(sk))
 		return;
-	if ((e = strm_find(norm(s, sk), false)) &&
-	    atomic_load_explicit(&e->seg, memory_order_relaxed) >= 0) {
+	if ((e = strm_find(norm(s, sk), false)) && close_segment(e))
 		atomic_fetch_add_explicit(&g.st.seg_waits, 1, memory_order_relaxed);
-		close_segment(e);
-	}
 }
 
 /* Keeps sampling's host cost near its budget: N doubles when over, halves when far
