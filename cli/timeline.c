@@ -365,8 +365,6 @@ int cmd_timeline(int argc, char **argv)
 	struct timeline_cli c = { .ns = "default", .t = &t };
 	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(timeline_options, &c),
 					       TS_OPTS_GROUP(tsn_opt_table, &c.nats) };
-	const char *job, *ns, *out;
-	struct tsn_opts o;
 	char outbuf[256];
 	struct tsn *n;
 	int rc;
@@ -377,23 +375,22 @@ int cmd_timeline(int argc, char **argv)
 		rc = rc ? 2 : 0;
 		goto done;
 	}
-	job = c.job, ns = c.ns, out = c.out;
 	rc = 1;
-	if (!job) {
+	if (!c.job) {
 		fprintf(stderr, "trainscope timeline: --job is required\n");
 		rc = 2;
 		goto done;
 	}
 	tsn_opts_finish(&c.nats);
-	o = c.nats;
-	if (!out) {
-		snprintf(outbuf, sizeof(outbuf), "%s.trace.json", job);
-		out = outbuf;
+	if (!c.out) {
+		snprintf(outbuf, sizeof(outbuf), "%s.trace.json", c.job);
+		c.out = outbuf;
 	}
-	if (tsn_open(&n, &o) == 0) {
-		int err = write_trace(n, &t, ns, job, out);
+	if (tsn_open(&n, &c.nats) == 0) {
+		int err = write_trace(n, &t, c.ns, c.job, c.out);
 		if (err == -EIO)
-			fprintf(stderr, "trainscope timeline: cannot read the stream at %s\n", o.url);
+			fprintf(stderr, "trainscope timeline: cannot read the stream at %s\n",
+				c.nats.url);
 		rc = err ? 1 : 0;
 		tsn_close(n);
 	}

@@ -52,6 +52,15 @@ static int member(const struct ts_job *j, const struct peers *p, int i)
 	return p->all ? i : j->order[i];
 }
 
+/* The window slots of group i of span steps, the newest first: t[0..span-1]. */
+static void group_slots(const struct ts_job *j, int i, int span, size_t *t)
+{
+	size_t w = W(j), last = ts_job_last_slot(j);
+
+	for (int s = 0; s < span; s++)
+		t[s] = (last + w - (size_t)(i * span + s)) % w;
+}
+
 /* The median of the peers' values of metric m summed over the ns slots t[] (k left out):
  * NAN with none; *least is cleared when one of them is below v. */
 static double peer_median(struct ts_job *j, int k, int m, const size_t *t, int ns, float v,
@@ -80,16 +89,15 @@ static double peer_median(struct ts_job *j, int k, int m, const size_t *t, int n
 static bool waits_over(struct ts_job *j, int k, int span, double *share, double *last)
 {
 	double w[64], tmp[64];
-	size_t ring = W(j), at = ts_job_last_slot(j), t[2];
+	size_t t[2];
 	int groups = 0, lastc = 0, seen = 0;
 
-	for (int i = 0; i + span <= j->hist_n && i + span <= 64; i += span) {
+	for (int i = 0; (i + 1) * span <= j->hist_n && (i + 1) * span <= 64; i++) {
 		float ck = 0, st = 0;
 		bool is_last = true;
-		for (int s = 0; s < span; s++) {
-			t[s] = (at + ring - (size_t)(i + s)) % ring;
+		group_slots(j, i, span, t);
+		for (int s = 0; s < span; s++)
 			ck += series(j, k, TS_M_COLLECTIVE)[t[s]], st += j->step_hist[t[s]];
-		}
 		if (isnan(ck) || !(st > 0))
 			continue;
 		double med = peer_median(j, k, TS_M_COLLECTIVE, t, span, ck, &is_last);
@@ -122,13 +130,14 @@ static bool medians_over(struct ts_job *j, int k, int m, int recent, int span, d
 			 double *b)
 {
 	double mine[64], theirs[64], tmp[64];
-	size_t w = W(j), last = ts_job_last_slot(j), t[2];
+	size_t t[2];
 	int n = 0, groups = recent > 0 && recent * span <= j->hist_n ? recent : j->hist_n / span;
 
 	for (int i = 0; i < groups && i < 64; i++) {
 		float v = 0;
+		group_slots(j, i, span, t);
 		for (int s = 0; s < span; s++)
-			t[s] = (last + w - (size_t)(i * span + s)) % w, v += value(j, k, m, t[s]);
+			v += value(j, k, m, t[s]);
 		double med = isnan(v) ? NAN : peer_median(j, k, m, t, span, v, NULL);
 		if (!isnan(med))
 			mine[n] = v, theirs[n++] = med;
@@ -177,12 +186,14 @@ bool ts_job_slowed(const struct ts_job *j)
  * alternate (one step in three) keep the median's tolerance. */
 double ts_job_slowdown(const struct ts_job *j)
 {
-	size_t w = W(j), last = ts_job_last_slot(j), n = 2 * (size_t)j->p.change.smooth_steps + 1;
-	double cur = ts_median_recent(j->step_hist, w, last, n), pair[32], a[32], b[32], tmp[32];
+	size_t w = W(j), n = 2 * (size_t)j->p.change.smooth_steps + 1, t[2];
+	double cur = ts_median_recent(j->step_hist, w, ts_job_last_slot(j), n), pair[32], a[32],
+	       b[32], tmp[32];
 	size_t np = 0;
 
-	for (size_t i = 0; i + 1 < n && i + 1 < w && np < 32; i += 2) {
-		a[np] = j->step_hist[(last + w - i) % w], b[np] = j->step_hist[(last + w - i - 1) % w];
+	for (int i = 0; 2 * (size_t)i + 1 < n && 2 * (size_t)i + 1 < w && np < 32; i++) {
+		group_slots(j, i, 2, t);
+		a[np] = j->step_hist[t[0]], b[np] = j->step_hist[t[1]];
 		if (a[np] > 0 && b[np] > 0)
 			pair[np] = 0.5 * (a[np] + b[np]), np++;
 	}

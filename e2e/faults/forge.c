@@ -230,11 +230,9 @@ int main(int argc, char **argv)
 				      .world = 1, .seq = 1 }, .fill = -1 };
 	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(tsn_opt_table, &c.nats),
 					       TS_OPTS_GROUP(options, &c) };
-	struct forge f;
-	struct tsn_opts o;
+	struct forge *f = &c.f;
+	struct tsn_opts *o = &c.nats;
 	struct tsn *n;
-	const char *doomed, *node, *probe;
-	int64_t fill;
 	char job[256];
 	int rc = 0;
 
@@ -243,35 +241,34 @@ int main(int argc, char **argv)
 				"e2e/faults/forge.c\n", 0, argc, argv)) <= 0)
 		return rc ? 2 : 0;
 	rc = 0;
-	f = c.f, o = c.nats, doomed = c.doomed, node = c.node, probe = c.probe, fill = c.fill;
-	if (f.steps < 1 || f.steps > 64 || f.jobs < 1) {
+	if (f->steps < 1 || f->steps > 64 || f->jobs < 1) {
 		fprintf(stderr, "forge: --steps 1..64, --jobs >= 1\n");
 		return 2;
 	}
-	tsn_opts_finish(&o);
-	if (probe)
-		return try_op(&o, probe);
-	o.publish_only = tsn_opts_authenticated(&o) && !doomed && fill < 0;
-	if (tsn_open(&n, &o)) {
-		fprintf(stderr, "forge: cannot open NATS at %s\n", o.url);
+	tsn_opts_finish(o);
+	if (c.probe)
+		return try_op(o, c.probe);
+	o->publish_only = tsn_opts_authenticated(o) && !c.doomed && c.fill < 0;
+	if (tsn_open(&n, o)) {
+		fprintf(stderr, "forge: cannot open NATS at %s\n", o->url);
 		return 1;
 	}
-	if (doomed) {
-		for (int i = 0; i < 100 && (rc = tsn_delete_consumer(n, doomed)); i++)
+	if (c.doomed) {
+		for (int i = 0; i < 100 && (rc = tsn_delete_consumer(n, c.doomed)); i++)
 			usleep(100000); /* connecting in the background */
 		tsn_close(n);
 		if (rc)
-			fprintf(stderr, "forge: cannot delete consumer %s (%d)\n", doomed, rc);
+			fprintf(stderr, "forge: cannot delete consumer %s (%d)\n", c.doomed, rc);
 		return rc ? 1 : 0;
 	}
-	if (fill >= 0) {
-		for (int i = 0; i < 100 && (rc = filler(n, fill)) == -EAGAIN; i++)
+	if (c.fill >= 0) {
+		for (int i = 0; i < 100 && (rc = filler(n, c.fill)) == -EAGAIN; i++)
 			usleep(100000); /* connecting in the background */
 		tsn_close(n);
 		return rc ? 1 : 0;
 	}
-	if (node) {
-		rc = announce_one(n, &f, node);
+	if (c.node) {
+		rc = announce_one(n, f, c.node);
 		rc = rc ? rc : tsn_flush(n, 30000);
 		tsn_close(n);
 		if (rc)
@@ -279,13 +276,13 @@ int main(int argc, char **argv)
 		return rc ? 1 : 0;
 	}
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
-	for (long i = 0; i < f.jobs && !rc; i++) {
-		uint64_t producer = f.producer ? f.producer : ((uint64_t)rand() << 32 | (uint64_t)rand()) | 1;
-		if (f.jobs > 1)
-			snprintf(job, sizeof(job), "%s-%ld", f.job, i);
+	for (long i = 0; i < f->jobs && !rc; i++) {
+		uint64_t producer = f->producer ? f->producer : ((uint64_t)rand() << 32 | (uint64_t)rand()) | 1;
+		if (f->jobs > 1)
+			snprintf(job, sizeof(job), "%s-%ld", f->job, i);
 		else
-			snprintf(job, sizeof(job), "%s", f.job);
-		rc = publish_one(n, &f, job, producer);
+			snprintf(job, sizeof(job), "%s", f->job);
+		rc = publish_one(n, f, job, producer);
 		if (i % 256 == 255)
 			rc = rc ? rc : tsn_flush(n, 30000);
 	}

@@ -231,7 +231,7 @@ int main(int argc, char **argv)
 {
 	struct cli c = { 0 };
 	struct ts_cert_pair pair = { 0 };
-	struct webhook_opts o;
+	struct webhook_opts *o = &c.o;
 	struct webhook *w;
 	char *ca_pem = NULL;
 	int rc;
@@ -239,12 +239,11 @@ int main(int argc, char **argv)
 	ts_log_init("webhook");
 	if ((rc = parse_args(argc, argv, &c)))
 		return rc < 0 ? 0 : rc;
-	o = c.o;
 	if (c.bootstrap_certs)
 		return bootstrap(&c.boot);
-	if (c.ca_file && !(o.inject.nats_ca_pem = ca_pem = read_pem(c.ca_file)))
+	if (c.ca_file && !(o->inject.nats_ca_pem = ca_pem = read_pem(c.ca_file)))
 		return 1;
-	if (c.events && start_events(&o, c.boot.kubeconfig)) {
+	if (c.events && start_events(o, c.boot.kubeconfig)) {
 		free(ca_pem);
 		return 1;
 	}
@@ -253,18 +252,18 @@ int main(int argc, char **argv)
 				"and --tls-key (or --plain-http for a local test)\n");
 		return 2;
 	}
-	rc = !c.plain && first_pair(&c.files, &o, &pair) ? 1 : webhook_start(&w, &o) ? 1 : 0;
+	rc = !c.plain && first_pair(&c.files, o, &pair) ? 1 : webhook_start(&w, o) ? 1 : 0;
 	ts_cert_pair_free(&pair);
 	if (rc) {
-		ts_events_stop(o.events);
+		ts_events_stop(o->events);
 		free(ca_pem);
 		return rc;
 	}
 	ts_info("webhook: serving %s on port %u, injecting %s (relays to %s)",
-		c.plain ? "HTTP" : "HTTPS", webhook_port(w), o.inject.image, o.inject.nats_url);
+		c.plain ? "HTTP" : "HTTPS", webhook_port(w), o->inject.image, o->inject.nats_url);
 	ts_signals_init();
 	rc = serve(w, c.plain ? NULL : &c.files, (unsigned)c.check_s);
-	ts_events_stop(o.events);
+	ts_events_stop(o->events);
 	free(ca_pem);
 	webhook_stop(w);
 	ts_cert_files_free(&c.files);
