@@ -513,6 +513,79 @@ void agent_describe(struct agent *a, struct ts_buf *b)
 		ts_buf_printf(b, "gpu_health: off: no usable NVML or DCMI on this node\n");
 }
 
+enum {
+	AM_NATS_ACKED,
+	AM_NATS_DROPPED,
+	AM_NATS_DENIED,
+	AM_NATS_CONNECTED,
+	AM_HELLOS,
+	AM_ANNOUNCEMENTS_DROPPED,
+	AM_REFUSED_ANNOUNCEMENTS,
+	AM_BAD_ANNOUNCEMENTS,
+	AM_HOST_SAMPLES,
+	AM_DEVICE_SAMPLES,
+	AM_PUBLISH_ERRORS,
+	AM_UNRESOLVED_RANKS,
+	AM_NODE_NIC_PORTS,
+	AM_NODE_NIC_ERRORS,
+	AM_NODE_NIC_DROPS,
+	AM_NODE_NIC_LINK_DOWNS,
+	AM_NODE_NIC_XMIT_WAIT,
+	AM_FEATURE,
+	AM_RANK_RUNQ,
+};
+
+static const struct ts_metric_family agent_metrics[] = {
+	[AM_NATS_ACKED] = { "trainscope_agent_nats_acked_total", TS_COUNTER, NULL,
+		"Batches stored by JetStream." },
+	[AM_NATS_DROPPED] = { "trainscope_agent_nats_dropped_total", TS_COUNTER, NULL,
+		"Batches dropped from a full outbox (NATS away)." },
+	[AM_NATS_DENIED] = { "trainscope_agent_nats_denied_total", TS_COUNTER, NULL,
+		"Operations NATS refused as not permitted (the server's words are "
+		"logged)." },
+	[AM_NATS_CONNECTED] = { "trainscope_agent_nats_connected", TS_GAUGE, NULL,
+		"1 while connected to NATS." },
+	[AM_HELLOS] = { "trainscope_agent_hellos_total", TS_COUNTER, NULL,
+		"Rank announcements received." },
+	[AM_ANNOUNCEMENTS_DROPPED] = { "trainscope_agent_announcements_dropped_total",
+		TS_COUNTER, NULL,
+		"Announcements dropped: every slot held by a traced or recently "
+		"announced rank, or their pod holding its most on the node." },
+	[AM_REFUSED_ANNOUNCEMENTS] = { "trainscope_agent_refused_announcements_total",
+		TS_COUNTER, NULL,
+		"Announced processes not traced: pid 1, the agent, or (pods only) not "
+		"in the announcing pod's cgroup." },
+	[AM_BAD_ANNOUNCEMENTS] = { "trainscope_agent_bad_announcements_total", TS_COUNTER, NULL,
+		"Announcements refused as malformed." },
+	[AM_HOST_SAMPLES] = { "trainscope_agent_host_samples_total", TS_COUNTER, NULL,
+		"Host samples published." },
+	[AM_DEVICE_SAMPLES] = { "trainscope_agent_device_samples_total", TS_COUNTER, NULL,
+		"Device (GPU or NPU) samples published." },
+	[AM_PUBLISH_ERRORS] = { "trainscope_agent_publish_errors_total", TS_COUNTER, NULL,
+		"Batches refused by the outbox." },
+	[AM_UNRESOLVED_RANKS] = { "trainscope_agent_unresolved_ranks", TS_GAUGE, NULL,
+		"Announced ranks whose process was not found yet." },
+	[AM_NODE_NIC_PORTS] = { "trainscope_node_nic_ports", TS_GAUGE, NULL,
+		"Network ports read (Ethernet with a device, InfiniBand/RoCE)." },
+	[AM_NODE_NIC_ERRORS] = { "trainscope_node_nic_errors_total", TS_COUNTER, NULL,
+		"Port errors: rx/tx errors, IB symbol, link-recovery, receive and "
+		"integrity errors." },
+	[AM_NODE_NIC_DROPS] = { "trainscope_node_nic_drops_total", TS_COUNTER, NULL,
+		"Transmit drops and IB transmit discards." },
+	[AM_NODE_NIC_LINK_DOWNS] = { "trainscope_node_nic_link_downs_total", TS_COUNTER, NULL,
+		"Carrier losses and IB link-downed events." },
+	[AM_NODE_NIC_XMIT_WAIT] = { "trainscope_node_nic_xmit_wait_total", TS_COUNTER, NULL,
+		"IB port_xmit_wait ticks (data to send, no credit)." },
+	[AM_FEATURE] = { "trainscope_agent_feature", TS_GAUGE, "feature",
+		"1 when the feature runs." },
+	[AM_RANK_RUNQ] = { "trainscope_rank_runq_ms_per_second", TS_GAUGE,
+		"k8s_namespace,training_job,rank", "Run-queue delay of the rank." },
+};
+
+const struct ts_metric_table agent_metric_table = TS_METRIC_TABLE(agent_metrics);
+
+#define PUT(b, id, v) ts_metric_u64((b), &agent_metrics[(id)], (uint64_t)(v))
+
 /* Bounded cardinality: at most TS_MAX_SLOTS ranks, three series each. */
 void agent_render_metrics(void *agent, struct ts_buf *b)
 {
@@ -522,62 +595,40 @@ void agent_render_metrics(void *agent, struct ts_buf *b)
 	struct tsn_stats ns;
 
 	tsn_get_stats(a->nats, &ns);
-	ts_prom(b, "trainscope_agent_nats_acked_total", "counter", "Batches stored by JetStream.",
-		ns.acked);
-	ts_prom(b, "trainscope_agent_nats_dropped_total", "counter",
-		"Batches dropped from a full outbox (NATS away).", ns.dropped);
-	ts_prom(b, "trainscope_agent_nats_denied_total", "counter",
-		"Operations NATS refused as not permitted (the server's words are logged).",
-		ns.denied);
-	ts_prom(b, "trainscope_agent_nats_connected", "gauge", "1 while connected to NATS.",
-		ns.connected);
+	PUT(b, AM_NATS_ACKED, ns.acked);
+	PUT(b, AM_NATS_DROPPED, ns.dropped);
+	PUT(b, AM_NATS_DENIED, ns.denied);
+	PUT(b, AM_NATS_CONNECTED, ns.connected);
 	pthread_mutex_lock(&a->lock);
-	ts_prom(b, "trainscope_agent_hellos_total", "counter", "Rank announcements received.", a->hellos);
-	ts_prom(b, "trainscope_agent_announcements_dropped_total", "counter",
-		"Announcements dropped: every slot held by a traced or recently announced "
-		"rank, or their pod holding its most on the node.", a->table_full + a->pod_full);
-	ts_prom(b, "trainscope_agent_refused_announcements_total", "counter",
-		"Announced processes not traced: pid 1, the agent, or (pods only) not in the "
-		"announcing pod's cgroup.", a->refused);
-	ts_prom(b, "trainscope_agent_bad_announcements_total", "counter",
-		"Announcements refused as malformed.", a->bad_ctl);
-	ts_prom(b, "trainscope_agent_host_samples_total", "counter", "Host samples published.",
-		a->samples);
-	ts_prom(b, "trainscope_agent_device_samples_total", "counter",
-		"Device (GPU or NPU) samples published.", a->device_samples);
-	ts_prom(b, "trainscope_agent_publish_errors_total", "counter", "Batches refused by the outbox.",
-		a->publish_errors);
-	ts_prom(b, "trainscope_agent_unresolved_ranks", "gauge",
-		"Announced ranks whose process was not found yet.", a->unresolved);
+	PUT(b, AM_HELLOS, a->hellos);
+	PUT(b, AM_ANNOUNCEMENTS_DROPPED, a->table_full + a->pod_full);
+	PUT(b, AM_REFUSED_ANNOUNCEMENTS, a->refused);
+	PUT(b, AM_BAD_ANNOUNCEMENTS, a->bad_ctl);
+	PUT(b, AM_HOST_SAMPLES, a->samples);
+	PUT(b, AM_DEVICE_SAMPLES, a->device_samples);
+	PUT(b, AM_PUBLISH_ERRORS, a->publish_errors);
+	PUT(b, AM_UNRESOLVED_RANKS, a->unresolved);
 	if (a->nic_ok) { /* sums over the node's ports, as sysfs counts them */
-		ts_prom(b, "trainscope_node_nic_ports", "gauge",
-			"Network ports read (Ethernet with a device, InfiniBand/RoCE).",
-			(uint64_t)a->nic_prev.ports);
-		ts_prom(b, "trainscope_node_nic_errors_total", "counter",
-			"Port errors: rx/tx errors, IB symbol, link-recovery, receive and integrity "
-			"errors.", a->nic_prev.errors);
-		ts_prom(b, "trainscope_node_nic_drops_total", "counter",
-			"Transmit drops and IB transmit discards.", a->nic_prev.drops);
-		ts_prom(b, "trainscope_node_nic_link_downs_total", "counter",
-			"Carrier losses and IB link-downed events.", a->nic_prev.link_downs);
-		ts_prom(b, "trainscope_node_nic_xmit_wait_total", "counter",
-			"IB port_xmit_wait ticks (data to send, no credit).", a->nic_prev.xmit_wait);
+		PUT(b, AM_NODE_NIC_PORTS, (uint64_t)a->nic_prev.ports);
+		PUT(b, AM_NODE_NIC_ERRORS, a->nic_prev.errors);
+		PUT(b, AM_NODE_NIC_DROPS, a->nic_prev.drops);
+		PUT(b, AM_NODE_NIC_LINK_DOWNS, a->nic_prev.link_downs);
+		PUT(b, AM_NODE_NIC_XMIT_WAIT, a->nic_prev.xmit_wait);
 	}
-	ts_buf_printf(b, "# HELP trainscope_agent_feature 1 when the feature runs.\n"
-			 "# TYPE trainscope_agent_feature gauge\n");
+	ts_metric_head(b, &agent_metrics[AM_FEATURE]);
 	for (int i = 0; i < n; i++)
-		ts_buf_printf(b, "trainscope_agent_feature{feature=\"%s\"} %d\n", f[i].name, f[i].ok);
-	ts_buf_printf(b, "# HELP trainscope_rank_runq_ms_per_second Run-queue delay of the rank.\n"
-			 "# TYPE trainscope_rank_runq_ms_per_second gauge\n");
+		ts_metric_sample(b, &agent_metrics[AM_FEATURE], "{feature=\"%s\"} %d\n", f[i].name,
+				 f[i].ok);
+	ts_metric_head(b, &agent_metrics[AM_RANK_RUNQ]);
 	for (int i = 0; i < TS_MAX_SLOTS; i++) {
 		struct ts_rank_entry *e = &a->ranks.e[i];
 		char lns[160], ljob[160]; /* label values escaped: names are the pods' */
 		if (e->used && e->resolved)
-			ts_buf_printf(b, "trainscope_rank_runq_ms_per_second{k8s_namespace=\"%s\","
-					 "training_job=\"%s\",rank=\"%d\"} %.3f\n",
-				      ts_name_label(lns, sizeof(lns), e->id.ns),
-				      ts_name_label(ljob, sizeof(ljob), e->id.job), e->id.rank,
-				      a->rates[i].runq_ms);
+			ts_metric_sample(b, &agent_metrics[AM_RANK_RUNQ],
+					 "{k8s_namespace=\"%s\",training_job=\"%s\",rank=\"%d\"} %.3f\n",
+					 ts_name_label(lns, sizeof(lns), e->id.ns),
+					 ts_name_label(ljob, sizeof(ljob), e->id.job), e->id.rank,
+					 a->rates[i].runq_ms);
 	}
 	pthread_mutex_unlock(&a->lock);
 }

@@ -4,6 +4,7 @@
 #define TS_AGENT_H
 
 #include "buf.h"
+#include "metric.h"
 #include "natsw.h"
 
 struct agent_opts {
@@ -24,6 +25,8 @@ void agent_free(struct agent *a);
 /* One sample period's work: follow ranks, read counters, publish. */
 void agent_tick(struct agent *a);
 void agent_render_metrics(void *agent, struct ts_buf *b);
+/* The families agent_render_metrics writes. */
+extern const struct ts_metric_table agent_metric_table;
 /* Tells which features run ("scheduling ok, block_io off: ..."). */
 void agent_describe(struct agent *a, struct ts_buf *b);
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* trainscope-agent: the node's eBPF view of the ranks running on it. */
+#include "metric.h"
 #include "agent.h"
 #include "httpd.h"
 #include "log.h"
@@ -33,6 +34,16 @@ struct cli {
 	char host[64];
 };
 
+/* --print-metrics (TS_OPT_PRINT). */
+static int print_metrics(void *settings, const char *arg, char *err, size_t n)
+{
+	const struct ts_metric_table t[] = { agent_metric_table };
+
+	(void)settings, (void)arg;
+	snprintf(err, n, "stdout could not be written");
+	return ts_metrics_json(stdout, t, sizeof(t) / sizeof(t[0]));
+}
+
 #define F(f) offsetof(struct cli, f)
 static const struct ts_opt options[] = {
 	{ "node", 'n', TS_OPT_STR, F(ao.node), 0, 0, "NAME", "TRAINSCOPE_NODE",
@@ -56,6 +67,7 @@ static const struct ts_opt options[] = {
 	{ "sysfs", 0, TS_OPT_STR, F(ao.sysfs), 0, 0, "DIR", NULL, "the host's /sys as mounted "
 	  "here (default /sys): the error, drop and link-down counters of the node's Ethernet "
 	  "and InfiniBand ports are read there", NULL },
+	TS_METRICS_OPTION(print_metrics),
 };
 
 static int parse_args(int argc, char **argv, struct cli *c)

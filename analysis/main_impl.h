@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include "analysis/ingest/analyzer.h"
 #include "buf.h"
+#include "metric.h"
 #include "analysis/sinks/k8s_nodes.h"
 #include "analysis/sinks/k8s_writer.h"
 #include "kube.h"
@@ -110,6 +111,8 @@ int analyzer_health(void *ctx, struct ts_buf *out);
  * with what it waits on: JetStream, the restore, the lease held by another analyzer. */
 int analyzer_ready(void *ctx, struct ts_buf *out);
 void analyzer_render(void *ctx, struct ts_buf *out);
+/* The families analyzer_render writes itself (besides the parts'). */
+extern const struct ts_metric_table analyzer_service_metrics;
 
 /* main_export.c: Kubernetes mode (--kubeconfig or --in-cluster), node health, and the
  * OTLP exporter: each, when asked for, started and hooked to the analyzer's

@@ -2,6 +2,7 @@
 /* The analyzer's options: the usage text, the command line and TRAINSCOPE_ANALYZER_*
  * variables read into struct cli, and the partition of the stream it reads. */
 #include "main_impl.h"
+#include "analysis/sinks/metrics.h"
 #include "numparse.h"
 
 #include <errno.h>
@@ -41,6 +42,16 @@ static int taint(void *s, const char *arg, char *err, size_t n)
 #define INT(f, lo, hi) TS_OPT_INT, F(f), lo, hi
 #define ON(f) TS_OPT_TRUE, F(f), 0, 0, NULL
 /* Every option of the analyzer but NATS's (tsn_opt_table), in --help's order. */
+/* --print-metrics (TS_OPT_PRINT). */
+static int print_metrics(void *settings, const char *arg, char *err, size_t n)
+{
+	const struct ts_metric_table t[] = { ts_analyzer_metrics, ts_job_metrics, analyzer_service_metrics, ts_node_sync_metrics };
+
+	(void)settings, (void)arg;
+	snprintf(err, n, "stdout could not be written");
+	return ts_metrics_json(stdout, t, sizeof(t) / sizeof(t[0]));
+}
+
 static const struct ts_opt options[] = {
 	{ "config", 'c', STR(config), "FILE", NULL, "detection parameters (YAML; see "
 	  "--print-config); TRAINSCOPE_ANALYZER_<KEY> overrides, "
@@ -115,6 +126,7 @@ static const struct ts_opt options[] = {
 	  NULL },
 	{ "config-schema", 0, ON(config_schema), NULL, "print the JSON Schema of --config's keys "
 	  "and exit (the chart's values.schema.json holds it)", NULL },
+	TS_METRICS_OPTION(print_metrics),
 };
 
 /* The ordinal ending a StatefulSet pod's name (trainscope-analyzer-2): -1 without one. */

@@ -25,20 +25,27 @@ static int buf_reserve(struct ts_buf *b, size_t need)
 	return 0;
 }
 
+void ts_buf_vprintf(struct ts_buf *b, const char *fmt, va_list ap)
+{
+	va_list again;
+	int n;
+
+	va_copy(again, ap);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	if (n >= 0 && !buf_reserve(b, (size_t)n)) {
+		vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
+		b->len += (size_t)n;
+	}
+	va_end(again);
+}
+
 void ts_buf_printf(struct ts_buf *b, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	ts_buf_vprintf(b, fmt, ap);
 	va_end(ap);
-	if (n < 0 || buf_reserve(b, (size_t)n))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
 }
 
 void ts_buf_append(struct ts_buf *b, const void *data, size_t n)

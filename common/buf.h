@@ -3,6 +3,7 @@
 #ifndef TS_BUF_H
 #define TS_BUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 struct ts_buf {
@@ -12,6 +13,8 @@ struct ts_buf {
 };
 
 void ts_buf_printf(struct ts_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ts_buf_vprintf(struct ts_buf *b, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
 /* Binary data too (the text stays NUL-terminated after it). */
 void ts_buf_append(struct ts_buf *b, const void *data, size_t n);
 void ts_buf_free(struct ts_buf *b);

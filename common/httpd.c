@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "httpd.h"
-#include "version.h"
+#include "metric.h"
 #include "log.h"
 
 #include <arpa/inet.h>
@@ -104,7 +104,7 @@ static int serve_metrics(void *ctx, const char *path, struct ts_buf *out, const 
 
 	if (strcmp(path, "/metrics") == 0) {
 		*ctype = "text/plain; version=0.0.4";
-		ts_prom_build_info(out);
+		ts_metric_build_info(out);
 		m->render(m->ctx, out);
 		return 200;
 	}
@@ -152,16 +152,3 @@ int ts_httpd_start_daemon(struct ts_httpd **out, const char *addr, uint16_t port
 	return err;
 }
 
-void ts_prom_build_info(struct ts_buf *b)
-{
-	ts_buf_printf(b, "# HELP trainscope_build_info 1, labelled with the release.\n"
-			 "# TYPE trainscope_build_info gauge\n"
-			 "trainscope_build_info{version=\"%s\"} 1\n", TS_VERSION);
-}
-
-void ts_prom(struct ts_buf *b, const char *name, const char *type, const char *help,
-	     uint64_t value)
-{
-	ts_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", name, help, name, type,
-		      name, value);
-}

@@ -43,11 +43,6 @@ struct ts_httpd_daemon {
 int ts_httpd_start_daemon(struct ts_httpd **out, const char *addr, uint16_t port,
 			  const struct ts_httpd_daemon *d);
 
-/* One Prometheus sample with its HELP and TYPE lines. */
-/* trainscope_build_info{version="..."} 1: every /metrics starts with it. */
-void ts_prom_build_info(struct ts_buf *b);
-void ts_prom(struct ts_buf *b, const char *name, const char *type, const char *help,
-	     uint64_t value);
 void ts_httpd_stop(struct ts_httpd *d);
 
 #endif

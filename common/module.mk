@@ -2,7 +2,7 @@
 COMMON_SRCS := common/log.c common/config.c common/natsw_conn.c common/natsw_outbox.c common/natsw_stream.c \
 	common/natsw_sub.c common/natsw_env.c common/natskv.c common/names.c common/httpd.c common/buf.c \
 	common/ident.c common/visible.c common/kube.c common/kube_secret.c common/signals.c common/b64.c \
-	common/numparse.c common/recording.c common/opts.c
+	common/numparse.c common/recording.c common/opts.c common/metric.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
 
 # Helpers the tests share: running programs, the preload library and its doubles
@@ -14,6 +14,7 @@ TEST_BATCH_OBJ := $(BUILD)/obj/common/tests/testbatch.o
 $(eval $(call cmocka_test,test_config,$(BUILD)/obj/common/tests/test_config.o $(COMMON_OBJS)))
 $(eval $(call cmocka_test,test_names,$(BUILD)/obj/common/tests/test_names.o $(COMMON_OBJS)))
 $(eval $(call cmocka_test,test_opts,$(BUILD)/obj/common/tests/test_opts.o $(COMMON_OBJS)))
+$(eval $(call cmocka_test,test_metric,$(BUILD)/obj/common/tests/test_metric.o $(COMMON_OBJS)))
 
 $(eval $(call cmocka_test,test_numparse,$(BUILD)/obj/common/tests/test_numparse.o \
 	$(BUILD)/obj/common/numparse.o))

@@ -18,7 +18,8 @@
 
 static bool takes_arg(const struct ts_opt *o)
 {
-	return o->kind != TS_OPT_TRUE && o->kind != TS_OPT_FALSE && o->arg;
+	return o->kind != TS_OPT_TRUE && o->kind != TS_OPT_FALSE && o->kind != TS_OPT_PRINT &&
+	       o->arg;
 }
 
 /* A variable's value for a flag: 1/true/yes sets it, 0/false/no the opposite. */
@@ -81,7 +82,8 @@ static int apply(const struct ts_opt *o, void *s, const char *v, char *err, size
 		}
 		*(bool *)p = o->kind == TS_OPT_TRUE ? on : !on;
 		return 0;
-	case TS_OPT_CALL: return o->call(s, v, err, n);
+	case TS_OPT_CALL:
+	case TS_OPT_PRINT: return o->call(s, v, err, n);
 	case TS_OPT_NOTE: return 0;
 	}
 	return not_a_number(o, v, err, n, rc);
@@ -153,7 +155,7 @@ static const struct ts_opt *entry(const struct ts_opt_group *g, size_t ng, int c
 	return NULL;
 }
 
-/* getopt_long's answer ch: 1 after --help or --print-options (printed), 0 for an option
+/* getopt_long's answer ch: 1 after --help, --print-options or a TS_OPT_PRINT, 0 for an option
  * taken, -EINVAL after saying what was wrong. */
 static int take(const struct ts_opt_group *g, size_t ng, const char *program, const char *head,
 		int ch, size_t *k)
@@ -176,7 +178,7 @@ static int take(const struct ts_opt_group *g, size_t ng, const char *program, co
 		fprintf(stderr, "%s: --%s: %s\n", program, o->name, err);
 		return -EINVAL;
 	}
-	return 0;
+	return o->kind == TS_OPT_PRINT;
 }
 
 int ts_opts_parse(const struct ts_opt_group *g, size_t ng, const char *program,

@@ -19,6 +19,8 @@ enum ts_opt_kind {
 	TS_OPT_FALSE,  /* bool set false; no argument */
 	TS_OPT_CALL,   /* call(settings, argument or NULL): the option's own handling */
 	TS_OPT_NOTE,   /* no option: help's paragraph among the options */
+	TS_OPT_PRINT,  /* call(settings, NULL) prints on stdout; the program then ends, as
+			* after --help (--print-metrics) */
 };
 
 struct ts_opt {
@@ -30,7 +32,7 @@ struct ts_opt {
 	const char *arg;        /* the argument's name in --help; NULL: the option takes none */
 	const char *env;        /* a variable that sets it too (the command line wins); NULL */
 	const char *help;       /* one paragraph: --help wraps it */
-	/* TS_OPT_CALL: 0, or a negative errno with err filled ("not one of ...") */
+	/* TS_OPT_CALL, _PRINT: 0, or a negative errno with err filled ("not one of ...") */
 	int (*call)(void *settings, const char *arg, char *err, size_t n);
 };
 
@@ -51,8 +53,9 @@ enum {
 
 /* Takes the groups' variables, then argv's options (--help, -h and --print-options
  * added): each value checked as its kind and bounds say. Returns the index of argv's
- * first operand (argc when none), 0 after --help or --print-options printed on stdout, or -EINVAL after saying what was
- * wrong on stderr as "<program>: --name: ..." or "<program>: VARIABLE: ...". */
+ * first operand (argc when none), 0 after --help, --print-options or a TS_OPT_PRINT
+ * printed on stdout, or -EINVAL after saying what was wrong on stderr as
+ * "<program>: --name: ..." or "<program>: VARIABLE: ...". */
 int ts_opts_parse(const struct ts_opt_group *g, size_t ng, const char *program,
 		  const char *head, unsigned flags, int argc, char **argv);
 

@@ -59,6 +59,14 @@ expect() { # NAME CMD... (E2E_ONLY=TEXT: only the cases whose name holds TEXT ru
 	fi
 }
 
+# served_as_declared PROGRAM URL|FILE: expects that PROGRAM's /metrics (at URL, or as
+# scraped into FILE) serves its families as its table declares them (--print-metrics;
+# scripts/metrics-check.py says what differs).
+served_as_declared() {
+	expect "$(basename "$1"): /metrics serves its families as declared" \
+		python3 "$(dirname "${BASH_SOURCE[0]}")/../scripts/metrics-check.py" "$1" "$2"
+}
+
 # metric NAME[{labels}]: the value of one of the analyzer's metrics now (start_analyzer),
 # empty when it has none or does not answer.
 metric() { curl -sf -m 2 "$ANALYZER_METRICS" | awk -v n="$1" '$1 == n { print $2 }'; }

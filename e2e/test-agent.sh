@@ -132,5 +132,6 @@ if forged; then
 else
 	fail "forged announcements"
 fi
-echo "agent e2e: $((8 - fails)) passed, $fails failed"
+served_as_declared "$BIN/trainscope-agent" "$AGENT_METRICS"
+echo "agent e2e: $((9 - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

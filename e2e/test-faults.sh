@@ -146,12 +146,14 @@ relay=$(pgrep -P "$job" -f trainscope-relay) || die "no relay under trainscope r
 ring_dir=$(tr '\0' '\n' <"/proc/$relay/cmdline" | sed -n '/^--ring-dir$/{n;p}')
 kill -KILL "$relay"
 sleep 3 # the fault: no relay this long, the rings fill
-"$BIN/trainscope-relay" --ring-dir "$ring_dir" --nats "$NATS_URL" 2>"$WORK/relay2.log" &
+"$BIN/trainscope-relay" --ring-dir "$ring_dir" --nats "$NATS_URL" --metrics-port 0 \
+	2>"$WORK/relay2.log" &
 relay2=$!
 PIDS="$PIDS $relay2"
 wait "$job" || die "job rkill failed: $(tail -5 "$WORK/rkill.log")"
 rings_gone() { ! ls "$ring_dir"/*.ring >/dev/null 2>&1; }
 wait_for 60 rings_gone || die "the new relay never drained the rings: $(tail -5 "$WORK/relay2.log")"
+served_as_declared "$BIN/trainscope-relay" "$(grep -o 'http://[0-9.:]*/metrics' "$WORK/relay2.log")"
 kill -TERM "$relay2"
 wait "$relay2" || true
 wait_report rkill 299
@@ -561,6 +563,7 @@ expect "the flood's silent jobs are forgotten after limits.job_ttl_s; its namesp
 	after_flood
 
 expect "every report (hangs, lost ranks, floods) fits the CRD: nothing pruned, all described" check_crd
+served_as_declared "$BIN/trainscope-analyzer" "$ANALYZER_METRICS"
 
 echo "faults: $passed passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passed" -eq 26 ]
+[ "$fails" -eq 0 ] && [ "$passed" -eq 28 ]

@@ -51,6 +51,7 @@ code=$(post --data-binary @"$WORK/asks.json" "$url/mutate")
 expect "a pod whose named container does not exist: allowed unchanged, with a warning" \
 	eval '[ "$code" = 200 ] && ! grep -q "\"patch\"" "$WORK/out" && grep -q "left unchanged" "$WORK/out"'
 curl -s --cacert "$WORK/cert.pem" "$url/metrics" >"$WORK/out"
+served_as_declared "$BIN/trainscope-webhook" "$WORK/out"
 expect "metrics count 1 patched, 1 skipped, 1 refused, 1 too large" \
 	eval 'grep -q "^trainscope_webhook_patched_total 1$" "$WORK/out" && grep -q "^trainscope_webhook_skipped_total 1$" "$WORK/out" && grep -q "^trainscope_webhook_refused_total 1$" "$WORK/out" && grep -q "^trainscope_webhook_too_large_total 1$" "$WORK/out"'
 

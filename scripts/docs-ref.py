@@ -10,8 +10,8 @@ the built programs (make docs-ref and make docs-check pass $(BUILD)/bin).
   variables     every TRAINSCOPE_* name the sources read or set (a quoted literal in
                 the C and Python sources outside tests and e2e), plus the other
                 variables they read; descriptions are kept below in ENV and OTHER
-  metrics       every Prometheus family the sources emit: ts_prom(...), M(...) with its
-                file's prefix, family(...) and "# HELP name ... # TYPE name type" texts
+  metrics       every Prometheus family each daemon declares (--print-metrics,
+                common/metric.h); no source but common/metric.c may write HELP or TYPE
   configuration trainscope-analyzer --print-config, with the variable of each key
   helm values   helm/trainscope/values.yaml, with the comment above each key
   CRD           the SlowNodeReport's printer columns and status fields
@@ -124,11 +124,9 @@ OTHER = {
     "TMPDIR": "`trainscope run --local` keeps NATS's store under it.",
 }
 
-# Where a source file's metrics are served.
-PROGRAM_OF = [("common/", "every daemon"), ("agent/", "trainscope-agent"),
-              ("analysis/", "trainscope-analyzer"), ("injector/relay/", "trainscope-relay"),
-              ("injector/webhook/", "trainscope-webhook"),
-              ("injector/natsauth/", "trainscope-natsauth")]
+# The programs that serve /metrics, each with its own table (--print-metrics).
+DAEMONS = ("trainscope-agent", "trainscope-analyzer", "trainscope-natsauth", "trainscope-relay",
+           "trainscope-webhook")
 HIST_SUFFIXES = ("_bucket", "_sum", "_count")
 
 
@@ -262,73 +260,47 @@ def variables():
 
 # ---- metrics --------------------------------------------------------------------
 
-LIT = r'"(?:[^"\\\n]|\\.)*"'
-
-
-def join_literals(text):
-    """C source with comments blanked and each run of adjacent string literals made one."""
-    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
-    out, pos = [], 0
-    for m in re.finditer(r"(%s)(\s*%s)*" % (LIT, LIT), text):
-        out.append(text[pos:m.start()])
-        parts = re.findall(LIT, m.group(0))
-        out.append('"' + "".join(p[1:-1] for p in parts) + '"')
-        pos = m.end()
-    out.append(text[pos:])
-    return "".join(out)
-
-
-def unescape(s):
-    return s.replace('\\"', '"').replace("\\n", " ").replace("\\\\", "\\").strip()
-
-
-def metrics():
-    fams = {}
-    emitted = {}
-    for f in product_sources(("*.c",)):
-        prog = next((p for pre, p in PROGRAM_OF if f.startswith(pre)), None)
-        if prog is None:
-            continue
-        text = join_literals(read(f))
-
-        def add(name, typ, help_):
-            if name in fams and fams[name][1] != typ:
-                raise Fail("metric %s: type %s in %s, %s elsewhere" % (name, typ, f, fams[name][1]))
-            fams.setdefault(name, (prog, typ, unescape(help_), f))
-
-        for m in re.finditer(r'\bts_prom\(\s*\w+\s*,\s*"(trainscope_\w+)"\s*,\s*"(\w+)"\s*,\s*"((?:[^"\\]|\\.)*)"', text):
-            add(*m.groups())
-        pre = re.search(r'#define M\(name, type, help, v\) ts_prom\(\w+, "(trainscope_\w*)" name', text)
-        if pre:
-            for m in re.finditer(r'\bM\(\s*"(\w+)"\s*,\s*"(\w+)"\s*,\s*"((?:[^"\\]|\\.)*)"', text):
-                add(pre.group(1) + m.group(1), m.group(2), m.group(3))
-        for m in re.finditer(r'\bfamily\(\s*\w+\s*,\s*"(trainscope_\w+)"\s*,\s*"(\w+)"\s*,\s*"((?:[^"\\]|\\.)*)"', text):
-            add(*m.groups())
-        for m in re.finditer(r'# HELP (\S+) ((?:[^"\\]|\\.)*?)\\n# TYPE \S+ (\w+)', text):
-            name, help_, typ = m.groups()
-            if name == "%s":
-                before = re.findall(r'=\s*"(trainscope_\w+)"\s*;', text[:m.start()])
-                if not before:
-                    continue  # the generic renderers (ts_prom, family) themselves
-                name = before[-1]
-            add(name, typ, help_)
-        for lit in re.findall(LIT, text):
-            for name in re.findall(r'(?:^"|\\n)(trainscope_[a-z0-9_]+)(?=\{|\s%)', lit):
-                emitted.setdefault(name, f)
-    problems = []
-    for name, f in sorted(emitted.items()):
-        base = name
-        for suf in HIST_SUFFIXES:
-            if name.endswith(suf) and name[: -len(suf)] in fams:
-                base = name[: -len(suf)]
-        if base not in fams:
-            problems.append("metric %s is written in %s with no # HELP, ts_prom or family() "
-                            "that scripts/docs-ref.py reads" % (name, f))
+def metrics(bindir):
+    """name -> (served by, type, help, labels), from each daemon's --print-metrics
+    (common/metric.h): the families are declared in tables, never written by hand."""
+    fams, problems = {}, []
+    for d in DAEMONS:
+        argv = [os.path.join(bindir, d), "--print-metrics"]
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, env=CLEAN_ENV, timeout=20)
+            table = json.loads(p.stdout)
+        except (OSError, subprocess.TimeoutExpired, ValueError) as e:
+            raise Fail("%s: %s" % (" ".join(argv), e))
+        seen = set()
+        for m in table:
+            name, typ = m["name"], m["type"]
+            if name in seen:
+                problems.append("%s declares metric %s twice" % (d, name))
+            seen.add(name)
+            if not re.match(r"^trainscope_[a-z0-9_]*[a-z0-9]$", name):
+                problems.append("%s: metric %s: not trainscope_[a-z0-9_]" % (d, name))
+            if (typ == "counter") != name.endswith("_total"):
+                problems.append("%s: metric %s: a counter's name ends _total, and only a "
+                                "counter's" % (d, name))
+            if not m["help"].strip():
+                problems.append("%s: metric %s has no help" % (d, name))
+            old = fams.get(name)
+            if old and (old[1], old[2], old[3]) != (typ, m["help"], m.get("labels")):
+                problems.append("metric %s: %s and %s declare it differently"
+                                % (name, d, ", ".join(old[0])))
+            fams.setdefault(name, ([], typ, m["help"], m.get("labels")))[0].append(d)
+    # HELP and TYPE lines come from common/metric.c alone: a family written by hand would
+    # be served and never documented.
+    for f in product_sources(("*.c", "*.h")):
+        if f != "common/metric.c" and re.search(r"# (HELP|TYPE) ", read(f)):
+            problems.append("%s writes a # HELP or # TYPE line: declare the family in a "
+                            "struct ts_metric_family table (common/metric.h)" % f)
     if not fams:
-        problems.append("no metric found in the sources")
+        problems.append("no program declares a metric")
     if problems:
         raise Fail("\n".join(problems))
-    return fams
+    return {n: ("every daemon" if len(v[0]) == len(DAEMONS) else ", ".join(v[0]),) + v[1:]
+            for n, v in fams.items()}
 
 
 def metric_mentions(fams):
@@ -484,7 +456,7 @@ def crd_section(o, title, intro, cols, fields):
 def render(bindir):
     progs = programs(bindir)
     env_where, other_where = variables()
-    fams = metrics()
+    fams = metrics(bindir)
     config = analyzer_config(bindir)
     values = helm_values()
     cols, fields = crd()
@@ -533,14 +505,15 @@ def render(bindir):
              "`OTEL_EXPORTER_OTLP_[TRACES_]{HEADERS,CERTIFICATE,CLIENT_CERTIFICATE,CLIENT_KEY,"
              "TIMEOUT,COMPRESSION,PROTOCOL}` (`analysis/sinks/otlp_env.c`).\n")
     o.append("## Metrics\n")
-    o.append("Every family a program serves on `/metrics`, from the sources. A histogram's "
-             "series are `_bucket`, `_sum` and `_count`. Job series are labelled "
-             "`k8s_namespace` and `training_job`.\n")
-    o.append("| metric | type | served by | help |")
-    o.append("| --- | --- | --- | --- |")
+    o.append("Every family a program serves on `/metrics`, from its table "
+             "(`--print-metrics`, `common/metric.h`). A histogram's series are `_bucket` "
+             "(labelled `le` too), `_sum` and `_count`.\n")
+    o.append("| metric | type | labels | served by | help |")
+    o.append("| --- | --- | --- | --- | --- |")
     for name in sorted(fams):
-        prog, typ, help_, _ = fams[name]
-        o.append("| `%s` | %s | %s | %s |" % (name, typ, prog, cell(help_)))
+        prog, typ, help_, labels = fams[name]
+        o.append("| `%s` | %s | %s | %s | %s |" % (name, typ, ", ".join(
+            "`%s`" % l for l in labels.split(",")) if labels else "", prog, cell(help_)))
     o.append("\n## Analyzer configuration\n")
     o.append("`trainscope-analyzer --print-config`: each key, its default, the variable that "
              "overrides it, and what it does. A YAML file (`--config`) sets keys nested "
@@ -592,7 +565,7 @@ def main():
     a = ap.parse_args()
     try:
         new = render(os.path.abspath(a.bin))
-        fams = metrics()
+        fams = metrics(os.path.abspath(a.bin))
         schema = chart_schema(os.path.abspath(a.bin))
     except Fail as e:
         for line in str(e).split("\n"):

@@ -459,93 +459,191 @@ void ts_analyzer_get_stats(struct ts_analyzer *a, struct ts_analyzer_stats *out)
 		out->late_steps += ts_job_late_steps(a->jobs[i]);
 }
 
+enum {
+	IM_MESSAGES,
+	IM_BATCHES,
+	IM_BUNDLES,
+	IM_REJECTED_MALFORMED,
+	IM_REJECTED_OVERSIZED,
+	IM_REJECTED_SUBJECT,
+	IM_DUPLICATE_BATCHES,
+	IM_PRODUCERS,
+	IM_OTHER_PARTITION,
+	IM_MISMATCHED_BATCHES,
+	IM_LOST_BATCHES,
+	IM_REORDERED_BATCHES,
+	IM_RING_DROPPED_RECORDS,
+	IM_STEPS,
+	IM_BAD_STEPS,
+	IM_LATE_STEPS,
+	IM_REPORTS_WRITTEN,
+	IM_REPORT_WRITE_ERRORS,
+	IM_REPORT_DIR_FAILING,
+	IM_JOBS_GIVEN_UP,
+	IM_CONTROL_MESSAGES,
+	IM_HOST_SAMPLES,
+	IM_DEVICE_SAMPLES,
+	IM_JOBS,
+	IM_JOBS_STARTED,
+	IM_JOBS_FORGOTTEN,
+	IM_JOB_ATTEMPTS,
+	IM_UNRANKED_NOTICES,
+	IM_UNRANKED_PROCESSES,
+	IM_JOB_STATE_BYTES,
+	IM_VERDICT_LAG,
+	IM_VERDICT_LAG_MAX,
+	IM_REFUSED_OVER_LIMIT,
+	IM_JOBS_REFUSED,
+};
+
+static const struct ts_metric_family ingest_metrics[] = {
+	[IM_MESSAGES] = { "trainscope_analyzer_messages_total", TS_COUNTER, NULL,
+		"NATS messages received." },
+	[IM_BATCHES] = { "trainscope_analyzer_batches_total", TS_COUNTER, NULL,
+		"Batches accepted." },
+	[IM_BUNDLES] = { "trainscope_analyzer_bundles_total", TS_COUNTER, NULL,
+		"Relays' Bundles received (pod subjects): each of their batches is "
+		"counted as one that came alone." },
+	[IM_REJECTED_MALFORMED] = { "trainscope_analyzer_rejected_malformed_total",
+		TS_COUNTER, NULL,
+		"Messages refused: not a valid batch (or a Bundle's batch that is "
+		"none)." },
+	[IM_REJECTED_OVERSIZED] = { "trainscope_analyzer_rejected_oversized_total",
+		TS_COUNTER, NULL,
+		"Messages refused: over the size limit." },
+	[IM_REJECTED_SUBJECT] = { "trainscope_analyzer_rejected_subject_total", TS_COUNTER, NULL,
+		"Messages refused: bad subject." },
+	[IM_DUPLICATE_BATCHES] = { "trainscope_analyzer_duplicate_batches_total", TS_COUNTER, NULL,
+		"Batches seen twice and dropped." },
+	[IM_PRODUCERS] = { "trainscope_analyzer_producers", TS_GAUGE, NULL,
+		"Producers followed (sequence checks); silent ones are forgotten after "
+		"limits.job_ttl_s." },
+	[IM_OTHER_PARTITION] = { "trainscope_analyzer_other_partition_total", TS_COUNTER, NULL,
+		"Messages mapped to this analyzer's partition under another partition "
+		"count (the count changed), analysed all the same." },
+	[IM_MISMATCHED_BATCHES] = { "trainscope_analyzer_mismatched_batches_total",
+		TS_COUNTER, NULL,
+		"Batches refused: the job, rank or node they claim publishes on another "
+		"subject." },
+	[IM_LOST_BATCHES] = { "trainscope_analyzer_lost_batches_total", TS_COUNTER, NULL,
+		"Gaps in producers' sequence numbers (less those filled later)." },
+	[IM_REORDERED_BATCHES] = { "trainscope_analyzer_reordered_batches_total", TS_COUNTER, NULL,
+		"Batches stored after later ones of their producer (resends), taken." },
+	[IM_RING_DROPPED_RECORDS] = { "trainscope_analyzer_ring_dropped_records_total",
+		TS_COUNTER, NULL,
+		"Records the ranks' rings dropped." },
+	[IM_STEPS] = { "trainscope_analyzer_steps_total", TS_COUNTER, NULL,
+		"Rank steps accepted." },
+	[IM_BAD_STEPS] = { "trainscope_analyzer_bad_steps_total", TS_COUNTER, NULL,
+		"Rank steps refused (bad times or rank)." },
+	[IM_LATE_STEPS] = { "trainscope_analyzer_late_steps_total", TS_COUNTER, NULL,
+		"Rank steps that came after their step was analysed." },
+	[IM_REPORTS_WRITTEN] = { "trainscope_analyzer_reports_written_total", TS_COUNTER, NULL,
+		"Report files written." },
+	[IM_REPORT_WRITE_ERRORS] = { "trainscope_analyzer_report_write_errors_total",
+		TS_COUNTER, NULL,
+		"Report files that could not be written (retried)." },
+	[IM_REPORT_DIR_FAILING] = { "trainscope_analyzer_report_dir_failing", TS_GAUGE, NULL,
+		"1 while report files cannot be written (a full disk)." },
+	[IM_JOBS_GIVEN_UP] = { "trainscope_analyzer_jobs_given_up_total", TS_COUNTER, NULL,
+		"Finished jobs whose place in the job table went to a new one (their "
+		"reports stay)." },
+	[IM_CONTROL_MESSAGES] = { "trainscope_analyzer_control_messages_total", TS_COUNTER, NULL,
+		"Rank announcements seen (for node agents)." },
+	[IM_HOST_SAMPLES] = { "trainscope_analyzer_host_samples_total", TS_COUNTER, NULL,
+		"Node agents' host samples joined." },
+	[IM_DEVICE_SAMPLES] = { "trainscope_analyzer_device_samples_total", TS_COUNTER, NULL,
+		"Node agents' GPU samples joined." },
+	[IM_JOBS] = { "trainscope_analyzer_jobs", TS_GAUGE, NULL,
+		"Jobs followed now." },
+	[IM_JOBS_STARTED] = { "trainscope_analyzer_jobs_started_total", TS_COUNTER, NULL,
+		"Jobs followed since the start." },
+	[IM_JOBS_FORGOTTEN] = { "trainscope_analyzer_jobs_forgotten_total", TS_COUNTER, NULL,
+		"Jobs forgotten after limits.job_ttl_s quiet." },
+	[IM_JOB_ATTEMPTS] = { "trainscope_analyzer_job_attempts_total", TS_COUNTER, NULL,
+		"New runs of a job name whose ranks had ended: started afresh." },
+	[IM_UNRANKED_NOTICES] = { "trainscope_analyzer_unranked_notices_total", TS_COUNTER, NULL,
+		"Relays' notices that a process makes steps with no rank (held by its "
+		"relay), or that a rank runs collectives and GEMMs with no step: the "
+		"job's report says what to set." },
+	[IM_UNRANKED_PROCESSES] = { "trainscope_analyzer_unranked_processes_total",
+		TS_COUNTER, NULL,
+		"Processes that made steps with no rank, or ranks that made no step "
+		"(once each)." },
+	[IM_VERDICT_LAG] = { "trainscope_analyzer_verdict_lag_seconds", TS_HISTOGRAM, NULL,
+		"From a step's end (its last rank's) to its analysis: the analyzer's lag "
+		"behind the jobs." },
+	[IM_VERDICT_LAG_MAX] = { "trainscope_analyzer_verdict_lag_max_seconds", TS_GAUGE, NULL,
+		"The largest lag since the start." },
+	[IM_REFUSED_OVER_LIMIT] = { "trainscope_analyzer_refused_over_limit_total", TS_COUNTER,
+		"limit", "Data refused past a limit (limits.*)." },
+	[IM_JOBS_REFUSED] = { "trainscope_analyzer_jobs_refused_total", TS_COUNTER,
+		"k8s_namespace", "Jobs refused (or kept from growing), by namespace: its share "
+		"of limits.max_jobs or of limits.memory_mb, or the table full of running jobs; "
+		"past 16 namespaces as (other)." },
+	[IM_JOB_STATE_BYTES] = { "trainscope_analyzer_job_state_bytes", TS_GAUGE, NULL,
+		"Memory held by the jobs' state (limits.memory_mb bounds it)." },
+};
+
+const struct ts_metric_table ts_analyzer_metrics = TS_METRIC_TABLE(ingest_metrics);
+
+#define PUT(b, id, v) ts_metric_u64((b), &ingest_metrics[(id)], (uint64_t)(v))
+
 static void render_lag(const struct ts_lag *l, struct ts_buf *b)
 {
-	const char *n = "trainscope_analyzer_verdict_lag_seconds";
-
-	ts_buf_printf(b, "# HELP %s From a step's end (its last rank's) to its analysis: the "
-			 "analyzer's lag behind the jobs.\n# TYPE %s histogram\n", n, n);
-	ts_render_hist(b, n, "", ts_lag_bucket_s, TS_LAG_BUCKETS, l->le, l->count, l->sum_s);
-	ts_buf_printf(b, "# HELP trainscope_analyzer_verdict_lag_max_seconds The largest lag since "
-			 "the start.\n# TYPE trainscope_analyzer_verdict_lag_max_seconds gauge\n"
-			 "trainscope_analyzer_verdict_lag_max_seconds %.6f\n", l->max_s);
+	ts_metric_head(b, &ingest_metrics[IM_VERDICT_LAG]);
+	ts_metric_hist(b, &ingest_metrics[IM_VERDICT_LAG], "", ts_lag_bucket_s, TS_LAG_BUCKETS,
+		       l->le, l->count, l->sum_s);
+	ts_metric_double(b, &ingest_metrics[IM_VERDICT_LAG_MAX], l->max_s);
 }
 
 void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b)
 {
+	const struct ts_metric_family *f;
 	struct ts_analyzer_stats s;
 
 	ts_analyzer_get_stats(a, &s);
-#define M(name, type, help, v) ts_prom(b, "trainscope_analyzer_" name, type, help, (uint64_t)(v))
-	M("messages_total", "counter", "NATS messages received.", s.msgs);
-	M("batches_total", "counter", "Batches accepted.", s.batches);
-	M("bundles_total", "counter",
-	  "Relays' Bundles received (pod subjects): each of their batches is counted as one "
-	  "that came alone.", s.bundles);
-	M("rejected_malformed_total", "counter",
-	  "Messages refused: not a valid batch (or a Bundle's batch that is none).", s.bad_msgs);
-	M("rejected_oversized_total", "counter", "Messages refused: over the size limit.",
-	  s.oversized);
-	M("rejected_subject_total", "counter", "Messages refused: bad subject.", s.bad_subject);
-	M("duplicate_batches_total", "counter", "Batches seen twice and dropped.", s.duplicates);
-	M("producers", "gauge", "Producers followed (sequence checks); silent ones are forgotten "
-	  "after limits.job_ttl_s.", s.producers);
-	M("other_partition_total", "counter", "Messages mapped to this analyzer's partition "
-	  "under another partition count (the count changed), analysed all the same.",
-	  s.other_partition);
-	M("mismatched_batches_total", "counter",
-	  "Batches refused: the job, rank or node they claim publishes on another subject.",
-	  s.mismatched);
-	M("lost_batches_total", "counter", "Gaps in producers' sequence numbers (less those "
-	  "filled later).", s.lost_batches);
-	M("reordered_batches_total", "counter", "Batches stored after later ones of their "
-	  "producer (resends), taken.", s.reordered);
-	M("ring_dropped_records_total", "counter", "Records the ranks' rings dropped.",
-	  s.ring_dropped);
-	M("steps_total", "counter", "Rank steps accepted.", s.steps);
-	M("bad_steps_total", "counter", "Rank steps refused (bad times or rank).", s.bad_steps);
-	M("late_steps_total", "counter", "Rank steps that came after their step was analysed.",
-	  s.late_steps);
-	M("reports_written_total", "counter", "Report files written.", s.reports_written);
-	M("report_write_errors_total", "counter", "Report files that could not be written "
-	  "(retried).", s.report_errors);
-	M("report_dir_failing", "gauge", "1 while report files cannot be written (a full disk).",
-	  a->report_failures > 0);
-	M("jobs_given_up_total", "counter", "Finished jobs whose place in the job table went "
-	  "to a new one (their reports stay).", s.jobs_given_up);
-	M("control_messages_total", "counter", "Rank announcements seen (for node agents).",
-	  s.control);
-	M("host_samples_total", "counter", "Node agents' host samples joined.", s.host_samples);
-	M("device_samples_total", "counter", "Node agents' GPU samples joined.", s.device_samples);
-	M("jobs", "gauge", "Jobs followed now.", a->njobs);
-	M("jobs_started_total", "counter", "Jobs followed since the start.", s.jobs);
-	M("jobs_forgotten_total", "counter", "Jobs forgotten after limits.job_ttl_s quiet.",
-	  s.jobs_forgotten);
-	M("job_attempts_total", "counter", "New runs of a job name whose ranks had ended: "
-	  "started afresh.", s.attempts);
-	M("unranked_notices_total", "counter", "Relays' notices that a process makes steps with "
-	  "no rank (held by its relay), or that a rank runs collectives and GEMMs with no step: "
-	  "the job's report says what to set.", s.unranked_notices);
-	M("unranked_processes_total", "counter", "Processes that made steps with no rank, or "
-	  "ranks that made no step (once each).", s.unranked_processes);
-	M("job_state_bytes", "gauge", "Memory held by the jobs' state (limits.memory_mb bounds it).",
-	  a->job_bytes);
-#undef M
+	PUT(b, IM_MESSAGES, s.msgs);
+	PUT(b, IM_BATCHES, s.batches);
+	PUT(b, IM_BUNDLES, s.bundles);
+	PUT(b, IM_REJECTED_MALFORMED, s.bad_msgs);
+	PUT(b, IM_REJECTED_OVERSIZED, s.oversized);
+	PUT(b, IM_REJECTED_SUBJECT, s.bad_subject);
+	PUT(b, IM_DUPLICATE_BATCHES, s.duplicates);
+	PUT(b, IM_PRODUCERS, s.producers);
+	PUT(b, IM_OTHER_PARTITION, s.other_partition);
+	PUT(b, IM_MISMATCHED_BATCHES, s.mismatched);
+	PUT(b, IM_LOST_BATCHES, s.lost_batches);
+	PUT(b, IM_REORDERED_BATCHES, s.reordered);
+	PUT(b, IM_RING_DROPPED_RECORDS, s.ring_dropped);
+	PUT(b, IM_STEPS, s.steps);
+	PUT(b, IM_BAD_STEPS, s.bad_steps);
+	PUT(b, IM_LATE_STEPS, s.late_steps);
+	PUT(b, IM_REPORTS_WRITTEN, s.reports_written);
+	PUT(b, IM_REPORT_WRITE_ERRORS, s.report_errors);
+	PUT(b, IM_REPORT_DIR_FAILING, a->report_failures > 0);
+	PUT(b, IM_JOBS_GIVEN_UP, s.jobs_given_up);
+	PUT(b, IM_CONTROL_MESSAGES, s.control);
+	PUT(b, IM_HOST_SAMPLES, s.host_samples);
+	PUT(b, IM_DEVICE_SAMPLES, s.device_samples);
+	PUT(b, IM_JOBS, a->njobs);
+	PUT(b, IM_JOBS_STARTED, s.jobs);
+	PUT(b, IM_JOBS_FORGOTTEN, s.jobs_forgotten);
+	PUT(b, IM_JOB_ATTEMPTS, s.attempts);
+	PUT(b, IM_UNRANKED_NOTICES, s.unranked_notices);
+	PUT(b, IM_UNRANKED_PROCESSES, s.unranked_processes);
+	PUT(b, IM_JOB_STATE_BYTES, a->job_bytes);
 	render_lag(&a->lag, b);
-	ts_buf_printf(b, "# HELP trainscope_analyzer_refused_over_limit_total Data refused past a "
-			 "limit (limits.*).\n# TYPE trainscope_analyzer_refused_over_limit_total counter\n");
+	f = &ingest_metrics[IM_REFUSED_OVER_LIMIT];
+	ts_metric_head(b, f);
 	for (int l = 0; l < L_COUNT; l++)
-		ts_buf_printf(b, "trainscope_analyzer_refused_over_limit_total{limit=\"%s\"} %" PRIu64 "\n",
-			      limit_names[l], s.over_limit[l]);
-	ts_buf_printf(b, "# HELP trainscope_analyzer_jobs_refused_total Jobs refused (or kept "
-			 "from growing), by namespace: its share of limits.max_jobs or of "
-			 "limits.memory_mb, or the table full of running jobs; past 16 namespaces "
-			 "as (other).\n"
-			 "# TYPE trainscope_analyzer_jobs_refused_total counter\n");
+		ts_metric_sample(b, f, "{limit=\"%s\"} %" PRIu64 "\n", limit_names[l],
+				 s.over_limit[l]);
+	ts_metric_head(b, f = &ingest_metrics[IM_JOBS_REFUSED]);
 	for (int i = 0; i <= TS_NS_REFUSALS; i++)
 		if (a->ns_refused[i].count)
-			ts_buf_printf(b, "trainscope_analyzer_jobs_refused_total{k8s_namespace=\"%s\"} "
-				      "%" PRIu64 "\n", i < TS_NS_REFUSALS ? a->ns_refused[i].ns :
-				      "(other)", a->ns_refused[i].count);
+			ts_metric_sample(b, f, "{k8s_namespace=\"%s\"} %" PRIu64 "\n",
+					 i < TS_NS_REFUSALS ? a->ns_refused[i].ns : "(other)",
+					 a->ns_refused[i].count);
 	ts_jobs_render_metrics(a->jobs, a->njobs, a->opts.params.metrics_top_ranks, b);
 }

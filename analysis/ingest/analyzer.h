@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include "buf.h"
+#include "metric.h"
 #include "proto/trainscope.pb-c.h"
 #include "analysis/detect/job.h"
 #include "analysis/detect/params.h"
@@ -65,6 +66,8 @@ void ts_analyzer_tick(struct ts_analyzer *a, uint64_t now_real_ns);
 void ts_analyzer_flush_reports(struct ts_analyzer *a);
 void ts_analyzer_get_stats(struct ts_analyzer *a, struct ts_analyzer_stats *out);
 void ts_analyzer_render_metrics(struct ts_analyzer *a, struct ts_buf *b);
+/* The families ts_analyzer_render_metrics writes itself (the jobs' are ts_job_metrics). */
+extern const struct ts_metric_table ts_analyzer_metrics;
 /* The state of every job and producer as one blob, as of the stream message
  * stream_seq, appended to out: 0 or -ENOMEM. The snapshots of earlier builds; saves
  * now go in parts (snapstate.h). */

@@ -79,26 +79,72 @@ static int prepare(struct jm *m, struct ts_job *j, int top_k)
 	return 0;
 }
 
-static void family(struct ts_buf *b, const char *name, const char *type, const char *help)
-{
-	ts_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
 
-void ts_render_hist(struct ts_buf *b, const char *name, const char *labels, const double *bounds,
-		    int nb, const uint64_t *le, uint64_t count, double sum)
-{
-	const char *sep = *labels ? "," : "";
+enum {
+	JM_JOB_STATE,
+	JM_JOB_SLOW_RANKS,
+	JM_JOB_DEGRADATION_RATIO,
+	JM_JOB_STEP_SECONDS,
+	JM_JOB_LOST_TIME_RATIO,
+	JM_JOB_LOST_TIME_CAUSE_RATIO,
+	JM_JOB_GPU_SECONDS_LOST,
+	JM_RANK_GPU_SECONDS_LOST,
+	JM_JOB_RANK_BUSY_SECONDS,
+	JM_RANK_BUSY_SECONDS,
+	JM_RANK_EXCESS_RATIO,
+	JM_SLOW_RANK_INFO,
+};
 
-	for (int k = 0; k < nb; k++)
-		ts_buf_printf(b, "%s_bucket{%s%sle=\"%g\"} %" PRIu64 "\n", name, labels, sep,
-			      bounds[k], le[k]);
-	ts_buf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", name, labels, sep, count);
-	if (*labels)
-		ts_buf_printf(b, "%s_sum{%s} %.6f\n%s_count{%s} %" PRIu64 "\n", name, labels, sum,
-			      name, labels, count);
-	else
-		ts_buf_printf(b, "%s_sum %.6f\n%s_count %" PRIu64 "\n", name, sum, name, count);
-}
+static const struct ts_metric_family job_metrics[] = {
+	[JM_JOB_STATE] = { "trainscope_job_state", TS_GAUGE,
+		"k8s_namespace,training_job,state",
+		"1 for the job's current state." },
+	[JM_JOB_SLOW_RANKS] = { "trainscope_job_slow_ranks", TS_GAUGE,
+		"k8s_namespace,training_job",
+		"Slow ranks named in the job's report." },
+	[JM_JOB_DEGRADATION_RATIO] = { "trainscope_job_degradation_ratio", TS_GAUGE,
+		"k8s_namespace,training_job",
+		"The job's step time against its baseline, minus 1 (0.25: 25 % slower)." },
+	[JM_JOB_STEP_SECONDS] = { "trainscope_job_step_seconds", TS_HISTOGRAM,
+		"k8s_namespace,training_job",
+		"The job's step times." },
+	[JM_JOB_LOST_TIME_RATIO] = { "trainscope_job_lost_time_ratio", TS_GAUGE,
+		"k8s_namespace,training_job,kind",
+		"Share of the job's step time over its last analysis window lost to ranks "
+		"slower than their peers (ranks), per-step variation among replicas "
+		"(data) and heavier pipeline stages (stages); total is their sum. "
+		"communication: the share spent in transfers, where time goes, not a "
+		"loss." },
+	[JM_JOB_LOST_TIME_CAUSE_RATIO] = { "trainscope_job_lost_time_cause_ratio", TS_GAUGE,
+		"k8s_namespace,training_job,cause",
+		"The ranks' share of the lost time (kind=\"ranks\"), by the phase that "
+		"costs each slow rank the most." },
+	[JM_JOB_GPU_SECONDS_LOST] = { "trainscope_job_gpu_seconds_lost_total", TS_COUNTER,
+		"k8s_namespace,training_job,cause",
+		"GPU time the job lost since it began: each analysis window's lost shares "
+		"times its step times the job's GPUs, by cause (the slow ranks' causes; "
+		"stages; data); kept across analyzer restarts." },
+	[JM_RANK_GPU_SECONDS_LOST] = { "trainscope_rank_gpu_seconds_lost_total", TS_COUNTER,
+		"k8s_namespace,training_job,rank,pod,node",
+		"The job's GPU time lost to one rank (slower than its peers), for each "
+		"rank that cost a GPU-minute or more; sum by node for a node's." },
+	[JM_JOB_RANK_BUSY_SECONDS] = { "trainscope_job_rank_busy_seconds", TS_GAUGE,
+		"k8s_namespace,training_job,quantile",
+		"Quantiles over the job's ranks of their own time per step (compute, "
+		"launch, dataloader, checkpoint; not the wait in collectives)." },
+	[JM_RANK_BUSY_SECONDS] = { "trainscope_rank_busy_seconds", TS_GAUGE,
+		"k8s_namespace,training_job,rank,pod,node",
+		"A rank's own time per step, median of the recent steps: the job's "
+		"slowest ranks (metrics.top_ranks) and every named one." },
+	[JM_RANK_EXCESS_RATIO] = { "trainscope_rank_excess_ratio", TS_GAUGE,
+		"k8s_namespace,training_job,rank,pod,node",
+		"Those ranks' own time against the job's median rank, minus 1." },
+	[JM_SLOW_RANK_INFO] = { "trainscope_slow_rank_info", TS_GAUGE,
+		"k8s_namespace,training_job,rank,pod,node,cause,method",
+		"1 for each rank the job's report names slow, with its cause and method." },
+};
+
+const struct ts_metric_table ts_job_metrics = TS_METRIC_TABLE(job_metrics);
 
 static void rank_labels(struct ts_job *j, int k, char *out, size_t n)
 {
@@ -112,22 +158,23 @@ static void rank_labels(struct ts_job *j, int k, char *out, size_t n)
 
 static void job_families(struct jm *m, int n, struct ts_buf *b)
 {
-	family(b, "trainscope_job_state", "gauge", "1 for the job's current state.");
+	const struct ts_metric_family *f = &job_metrics[JM_JOB_STATE];
+
+	ts_metric_head(b, f);
 	for (int i = 0; i < n; i++)
-		ts_buf_printf(b, "trainscope_job_state{%s,state=\"%s\"} 1\n", m[i].labels,
-			      ts_state_names[m[i].r->state]);
-	family(b, "trainscope_job_slow_ranks", "gauge", "Slow ranks named in the job's report.");
+		ts_metric_sample(b, f, "{%s,state=\"%s\"} 1\n", m[i].labels,
+				 ts_state_names[m[i].r->state]);
+	ts_metric_head(b, f = &job_metrics[JM_JOB_SLOW_RANKS]);
 	for (int i = 0; i < n; i++)
-		ts_buf_printf(b, "trainscope_job_slow_ranks{%s} %d\n", m[i].labels, m[i].r->nslow);
-	family(b, "trainscope_job_degradation_ratio", "gauge",
-	       "The job's step time against its baseline, minus 1 (0.25: 25 % slower).");
+		ts_metric_sample(b, f, "{%s} %d\n", m[i].labels, m[i].r->nslow);
+	ts_metric_head(b, f = &job_metrics[JM_JOB_DEGRADATION_RATIO]);
 	for (int i = 0; i < n; i++)
-		ts_buf_printf(b, "trainscope_job_degradation_ratio{%s} %.6g\n", m[i].labels,
-			      isfinite(m[i].r->degradation) ? m[i].r->degradation : 0.0);
-	family(b, "trainscope_job_step_seconds", "histogram", "The job's step times.");
+		ts_metric_sample(b, f, "{%s} %.6g\n", m[i].labels,
+				 isfinite(m[i].r->degradation) ? m[i].r->degradation : 0.0);
+	ts_metric_head(b, f = &job_metrics[JM_JOB_STEP_SECONDS]);
 	for (int i = 0; i < n; i++)
-		ts_render_hist(b, "trainscope_job_step_seconds", m[i].labels, ts_step_bucket_s,
-			       TS_STEP_BUCKETS, m[i].r->step_le, m[i].r->step_count, m[i].r->step_sum_s);
+		ts_metric_hist(b, f, m[i].labels, ts_step_bucket_s, TS_STEP_BUCKETS,
+			       m[i].r->step_le, m[i].r->step_count, m[i].r->step_sum_s);
 }
 
 /* Where the jobs' step time went over their last analysis window (ts_lost_time), for
@@ -135,27 +182,22 @@ static void job_families(struct jm *m, int n, struct ts_buf *b)
 static void lost_families(struct jm *m, int n, struct ts_buf *b)
 {
 	static const char *const kind[] = { "total", "ranks", "stages", "data", "communication" };
+	const struct ts_metric_family *f = &job_metrics[JM_JOB_LOST_TIME_RATIO];
 
-	family(b, "trainscope_job_lost_time_ratio", "gauge",
-	       "Share of the job's step time over its last analysis window lost to ranks slower "
-	       "than their peers (ranks), per-step variation among replicas (data) and heavier "
-	       "pipeline stages (stages); total is their sum. communication: the share spent in "
-	       "transfers, where time goes, not a loss.");
+	ts_metric_head(b, f);
 	for (int i = 0; i < n; i++) {
 		const struct ts_lost_time *l = &m[i].r->lost;
 		const double v[] = { l->share, l->ranks, l->stages, l->data, l->comm };
 		for (size_t k = 0; l->valid && k < sizeof(v) / sizeof(v[0]); k++)
-			ts_buf_printf(b, "trainscope_job_lost_time_ratio{%s,kind=\"%s\"} %.6g\n",
-				      m[i].labels, kind[k], isfinite(v[k]) ? v[k] : 0.0);
+			ts_metric_sample(b, f, "{%s,kind=\"%s\"} %.6g\n", m[i].labels, kind[k],
+					 isfinite(v[k]) ? v[k] : 0.0);
 	}
-	family(b, "trainscope_job_lost_time_cause_ratio", "gauge",
-	       "The ranks' share of the lost time (kind=\"ranks\"), by the phase that costs each "
-	       "slow rank the most.");
+	ts_metric_head(b, f = &job_metrics[JM_JOB_LOST_TIME_CAUSE_RATIO]);
 	for (int i = 0; i < n; i++)
 		for (int c = 0; m[i].r->lost.valid && c < TS_CAUSE_COUNT; c++)
-			ts_buf_printf(b, "trainscope_job_lost_time_cause_ratio{%s,cause=\"%s\"} %.6g\n",
-				      m[i].labels, ts_cause_names[c],
-				      isfinite(m[i].r->lost.cause[c]) ? m[i].r->lost.cause[c] : 0.0);
+			ts_metric_sample(b, f, "{%s,cause=\"%s\"} %.6g\n", m[i].labels,
+					 ts_cause_names[c],
+					 isfinite(m[i].r->lost.cause[c]) ? m[i].r->lost.cause[c] : 0.0);
 }
 
 /* GPU time lost since each job began (ts_gpu_lost), as counters: the job's by cause
@@ -163,72 +205,62 @@ static void lost_families(struct jm *m, int n, struct ts_buf *b)
  * counter only grows, so a rank's series, once there, stays; summed by node in PromQL). */
 static void gpu_lost_families(struct jm *m, int n, struct ts_buf *b)
 {
+	const struct ts_metric_family *f = &job_metrics[JM_JOB_GPU_SECONDS_LOST];
 	char rl[400];
 
-	family(b, "trainscope_job_gpu_seconds_lost_total", "counter",
-	       "GPU time the job lost since it began: each analysis window's lost shares times "
-	       "its step times the job's GPUs, by cause (the slow ranks' causes; stages; data); "
-	       "kept across analyzer restarts.");
+	ts_metric_head(b, f);
 	for (int i = 0; i < n; i++) {
 		const struct ts_gpu_lost *g = &m[i].r->gpu_lost;
-		for (int c = 0; g->counted && c < TS_CAUSE_COUNT; c++)
-			ts_buf_printf(b, "trainscope_job_gpu_seconds_lost_total{%s,cause=\"%s\"} %.3f\n",
-				      m[i].labels, ts_cause_names[c], g->cause_s[c]);
-		if (g->counted)
-			ts_buf_printf(b, "trainscope_job_gpu_seconds_lost_total{%s,cause=\"stages\"} %.3f\n"
-				      "trainscope_job_gpu_seconds_lost_total{%s,cause=\"data\"} %.3f\n",
-				      m[i].labels, g->stages_s, m[i].labels, g->data_s);
+		if (!g->counted)
+			continue;
+		for (int c = 0; c < TS_CAUSE_COUNT; c++)
+			ts_metric_sample(b, f, "{%s,cause=\"%s\"} %.3f\n", m[i].labels,
+					 ts_cause_names[c], g->cause_s[c]);
+		ts_metric_sample(b, f, "{%s,cause=\"stages\"} %.3f\n", m[i].labels, g->stages_s);
+		ts_metric_sample(b, f, "{%s,cause=\"data\"} %.3f\n", m[i].labels, g->data_s);
 	}
-	family(b, "trainscope_rank_gpu_seconds_lost_total", "counter",
-	       "The job's GPU time lost to one rank (slower than its peers), for each rank that "
-	       "cost a GPU-minute or more; sum by node for a node's.");
+	ts_metric_head(b, f = &job_metrics[JM_RANK_GPU_SECONDS_LOST]);
 	for (int i = 0; i < n; i++)
 		for (int k = 0; k < m[i].r->world; k++) {
 			struct ts_rank_meta *meta = ts_job_rank(m[i].j, k);
 			if (!meta || !(meta->gpu_lost_s >= 60))
 				continue;
 			rank_labels(m[i].j, k, rl, sizeof(rl));
-			ts_buf_printf(b, "trainscope_rank_gpu_seconds_lost_total{%s,%s} %.3f\n",
-				      m[i].labels, rl, meta->gpu_lost_s);
+			ts_metric_sample(b, f, "{%s,%s} %.3f\n", m[i].labels, rl, meta->gpu_lost_s);
 		}
 }
 
 static void rank_families(struct jm *m, int n, struct ts_buf *b)
 {
+	const struct ts_metric_family *f = &job_metrics[JM_JOB_RANK_BUSY_SECONDS];
 	char rl[400];
 
-	family(b, "trainscope_job_rank_busy_seconds", "gauge",
-	       "Quantiles over the job's ranks of their own time per step (compute, launch, "
-	       "dataloader, checkpoint; not the wait in collectives).");
+	ts_metric_head(b, f);
 	for (int i = 0; i < n; i++)
 		for (size_t q = 0; m[i].have_q && q < NQ; q++)
-			ts_buf_printf(b, "trainscope_job_rank_busy_seconds{%s,quantile=\"%g\"} %.6f\n",
-				      m[i].labels, quantiles[q], m[i].q[q] / 1e3);
-	family(b, "trainscope_rank_busy_seconds", "gauge",
-	       "A rank's own time per step, median of the recent steps: the job's slowest ranks "
-	       "(metrics.top_ranks) and every named one.");
+			ts_metric_sample(b, f, "{%s,quantile=\"%g\"} %.6f\n", m[i].labels,
+					 quantiles[q], m[i].q[q] / 1e3);
+	ts_metric_head(b, f = &job_metrics[JM_RANK_BUSY_SECONDS]);
 	for (int i = 0; i < n; i++)
 		for (int k = 0; k < m[i].nranks; k++) {
 			rank_labels(m[i].j, m[i].ranks[k], rl, sizeof(rl));
-			ts_buf_printf(b, "trainscope_rank_busy_seconds{%s,%s} %.6f\n", m[i].labels, rl,
-				      m[i].busy[m[i].ranks[k]] / 1e3);
+			ts_metric_sample(b, f, "{%s,%s} %.6f\n", m[i].labels, rl,
+					 m[i].busy[m[i].ranks[k]] / 1e3);
 		}
-	family(b, "trainscope_rank_excess_ratio", "gauge",
-	       "Those ranks' own time against the job's median rank, minus 1.");
+	ts_metric_head(b, f = &job_metrics[JM_RANK_EXCESS_RATIO]);
 	for (int i = 0; i < n; i++)
 		for (int k = 0; k < m[i].nranks && m[i].median > 0; k++) {
 			rank_labels(m[i].j, m[i].ranks[k], rl, sizeof(rl));
-			ts_buf_printf(b, "trainscope_rank_excess_ratio{%s,%s} %.6f\n", m[i].labels, rl,
-				      m[i].busy[m[i].ranks[k]] / m[i].median - 1);
+			ts_metric_sample(b, f, "{%s,%s} %.6f\n", m[i].labels, rl,
+					 m[i].busy[m[i].ranks[k]] / m[i].median - 1);
 		}
-	family(b, "trainscope_slow_rank_info", "gauge",
-	       "1 for each rank the job's report names slow, with its cause and method.");
+	ts_metric_head(b, f = &job_metrics[JM_SLOW_RANK_INFO]);
 	for (int i = 0; i < n; i++)
 		for (int k = 0; k < m[i].r->nslow; k++) {
 			const struct ts_slow_rank *s = &m[i].r->slow[k];
 			rank_labels(m[i].j, s->rank, rl, sizeof(rl));
-			ts_buf_printf(b, "trainscope_slow_rank_info{%s,%s,cause=\"%s\",method=\"%s\"} 1\n",
-				      m[i].labels, rl, s->cause ? s->cause : "", s->method);
+			ts_metric_sample(b, f, "{%s,%s,cause=\"%s\",method=\"%s\"} 1\n", m[i].labels,
+					 rl, s->cause ? s->cause : "", s->method);
 		}
 }
 

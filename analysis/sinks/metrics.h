@@ -7,14 +7,13 @@
 #define TS_METRICS_H
 
 #include "buf.h"
+#include "metric.h"
 #include "analysis/detect/job.h"
 
 /* Renders every family once, over all jobs; top_k per-rank series a job. */
 void ts_jobs_render_metrics(struct ts_job *const *jobs, int njobs, int top_k, struct ts_buf *b);
 
-/* One histogram's series (labels "" for none): its buckets of nb upper bounds, +Inf,
- * sum and count. The family's HELP and TYPE are the caller's. */
-void ts_render_hist(struct ts_buf *b, const char *name, const char *labels, const double *bounds,
-		    int nb, const uint64_t *le, uint64_t count, double sum);
+/* The families ts_jobs_render_metrics writes. */
+extern const struct ts_metric_table ts_job_metrics;
 
 #endif

@@ -204,19 +204,26 @@ void ts_node_sync_end(struct ts_node_sync *s, struct ts_node_round *r, struct ts
 		ts_k8sw_nodes(w, s->views, mine, now_real_ns);
 }
 
+static const struct ts_metric_family node_sync_metrics[] = {
+	{ "trainscope_node_degraded_score", TS_GAUGE, "node,cause",
+	  "A degraded node's score (its findings' decayed weights; nodes.degraded_score makes "
+	  "it degraded), by its heaviest cause; the 128 highest." },
+};
+
+const struct ts_metric_table ts_node_sync_metrics = TS_METRIC_TABLE(node_sync_metrics);
+
 void ts_node_sync_render(struct ts_node_sync *s, struct ts_buf *out)
 {
 	char node[2 * TS_NH_NODE], cause[64];
 
-	ts_buf_printf(out, "# HELP trainscope_node_degraded_score A degraded node's score "
-			 "(its findings' decayed weights; nodes.degraded_score makes it degraded), "
-			 "by its heaviest cause; the 128 highest.\n"
-			 "# TYPE trainscope_node_degraded_score gauge\n");
+	const struct ts_metric_family *m = &node_sync_metrics[0];
+
+	ts_metric_head(out, m);
 	for (int i = 0; i < s->ndegraded; i++)
-		ts_buf_printf(out, "trainscope_node_degraded_score{node=\"%s\",cause=\"%s\"} %.3f\n",
-			      ts_name_label(node, sizeof(node), s->degraded[i].node),
-			      ts_name_label(cause, sizeof(cause), s->degraded[i].cause),
-			      s->degraded[i].score);
+		ts_metric_sample(out, m, "{node=\"%s\",cause=\"%s\"} %.3f\n",
+				 ts_name_label(node, sizeof(node), s->degraded[i].node),
+				 ts_name_label(cause, sizeof(cause), s->degraded[i].cause),
+				 s->degraded[i].score);
 }
 
 void ts_node_sync_get_stats(struct ts_node_sync *s, struct ts_node_sync_stats *out)

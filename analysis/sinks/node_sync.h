@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include "buf.h"
 #include "k8s_writer.h"
+#include "metric.h"
 #include "natskv.h"
 #include "nodehealth.h"
 
@@ -43,6 +44,8 @@ void ts_node_sync_end(struct ts_node_sync *s, struct ts_node_round *r, struct ts
 		      uint64_t now_real_ns);
 /* The degraded nodes' series (trainscope_node_degraded_score{node,cause}). */
 void ts_node_sync_render(struct ts_node_sync *s, struct ts_buf *out);
+/* The families ts_node_sync_render writes. */
+extern const struct ts_metric_table ts_node_sync_metrics;
 void ts_node_sync_get_stats(struct ts_node_sync *s, struct ts_node_sync_stats *out);
 
 #endif

@@ -19,9 +19,22 @@ struct set {
 	int port;
 	size_t bytes;
 	double share;
-	bool on, quiet;
-	int calls;
+	bool on, quiet, print_fails;
+	int calls, printed;
 };
+
+static int show(void *s, const char *arg, char *err, size_t n)
+{
+	struct set *set = s;
+
+	(void)arg;
+	if (set->print_fails) {
+		snprintf(err, n, "stdout could not be written");
+		return -EIO;
+	}
+	set->printed++;
+	return 0;
+}
 
 static int count(void *s, const char *arg, char *err, size_t n)
 {
@@ -47,6 +60,7 @@ static const struct ts_opt table[] = {
 	{ NULL, 0, TS_OPT_NOTE, 0, 0, 0, NULL, NULL, "A note.", NULL },
 	{ "check", 0, TS_OPT_CALL, 0, 0, 0, "WORD", NULL, "must be ok", count },
 	{ "tick", 't', TS_OPT_CALL, 0, 0, 0, NULL, NULL, "counts", count },
+	{ "show", 0, TS_OPT_PRINT, 0, 0, 0, NULL, NULL, "prints, and the program ends", show },
 };
 
 static int parse(struct set *s, int argc, const char **argv)
@@ -104,6 +118,22 @@ static void test_bounds_and_errors(void **state)
 	assert_int_equal(parse(&s, 2, unknown), -EINVAL);
 }
 
+/* A TS_OPT_PRINT ends the parse as --help does: 0, what follows it not taken; its
+ * failure is the program's error. */
+static void test_print_ends(void **state)
+{
+	const char *argv[] = { "prog", "--show", "--port", "5", NULL };
+	struct set s = { .port = 7 };
+
+	(void)state;
+	assert_int_equal(parse(&s, 4, argv), 0);
+	assert_int_equal(s.printed, 1);
+	assert_int_equal(s.port, 7);
+	s.print_fails = true;
+	assert_int_equal(parse(&s, 4, argv), -EINVAL);
+	assert_int_equal(s.printed, 1);
+}
+
 static void test_variables_under_the_command_line(void **state)
 {
 	const char *none[] = { "prog", NULL }, *port[] = { "prog", "-p", "9", NULL };
@@ -155,6 +185,7 @@ int main(void)
 		cmocka_unit_test(test_kinds_and_operands),
 		cmocka_unit_test(test_stop_at_operand),
 		cmocka_unit_test(test_bounds_and_errors),
+		cmocka_unit_test(test_print_ends),
 		cmocka_unit_test(test_variables_under_the_command_line),
 		cmocka_unit_test(test_help),
 	};

@@ -275,6 +275,7 @@ expect "a second connection with the same token: no new TokenReview (natsauth's 
 expect "natsauth counts grants and refusals" sh -c "curl -s '$natsauth_metrics' |
 	grep -q 'trainscope_natsauth_granted_total{role=\"relay\"} [1-9]' &&
 	curl -s '$natsauth_metrics' | grep -q '^trainscope_natsauth_refused_total [1-9]'"
+served_as_declared "$BIN/trainscope-natsauth" "$natsauth_metrics"
 
 echo "auth e2e: $passed passed, $fails failed, 0 skipped"
 [ "$fails" = 0 ]

@@ -13,6 +13,7 @@
 #include "numparse.h"
 #include "review.h"
 #include "signals.h"
+#include "metric.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -328,40 +329,65 @@ static void *on_request(const void *data, size_t len, size_t *answer_len, void *
 	return answer;
 }
 
+enum {
+	NM_REFUSED,
+	NM_REVIEW_ERRORS,
+	NM_UNREADABLE,
+	NM_SHED,
+	NM_STALE,
+	NM_CACHE_HITS,
+	NM_CACHE_MISSES,
+	NM_REVIEWS_IN_FLIGHT,
+	NM_NATS_CONNECTED,
+	NM_GRANTED,
+};
+
+static const struct ts_metric_family natsauth_metrics[] = {
+	[NM_REFUSED] = { "trainscope_natsauth_refused_total", TS_COUNTER, NULL,
+		"Clients refused: no token, a token the API server rejects, or no role." },
+	[NM_REVIEW_ERRORS] = { "trainscope_natsauth_review_errors_total", TS_COUNTER, NULL,
+		"Clients refused because the API server could not be asked." },
+	[NM_UNREADABLE] = { "trainscope_natsauth_unreadable_total", TS_COUNTER, NULL,
+		"Authorization requests that could not be read (left unanswered)." },
+	[NM_SHED] = { "trainscope_natsauth_shed_total", TS_COUNTER, NULL,
+		"Authorization requests refused unreviewed, busy: more than "
+		"--review-queue waiting on a worker (the clients retry)." },
+	[NM_STALE] = { "trainscope_natsauth_stale_total", TS_COUNTER, NULL,
+		"Authorization requests dropped unanswered: expired (their server had "
+		"given up waiting, auth_timeout) before a worker read them." },
+	[NM_CACHE_HITS] = { "trainscope_natsauth_cache_hits_total", TS_COUNTER, NULL,
+		"Tokens answered from the review cache, without a TokenReview." },
+	[NM_CACHE_MISSES] = { "trainscope_natsauth_cache_misses_total", TS_COUNTER, NULL,
+		"Tokens the cache could not answer: the TokenReviews made." },
+	[NM_REVIEWS_IN_FLIGHT] = { "trainscope_natsauth_reviews_in_flight", TS_GAUGE, NULL,
+		"TokenReviews under way now (at most --review-workers)." },
+	[NM_NATS_CONNECTED] = { "trainscope_natsauth_nats_connected", TS_GAUGE, NULL,
+		"Connected to NATS." },
+	[NM_GRANTED] = { "trainscope_natsauth_granted_total", TS_COUNTER, "role",
+		"Clients granted a role." },
+};
+
+#define PUT(b, id, v) ts_metric_u64((b), &natsauth_metrics[(id)], (uint64_t)(v))
+
 static void render(void *ctx, struct ts_buf *out)
 {
 	struct natsauth *a = ctx;
 	struct tsn_stats st;
 
-	ts_buf_printf(out, "# HELP trainscope_natsauth_granted_total Clients granted a role.\n"
-			   "# TYPE trainscope_natsauth_granted_total counter\n");
+	ts_metric_head(out, &natsauth_metrics[NM_GRANTED]);
 	for (int r = TS_ROLE_RELAY; r <= TS_ROLE_CLI; r++)
-		ts_buf_printf(out, "trainscope_natsauth_granted_total{role=\"%s\"} %llu\n",
-			      ts_authz_role_name(r), (unsigned long long)a->granted[r]);
-	ts_prom(out, "trainscope_natsauth_refused_total", "counter",
-		"Clients refused: no token, a token the API server rejects, or no role.", a->refused);
-	ts_prom(out, "trainscope_natsauth_review_errors_total", "counter",
-		"Clients refused because the API server could not be asked.", a->review_errors);
-	ts_prom(out, "trainscope_natsauth_unreadable_total", "counter",
-		"Authorization requests that could not be read (left unanswered).", a->unreadable);
-	ts_prom(out, "trainscope_natsauth_shed_total", "counter",
-		"Authorization requests refused unreviewed, busy: more than --review-queue "
-		"waiting on a worker (the clients retry).", a->shed);
-	ts_prom(out, "trainscope_natsauth_stale_total", "counter",
-		"Authorization requests dropped unanswered: expired (their server had given up "
-		"waiting, auth_timeout) before a worker read them.", a->stale);
-	ts_prom(out, "trainscope_natsauth_cache_hits_total", "counter",
-		"Tokens answered from the review cache, without a TokenReview.",
-		atomic_load(&a->cache.hits));
-	ts_prom(out, "trainscope_natsauth_cache_misses_total", "counter",
-		"Tokens the cache could not answer: the TokenReviews made.",
-		atomic_load(&a->cache.misses));
-	ts_prom(out, "trainscope_natsauth_reviews_in_flight", "gauge",
-		"TokenReviews under way now (at most --review-workers).",
-		(uint64_t)atomic_load(&a->cache.in_flight));
+		ts_metric_sample(out, &natsauth_metrics[NM_GRANTED], "{role=\"%s\"} %llu\n",
+				 ts_authz_role_name(r), (unsigned long long)a->granted[r]);
+	PUT(out, NM_REFUSED, a->refused);
+	PUT(out, NM_REVIEW_ERRORS, a->review_errors);
+	PUT(out, NM_UNREADABLE, a->unreadable);
+	PUT(out, NM_SHED, a->shed);
+	PUT(out, NM_STALE, a->stale);
+	PUT(out, NM_CACHE_HITS, atomic_load(&a->cache.hits));
+	PUT(out, NM_CACHE_MISSES, atomic_load(&a->cache.misses));
+	PUT(out, NM_REVIEWS_IN_FLIGHT, (uint64_t)atomic_load(&a->cache.in_flight));
 	tsn_get_stats(a->n, &st);
-	ts_prom(out, "trainscope_natsauth_nats_connected", "gauge",
-		"Connected to NATS.", st.connected);
+	PUT(out, NM_NATS_CONNECTED, st.connected);
 }
 
 static int health(void *ctx, struct ts_buf *out)
@@ -420,6 +446,16 @@ static int verbose(void *s, const char *arg, char *err, size_t n)
 	(void)s, (void)arg, (void)err, (void)n;
 	ts_log_set_level(TS_LOG_DEBUG);
 	return 0;
+}
+
+/* --print-metrics (TS_OPT_PRINT). */
+static int print_metrics(void *settings, const char *arg, char *err, size_t n)
+{
+	const struct ts_metric_table t[] = { TS_METRIC_TABLE(natsauth_metrics) };
+
+	(void)settings, (void)arg;
+	snprintf(err, n, "stdout could not be written");
+	return ts_metrics_json(stdout, t, sizeof(t) / sizeof(t[0]));
 }
 
 #define F(f) offsetof(struct natsauth, f)
@@ -484,6 +520,7 @@ static const struct ts_opt options[] = {
 	  "/metrics and /healthz (default 9466; 0: any)", NULL },
 	{ "metrics-addr", 0, STR(metrics_addr), "ADDR", NULL, "(default 0.0.0.0)", NULL },
 	{ "verbose", 'v', TS_OPT_CALL, 0, 0, 0, NULL, NULL, "log every review", verbose },
+	TS_METRICS_OPTION(print_metrics),
 };
 
 static int parse(struct natsauth *a, int argc, char **argv)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* trainscope-relay: the sidecar that drains rings into NATS JetStream. */
+#include "metric.h"
 #include "httpd.h"
 #include "log.h"
 #include "numparse.h"
@@ -46,6 +47,16 @@ static int wire(void *s, const char *arg, char *err, size_t n)
 	return -EINVAL;
 }
 
+/* --print-metrics (TS_OPT_PRINT). */
+static int print_metrics(void *settings, const char *arg, char *err, size_t n)
+{
+	const struct ts_metric_table t[] = { relay_metric_table };
+
+	(void)settings, (void)arg;
+	snprintf(err, n, "stdout could not be written");
+	return ts_metrics_json(stdout, t, sizeof(t) / sizeof(t[0]));
+}
+
 #define F(f) offsetof(struct relay_cli, f)
 static const struct ts_opt options[] = {
 	{ "ring-dir", 'd', TS_OPT_STR, F(ro.ring_dir), 0, 0, "DIR", "TRAINSCOPE_RING_DIR",
@@ -62,6 +73,7 @@ static const struct ts_opt options[] = {
 	  "bound of data buffered while NATS is away (64)", outbox_mb },
 	{ "drain-timeout-ms", 0, TS_OPT_INT, F(drain_timeout_ms), 0, 3600000, "N", NULL,
 	  "wait this long for acks at exit (10000)", NULL },
+	TS_METRICS_OPTION(print_metrics),
 };
 
 static int parse_args(int argc, char **argv, struct relay_cli *c)

@@ -403,6 +403,116 @@ void relay_get_stats(struct relay *r, struct relay_stats *out)
 	}
 }
 
+enum {
+	RM_RECORDS,
+	RM_RING_DROPPED,
+	RM_STEPS,
+	RM_BATCHES,
+	RM_BUNDLES,
+	RM_BUNDLE_SPLITS,
+	RM_PRODUCERS,
+	RM_PRODUCERS_DONE,
+	RM_BAD_RINGS,
+	RM_UNREADABLE_RINGS,
+	RM_IDENTITY_UNSAVED,
+	RM_UNRANKED_PRODUCERS,
+	RM_UNRANKED_STEPS_DROPPED,
+	RM_RANKS_LEARNED,
+	RM_BAD_RECORDS,
+	RM_STEPLESS_PRODUCERS,
+	RM_STEPS_WITHOUT_DEVICE,
+	RM_ENCODE_ERRORS,
+	RM_PUBLISH_ERRORS,
+	RM_NATS_PUBLISHED,
+	RM_NATS_ACKED,
+	RM_NATS_RETRIED,
+	RM_NATS_DROPPED,
+	RM_NATS_DROPPED_BYTES,
+	RM_NATS_DENIED,
+	RM_NATS_OUTBOX_BYTES,
+	RM_NATS_INFLIGHT,
+	RM_NATS_CONNECTED,
+};
+
+static const struct ts_metric_family relay_metrics[] = {
+	[RM_RECORDS] = { "trainscope_relay_records_total", TS_COUNTER, NULL,
+		"Ring records drained." },
+	[RM_RING_DROPPED] = { "trainscope_relay_ring_dropped_total", TS_COUNTER, NULL,
+		"Records the training processes dropped: ring full." },
+	[RM_STEPS] = { "trainscope_relay_steps_total", TS_COUNTER, NULL,
+		"Step summaries built." },
+	[RM_BATCHES] = { "trainscope_relay_batches_total", TS_COUNTER, NULL,
+		"Batches of the ranks' sequences queued for NATS, alone or in Bundles." },
+	[RM_BUNDLES] = { "trainscope_relay_bundles_total", TS_COUNTER, NULL,
+		"Bundles queued for NATS (--wire pod): one a round per pod and job, "
+		"each holding its ranks' batches (batches_total / bundles_total: "
+		"batches per Bundle)." },
+	[RM_BUNDLE_SPLITS] = { "trainscope_relay_bundle_splits_total", TS_COUNTER, NULL,
+		"Bundles sent before their round ended: the next batch would have taken "
+		"them past the server's max_payload." },
+	[RM_PRODUCERS] = { "trainscope_relay_producers", TS_GAUGE, NULL,
+		"Rings followed now." },
+	[RM_PRODUCERS_DONE] = { "trainscope_relay_producers_done_total", TS_COUNTER, NULL,
+		"Rings finished and removed." },
+	[RM_BAD_RINGS] = { "trainscope_relay_bad_rings_total", TS_COUNTER, NULL,
+		"Ring files refused (bad header)." },
+	[RM_UNREADABLE_RINGS] = { "trainscope_relay_unreadable_rings_total", TS_COUNTER, NULL,
+		"Ring files the relay may not open (their owner, mode and the fix are "
+		"logged)." },
+	[RM_IDENTITY_UNSAVED] = { "trainscope_relay_identity_unsaved_total", TS_COUNTER, NULL,
+		"Rings whose producer id and seq could not be kept in their .relay file "
+		"(the reason is logged): a restarted relay starts them anew, what it "
+		"lost uncounted." },
+	[RM_UNRANKED_PRODUCERS] = { "trainscope_relay_unranked_producers_total", TS_COUNTER, NULL,
+		"Processes that made steps with no rank (once each; the cure is logged "
+		"and in the job's report): their steps are held until they learn one." },
+	[RM_UNRANKED_STEPS_DROPPED] = { "trainscope_relay_unranked_steps_dropped_total",
+		TS_COUNTER, NULL,
+		"Steps of processes with no rank not published: past the held bound, or "
+		"the process ended with no rank." },
+	[RM_RANKS_LEARNED] = { "trainscope_relay_ranks_learned_total", TS_COUNTER, NULL,
+		"Processes whose rank came from the program (process group, "
+		"communicator) after their ring was made." },
+	[RM_BAD_RECORDS] = { "trainscope_relay_bad_records_total", TS_COUNTER, NULL,
+		"Ring records refused as malformed." },
+	[RM_STEPLESS_PRODUCERS] = { "trainscope_relay_stepless_producers_total", TS_COUNTER, NULL,
+		"Ranks that ran collectives or GEMMs and made no step (once each; the "
+		"cure is logged and in the job's report)." },
+	[RM_STEPS_WITHOUT_DEVICE] = { "trainscope_relay_steps_without_device_total",
+		TS_COUNTER, NULL,
+		"Steps sent without their device time: the host ran more than 8 steps "
+		"ahead of its GPU, or the library's device record never came." },
+	[RM_ENCODE_ERRORS] = { "trainscope_relay_encode_errors_total", TS_COUNTER, NULL,
+		"Batches lost to encoding or memory errors." },
+	[RM_PUBLISH_ERRORS] = { "trainscope_relay_publish_errors_total", TS_COUNTER, NULL,
+		"Batches refused by the outbox, or in a Bundle that was, or larger "
+		"alone than the server's max_payload (the reason is logged)." },
+	[RM_NATS_PUBLISHED] = { "trainscope_relay_nats_published_total", TS_COUNTER, NULL,
+		"Publishes handed to NATS, resends included." },
+	[RM_NATS_ACKED] = { "trainscope_relay_nats_acked_total", TS_COUNTER, NULL,
+		"Messages (batches, Bundles) stored by JetStream." },
+	[RM_NATS_RETRIED] = { "trainscope_relay_nats_retried_total", TS_COUNTER, NULL,
+		"Messages resent after an error or ack timeout." },
+	[RM_NATS_DROPPED] = { "trainscope_relay_nats_dropped_total", TS_COUNTER, NULL,
+		"Messages dropped from a full outbox (a Bundle with all its batches: "
+		"the analyzer counts each rank's gap)." },
+	[RM_NATS_DROPPED_BYTES] = { "trainscope_relay_nats_dropped_bytes_total", TS_COUNTER, NULL,
+		"Bytes dropped from a full outbox." },
+	[RM_NATS_DENIED] = { "trainscope_relay_nats_denied_total", TS_COUNTER, NULL,
+		"Operations NATS refused as not permitted (a subject outside the "
+		"relay's namespace or node: the server's words are logged)." },
+	[RM_NATS_OUTBOX_BYTES] = { "trainscope_relay_nats_outbox_bytes", TS_GAUGE, NULL,
+		"Bytes waiting for NATS." },
+	[RM_NATS_INFLIGHT] = { "trainscope_relay_nats_inflight", TS_GAUGE, NULL,
+		"Publishes awaiting an ack." },
+	[RM_NATS_CONNECTED] = { "trainscope_relay_nats_connected", TS_GAUGE, NULL,
+		"1 while connected to NATS." },
+};
+
+const struct ts_metric_table relay_metric_table = TS_METRIC_TABLE(relay_metrics);
+
+#define PUT(b, id, v) ts_metric_u64((b), &relay_metrics[(id)], (uint64_t)(v))
+
 void relay_render_metrics(struct relay *r, struct ts_buf *b)
 {
 	struct relay_stats s;
@@ -410,68 +520,34 @@ void relay_render_metrics(struct relay *r, struct ts_buf *b)
 
 	relay_get_stats(r, &s);
 	tsn_get_stats(r->nats, &n);
-#define M(name, type, help, v) ts_prom(b, "trainscope_relay_" name, type, help, (uint64_t)(v))
-	M("records_total", "counter", "Ring records drained.", s.records);
-	M("ring_dropped_total", "counter", "Records the training processes dropped: ring full.",
-	  s.ring_dropped);
-	M("steps_total", "counter", "Step summaries built.", s.steps);
-	M("batches_total", "counter",
-	  "Batches of the ranks' sequences queued for NATS, alone or in Bundles.", s.batches);
-	M("bundles_total", "counter",
-	  "Bundles queued for NATS (--wire pod): one a round per pod and job, each holding its "
-	  "ranks' batches (batches_total / bundles_total: batches per Bundle).", s.bundles);
-	M("bundle_splits_total", "counter",
-	  "Bundles sent before their round ended: the next batch would have taken them past "
-	  "the server's max_payload.", s.bundle_splits);
-	M("producers", "gauge", "Rings followed now.", s.producers_active);
-	M("producers_done_total", "counter", "Rings finished and removed.", s.producers_done);
-	M("bad_rings_total", "counter", "Ring files refused (bad header).", s.bad_rings);
-	M("unreadable_rings_total", "counter",
-	  "Ring files the relay may not open (their owner, mode and the fix are logged).",
-	  s.unreadable_rings);
-	M("identity_unsaved_total", "counter",
-	  "Rings whose producer id and seq could not be kept in their .relay file (the reason "
-	  "is logged): a restarted relay starts them anew, what it lost uncounted.",
-	  s.identity_unsaved);
-	M("unranked_producers_total", "counter",
-	  "Processes that made steps with no rank (once each; the cure is logged and in the "
-	  "job's report): their steps are held until they learn one.", s.unranked_producers);
-	M("unranked_steps_dropped_total", "counter",
-	  "Steps of processes with no rank not published: past the held bound, or the process "
-	  "ended with no rank.", s.unranked_steps_dropped);
-	M("ranks_learned_total", "counter",
-	  "Processes whose rank came from the program (process group, communicator) after "
-	  "their ring was made.", s.ranks_learned);
-	M("bad_records_total", "counter", "Ring records refused as malformed.", s.bad_records);
-	M("stepless_producers_total", "counter",
-	  "Ranks that ran collectives or GEMMs and made no step (once each; the cure is logged "
-	  "and in the job's report).", s.stepless_producers);
-	M("steps_without_device_total", "counter",
-	  "Steps sent without their device time: the host ran more than 8 steps ahead of its "
-	  "GPU, or the library's device record never came.", s.steps_undeviced);
-	M("encode_errors_total", "counter", "Batches lost to encoding or memory errors.",
-	  s.encode_errors);
-	M("publish_errors_total", "counter",
-	  "Batches refused by the outbox, or in a Bundle that was, or larger alone than the "
-	  "server's max_payload (the reason is logged).", s.publish_errors);
-	M("nats_published_total", "counter", "Publishes handed to NATS, resends included.",
-	  n.published);
-	M("nats_acked_total", "counter", "Messages (batches, Bundles) stored by JetStream.",
-	  n.acked);
-	M("nats_retried_total", "counter", "Messages resent after an error or ack timeout.",
-	  n.retried);
-	M("nats_dropped_total", "counter",
-	  "Messages dropped from a full outbox (a Bundle with all its batches: the analyzer "
-	  "counts each rank's gap).", n.dropped);
-	M("nats_dropped_bytes_total", "counter", "Bytes dropped from a full outbox.",
-	  n.dropped_bytes);
-	M("nats_denied_total", "counter",
-	  "Operations NATS refused as not permitted (a subject outside the relay's namespace or "
-	  "node: the server's words are logged).", n.denied);
-	M("nats_outbox_bytes", "gauge", "Bytes waiting for NATS.", n.outbox_bytes);
-	M("nats_inflight", "gauge", "Publishes awaiting an ack.", n.inflight);
-	M("nats_connected", "gauge", "1 while connected to NATS.", n.connected ? 1 : 0);
-#undef M
+	PUT(b, RM_RECORDS, s.records);
+	PUT(b, RM_RING_DROPPED, s.ring_dropped);
+	PUT(b, RM_STEPS, s.steps);
+	PUT(b, RM_BATCHES, s.batches);
+	PUT(b, RM_BUNDLES, s.bundles);
+	PUT(b, RM_BUNDLE_SPLITS, s.bundle_splits);
+	PUT(b, RM_PRODUCERS, s.producers_active);
+	PUT(b, RM_PRODUCERS_DONE, s.producers_done);
+	PUT(b, RM_BAD_RINGS, s.bad_rings);
+	PUT(b, RM_UNREADABLE_RINGS, s.unreadable_rings);
+	PUT(b, RM_IDENTITY_UNSAVED, s.identity_unsaved);
+	PUT(b, RM_UNRANKED_PRODUCERS, s.unranked_producers);
+	PUT(b, RM_UNRANKED_STEPS_DROPPED, s.unranked_steps_dropped);
+	PUT(b, RM_RANKS_LEARNED, s.ranks_learned);
+	PUT(b, RM_BAD_RECORDS, s.bad_records);
+	PUT(b, RM_STEPLESS_PRODUCERS, s.stepless_producers);
+	PUT(b, RM_STEPS_WITHOUT_DEVICE, s.steps_undeviced);
+	PUT(b, RM_ENCODE_ERRORS, s.encode_errors);
+	PUT(b, RM_PUBLISH_ERRORS, s.publish_errors);
+	PUT(b, RM_NATS_PUBLISHED, n.published);
+	PUT(b, RM_NATS_ACKED, n.acked);
+	PUT(b, RM_NATS_RETRIED, n.retried);
+	PUT(b, RM_NATS_DROPPED, n.dropped);
+	PUT(b, RM_NATS_DROPPED_BYTES, n.dropped_bytes);
+	PUT(b, RM_NATS_DENIED, n.denied);
+	PUT(b, RM_NATS_OUTBOX_BYTES, n.outbox_bytes);
+	PUT(b, RM_NATS_INFLIGHT, n.inflight);
+	PUT(b, RM_NATS_CONNECTED, n.connected ? 1 : 0);
 }
 
 void relay_free(struct relay *r)

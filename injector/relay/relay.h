@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include "buf.h"
+#include "metric.h"
 #include "bundle.h"
 #include "natsw.h"
 
@@ -45,6 +46,8 @@ int relay_poll(struct relay *r, int timeout_ms);
 int relay_finish(struct relay *r, int timeout_ms);
 void relay_get_stats(struct relay *r, struct relay_stats *out);
 void relay_render_metrics(struct relay *r, struct ts_buf *b);
+/* The families relay_render_metrics writes. */
+extern const struct ts_metric_table relay_metric_table;
 void relay_free(struct relay *r);
 
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* trainscope-webhook: the mutating admission webhook that injects trainscope; with
  * --bootstrap-certs, the init container that makes its certificates. */
+#include "metric.h"
 #include "bootstrap.h"
 #include "cert.h"
 #include "log.h"
@@ -39,6 +40,16 @@ struct cli {
 	bool plain, bootstrap_certs, events;
 	const char *ca_file;
 };
+
+/* --print-metrics (TS_OPT_PRINT). */
+static int print_metrics(void *settings, const char *arg, char *err, size_t n)
+{
+	const struct ts_metric_table t[] = { webhook_metric_table };
+
+	(void)settings, (void)arg;
+	snprintf(err, n, "stdout could not be written");
+	return ts_metrics_json(stdout, t, sizeof(t) / sizeof(t[0]));
+}
 
 #define F(f) offsetof(struct cli, f)
 #define STR(f) TS_OPT_STR, F(f), 0, 0
@@ -102,6 +113,7 @@ static const struct ts_opt options[] = {
 	{ "wait-s", 0, TS_OPT_INT, F(boot.wait_s), 0, 3600, "N", NULL, "wait up to N seconds for "
 	  "the MutatingWebhookConfiguration to exist (default 0: a missing one fails at once)",
 	  NULL },
+	TS_METRICS_OPTION(print_metrics),
 };
 
 static int bootstrap(const struct ts_bootstrap_opts *b)

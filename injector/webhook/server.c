@@ -80,38 +80,70 @@ static void count(struct webhook *w, uint64_t *counter)
 	pthread_mutex_unlock(&w->lock);
 }
 
+enum {
+	WM_REVIEWS,
+	WM_PATCHED,
+	WM_EVENTS_POSTED,
+	WM_EVENTS_FAILED,
+	WM_EVENTS_DROPPED,
+	WM_SKIPPED,
+	WM_REFUSED,
+	WM_TOO_LARGE,
+	WM_CERT_RELOADS,
+	WM_CERT_RELOAD_FAILURES,
+	WM_CERT_EXPIRY_SECONDS,
+};
+
+static const struct ts_metric_family webhook_metrics[] = {
+	[WM_REVIEWS] = { "trainscope_webhook_reviews_total", TS_COUNTER, NULL,
+		"AdmissionReviews answered." },
+	[WM_PATCHED] = { "trainscope_webhook_patched_total", TS_COUNTER, NULL,
+		"Pods given trainscope." },
+	[WM_EVENTS_POSTED] = { "trainscope_webhook_events_posted_total", TS_COUNTER, NULL,
+		"Warning Events posted on pods left unchanged." },
+	[WM_EVENTS_FAILED] = { "trainscope_webhook_events_failed_total", TS_COUNTER, NULL,
+		"Warning Events the API server refused or did not answer." },
+	[WM_EVENTS_DROPPED] = { "trainscope_webhook_events_dropped_total", TS_COUNTER, NULL,
+		"Warning Events dropped: their queue was full." },
+	[WM_SKIPPED] = { "trainscope_webhook_skipped_total", TS_COUNTER, NULL,
+		"Pods that asked for trainscope and were left unchanged (the review's "
+		"warning says why)." },
+	[WM_REFUSED] = { "trainscope_webhook_refused_total", TS_COUNTER, NULL,
+		"Requests refused as malformed." },
+	[WM_TOO_LARGE] = { "trainscope_webhook_too_large_total", TS_COUNTER, NULL,
+		"Requests refused for their size." },
+	[WM_CERT_RELOADS] = { "trainscope_webhook_cert_reloads_total", TS_COUNTER, NULL,
+		"New serving certificates taken from the files." },
+	[WM_CERT_RELOAD_FAILURES] = { "trainscope_webhook_cert_reload_failures_total",
+		TS_COUNTER, NULL,
+		"New certificate files that did not load (the previous pair still "
+		"served)." },
+	[WM_CERT_EXPIRY_SECONDS] = { "trainscope_webhook_cert_expiry_seconds", TS_GAUGE, NULL,
+		"notAfter of the certificate served, Unix seconds." },
+};
+
+const struct ts_metric_table webhook_metric_table = TS_METRIC_TABLE(webhook_metrics);
+
+#define PUT(b, id, v) ts_metric_u64((b), &webhook_metrics[(id)], (uint64_t)(v))
+
 static void metrics(struct webhook *w, struct ts_buf *b)
 {
 	struct ts_events_stats es;
 
 	ts_events_stats(w->o.events, &es);
 	pthread_mutex_lock(&w->lock);
-	ts_prom(b, "trainscope_webhook_reviews_total", "counter", "AdmissionReviews answered.",
-		w->reviews);
-	ts_prom(b, "trainscope_webhook_patched_total", "counter", "Pods given trainscope.",
-		w->patched);
-	ts_prom(b, "trainscope_webhook_events_posted_total", "counter",
-		"Warning Events posted on pods left unchanged.", es.posted);
-	ts_prom(b, "trainscope_webhook_events_failed_total", "counter",
-		"Warning Events the API server refused or did not answer.", es.failed);
-	ts_prom(b, "trainscope_webhook_events_dropped_total", "counter",
-		"Warning Events dropped: their queue was full.", es.dropped);
-	ts_prom(b, "trainscope_webhook_skipped_total", "counter",
-		"Pods that asked for trainscope and were left unchanged (the review's warning "
-		"says why).", w->skipped);
-	ts_prom(b, "trainscope_webhook_refused_total", "counter",
-		"Requests refused as malformed.", w->refused);
-	ts_prom(b, "trainscope_webhook_too_large_total", "counter",
-		"Requests refused for their size.", w->too_large);
-	ts_prom(b, "trainscope_webhook_cert_reloads_total", "counter",
-		"New serving certificates taken from the files.", w->cert_reloads);
-	ts_prom(b, "trainscope_webhook_cert_reload_failures_total", "counter",
-		"New certificate files that did not load (the previous pair still served).",
-		w->cert_failures);
+	PUT(b, WM_REVIEWS, w->reviews);
+	PUT(b, WM_PATCHED, w->patched);
+	PUT(b, WM_EVENTS_POSTED, es.posted);
+	PUT(b, WM_EVENTS_FAILED, es.failed);
+	PUT(b, WM_EVENTS_DROPPED, es.dropped);
+	PUT(b, WM_SKIPPED, w->skipped);
+	PUT(b, WM_REFUSED, w->refused);
+	PUT(b, WM_TOO_LARGE, w->too_large);
+	PUT(b, WM_CERT_RELOADS, w->cert_reloads);
+	PUT(b, WM_CERT_RELOAD_FAILURES, w->cert_failures);
 	if (w->cert_not_after > 0)
-		ts_prom(b, "trainscope_webhook_cert_expiry_seconds", "gauge",
-			"notAfter of the certificate served, Unix seconds.",
-			(uint64_t)w->cert_not_after);
+		PUT(b, WM_CERT_EXPIRY_SECONDS, (uint64_t)w->cert_not_after);
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -126,7 +158,7 @@ static enum MHD_Result serve_get(struct webhook *w, struct MHD_Connection *c, co
 		count(w, &w->not_found);
 		return send_text(w, c, 404, "text/plain", "not found\n", 10);
 	}
-	ts_prom_build_info(&b);
+	ts_metric_build_info(&b);
 	metrics(w, &b);
 	ret = send_text(w, c, 200, "text/plain; version=0.0.4", b.data ? b.data : "", b.len);
 	ts_buf_free(&b);

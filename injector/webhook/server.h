@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include "events.h"
+#include "metric.h"
 #include "mutate.h"
 
 #define TS_WEBHOOK_MAX_BODY (1u << 20)
@@ -24,6 +25,8 @@ struct webhook;
 int webhook_start(struct webhook **out, const struct webhook_opts *o);
 uint16_t webhook_port(const struct webhook *w);
 void webhook_stop(struct webhook *w);
+/* The families /metrics serves. */
+extern const struct ts_metric_table webhook_metric_table;
 
 /* Serves another certificate and key, a pair checked to load, without closing the
  * listening socket: the running daemon stops accepting (MHD_quiesce_daemon), a new one
