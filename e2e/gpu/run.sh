@@ -203,6 +203,10 @@ abinrun() {
 			>"$OUT/$tag/$prog.log" 2>&1 ||
 			{ echo "$prog failed:"; tail -5 "$OUT/$tag/$prog.log"; }
 		python3 e2e/gpu/ab_inrun.py "$n" "${AB_SKIP:-100}" "$OUT/$tag/$prog.rank0.json"
+		# the device time the analyzer got, per recorded step (segment sampling's check)
+		"$BIN/trainscope" timeline --nats "$NATS_URL" --job "ab-$prog" --compact \
+			--out "$WORK/$tag-$prog.trace.json" >/dev/null 2>&1 &&
+			python3 e2e/gpu/compute_ms.py "$WORK/$tag-$prog.trace.json"
 		python3 -c 'import json, sys; c = json.load(open(sys.argv[1])).get("counters") or {}
 print("counters:", {k: v for k, v in c.items() if v})' "$OUT/$tag/$prog.rank0.json"
 		tail -3 "$OUT/$tag/$prog.log"

@@ -56,7 +56,7 @@ def device_counters():
              "capture_skips", "hangs", "sample_n", "mem_live", "alloc_failures", "gemms",
              "colls", "graphs", "graphs_uncounted", "graph_launches", "captured",
              "host_funcs", "graph_colls", "graph_colls_uncounted", "seg_waits",
-             "seg_switches")
+             "seg_switches", "seg_untimed", "tail_unsampled")
     buf = (ctypes.c_uint64 * len(names))()
     lib = ctypes.CDLL(None)
     try:

@@ -27,6 +27,10 @@ enum { GPU_UNINIT, GPU_INITIALIZING, GPU_READY_CUDA, GPU_READY_ACL };
 #define NSLOTS 1024
 #define NSTREAMS 64
 #define NACC 32
+/* A stream's open segment that no event pair times (past its step's head, between
+ * samples): the slot part of strm.seg is NSLOTS. */
+#define UNTIMED NSLOTS
+#define SMALL_SEGMENT 2 /* kernels */
 
 struct ev_slot {
 	_Atomic int state;
@@ -34,6 +38,9 @@ struct ev_slot {
 	struct ts_op_meta meta;
 	uint64_t step, t_start_ns, t_enq_ns;
 	bool comm, hang_said;
+	bool tail;     /* a sampled small segment (struct strm) */
+	int16_t strm;  /* its stream's index, for a tail sample */
+	uint32_t kern; /* a tail sample's kernels */
 };
 
 struct strm {
@@ -43,6 +50,20 @@ struct strm {
 	 * stream that switches (a blocking collective on the compute stream, as PyTorch
 	 * runs them) closes one kind's segment and opens the other's. */
 	_Atomic int seg;
+	/* A step's first segments on the stream (its head) are timed each, and so is
+	 * every segment after one of more than SMALL_SEGMENT kernels. Past the head, a
+	 * segment after a small one is timed one time in seg_every (a tail sample); the
+	 * others (untimed) count their kernels, and their busy time is the samples' ns per
+	 * kernel (over the last ten steps or so: a step's own two or three samples vary
+	 * too much) times their kernels. Lightning accumulates each gradient on a
+	 * stream of its own that waits on the compute stream before each: 50 one-kernel
+	 * segments a step, whose event pairs cost it 3 %. */
+	_Atomic uint64_t seg_step;              /* the step of the last segment opened */
+	_Atomic uint32_t seg_n;                 /* segments opened in seg_step */
+	_Atomic uint32_t seg_kern, last_kern;   /* kernels in the open and the last one */
+	_Atomic uint32_t untimed_kern[NACC][2]; /* by step % NACC, [comm]: host-written */
+	struct { uint64_t ns, kern; } tail[NACC][2]; /* tail samples read: the poller's */
+	struct { double ns, kern; } rate[2];    /* the samples' decaying sums: the poller's */
 };
 
 struct step_acc { /* the poller's own */
@@ -64,13 +85,15 @@ static struct {
 	_Atomic uint64_t sample_n, min_n;
 	double budget;
 	uint64_t hang_ns, poll_ns, last_hang_ns;
+	uint32_t seg_head, seg_every;
 	uint64_t last_step_end_ns;
 	_Atomic uint64_t step_samples, step_sample_ticks;
 	_Atomic bool plugin;
 	_Atomic bool poller_started;
 	struct {
 		_Atomic uint64_t segments, samples, timed_skipped, capture_skips, pool_empty,
-			ctx_mismatch, completed, hangs, late, seg_waits, seg_switches;
+			ctx_mismatch, completed, hangs, late, seg_waits, seg_switches,
+			seg_untimed, tail_unsampled;
 		_Atomic uint64_t graph[TS_GRAPH_HOST_FUNC + 1]; /* enum ts_graph_note */
 	} st;
 } g = { .strm = { [0 ... NSTREAMS - 1] = { .seg = -1 } } };
@@ -172,6 +195,10 @@ static __attribute__((noinline, cold)) bool gpu_init(unsigned sk)
 	g.budget = env_double("TRAINSCOPE_SAMPLE_BUDGET", 0.0005);
 	g.hang_ns = ts_hang_timeout_ns();
 	g.poll_ns = env_u64("TRAINSCOPE_POLL_MS", 5) * 1000000ull;
+	uint64_t head = env_u64("TRAINSCOPE_SEGMENT_HEAD", 4);
+	uint64_t every = env_u64("TRAINSCOPE_SEGMENT_EVERY", 8);
+	g.seg_head = head < UINT32_MAX ? (uint32_t)head : UINT32_MAX;
+	g.seg_every = every - 1 < UINT32_MAX ? (uint32_t)every : 1; /* 0: each timed, as 1 */
 	g.closed_upto = g.emitted_upto = atomic_load(&ts_lib.step);
 	g.last_step_end_ns = ts_mono_ns();
 	atomic_store_explicit(&g.init, ready_state(sk), memory_order_release);
@@ -280,6 +307,7 @@ static int timed_begin(CUstream s)
 	e->t_start_ns = ts_mono_ns();
 	e->comm = false;
 	e->hang_said = false;
+	e->tail = false;
 	return i;
 }
 
@@ -319,15 +347,44 @@ void ts_gpu_timed_end(int i, CUstream s, unsigned sk, const struct ts_op_meta *m
 	atomic_fetch_add_explicit(&g.step_sample_ticks, ts_ticks() - t0, memory_order_relaxed);
 }
 
+enum { SEG_TIMED, SEG_SAMPLE, SEG_UNTIMED };
+
+/* How the n-th segment of step on stream e is timed. The samples' places turn with the
+ * step: a step's segments come in the same order every step. */
+static int segment_timing(const struct strm *e, uint32_t n, uint64_t step)
+{
+	if (n <= g.seg_head ||
+	    atomic_load_explicit(&e->last_kern, memory_order_relaxed) > SMALL_SEGMENT)
+		return SEG_TIMED;
+	return (n + step) % g.seg_every ? SEG_UNTIMED : SEG_SAMPLE;
+}
+
 static void open_segment(struct strm *e, CUstream s, bool comm)
 {
-	int i = timed_begin(s), none = -1;
+	uint64_t step = atomic_load_explicit(&ts_lib.step, memory_order_relaxed);
+	int none = -1, i;
 
-	if (i < 0)
+	if (atomic_load_explicit(&e->seg_step, memory_order_relaxed) != step) {
+		atomic_store_explicit(&e->seg_step, step, memory_order_relaxed);
+		atomic_store_explicit(&e->seg_n, 0, memory_order_relaxed);
+	}
+	uint32_t n = atomic_fetch_add_explicit(&e->seg_n, 1, memory_order_relaxed) + 1;
+	int how = segment_timing(e, n, step);
+	atomic_store_explicit(&e->seg_kern, 0, memory_order_relaxed);
+	if (how == SEG_UNTIMED) {
+		if (atomic_compare_exchange_strong(&e->seg, &none, UNTIMED * 2 + comm))
+			atomic_fetch_add_explicit(&g.st.seg_untimed, 1, memory_order_relaxed);
+		return;
+	}
+	if ((i = timed_begin(s)) < 0)
 		return;
 	if (!atomic_compare_exchange_strong(&e->seg, &none, i * 2 + comm)) {
 		slot_release(i); /* another thread opened it first */
 		return;
+	}
+	if (how == SEG_SAMPLE) {
+		g.slot[i].tail = true;
+		g.slot[i].strm = (int16_t)(e - g.strm);
 	}
 	atomic_fetch_add_explicit(&g.st.segments, 1, memory_order_relaxed);
 }
@@ -340,6 +397,15 @@ static bool close_segment(struct strm *e)
 
 	if (v < 0)
 		return false;
+	uint32_t kern = atomic_load_explicit(&e->seg_kern, memory_order_relaxed);
+	atomic_store_explicit(&e->last_kern, kern, memory_order_relaxed);
+	if (v / 2 == UNTIMED) {
+		uint64_t step = atomic_load_explicit(&e->seg_step, memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->untimed_kern[step % NACC][v & 1], kern,
+					  memory_order_relaxed);
+		return true;
+	}
+	g.slot[v / 2].kern = kern;
 	if (!ctx_ok()) {
 		slot_release(v / 2);
 		return true;
@@ -385,6 +451,10 @@ int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample)
 		}
 		if (unlikely(seg < 0))
 			open_segment(e, n, comm);
+		/* a plain load and store: two threads' launches on one stream may lose one */
+		atomic_store_explicit(&e->seg_kern,
+				      atomic_load_explicit(&e->seg_kern, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
 	}
 	if (ts_tls.lib_depth || !may_sample ||
 	    ++ts_tls.kernel_tick < atomic_load_explicit(&g.sample_n, memory_order_relaxed))
@@ -485,7 +555,11 @@ static void complete(struct ev_slot *e, uint64_t ns)
 
 	switch (m->kind) {
 	case TS_T_SEGMENT:
-		if (a)
+		if (a && e->tail) {
+			g.strm[e->strm].tail[e->step % NACC][e->comm].ns += ns;
+			g.strm[e->strm].tail[e->step % NACC][e->comm].kern += e->kern;
+		}
+		if (a) /* a sample counts itself exactly; the poller adds the rest */
 			*(e->comm ? &a->comm_ns : &a->compute_ns) += ns;
 		break;
 	case TS_T_KERNEL:
@@ -537,6 +611,28 @@ static void poll_slot(struct ev_slot *e, int i, uint64_t now, uint64_t *min_acti
 	}
 }
 
+/* Step s's untimed segments (struct strm): each stream's kernels in them times its tail
+ * samples' ns per kernel, added to r; the tallies made ready for step s + NACC. */
+static void add_tails(uint64_t s, struct ts_rec *r)
+{
+	for (int i = 0; i < NSTREAMS; i++)
+		for (int comm = 0; comm < 2; comm++) {
+			struct strm *e = &g.strm[i];
+			uint64_t untimed = atomic_exchange(&e->untimed_kern[s % NACC][comm], 0);
+			uint64_t *ns = &e->tail[s % NACC][comm].ns, *kern = &e->tail[s % NACC][comm].kern;
+			if (*kern) { /* a tenth decays a step */
+				e->rate[comm].ns = e->rate[comm].ns * 0.9 + (double)*ns;
+				e->rate[comm].kern = e->rate[comm].kern * 0.9 + (double)*kern;
+			}
+			*ns = *kern = 0;
+			if (untimed && !(e->rate[comm].kern > 0))
+				g.st.tail_unsampled += untimed;
+			else if (untimed)
+				*(comm ? &r->gpu_step.comm_ns : &r->gpu_step.compute_ns) += (uint64_t)(
+					e->rate[comm].ns / e->rate[comm].kern * (double)untimed + 0.5);
+		}
+}
+
 static void close_steps(uint64_t min_active)
 {
 	uint64_t upto = atomic_load(&g.closed_upto);
@@ -553,6 +649,7 @@ static void close_steps(uint64_t min_active)
 		}
 		if (a->step == s)
 			a->used = false;
+		add_tails(s, &r);
 		ts_emit(&r);
 		g.emitted_upto++;
 	}
@@ -635,4 +732,6 @@ void ts_gpu_get_stats(struct trainscope_device_counters *o)
 	ts_graph_coll_counts(&o->graph_colls, &o->graph_colls_uncounted);
 	o->seg_waits = atomic_load(&g.st.seg_waits);
 	o->seg_switches = atomic_load(&g.st.seg_switches);
+	o->seg_untimed = atomic_load(&g.st.seg_untimed);
+	o->tail_unsampled = atomic_load(&g.st.tail_unsampled);
 }

@@ -100,6 +100,28 @@ static void test_segment_waits(void **state)
 	assert_int_equal(val(&o, "ts.seg_switches"), 0);
 }
 
+/* 20 segments a step on one stream: the head (4) timed, then one in 8 of the tail (16):
+ * 6 event pairs, 21 ms a step all the same (stream B's one kernel too); with
+ * TRAINSCOPE_SEGMENT_EVERY=1, 20 pairs. */
+static void test_segment_tail(void **state)
+{
+	char *every1[] = { "TRAINSCOPE_SEGMENT_EVERY=1", NULL };
+
+	(void)state;
+	run("segtail", NULL, &o);
+	assert_int_equal(val(&o, "ts.seg_waits"), 5 * 20);
+	assert_int_equal(val(&o, "ts.segments"), 5 * (1 + 4 + 2));
+	assert_int_equal(val(&o, "ts.seg_untimed"), 5 * 14);
+	assert_int_equal(val(&o, "ts.tail_unsampled"), 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 21 * MS);
+	run("segtail", every1, &o);
+	assert_int_equal(val(&o, "ts.segments"), 5 * 21);
+	assert_int_equal(val(&o, "ts.seg_untimed"), 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 21 * MS);
+}
+
 /* The trampoline keeps RTLD_NEXT relative to the caller; only the wanted names and
  * ABI versions are wrapped. */
 static void test_rtld_and_getproc(void **state)
@@ -478,6 +500,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dispatch),
 		cmocka_unit_test(test_segment_waits),
+		cmocka_unit_test(test_segment_tail),
 		cmocka_unit_test(test_rtld_and_getproc),
 		cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_event_pool),

@@ -177,6 +177,28 @@ static void sc_segwait(void)
 	wait_gpu_steps(5);
 }
 
+/* A stream that waits on another's work before each of its 20 kernels a step (autograd's
+ * gradient stream under Lightning): its first segments timed, then one in eight, and
+ * its busy time still every kernel's. */
+static void sc_segtail(void)
+{
+	typedef CUresult (*wait_fn)(CUstream, CUevent, unsigned);
+	wait_fn wait = (wait_fn)dlsym(RTLD_DEFAULT, "cuStreamWaitEvent");
+
+	if (!wait)
+		die("cuStreamWaitEvent");
+	for (uint64_t s = 0; s < 5; s++) {
+		trainscope_step_begin(s);
+		rt_launch(0, B);
+		for (int i = 0; i < 20; i++) {
+			rt_launch(0, A);
+			wait(A, NULL, 0);
+		}
+		trainscope_step_end(s);
+	}
+	wait_gpu_steps(5);
+}
+
 static int in_object(void *p, const char *name)
 {
 	Dl_info info;
@@ -846,6 +868,8 @@ static void print_all(void)
 	tsd_kv("ts.graph_colls_uncounted", -1, 0, c.graph_colls_uncounted);
 	tsd_kv("ts.seg_waits", -1, 0, c.seg_waits);
 	tsd_kv("ts.seg_switches", -1, 0, c.seg_switches);
+	tsd_kv("ts.seg_untimed", -1, 0, c.seg_untimed);
+	tsd_kv("ts.tail_unsampled", -1, 0, c.tail_unsampled);
 	tsd_kv("ts.captured", -1, 0, c.captured);
 	tsd_kv("ts.host_funcs", -1, 0, c.host_funcs);
 	tsd_kv("dbl.host_funcs", -1, 0, t.host_funcs);
@@ -890,7 +914,7 @@ static const struct {
 	const char *name;
 	void (*run)(void);
 } scenarios[] = {
-	{ "dispatch", sc_dispatch }, { "segwait", sc_segwait }, { "rtld", sc_rtld },         { "memory", sc_memory },
+	{ "dispatch", sc_dispatch }, { "segwait", sc_segwait }, { "segtail", sc_segtail }, { "rtld", sc_rtld },         { "memory", sc_memory },
 	{ "pool", sc_pool },         { "capture", sc_capture },   { "sampling", sc_sampling },
 	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "sync_coll", sc_sync_coll },         { "comms", sc_comms },         { "cublas", sc_cublas },
 	{ "plugin", sc_plugin },     { "graphs", sc_graphs },     { "graph_colls", sc_graph_colls },     { "cost", sc_cost },
