@@ -95,6 +95,19 @@ micro() {
 	done | tee "$OUT/micro.txt"
 }
 
+# A stream that waits before each kernel (e2e/gpu/segbench.cu), in rounds: without the
+# preload, with it, and with every segment timed (as before segment sampling): the host
+# cost of a segment, side by side.
+segbench() {
+	nvcc -O2 -cudart shared -o /tmp/segbench e2e/gpu/segbench.cu -ldl || return 1
+	mkdir -p /tmp/ts-ring
+	for i in $(seq "${ROUNDS:-5}"); do
+		echo "without $(/tmp/segbench)"
+		echo "with $(LD_PRELOAD=$LIB TRAINSCOPE_RING_DIR=/tmp/ts-ring /tmp/segbench)"
+		echo "every1 $(LD_PRELOAD=$LIB TRAINSCOPE_SEGMENT_EVERY=1 TRAINSCOPE_RING_DIR=/tmp/ts-ring /tmp/segbench)"
+	done | tee "$OUT/segbench.txt"
+}
+
 smoke() {
 	versions
 	[ "${MICRO:-1}" = 1 ] && micro
@@ -224,6 +237,7 @@ hostbound) source e2e/gpu/frameworks.sh; source e2e/gpu/hostbound.sh; hostbound 
 record) source e2e/gpu/record.sh; record ;;
 coverage) coverage; share_probe ;;
 launchbound) launchbound ;;
+segbench) segbench ;;
 graphcoll) graphcoll ;;
-*) echo "usage: $0 smoke|overhead|abinrun|detect|frameworks|hostbound|record|coverage|launchbound|graphcoll" >&2; exit 2 ;;
+*) echo "usage: $0 smoke|overhead|abinrun|detect|frameworks|hostbound|record|coverage|launchbound|segbench|graphcoll" >&2; exit 2 ;;
 esac
