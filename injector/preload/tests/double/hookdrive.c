@@ -158,14 +158,23 @@ static void sc_dispatch(void)
 	       (unsigned long long)tsd_stream_launches((void *)2));
 }
 
-/* A stream's wait on another's work ends its busy segment; the next launch opens one. */
-static void sc_segwait(void)
+typedef CUresult (*wait_fn)(CUstream, CUevent, unsigned);
+
+/* cuStreamWaitEvent as a program finds it (through the preload's wrapper). */
+static wait_fn stream_wait(void)
 {
-	typedef CUresult (*wait_fn)(CUstream, CUevent, unsigned);
 	wait_fn wait = (wait_fn)dlsym(RTLD_DEFAULT, "cuStreamWaitEvent");
 
 	if (!wait)
 		die("cuStreamWaitEvent");
+	return wait;
+}
+
+/* A stream's wait on another's work ends its busy segment; the next launch opens one. */
+static void sc_segwait(void)
+{
+	wait_fn wait = stream_wait();
+
 	for (uint64_t s = 0; s < 5; s++) {
 		trainscope_step_begin(s);
 		rt_launch(0, A);
@@ -182,11 +191,8 @@ static void sc_segwait(void)
  * its busy time still every kernel's. */
 static void sc_segtail(void)
 {
-	typedef CUresult (*wait_fn)(CUstream, CUevent, unsigned);
-	wait_fn wait = (wait_fn)dlsym(RTLD_DEFAULT, "cuStreamWaitEvent");
+	wait_fn wait = stream_wait();
 
-	if (!wait)
-		die("cuStreamWaitEvent");
 	for (uint64_t s = 0; s < 5; s++) {
 		trainscope_step_begin(s);
 		rt_launch(0, B);
