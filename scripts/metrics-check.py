@@ -17,7 +17,7 @@ LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"')
 
 
 def check(declared, text):
-    bad, served = [], {}
+    bad, served, undeclared = [], {}, set()
     for line in text.splitlines():
         m = re.match(r"^# (HELP|TYPE) (\S+) ?(.*)$", line)
         if m:
@@ -25,6 +25,8 @@ def check(declared, text):
             d = declared.get(name)
             if d is None:
                 bad.append("family %s is served but not declared" % name)
+                undeclared.add(name)
+                continue  # its samples: said once, here
             elif kind == "TYPE" and rest != d["type"]:
                 bad.append("family %s: served as %s, declared %s" % (name, rest, d["type"]))
             elif kind == "HELP" and rest != d["help"]:
@@ -44,7 +46,8 @@ def check(declared, text):
             if name.endswith(suf) and declared.get(base, {}).get("type") == "histogram":
                 fam = base
         if fam not in served:
-            bad.append("sample %s outside its family's HELP and TYPE" % name)
+            if not any(name == u or name.startswith(u + "_") for u in undeclared):
+                bad.append("sample %s outside its family's HELP and TYPE" % name)
             continue
         allowed = set((declared[fam].get("labels") or "").split(",")) - {""}
         if name == fam + "_bucket":

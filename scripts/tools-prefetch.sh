@@ -3,41 +3,61 @@
 # make test's servers built while the tests run: the first suites need none of what
 # e2e/k8s/tools.sh builds from Go modules (Kubernetes, CoreDNS, helm, Jaeger, Prometheus,
 # the Collector, cert-manager, nats-server 2.12), so a cold cache's builds go in the
-# background at idle priority (SCHED_IDLE: the CPU the tests leave, never theirs).
-#   tools-prefetch.sh start DIR   start it; its output in DIR/tools.log, its exit status
-#                                 in DIR/tools.rc when it ends
-#   tools-prefetch.sh wait DIR    wait for it, saying every minute what it does; when it
-#                                 failed, its log's tail (exit 0 all the same: each suite
-#                                 runs tools.sh for what it needs, and builds it, skips
-#                                 without Go or fails saying why, as without this)
-# A warm cache makes it a few seconds of checks.
+# background at idle priority (SCHED_IDLE and idle I/O: the CPU the tests leave).
+#   tools-prefetch.sh start DIR   start it, unless one of DIR's is still running; its
+#                                 output in DIR/tools.log, its pid in DIR/tools.pid, its
+#                                 exit status in DIR/tools.rc when it ends
+#   tools-prefetch.sh wait DIR    wait for it, saying every minute what it does
+# wait exits 0 even when the build failed, was lost or ran 90 minutes (it says so, with
+# the log's tail): each suite runs tools.sh for what it needs, and builds it, skips
+# without Go or fails saying why, as without this. A warm cache makes it seconds of checks.
 set -u
 cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|wait DIR" >&2; exit 2; }
 log=$dir/tools.log
 rc=$dir/tools.rc
+pidf=$dir/tools.pid
+
+running() { [ -s "$pidf" ] && kill -0 "$(cat "$pidf")" 2>/dev/null; }
+
+# Says why the build gave nothing, with its log's tail, and lets make test go on.
+given_up() {
+	echo "tools: $*; the suites that need a tool will build it themselves. The log's tail:" >&2
+	tail -20 "$log" >&2 2>/dev/null
+	exit 0
+}
+
 case $cmd in
 start)
-	mkdir -p "$dir" && rm -f "$rc" && : >"$log"
+	mkdir -p "$dir" || exit 1
+	if running; then
+		echo "tools: a background build of $dir is still running (pid $(cat "$pidf")): waited for"
+		exit 0
+	fi
+	rm -f "$rc" "$pidf" && : >"$log"
 	idle="chrt --idle 0"
 	$idle true 2>/dev/null || idle="nice -n 19"
+	! ionice -c 3 true 2>/dev/null || idle="$idle ionice -c 3"
 	here=$(cd "$(dirname "$0")/.." && pwd)
-	# detached: make's recipe returns at once; the build outlives a failed make test
-	setsid sh -c "$idle bash '$here/e2e/k8s/tools.sh' >'$log' 2>&1; echo \$? >'$rc'" \
-		</dev/null >/dev/null 2>&1 &
+	# detached (its own session): make's recipe returns at once, and the build outlives
+	# a failed make test; the paths go in as arguments, never into the script's text
+	# shellcheck disable=SC2016
+	setsid sh -c 'echo $$ >"$3"; $1 bash "$2/e2e/k8s/tools.sh" >>"$4" 2>&1; echo $? >"$5"' \
+		sh "$idle" "$here" "$pidf" "$log" "$rc" </dev/null >/dev/null 2>&1 &
 	echo "tools: building in the background ($idle), log $log"
 	;;
 wait)
-	[ -e "$log" ] || [ -e "$rc" ] || { echo "tools: no background build under $dir" >&2; exit 1; }
+	[ -e "$log" ] || given_up "no background build under $dir"
 	t0=$(date +%s)
 	last=$t0
 	while [ ! -s "$rc" ]; do
 		now=$(date +%s)
-		if [ $((now - t0)) -gt 5400 ]; then
-			echo "tools: the background build ran 90 minutes: given up" >&2
-			exit 1
+		# the wrapper writes its pid first: give it a few seconds to start
+		if [ $((now - t0)) -gt 10 ] && ! running && [ ! -s "$rc" ]; then
+			given_up "the background build ended without a status"
 		fi
+		[ $((now - t0)) -le 5400 ] || given_up "the background build ran 90 minutes"
 		if [ $((now - last)) -ge 60 ]; then
 			echo "tools: still building after $((now - t0)) s: $(tail -1 "$log" 2>/dev/null)"
 			last=$now
@@ -45,15 +65,9 @@ wait)
 		sleep 2
 	done
 	status=$(cat "$rc")
-	if [ "$status" != 0 ]; then
-		# as before there was a background build: each suite asks tools.sh for what it
-		# needs, and builds it, skips (no Go) or fails saying why
-		echo "tools: the background build failed ($status); the suites that need a tool" \
-			"will try it themselves. Its log's tail:" >&2
-		tail -20 "$log" >&2
-		exit 0
-	fi
-	echo "tools: ready ($(grep -c 'building' "$log") built in the background, $(( $(date +%s) - t0 )) s waited)"
+	[ "$status" = 0 ] || given_up "the background build failed ($status)"
+	echo "tools: ready ($(grep -c 'building' "$log") built in the background," \
+		"$(($(date +%s) - t0)) s waited)"
 	;;
 *) echo "usage: $0 start|wait DIR" >&2; exit 2 ;;
 esac

@@ -62,7 +62,7 @@ void ts_coll_enter(struct ts_coll_call *c, const struct ts_coll_lib *lib, unsign
 		return;
 	c->stream = stream;
 	if (lib->unseen_launches)
-		(void)ts_gpu_launch(stream, lib->sk, false); /* lib_depth: never sampled */
+		(void)ts_gpu_launch(stream, lib->sk, false, 1); /* lib_depth: never sampled */
 	coll_meta(c, op, count, elem, comm);
 	if (ts_tls.group_depth) {
 		if (!group.ops++) {

@@ -370,22 +370,25 @@ static void open_segment(struct strm *e, CUstream s, bool comm)
 	}
 	uint32_t n = atomic_fetch_add_explicit(&e->seg_n, 1, memory_order_relaxed) + 1;
 	int how = segment_timing(e, n, step);
-	atomic_store_explicit(&e->seg_kern, 0, memory_order_relaxed);
+	/* seg_kern is zeroed by the thread that opened the segment; two threads launching
+	 * on one stream at its boundary may move a kernel across it (a count, not time) */
 	if (how == SEG_UNTIMED) {
-		if (atomic_compare_exchange_strong(&e->seg, &none, UNTIMED * 2 + comm))
+		if (atomic_compare_exchange_strong(&e->seg, &none, UNTIMED * 2 + comm)) {
+			atomic_store_explicit(&e->seg_kern, 0, memory_order_relaxed);
 			atomic_fetch_add_explicit(&g.st.seg_untimed, 1, memory_order_relaxed);
+		}
 		return;
 	}
 	if ((i = timed_begin(s)) < 0)
 		return;
+	/* before the slot is in seg, where another thread may end it */
+	g.slot[i].tail = how == SEG_SAMPLE;
+	g.slot[i].strm = (int16_t)(e - g.strm);
 	if (!atomic_compare_exchange_strong(&e->seg, &none, i * 2 + comm)) {
 		slot_release(i); /* another thread opened it first */
 		return;
 	}
-	if (how == SEG_SAMPLE) {
-		g.slot[i].tail = true;
-		g.slot[i].strm = (int16_t)(e - g.strm);
-	}
+	atomic_store_explicit(&e->seg_kern, 0, memory_order_relaxed);
 	atomic_fetch_add_explicit(&g.st.segments, 1, memory_order_relaxed);
 }
 
@@ -401,6 +404,10 @@ static bool close_segment(struct strm *e)
 	atomic_store_explicit(&e->last_kern, kern, memory_order_relaxed);
 	if (v / 2 == UNTIMED) {
 		uint64_t step = atomic_load_explicit(&e->seg_step, memory_order_relaxed);
+		/* opened as its step ended (step_end ran between the step's read and the
+		 * open): the poller may have counted that step; these kernels ran after it */
+		if (step < atomic_load_explicit(&g.closed_upto, memory_order_relaxed))
+			step = atomic_load_explicit(&ts_lib.step, memory_order_relaxed);
 		atomic_fetch_add_explicit(&e->untimed_kern[step % NACC][v & 1], kern,
 					  memory_order_relaxed);
 		return true;
@@ -435,7 +442,7 @@ bool ts_gpu_captured(CUstream s, unsigned sk)
 	return true;
 }
 
-int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample)
+int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample, uint32_t work)
 {
 	if (ts_paused() || !gpu_ready(sk))
 		return -1;
@@ -453,7 +460,7 @@ int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample)
 			open_segment(e, n, comm);
 		/* a plain load and store: two threads' launches on one stream may lose one */
 		atomic_store_explicit(&e->seg_kern,
-				      atomic_load_explicit(&e->seg_kern, memory_order_relaxed) + 1,
+				      atomic_load_explicit(&e->seg_kern, memory_order_relaxed) + work,
 				      memory_order_relaxed);
 	}
 	if (ts_tls.lib_depth || !may_sample ||

@@ -53,11 +53,11 @@ struct ts_tls {
 };
 extern __thread struct ts_tls ts_tls TS_HIDDEN __attribute__((tls_model("initial-exec")));
 
-/* A launch on stream s of kind sk (enum ts_skind). Opens the
- * stream's segment for the step. Returns a slot >= 0 when the launch (one kernel, when
+/* A launch on stream s of kind sk (enum ts_skind), work kernels for its segment's count.
+ * Opens the stream's segment for the step. Returns a slot >= 0 when the launch (one kernel, when
  * it may be sampled) is sampled: the caller then calls ts_gpu_timed_end after the real
  * launch. */
-TS_HIDDEN int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample);
+TS_HIDDEN int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample, uint32_t work);
 /* 1-in-N sampling for GEMMs, with the same adaptive N; and a thread's first
  * TS_GEMMS_PER_STEP GEMMs of each step always (the same GEMMs each step): every step has
  * a throughput to compare, which a GPU shared or slowed lowers and a starved host not. */
@@ -85,12 +85,14 @@ TS_HIDDEN bool ts_gpu_capturing(CUstream s, unsigned sk);
 #define TS_LAUNCH_PAUSED (-2) /* ts_launch_enter's slot while recording is paused */
 
 /* Around one outermost launch, runtime or driver, of `kernels` kernels (a graph replay
- * runs many, a host function none): count them, open the stream's segment, maybe
+ * runs many, a host function none; work: how many kernels its segment is to count, a
+ * graph of unknown size many): count them, open the stream's segment, maybe
  * sample a single kernel (returns the slot or -1), and charge its host time (none of it
  * while recording is paused: TS_LAUNCH_PAUSED, for ts_launch_leave). Work
  * launched into a stream being captured does not run now: it counts when its graph
  * is launched. */
-static inline int ts_launch_enter_n(CUstream stream, unsigned sk, uint64_t *t0, uint32_t kernels)
+static inline int ts_launch_enter_n(CUstream stream, unsigned sk, uint64_t *t0, uint32_t kernels,
+				    uint32_t work)
 {
 	ts_tls.depth++;
 	if (ts_paused())
@@ -100,12 +102,12 @@ static inline int ts_launch_enter_n(CUstream stream, unsigned sk, uint64_t *t0, 
 	    ts_gpu_captured(stream, sk))
 		return -1;
 	ts_ctr_add(&ts_lib.ctr.launches, kernels);
-	return ts_gpu_launch(stream, sk, kernels == 1);
+	return ts_gpu_launch(stream, sk, kernels == 1, work);
 }
 
 static inline int ts_launch_enter(CUstream stream, unsigned sk, uint64_t *t0)
 {
-	return ts_launch_enter_n(stream, sk, t0, 1);
+	return ts_launch_enter_n(stream, sk, t0, 1, 1);
 }
 
 /* A replay of the executable graph exec: its kernels and collectives, counted at
@@ -119,14 +121,14 @@ static inline int ts_graph_launch_enter(uint64_t exec, CUstream stream, bool pts
 	if (slot >= 0 && !(unlikely(atomic_load_explicit(&ts_captures, memory_order_relaxed) > 0) &&
 			   ts_gpu_capturing(stream, ptsz)))
 		ts_graph_colls_replayed(slot);
-	return ts_launch_enter_n(stream, ptsz, t0, kernels);
+	return ts_launch_enter_n(stream, ptsz, t0, kernels, kernels ? kernels : UINT16_MAX);
 }
 
 /* A host function enqueued on the stream: work on it, no kernel. */
 static inline int ts_host_func_enter(CUstream stream, bool ptsz, uint64_t *t0)
 {
 	ts_gpu_graph_note(TS_GRAPH_HOST_FUNC);
-	return ts_launch_enter_n(stream, ptsz, t0, 0);
+	return ts_launch_enter_n(stream, ptsz, t0, 0, 0);
 }
 
 static inline void ts_launch_leave(int sampled, CUstream stream, unsigned sk, uint64_t t0)

@@ -112,10 +112,11 @@ struct trainscope_device_counters {
 	uint64_t seg_waits;      /* segments ended by their stream's wait on another's work */
 	uint64_t seg_switches;   /* segments ended by a stream's switch between collective
 				  * and other kernels */
-	uint64_t seg_untimed;    /* segments past their stream's head not sampled: their
-				  * busy time is their sampled neighbours' mean */
-	uint64_t tail_unsampled; /* of those, in a step whose samples all failed: not in
-				  * its device time */
+	uint64_t seg_untimed;    /* segments past their stream's head not timed: their
+				  * busy time is their kernels at the stream's sampled ns
+				  * per kernel */
+	uint64_t tail_unsampled; /* kernels in untimed segments of a stream with no sample
+				  * read yet: not in the device time */
 };
 
 /* The counters into out's first size bytes (pass sizeof *out): the fields this library
