@@ -34,16 +34,6 @@ struct cli {
 	char host[64];
 };
 
-/* --print-metrics (TS_OPT_PRINT). */
-static int print_metrics(void *settings, const char *arg, char *err, size_t n)
-{
-	const struct ts_metric_table t[] = { agent_metric_table };
-
-	(void)settings, (void)arg;
-	snprintf(err, n, "stdout could not be written");
-	return ts_metrics_json(stdout, t, sizeof(t) / sizeof(t[0]));
-}
-
 #define F(f) offsetof(struct cli, f)
 static const struct ts_opt options[] = {
 	{ "node", 'n', TS_OPT_STR, F(ao.node), 0, 0, "NAME", "TRAINSCOPE_NODE",
@@ -67,13 +57,15 @@ static const struct ts_opt options[] = {
 	{ "sysfs", 0, TS_OPT_STR, F(ao.sysfs), 0, 0, "DIR", NULL, "the host's /sys as mounted "
 	  "here (default /sys): the error, drop and link-down counters of the node's Ethernet "
 	  "and InfiniBand ports are read there", NULL },
-	TS_METRICS_OPTION(print_metrics),
 };
 
 static int parse_args(int argc, char **argv, struct cli *c)
 {
+	const struct ts_metric_table served[] = { agent_metric_table };
+	struct ts_metric_list list = { served, sizeof(served) / sizeof(served[0]) };
 	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(tsn_opt_table, &c->ao.nats),
-					       TS_OPTS_GROUP(options, c) };
+					       TS_OPTS_GROUP(options, c),
+					       TS_OPTS_GROUP(ts_metric_opts, &list) };
 	int rc;
 
 	gethostname(c->host, sizeof(c->host) - 1);
@@ -82,7 +74,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	c->metrics_port = 9101;
 	c->ao.interval_ms = 1000;
 	c->ao.pods_only = getenv("KUBERNETES_SERVICE_HOST") != NULL;
-	if ((rc = ts_opts_parse(groups, 2, "trainscope-agent", HEAD, 0, argc, argv)) <= 0)
+	if ((rc = ts_opts_parse(groups, 3, "trainscope-agent", HEAD, 0, argc, argv)) <= 0)
 		exit(rc ? 2 : 0);
 	tsn_opts_finish(&c->ao.nats);
 	c->ao.nats.publish_only = tsn_opts_authenticated(&c->ao.nats);

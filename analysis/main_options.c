@@ -42,16 +42,6 @@ static int taint(void *s, const char *arg, char *err, size_t n)
 #define INT(f, lo, hi) TS_OPT_INT, F(f), lo, hi
 #define ON(f) TS_OPT_TRUE, F(f), 0, 0, NULL
 /* Every option of the analyzer but NATS's (tsn_opt_table), in --help's order. */
-/* --print-metrics (TS_OPT_PRINT). */
-static int print_metrics(void *settings, const char *arg, char *err, size_t n)
-{
-	const struct ts_metric_table t[] = { ts_analyzer_metrics, ts_job_metrics, analyzer_service_metrics, ts_node_sync_metrics };
-
-	(void)settings, (void)arg;
-	snprintf(err, n, "stdout could not be written");
-	return ts_metrics_json(stdout, t, sizeof(t) / sizeof(t[0]));
-}
-
 static const struct ts_opt options[] = {
 	{ "config", 'c', STR(config), "FILE", NULL, "detection parameters (YAML; see "
 	  "--print-config); TRAINSCOPE_ANALYZER_<KEY> overrides, "
@@ -126,7 +116,6 @@ static const struct ts_opt options[] = {
 	  NULL },
 	{ "config-schema", 0, ON(config_schema), NULL, "print the JSON Schema of --config's keys "
 	  "and exit (the chart's values.schema.json holds it)", NULL },
-	TS_METRICS_OPTION(print_metrics),
 };
 
 /* The ordinal ending a StatefulSet pod's name (trainscope-analyzer-2): -1 without one. */
@@ -213,13 +202,17 @@ static void analyzer_defaults(struct cli *c)
 
 int analyzer_parse_args(int argc, char **argv, struct cli *c)
 {
+	const struct ts_metric_table served[] = { ts_analyzer_metrics, ts_job_metrics,
+						  analyzer_service_metrics, ts_node_sync_metrics };
+	struct ts_metric_list list = { served, sizeof(served) / sizeof(served[0]) };
 	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(tsn_opt_table, &c->nats),
-					       TS_OPTS_GROUP(options, c) };
+					       TS_OPTS_GROUP(options, c),
+					       TS_OPTS_GROUP(ts_metric_opts, &list) };
 	char err[512];
 	int rc;
 
 	analyzer_defaults(c);
-	if ((rc = ts_opts_parse(groups, 2, "trainscope-analyzer", HEAD, 0, argc, argv)) <= 0)
+	if ((rc = ts_opts_parse(groups, 3, "trainscope-analyzer", HEAD, 0, argc, argv)) <= 0)
 		exit(rc ? 2 : 0);
 	if (rc < argc) {
 		fprintf(stderr, "trainscope-analyzer: %s: no operand is taken\n", argv[rc]);

@@ -93,3 +93,18 @@ int ts_metrics_json(FILE *f, const struct ts_metric_table *t, size_t nt)
 	json_decref(all);
 	return err;
 }
+
+static int print_tables(void *settings, const char *arg, char *err, size_t n)
+{
+	const struct ts_metric_list *l = settings;
+
+	(void)arg;
+	snprintf(err, n, "stdout could not be written");
+	return ts_metrics_json(stdout, l->t, l->n);
+}
+
+const struct ts_opt ts_metric_opts[1] = {
+	{ "print-metrics", 0, TS_OPT_PRINT, 0, 0, 0, NULL, NULL,
+	  "the families this program serves on /metrics, as JSON (the generated reference's)",
+	  print_tables },
+};

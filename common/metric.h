@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "buf.h"
+#include "opts.h"
 
 enum ts_metric_type { TS_COUNTER, TS_GAUGE, TS_HISTOGRAM };
 
@@ -49,12 +50,13 @@ void ts_metric_hist(struct ts_buf *b, const struct ts_metric_family *m, const ch
 /* The build_info family (ts_metric_common) with its sample. */
 void ts_metric_build_info(struct ts_buf *b);
 
-/* The --print-metrics entry of a program's option table (opts.h): print, its
- * TS_OPT_PRINT call, gives the program's tables to ts_metrics_json. */
-#define TS_METRICS_OPTION(print)                                                          \
-	{ "print-metrics", 0, TS_OPT_PRINT, 0, 0, 0, NULL, NULL,                          \
-	  "the families this program serves on /metrics, as JSON (the generated reference's)", \
-	  (print) }
+/* The tables a program serves: TS_OPTS_GROUP(ts_metric_opts, &list) among its option
+ * groups gives it --print-metrics, which prints them (ts_metrics_json). */
+struct ts_metric_list {
+	const struct ts_metric_table *t;
+	size_t n;
+};
+extern const struct ts_opt ts_metric_opts[1];
 
 /* --print-metrics: the tables as one JSON array, [{"name", "type", "labels", "help"}...],
  * ts_metric_common first. Returns 0, or -EIO when f could not be written. */

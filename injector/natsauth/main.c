@@ -448,16 +448,6 @@ static int verbose(void *s, const char *arg, char *err, size_t n)
 	return 0;
 }
 
-/* --print-metrics (TS_OPT_PRINT). */
-static int print_metrics(void *settings, const char *arg, char *err, size_t n)
-{
-	const struct ts_metric_table t[] = { TS_METRIC_TABLE(natsauth_metrics) };
-
-	(void)settings, (void)arg;
-	snprintf(err, n, "stdout could not be written");
-	return ts_metrics_json(stdout, t, sizeof(t) / sizeof(t[0]));
-}
-
 #define F(f) offsetof(struct natsauth, f)
 #define STR(f) TS_OPT_STR, F(f), 0, 0
 static const struct ts_opt options[] = {
@@ -520,13 +510,15 @@ static const struct ts_opt options[] = {
 	  "/metrics and /healthz (default 9466; 0: any)", NULL },
 	{ "metrics-addr", 0, STR(metrics_addr), "ADDR", NULL, "(default 0.0.0.0)", NULL },
 	{ "verbose", 'v', TS_OPT_CALL, 0, 0, 0, NULL, NULL, "log every review", verbose },
-	TS_METRICS_OPTION(print_metrics),
 };
 
 static int parse(struct natsauth *a, int argc, char **argv)
 {
+	const struct ts_metric_table served[] = { TS_METRIC_TABLE(natsauth_metrics) };
+	struct ts_metric_list list = { served, sizeof(served) / sizeof(served[0]) };
 	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(options, a),
-					       TS_OPTS_GROUP(tsn_opt_table, &a->nats) };
+					       TS_OPTS_GROUP(tsn_opt_table, &a->nats),
+					       TS_OPTS_GROUP(ts_metric_opts, &list) };
 	struct ts_authz_policy *p = &a->co.policy;
 	int rc;
 
@@ -543,7 +535,7 @@ static int parse(struct natsauth *a, int argc, char **argv)
 	a->review_cache_s = 300;
 	a->review_queue = 512;
 	a->metrics_addr = "0.0.0.0";
-	if ((rc = ts_opts_parse(groups, 2, "trainscope-natsauth", HEAD, 0, argc, argv)) <= 0)
+	if ((rc = ts_opts_parse(groups, 3, "trainscope-natsauth", HEAD, 0, argc, argv)) <= 0)
 		exit(rc ? 2 : 0);
 	return finish(a, rc < argc);
 }

@@ -47,16 +47,6 @@ static int wire(void *s, const char *arg, char *err, size_t n)
 	return -EINVAL;
 }
 
-/* --print-metrics (TS_OPT_PRINT). */
-static int print_metrics(void *settings, const char *arg, char *err, size_t n)
-{
-	const struct ts_metric_table t[] = { relay_metric_table };
-
-	(void)settings, (void)arg;
-	snprintf(err, n, "stdout could not be written");
-	return ts_metrics_json(stdout, t, sizeof(t) / sizeof(t[0]));
-}
-
 #define F(f) offsetof(struct relay_cli, f)
 static const struct ts_opt options[] = {
 	{ "ring-dir", 'd', TS_OPT_STR, F(ro.ring_dir), 0, 0, "DIR", "TRAINSCOPE_RING_DIR",
@@ -73,19 +63,21 @@ static const struct ts_opt options[] = {
 	  "bound of data buffered while NATS is away (64)", outbox_mb },
 	{ "drain-timeout-ms", 0, TS_OPT_INT, F(drain_timeout_ms), 0, 3600000, "N", NULL,
 	  "wait this long for acks at exit (10000)", NULL },
-	TS_METRICS_OPTION(print_metrics),
 };
 
 static int parse_args(int argc, char **argv, struct relay_cli *c)
 {
+	const struct ts_metric_table served[] = { relay_metric_table };
+	struct ts_metric_list list = { served, sizeof(served) / sizeof(served[0]) };
 	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(tsn_opt_table, &c->ro.nats),
-					       TS_OPTS_GROUP(options, c) };
+					       TS_OPTS_GROUP(options, c),
+					       TS_OPTS_GROUP(ts_metric_opts, &list) };
 	int rc;
 
 	tsn_opts_from_env(&c->ro.nats, "trainscope-relay");
 	c->metrics_port = -1;
 	c->drain_timeout_ms = 10000;
-	if ((rc = ts_opts_parse(groups, 2, "trainscope-relay", HEAD, 0, argc, argv)) <= 0)
+	if ((rc = ts_opts_parse(groups, 3, "trainscope-relay", HEAD, 0, argc, argv)) <= 0)
 		exit(rc ? 2 : 0);
 	if (!c->ro.ring_dir || !*c->ro.ring_dir) {
 		fprintf(stderr, "trainscope-relay: no ring folder: pass --ring-dir or set "

@@ -41,16 +41,6 @@ struct cli {
 	const char *ca_file;
 };
 
-/* --print-metrics (TS_OPT_PRINT). */
-static int print_metrics(void *settings, const char *arg, char *err, size_t n)
-{
-	const struct ts_metric_table t[] = { webhook_metric_table };
-
-	(void)settings, (void)arg;
-	snprintf(err, n, "stdout could not be written");
-	return ts_metrics_json(stdout, t, sizeof(t) / sizeof(t[0]));
-}
-
 #define F(f) offsetof(struct cli, f)
 #define STR(f) TS_OPT_STR, F(f), 0, 0
 static const struct ts_opt options[] = {
@@ -113,7 +103,6 @@ static const struct ts_opt options[] = {
 	{ "wait-s", 0, TS_OPT_INT, F(boot.wait_s), 0, 3600, "N", NULL, "wait up to N seconds for "
 	  "the MutatingWebhookConfiguration to exist (default 0: a missing one fails at once)",
 	  NULL },
-	TS_METRICS_OPTION(print_metrics),
 };
 
 static int bootstrap(const struct ts_bootstrap_opts *b)
@@ -223,7 +212,10 @@ static char *read_pem(const char *file)
  * options) or -1 (--help printed) as the exit status to leave with. */
 static int parse_args(int argc, char **argv, struct cli *c)
 {
-	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(options, c) };
+	const struct ts_metric_table served[] = { webhook_metric_table };
+	struct ts_metric_list list = { served, sizeof(served) / sizeof(served[0]) };
+	const struct ts_opt_group groups[] = { TS_OPTS_GROUP(options, c),
+					       TS_OPTS_GROUP(ts_metric_opts, &list) };
 	int rc;
 
 	c->port = 8443, c->check_s = 10, c->boot.validity_days = 365;
@@ -233,7 +225,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	c->o.inject.init_memory = TS_INIT_MEMORY_DEFAULT;
 	c->o.inject.relay_cpu = TS_RELAY_CPU_DEFAULT;
 	c->o.inject.relay_memory = TS_RELAY_MEMORY_DEFAULT;
-	if ((rc = ts_opts_parse(groups, 1, "trainscope-webhook", HEAD, 0, argc, argv)) <= 0)
+	if ((rc = ts_opts_parse(groups, 2, "trainscope-webhook", HEAD, 0, argc, argv)) <= 0)
 		return rc ? 2 : -1;
 	c->o.port = (uint16_t)c->port;
 	return 0;
