@@ -177,6 +177,7 @@ int analyzer_open_nodes(struct cli *c)
 	o.degraded_score = c->ao.params.nodes.degraded_score;
 	o.clear_score = c->ao.params.nodes.clear_score;
 	o.device_weight = c->ao.params.nodes.device_weight;
+	o.min_held_s = c->ao.params.nodes.min_held_s;
 	gethostname(host, sizeof(host) - 1);
 	if (ts_node_sync_new(&c->nodes, &o, c->partitions > 1 ? c->partition : 0, c->partitions,
 			     c->node_health_s) ||

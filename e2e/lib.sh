@@ -26,10 +26,21 @@ WORK=$(mktemp -d /tmp/trainscope-e2e-XXXXXX)
 REPORTS="$WORK/reports"
 PIDS=""
 
+servers_gone() {
+	local p
+	for p in $PIDS; do kill -0 "$p" 2>/dev/null && return 1; done
+	return 0
+}
+# PIDS stopped: 5 s to stop (a kube-apiserver drains its watches for minutes), then killed
+stop_servers() {
+	local p
+	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
+	wait_for 5 servers_gone || for p in $PIDS; do kill -9 "$p" 2>/dev/null || true; done
+	for p in $PIDS; do wait "$p" 2>/dev/null || true; done
+}
 cleanup() {
 	local rc=$?
-	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
-	for p in $PIDS; do wait "$p" 2>/dev/null || true; done
+	stop_servers
 	for m in ${MOUNTS:-}; do umount -l "$m" 2>/dev/null || true; done
 	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 	exit $rc
@@ -42,10 +53,19 @@ die() { echo "e2e: $*" >&2; exit 1; }
 # "FAIL  MESSAGE" and count it in passed or fails; expect NAME CMD... runs CMD (a
 # command, a function, or eval 'CONDITION') and passes or fails NAME by its exit status.
 # A failure says more where the script defines expect_detail: "FAIL  NAME: <its output>".
+# Each line ends with the seconds since the check before it (or the script's start): where
+# a suite's time goes.
 passed=0
 fails=0
-pass() { echo "ok    $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; fails=$((fails + 1)); }
+check_t0=${EPOCHREALTIME/[,.]/}
+since_check() { # check_took="(S.s s)" since the last check; restarts the count
+	local now=${EPOCHREALTIME/[,.]/}
+	printf -v check_took '(%d.%d s)' $(((now - check_t0) / 1000000)) \
+		$(((now - check_t0) / 100000 % 10))
+	check_t0=$now
+}
+pass() { since_check; echo "ok    $* $check_took"; passed=$((passed + 1)); }
+fail() { since_check; echo "FAIL  $* $check_took"; fails=$((fails + 1)); }
 expect_detail() { :; }
 expect() { # NAME CMD... (E2E_ONLY=TEXT: only the cases whose name holds TEXT run)
 	local name=$1 detail

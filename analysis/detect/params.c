@@ -130,6 +130,9 @@ static const struct ts_cfg_field fields[] = {
 	F("nodes.window_s", TS_CFG_DOUBLE, nodes.window_s, 1, 1e9,
 	  "node health: a job's finding against a node (a slow rank there) is dropped this long "
 	  "after the job last named it (3 days)"),
+	F("nodes.min_held_s", TS_CFG_DOUBLE, nodes.min_held_s, 0, 1e9,
+	  "... and withdrawn when the job stops naming it within this long of first naming it: "
+	  "an alarm the job's own analysis took back"),
 	F("nodes.half_life_s", TS_CFG_DOUBLE, nodes.half_life_s, 1, 1e9,
 	  "... and its weight halves this often (1 day)"),
 	F("nodes.degraded_score", TS_CFG_DOUBLE, nodes.degraded_score, 0.01, 1e6,
@@ -191,7 +194,7 @@ void ts_params_defaults(struct ts_params *p)
 	p->verdict.wait_floor = 0.1, p->verdict.min_slowdown = 0.25;
 	p->verdict.compute_ratio = 1.5, p->verdict.level_ratio = 1.8;
 	p->nodes.window_s = 259200, p->nodes.half_life_s = 86400, p->nodes.degraded_score = 2.5;
-	p->nodes.clear_score = 1, p->nodes.device_weight = 3;
+	p->nodes.clear_score = 1, p->nodes.device_weight = 3, p->nodes.min_held_s = 300;
 	p->traces = (struct ts_trace_opts){ .window_steps = 100, .sample_ranks = 8,
 					    .max_trace_kb = 4096 };
 }

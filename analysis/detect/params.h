@@ -61,6 +61,7 @@ struct ts_params {
 	} verdict;
 	struct {                     /* node health (nodehealth.h's options) */
 		double window_s, half_life_s, degraded_score, clear_score, device_weight;
+		double min_held_s;
 	} nodes;
 };
 

@@ -42,7 +42,7 @@ void ts_nh_opts_default(struct ts_nh_opts *o)
 {
 	*o = (struct ts_nh_opts){ .sz = sizeof(*o), .window_s = 259200, .half_life_s = 86400,
 				  .degraded_score = 2.5, .clear_score = 1, .device_weight = 3,
-				  .max_findings = 4096 };
+				  .max_findings = 4096, .min_held_s = 300 };
 }
 
 int ts_nh_new(struct ts_nodehealth **out, const struct ts_nh_opts *o, int partition)
@@ -52,7 +52,8 @@ int ts_nh_new(struct ts_nodehealth **out, const struct ts_nh_opts *o, int partit
 	*out = NULL;
 	if (!o || o->sz < sizeof(*o) || !(o->window_s > 0) || !(o->half_life_s > 0) ||
 	    !(o->degraded_score > 0) || !(o->clear_score <= o->degraded_score) ||
-	    !(o->device_weight > 0) || o->max_findings < 1 || partition < 0)
+	    !(o->device_weight > 0) || o->max_findings < 1 || !(o->min_held_s >= 0) ||
+	    partition < 0)
 		return -EINVAL;
 	if (!(h = calloc(1, sizeof(*h))))
 		return -ENOMEM;
@@ -161,6 +162,38 @@ static double node_cost(json_t *report, const char *node)
 	return s;
 }
 
+/* Whether the report's slow ranks still name f's node and device. */
+static bool still_named(json_t *slow, const struct finding *f)
+{
+	json_t *s;
+	size_t i;
+
+	json_array_foreach(slow, i, s) {
+		const char *node = json_string_value(json_object_get(s, "node"));
+		const char *dev = json_string_value(json_object_get(s, "device"));
+		if (node && !strcmp(node, f->node) && !strcmp(dev ? dev : "", f->device))
+			return true;
+	}
+	return false;
+}
+
+/* Drops job ns/job's findings that its report's slow ranks no longer name and that were
+ * held less than o.min_held_s: alarms the job's analysis took back. */
+static void withdraw(struct ts_nodehealth *h, const char *ns, const char *job, json_t *slow)
+{
+	int kept = 0;
+
+	for (int i = 0; i < h->n; i++) {
+		struct finding *f = &h->f[i];
+		bool passing = !strcmp(f->job, job) && !strcmp(f->ns, ns) &&
+			       (double)(f->last_ns - f->first_ns) / 1e9 < h->o.min_held_s &&
+			       !still_named(slow, f);
+		if (!passing)
+			h->f[kept++] = *f;
+	}
+	h->n = kept;
+}
+
 int ts_nh_note_report(struct ts_nodehealth *h, json_t *report, uint64_t now_ns)
 {
 	json_t *md = json_object_get(report, "metadata"), *s;
@@ -170,6 +203,7 @@ int ts_nh_note_report(struct ts_nodehealth *h, json_t *report, uint64_t now_ns)
 	size_t i;
 	int noted = 0;
 
+	withdraw(h, ns ? ns : "", job ? job : "", slow);
 	json_array_foreach(slow, i, s) {
 		const char *node = json_string_value(json_object_get(s, "node"));
 		if (!node || !*node)
@@ -429,6 +463,15 @@ static void add_job(struct ts_nh_node *v, const struct finding *f, double w)
 	}
 }
 
+/* Whether finding a says more against its node than b: a Device cause first (the
+ * device itself says it), then the larger excess. */
+static bool worse(const struct ts_nh_opts *o, const struct finding *a, const struct finding *b)
+{
+	double wa = ts_nh_weight(o, a->cause, 0, 0), wb = ts_nh_weight(o, b->cause, 0, 0);
+
+	return wa != wb ? wa > wb : a->excess > b->excess;
+}
+
 /* One node's view from its findings g[0..n) (sorted together). */
 static void summarize(struct ts_nodehealth *h, struct finding **g, int n, uint64_t now_ns,
 		      struct ts_nh_node *v)
@@ -440,7 +483,9 @@ static void summarize(struct ts_nodehealth *h, struct finding **g, int n, uint64
 	memset(v, 0, sizeof(*v));
 	copy(v->node, sizeof(v->node), g[0]->node);
 	for (int lo = 0, hi; lo < n; lo = hi) {
-		/* a job counts once however many of its ranks the node holds: its heaviest */
+		/* a job counts once however many of its ranks the node holds: its heaviest
+		 * weight, with the cause of its worst rank (not of whichever was renewed
+		 * last: one report renews them all) */
 		const struct finding *best = g[lo];
 		double bw = -1, cost = 0;
 		for (hi = lo; hi < n && same_job(g[hi], g[lo]); hi++) {
@@ -448,8 +493,9 @@ static void summarize(struct ts_nodehealth *h, struct finding **g, int n, uint64
 			double w = ts_nh_weight(&h->o, g[hi]->cause, g[hi]->last_ns, now_ns);
 			if (g[hi]->device[0])
 				rank_in(v->devices, dw, &v->ndevices, TS_NH_DEVICES, g[hi]->device, w);
-			if (w > bw)
-				best = g[hi], bw = w;
+			if (worse(&h->o, g[hi], best))
+				best = g[hi];
+			bw = fmax(bw, w);
 			if (!v->first_ns || g[hi]->first_ns < v->first_ns)
 				v->first_ns = g[hi]->first_ns;
 			if (g[hi]->last_ns > v->last_ns)

@@ -8,9 +8,13 @@
  * opts.device_weight for a Device cause (clock, XID: the device itself says it), and
  * halves every opts.half_life_s since the job last named it. A node's score is the sum
  * over jobs of their heaviest finding there (a job with two slow ranks on one node
- * counts once): three jobs naming it within about 6 hours, or one Device
- * finding, make it degraded (opts.degraded_score 2.5, half-life 24 hours); it stops being so when its score falls below
- * opts.clear_score (hysteresis), and a finding older than opts.window_s is dropped.
+ * counts once, with the cause of the worse): three jobs naming it within about 6
+ * hours, or one Device finding, make it degraded (opts.degraded_score 2.5, half-life
+ * 24 hours); it stops being so when its score falls below opts.clear_score
+ * (hysteresis), and a finding older than opts.window_s is dropped.
+ * A finding that the job's report stops naming within opts.min_held_s of its first
+ * sighting is withdrawn: an alarm the job's own analysis took back (a rank starved for a
+ * few steps on a busy host) is not held against the node.
  *
  * Each partition keeps its own findings (ts_nh_note) and stores them as one JSON blob;
  * the node view (ts_nh_nodes) adds up the local findings and the others' last blobs
@@ -31,6 +35,8 @@ struct ts_nh_opts {
 	double clear_score;     /* a degraded node below it is not any more (1) */
 	double device_weight;   /* a Device finding's weight (3) */
 	int max_findings;       /* local findings kept; the oldest give way (4096) */
+	double min_held_s;      /* a finding its job stops naming sooner than this is
+				 * withdrawn: a passing alarm is no evidence (300) */
 };
 
 /* The defaults above, into o (sz set). */
@@ -72,7 +78,9 @@ void ts_nh_free(struct ts_nodehealth *h);
 /* Notes each slow rank of a job's report (the SlowNodeReport the analyzer writes:
  * metadata.namespace and .name, status.slowRanks[] with node, device, cause and
  * degradation) that names a node, with the GPU time the job lost to its ranks on that
- * node (status.gpuTimeLost.topRanks). Returns how many findings were new or renewed. */
+ * node (status.gpuTimeLost.topRanks); withdraws the job's findings it no longer names
+ * that were held less than opts.min_held_s. Returns how many findings were new or
+ * renewed. */
 int ts_nh_note_report(struct ts_nodehealth *h, json_t *report, uint64_t now_ns);
 /* One finding: renews the job's finding on node and device, or adds it. */
 void ts_nh_note(struct ts_nodehealth *h, const char *ns, const char *job, const char *node,

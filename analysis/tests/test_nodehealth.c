@@ -197,6 +197,65 @@ static void test_from_report(void **state)
 	ts_nh_free(h);
 }
 
+/* A report of job ns/name naming rank 5 (Compute, +100 %) and, if rank3, rank 3 (HostCPU,
+ * +20 %) on node n1. */
+static json_t *report_of(const char *name, bool rank3)
+{
+	json_t *slow = json_pack("[{s:i, s:s, s:s, s:s, s:f}]", "rank", 5, "node", "n1", "device",
+				 "5", "cause", "Compute", "degradation", 1.0);
+
+	if (rank3)
+		json_array_append_new(slow, json_pack("{s:i, s:s, s:s, s:s, s:f}", "rank", 3, "node",
+						      "n1", "device", "3", "cause", "HostCPU",
+						      "degradation", 0.2));
+	return json_pack("{s:{s:s, s:s}, s:{s:o}}", "metadata", "namespace", "team", "name", name,
+			 "status", "slowRanks", slow);
+}
+
+/* An alarm the job took back within min_held_s is withdrawn; one held longer stays; one
+ * still named at the job's end stays. A job with two ranks on the node takes the cause of
+ * the worse, whichever was renewed last. */
+static void test_passing_alarm_withdrawn(void **state)
+{
+	struct ts_nodehealth *h = nh(0);
+	struct ts_nh_node v[4];
+	json_t *both = report_of("a", true), *one = report_of("a", false);
+
+	(void)state;
+	ts_nh_note_report(h, both, T0);
+	assert_int_equal(view(h, T0, v), 1);
+	assert_int_equal(v[0].ndevices, 2);
+	assert_string_equal(v[0].cause, "Compute"); /* rank 5's, the worse */
+	ts_nh_note_report(h, one, T0 + 60 * S);      /* rank 3 taken back after a minute */
+	assert_int_equal(view(h, T0 + 60 * S, v), 1);
+	assert_int_equal(v[0].ndevices, 1);
+	assert_string_equal(v[0].devices[0], "5");
+	json_decref(both), json_decref(one);
+
+	/* held 10 minutes, then taken back: kept */
+	both = report_of("b", true), one = report_of("b", false);
+	ts_nh_note_report(h, both, T0);
+	ts_nh_note_report(h, both, T0 + 600 * S);
+	ts_nh_note_report(h, one, T0 + 601 * S);
+	assert_int_equal(view(h, T0 + 601 * S, v), 1);
+	assert_int_equal(v[0].njobs, 2);
+	assert_int_equal(v[0].ndevices, 2);
+	json_decref(both), json_decref(one);
+
+	/* rank 3 renewed after rank 5: the job's cause is still its worse rank's */
+	ts_nh_note(h, "team", "c", "n1", "5", "Compute", 1.0, T0 + 700 * S);
+	ts_nh_note(h, "team", "c", "n1", "3", "HostCPU", 0.2, T0 + 701 * S);
+	ts_nh_note(h, "team", "d", "n1", "3", "HostCPU", 0.2, T0 + 701 * S);
+	assert_int_equal(view(h, T0 + 701 * S, v), 1);
+	assert_int_equal(v[0].njobs, 4);
+	assert_true(v[0].degraded);
+	assert_string_equal(v[0].cause, "Compute"); /* a, b, c against d */
+	for (int i = 0; i < v[0].nshown; i++)
+		if (!strcmp(v[0].jobs[i].job, "c"))
+			assert_string_equal(v[0].jobs[i].device, "5");
+	ts_nh_free(h);
+}
+
 /* The GPU time each job lost to its ranks on a node (its report's gpuTimeLost.topRanks)
  * rides on its finding there, across partitions' blobs: the node's is their sum, a job's
  * two findings on it (two devices) counting once. */
@@ -350,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_partitions_add_up),
 		cmocka_unit_test(test_bad_blob),
 		cmocka_unit_test(test_from_report),
+		cmocka_unit_test(test_passing_alarm_withdrawn),
 		cmocka_unit_test(test_gpu_time_by_node),
 		cmocka_unit_test(test_full_table),
 		cmocka_unit_test(test_sync_rounds),

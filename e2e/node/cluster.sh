@@ -202,7 +202,8 @@ node_dns() {
 # Pods stopped first so that their mounts and cgroups go with them; then the cgroups
 # the kubelet made (cgroupfs driver) are removed.
 node_down() {
-	kubectl delete pods --all -A --wait=false >/dev/null 2>&1 || true
+	# at once: their containers are killed below, and a graceful stop only waits
+	kubectl delete pods --all -A --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
 	wait_for 60 sh -c '[ -z "$(kubectl get pods -A -o name 2>/dev/null)" ]' || true
 	local p
 	for p in $(pgrep -f "containerd-shim-runc-v2 -namespace k8s.io .*-address $CTRD/containerd.sock"); do

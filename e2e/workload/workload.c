@@ -271,6 +271,21 @@ static void start_hog(int cpu)
 		;
 }
 
+/* This thread's time waiting on a run queue so far (ns, /proc/thread-self/schedstat's
+ * second field); 0 where the kernel does not keep it. */
+static uint64_t runq_ns(void)
+{
+	unsigned long long run = 0, wait = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+
+	if (f) {
+		if (fscanf(f, "%llu %llu", &run, &wait) != 2)
+			wait = 0;
+		fclose(f);
+	}
+	return wait;
+}
+
 static int my_cpu(const struct wl *w)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -295,9 +310,14 @@ static int run_rank(struct wl *w)
 	 * fault took, told apart from whether the tool saw it (the e2e tests read it) */
 	double sum[2] = { 0, 0 };
 	int cnt[2] = { 0, 0 };
+	/* with a host fault, every rank's run-queue wait on each side: whether the hog
+	 * starved its rank alone or the whole host */
+	uint64_t runq[2] = { 0, 0 }, runq_at = 0;
 	for (int step = 0; step < w->steps; step++) {
 		bool slow = w->rank == w->fault_rank && step >= w->fault_step;
 		uint64_t t_step = ns_of(CLOCK_MONOTONIC);
+		if (w->fault == FAULT_HOST && (step == 10 || step == w->fault_step + 10))
+			runq_at = runq_ns();
 		if (slow && w->fault == FAULT_HOST && step == w->fault_step)
 			start_hog(my_cpu(w));
 		TS_CALL(trainscope_step_begin, (uint64_t)step);
@@ -339,7 +359,14 @@ static int run_rank(struct wl *w)
 		int side = step >= 10 && step < w->fault_step ? 0 : step >= w->fault_step + 10 ? 1 : -1;
 		if (side >= 0)
 			sum[side] += (double)(ns_of(CLOCK_MONOTONIC) - t_step) / 1e6, cnt[side]++;
+		if (w->fault == FAULT_HOST && side >= 0 &&
+		    (step + 1 == w->fault_step || step + 1 == w->steps))
+			runq[side] = runq_ns() - runq_at;
 	}
+	if (w->fault == FAULT_HOST && cnt[0] && cnt[1])
+		fprintf(stderr, "workload: rank %d: runq %.2f ms/step before the fault, %.2f ms/step "
+			"from 10 steps after it\n", w->rank, (double)runq[0] / 1e6 / cnt[0],
+			(double)runq[1] / 1e6 / cnt[1]);
 	if (w->fault != FAULT_NONE && w->rank == w->fault_rank && cnt[0] && cnt[1])
 		fprintf(stderr, "workload: rank %d: step %.1f ms before its fault, %.1f ms from "
 			"10 steps after it (%+.0f%%)\n", w->rank, sum[0] / cnt[0], sum[1] / cnt[1],
