@@ -150,8 +150,10 @@ STAGES := $(BUILD)/test-stages.txt
 STAGE = @scripts/stage.sh $(STAGES)
 test: deps
 	@rm -f $(STAGES)
-	@scripts/tools-prefetch.sh start $(BUILD)/tools
+	@scripts/background.sh start $(BUILD)/tools
 	$(STAGE) build $(MAKE) --no-print-directory all $(TESTS) $(ITESTS)
+	@$(if $(filter 1,$(SAN)),,scripts/background.sh start $(SAN_SCALE).bg $(SAN_BUILD))
+	@$(if $(filter thread,$(SAN)),,scripts/background.sh start $(TSAN_SCALE).bg $(TSAN_BUILD))
 	$(STAGE) docs-check $(MAKE) --no-print-directory docs-check
 	$(STAGE) unit $(MAKE) --no-print-directory unit
 	$(STAGE) real-bench $(MAKE) --no-print-directory real-bench
@@ -162,7 +164,7 @@ test: deps
 	$(STAGE) launchers env BUILD=$(BUILD) e2e/test-launchers.sh
 	$(STAGE) npu env BUILD=$(BUILD) e2e/test-npu.sh
 	$(STAGE) faults env BUILD=$(BUILD) e2e/test-faults.sh
-	$(STAGE) tools-wait scripts/tools-prefetch.sh wait $(BUILD)/tools
+	$(STAGE) tools-wait scripts/background.sh wait $(BUILD)/tools
 	$(STAGE) observe env BUILD=$(BUILD) e2e/test-observe.sh
 	$(STAGE) agent env BUILD=$(BUILD) e2e/test-agent.sh
 	$(STAGE) webhook env BUILD=$(BUILD) e2e/test-webhook.sh
@@ -180,8 +182,14 @@ test: deps
 # corruption" (most likely nats.c 3.4.1's subscription use-after-free, worked around in
 # common/natsw_sub.c; bench/results/scale.md). `make SAN=1 test` runs every test so;
 # this part runs in every `make test`.
+# make test starts the sanitizer builds in the background (scripts/background.sh) once its
+# own build is done; these targets wait for one that still runs before building there.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 SAN_SCALE := $(BUILD)/san-scale
+SAN_BUILD = $(MAKE) --no-print-directory -j$(NPROC) SAN=1 BUILD=$(SAN_SCALE) all
+bg_wait = @[ ! -e $(1).bg/bg.log ] || scripts/background.sh wait $(1).bg
 scale-san: deps
+	$(call bg_wait,$(SAN_SCALE))
 	@$(MAKE) --no-print-directory SAN=1 BUILD=$(SAN_SCALE) all
 	@BUILD=$(SAN_SCALE) RANKS=16 STEPS=200 e2e/test-scale.sh
 
@@ -191,7 +199,9 @@ scale-san: deps
 # snapshot (that restore once ran unlocked). Every report is kept in
 # $(BUILD)/tsan-scale/reports (scripts/tsan-run.sh); any one fails the target.
 TSAN_SCALE := $(BUILD)/tsan-scale
+TSAN_BUILD = $(MAKE) --no-print-directory -j$(NPROC) SAN=thread BUILD=$(TSAN_SCALE) all
 scale-tsan: deps
+	$(call bg_wait,$(TSAN_SCALE))
 	@$(MAKE) --no-print-directory SAN=thread BUILD=$(TSAN_SCALE) all
 	@BUILD=$(TSAN_SCALE) RANKS=16 STEPS=200 scripts/tsan-run.sh $(TSAN_SCALE)/reports \
 		e2e/test-scale.sh
@@ -202,6 +212,7 @@ scale-tsan: deps
 # Its reports are kept in $(TSAN_SCALE)/reports-faults. The floods are 3,000 jobs there,
 # not 10,000: the instrumented analyzer takes minutes over 10,000 new jobs. make tsan: both.
 faults-tsan: deps
+	$(call bg_wait,$(TSAN_SCALE))
 	@$(MAKE) --no-print-directory SAN=thread BUILD=$(TSAN_SCALE) all
 	@BUILD=$(TSAN_SCALE) E2E_FLOOD_JOBS=3000 scripts/tsan-run.sh $(TSAN_SCALE)/reports-faults \
 		e2e/test-faults.sh

@@ -107,9 +107,28 @@ const char *ts_k8s_jstr(json_t *o, const char *key)
 	return s ? s : "";
 }
 
+/* GET a pod of the namespace (obj: it, or NULL); returns the HTTP status. */
+static int get_pod(struct ts_k8s *k, const char *ns, const char *pod, json_t **obj)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
+	return ts_kube_request(k->kube, "GET", path, NULL, NULL, obj);
+}
+
+/* Whether the pod is known to be gone (404). */
+static bool pod_gone(struct ts_k8s *k, const char *ns, const char *pod)
+{
+	json_t *obj = NULL;
+	int code = get_pod(k, ns, pod, &obj);
+
+	json_decref(obj);
+	return code == 404;
+}
+
 /* GET the object, creating it when absent the first time. Returns it (caller decrefs)
- * or NULL; *gone: it existed and was deleted since (with its owner, or by hand), and
- * is not made again. */
+ * or NULL; *gone: it existed and was deleted since (with its owner, or by hand), or
+ * its job's pod is gone before it was made, and it is not made again. */
 static json_t *ensure_report(struct ts_k8s *k, struct written *w, bool *gone)
 {
 	const char *ns = w->ns, *name = w->name, *job = w->job;
@@ -129,6 +148,15 @@ static json_t *ensure_report(struct ts_k8s *k, struct written *w, bool *gone)
 		return NULL;
 	if ((*gone = w->made))
 		return NULL;
+	/* a job restored after a restart whose pod was deleted meanwhile: its report went
+	 * with the pod, and one made again would have no owner and stay for good */
+	if (w->pod[0] && pod_gone(k, ns, w->pod)) {
+		w->made = *gone = true;
+		w->gone_said = 1;
+		ts_info("k8s: SlowNodeReport %s/%s not made: the job's pod %s is gone", ns, name,
+			w->pod);
+		return NULL;
+	}
 	json_t *fresh = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:s}}", "apiVersion",
 				  "trainscope.dev/v1alpha1", "kind", "SlowNodeReport", "metadata",
 				  "name", name, "namespace", ns, "labels", "trainscope.dev/job", name,
@@ -146,14 +174,6 @@ static json_t *ensure_report(struct ts_k8s *k, struct written *w, bool *gone)
 	return NULL;
 }
 
-/* GET a pod of the namespace (obj: it, or NULL); returns the HTTP status. */
-static int get_pod(struct ts_k8s *k, const char *ns, const char *pod, json_t **obj)
-{
-	char path[512];
-
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
-	return ts_kube_request(k->kube, "GET", path, NULL, NULL, obj);
-}
 
 /* The controller among obj's owner references, or NULL (borrowed). */
 static json_t *controller_ref(json_t *obj)
