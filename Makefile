@@ -183,10 +183,11 @@ test: deps
 # common/natsw_sub.c; bench/results/scale.md). `make SAN=1 test` runs every test so;
 # this part runs in every `make test`.
 # make test starts the sanitizer builds in the background (scripts/background.sh) once its
-# own build is done; these targets wait for one that still runs before building there.
+# own build is done, with the command line's variables (CC=, CFLAGS=); these targets wait
+# for one that still runs before building there.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 SAN_SCALE := $(BUILD)/san-scale
-SAN_BUILD = $(MAKE) --no-print-directory -j$(NPROC) SAN=1 BUILD=$(SAN_SCALE) all
+SAN_BUILD = $(MAKE) --no-print-directory -j$(NPROC) $(MAKEOVERRIDES) SAN=1 BUILD=$(SAN_SCALE) all
 bg_wait = @[ ! -e $(1).bg/bg.log ] || scripts/background.sh wait $(1).bg
 scale-san: deps
 	$(call bg_wait,$(SAN_SCALE))
@@ -199,7 +200,8 @@ scale-san: deps
 # snapshot (that restore once ran unlocked). Every report is kept in
 # $(BUILD)/tsan-scale/reports (scripts/tsan-run.sh); any one fails the target.
 TSAN_SCALE := $(BUILD)/tsan-scale
-TSAN_BUILD = $(MAKE) --no-print-directory -j$(NPROC) SAN=thread BUILD=$(TSAN_SCALE) all
+TSAN_BUILD = $(MAKE) --no-print-directory -j$(NPROC) $(MAKEOVERRIDES) SAN=thread \
+	BUILD=$(TSAN_SCALE) all
 scale-tsan: deps
 	$(call bg_wait,$(TSAN_SCALE))
 	@$(MAKE) --no-print-directory SAN=thread BUILD=$(TSAN_SCALE) all

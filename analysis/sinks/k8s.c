@@ -174,7 +174,6 @@ static json_t *ensure_report(struct ts_k8s *k, struct written *w, bool *gone)
 	return NULL;
 }
 
-
 /* The controller among obj's owner references, or NULL (borrowed). */
 static json_t *controller_ref(json_t *obj)
 {

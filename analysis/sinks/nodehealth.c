@@ -11,7 +11,7 @@
 #include <time.h>
 
 struct finding {
-	char ns[64], job[128], node[TS_NH_NODE], device[32], cause[32];
+	char ns[64], job[128], node[TS_NH_NODE], device[TS_NH_NAME], cause[32];
 	double excess;
 	uint64_t first_ns, last_ns;
 	double gpu_s; /* the job's GPU-seconds lost to its ranks on the node */
@@ -90,6 +90,16 @@ static void copy(char *dst, size_t n, const char *src)
 	snprintf(dst, n, "%s", src ? src : "");
 }
 
+/* Whether stored (a field of n bytes) holds s as copy() would store it: a name cut to
+ * the field still matches itself. */
+static bool same(const char *stored, size_t n, const char *s)
+{
+	char t[128];
+
+	copy(t, n < sizeof(t) ? n : sizeof(t), s);
+	return !strcmp(stored, t);
+}
+
 /* The slot for the job's finding on node and device: its own, a free one, or the one
  * the longest unrenewed. */
 static struct finding *slot_for(struct ts_nodehealth *h, const char *ns, const char *job,
@@ -99,8 +109,8 @@ static struct finding *slot_for(struct ts_nodehealth *h, const char *ns, const c
 
 	for (int i = 0; i < h->n; i++) {
 		struct finding *f = &h->f[i];
-		if (!strcmp(f->node, node) && !strcmp(f->device, device) && !strcmp(f->job, job) &&
-		    !strcmp(f->ns, ns)) {
+		if (same(f->node, sizeof(f->node), node) && same(f->device, sizeof(f->device), device) &&
+		    same(f->job, sizeof(f->job), job) && same(f->ns, sizeof(f->ns), ns)) {
 			*fresh = false;
 			return f;
 		}
@@ -140,8 +150,8 @@ void ts_nh_note_cost(struct ts_nodehealth *h, const char *ns, const char *job,
 		return;
 	for (int i = 0; i < h->n; i++) {
 		struct finding *f = &h->f[i];
-		if (!strcmp(f->node, node) && !strcmp(f->job, job ? job : "") &&
-		    !strcmp(f->ns, ns ? ns : ""))
+		if (same(f->node, sizeof(f->node), node) && same(f->job, sizeof(f->job), job) &&
+		    same(f->ns, sizeof(f->ns), ns))
 			f->gpu_s = gpu_s;
 	}
 }
@@ -171,22 +181,25 @@ static bool still_named(json_t *slow, const struct finding *f)
 	json_array_foreach(slow, i, s) {
 		const char *node = json_string_value(json_object_get(s, "node"));
 		const char *dev = json_string_value(json_object_get(s, "device"));
-		if (node && !strcmp(node, f->node) && !strcmp(dev ? dev : "", f->device))
+		if (node && same(f->node, sizeof(f->node), node) &&
+		    same(f->device, sizeof(f->device), dev))
 			return true;
 	}
 	return false;
 }
 
-/* Drops job ns/job's findings that its report's slow ranks no longer name and that were
- * held less than o.min_held_s: alarms the job's analysis took back. */
-static void withdraw(struct ts_nodehealth *h, const char *ns, const char *job, json_t *slow)
+/* Drops job ns/job's findings that its report's slow ranks no longer name, first named
+ * less than o.min_held_s before now_ns: alarms the job's analysis took back. */
+static void withdraw(struct ts_nodehealth *h, const char *ns, const char *job, json_t *slow,
+		     uint64_t now_ns)
 {
 	int kept = 0;
 
 	for (int i = 0; i < h->n; i++) {
 		struct finding *f = &h->f[i];
-		bool passing = !strcmp(f->job, job) && !strcmp(f->ns, ns) &&
-			       (double)(f->last_ns - f->first_ns) / 1e9 < h->o.min_held_s &&
+		bool passing = same(f->job, sizeof(f->job), job) && same(f->ns, sizeof(f->ns), ns) &&
+			       now_ns >= f->first_ns &&
+			       (double)(now_ns - f->first_ns) / 1e9 < h->o.min_held_s &&
 			       !still_named(slow, f);
 		if (!passing)
 			h->f[kept++] = *f;
@@ -203,7 +216,7 @@ int ts_nh_note_report(struct ts_nodehealth *h, json_t *report, uint64_t now_ns)
 	size_t i;
 	int noted = 0;
 
-	withdraw(h, ns ? ns : "", job ? job : "", slow);
+	withdraw(h, ns ? ns : "", job ? job : "", slow, now_ns);
 	json_array_foreach(slow, i, s) {
 		const char *node = json_string_value(json_object_get(s, "node"));
 		if (!node || !*node)
@@ -405,7 +418,8 @@ static struct flag *flag_of(struct ts_nodehealth *h, const char *node, bool add)
 }
 
 /* Adds name with weight w to a list of at most max names kept heaviest first. */
-static void rank_in(char (*names)[32], double *ws, int *n, int max, const char *name, double w)
+static void rank_in(char (*names)[TS_NH_NAME], double *ws, int *n, int max, const char *name,
+		    double w)
 {
 	int at;
 
@@ -415,16 +429,16 @@ static void rank_in(char (*names)[32], double *ws, int *n, int max, const char *
 	if (at == *n) {
 		if (*n == max)
 			return;
-		copy(names[at], 32, name);
+		copy(names[at], TS_NH_NAME, name);
 		ws[at] = 0;
 		(*n)++;
 	}
 	ws[at] += w;
 	for (; at > 0 && ws[at] > ws[at - 1]; at--) {
-		char t[32];
+		char t[TS_NH_NAME];
 		double tw = ws[at];
-		memcpy(t, names[at], 32), memcpy(names[at], names[at - 1], 32),
-			memcpy(names[at - 1], t, 32);
+		memcpy(t, names[at], sizeof(t)), memcpy(names[at], names[at - 1], sizeof(t)),
+			memcpy(names[at - 1], t, sizeof(t));
 		ws[at] = ws[at - 1], ws[at - 1] = tw;
 	}
 }
@@ -465,18 +479,18 @@ static void add_job(struct ts_nh_node *v, const struct finding *f, double w)
 
 /* Whether finding a says more against its node than b: a Device cause first (the
  * device itself says it), then the larger excess. */
-static bool worse(const struct ts_nh_opts *o, const struct finding *a, const struct finding *b)
+static bool worse(const struct finding *a, const struct finding *b)
 {
-	double wa = ts_nh_weight(o, a->cause, 0, 0), wb = ts_nh_weight(o, b->cause, 0, 0);
+	bool da = !strcmp(a->cause, "Device"), db = !strcmp(b->cause, "Device");
 
-	return wa != wb ? wa > wb : a->excess > b->excess;
+	return da != db ? da : a->excess > b->excess;
 }
 
 /* One node's view from its findings g[0..n) (sorted together). */
 static void summarize(struct ts_nodehealth *h, struct finding **g, int n, uint64_t now_ns,
 		      struct ts_nh_node *v)
 {
-	char causes[8][32];
+	char causes[8][TS_NH_NAME];
 	double cw[8] = { 0 }, dw[TS_NH_DEVICES] = { 0 };
 	int ncauses = 0;
 
@@ -493,7 +507,7 @@ static void summarize(struct ts_nodehealth *h, struct finding **g, int n, uint64
 			double w = ts_nh_weight(&h->o, g[hi]->cause, g[hi]->last_ns, now_ns);
 			if (g[hi]->device[0])
 				rank_in(v->devices, dw, &v->ndevices, TS_NH_DEVICES, g[hi]->device, w);
-			if (worse(&h->o, g[hi], best))
+			if (worse(g[hi], best))
 				best = g[hi];
 			bw = fmax(bw, w);
 			if (!v->first_ns || g[hi]->first_ns < v->first_ns)
@@ -506,7 +520,7 @@ static void summarize(struct ts_nodehealth *h, struct finding **g, int n, uint64
 		rank_in(causes, cw, &ncauses, 8, best->cause, bw);
 		add_job(v, best, bw);
 	}
-	copy(v->cause, sizeof(v->cause), ncauses ? causes[0] : "");
+	snprintf(v->cause, sizeof(v->cause), "%.31s", ncauses ? causes[0] : ""); /* causes are short */
 	struct flag *fl = flag_of(h, v->node, true);
 	bool was = fl && fl->was;
 	v->degraded = was ? v->score >= h->o.clear_score : v->score >= h->o.degraded_score;

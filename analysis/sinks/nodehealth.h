@@ -43,11 +43,12 @@ struct ts_nh_opts {
 void ts_nh_opts_default(struct ts_nh_opts *o);
 
 #define TS_NH_NODE 64
+#define TS_NH_NAME 64 /* a device (a GPU's UUID is 40 characters) or a cause */
 #define TS_NH_DEVICES 8
 #define TS_NH_JOBS 8
 
 struct ts_nh_job {
-	char ns[64], job[128], cause[32], device[32];
+	char ns[64], job[128], cause[32], device[TS_NH_NAME];
 	double weight;    /* after decay */
 	uint64_t last_ns; /* when the job last named the node */
 	double gpu_s;     /* its GPU-seconds lost to its ranks on the node, as last reported */
@@ -59,7 +60,7 @@ struct ts_nh_node {
 	double score;
 	bool degraded;
 	char cause[32];                 /* the cause with the most weight */
-	char devices[TS_NH_DEVICES][32]; /* the devices named, most weight first */
+	char devices[TS_NH_DEVICES][TS_NH_NAME]; /* the devices named, most weight first */
 	int ndevices;
 	int njobs;                      /* distinct jobs (may exceed TS_NH_JOBS) */
 	struct ts_nh_job jobs[TS_NH_JOBS]; /* the heaviest */

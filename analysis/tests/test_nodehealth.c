@@ -254,6 +254,16 @@ static void test_passing_alarm_withdrawn(void **state)
 		if (!strcmp(v[0].jobs[i].job, "c"))
 			assert_string_equal(v[0].jobs[i].device, "5");
 	ts_nh_free(h);
+
+	/* a GPU's UUID (40 characters) renewed is one finding, kept whole */
+	const char *uuid = "GPU-8f0c2a3e-5b7d-4c1e-9a2b-3d4e5f6a7b8c";
+	h = nh(0);
+	ts_nh_note(h, "team", "e", "n2", uuid, "Compute", 1.0, T0);
+	ts_nh_note(h, "team", "e", "n2", uuid, "Compute", 1.0, T0 + 700 * S);
+	assert_int_equal(view(h, T0 + 700 * S, v), 1);
+	assert_int_equal(v[0].ndevices, 1);
+	assert_string_equal(v[0].devices[0], uuid);
+	ts_nh_free(h);
 }
 
 /* The GPU time each job lost to its ranks on a node (its report's gpuTimeLost.topRanks)

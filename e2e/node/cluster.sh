@@ -199,8 +199,9 @@ node_dns() {
 	node_log "CoreDNS up on $DNS_IP"
 }
 
-# Pods stopped first so that their mounts and cgroups go with them; then the cgroups
-# the kubelet made (cgroupfs driver) are removed.
+# Pods deleted at once (their API objects; the kubelet still stops what it can), their
+# shims killed; node_cgroups_clean then kills what is left in the kubelet's cgroups and
+# removes them.
 node_down() {
 	# at once: their containers are killed below, and a graceful stop only waits
 	kubectl delete pods --all -A --grace-period=0 --force --wait=false >/dev/null 2>&1 || true

@@ -429,8 +429,8 @@ two_jobs() {
 expect "restarted analyzers added up both partitions' findings: SlowNode $node, llm and $HOG, not degraded" \
 	wait_for 90 two_jobs
 node_jobs() { # what the SlowNode holds: each job's cause and device there
-	sn '{range .status.jobs[*]}      {.namespace}/{.job}: {.cause} on device {.device}{"\n"}{end}'
-	kubectl get snr -A --no-headers 2>&1 | sed 's/^/      snr /'
+	sn '{range .status.jobs[*]}      {.namespace}/{.job}: {.cause} on device {.device}{"\n"}{end}' || true
+	kubectl get snr -A --no-headers 2>&1 | sed 's/^/      snr /' || true
 }
 node_jobs
 # llm's pod and report were deleted before that upgrade; the analyzer that restored the
