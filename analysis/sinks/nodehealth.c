@@ -91,13 +91,12 @@ static void copy(char *dst, size_t n, const char *src)
 }
 
 /* Whether stored (a field of n bytes) holds s as copy() would store it: a name cut to
- * the field still matches itself. */
+ * the field still matches itself. No copy: the scans call it for every finding. */
 static bool same(const char *stored, size_t n, const char *s)
 {
-	char t[128];
+	size_t len = strnlen(s ? s : "", n - 1);
 
-	copy(t, n < sizeof(t) ? n : sizeof(t), s);
-	return !strcmp(stored, t);
+	return !strncmp(stored, s ? s : "", len) && !stored[len];
 }
 
 /* The slot for the job's finding on node and device: its own, a free one, or the one
@@ -417,28 +416,29 @@ static struct flag *flag_of(struct ts_nodehealth *h, const char *node, bool add)
 	return fl;
 }
 
-/* Adds name with weight w to a list of at most max names kept heaviest first. */
-static void rank_in(char (*names)[TS_NH_NAME], double *ws, int *n, int max, const char *name,
+/* Adds name with weight w to a list of at most max names, each a field of width bytes
+ * (names: max * width), kept heaviest first. */
+static void rank_in(char *names, size_t width, double *ws, int *n, int max, const char *name,
 		    double w)
 {
+	char t[TS_NH_NAME];
 	int at;
 
 	for (at = 0; at < *n; at++)
-		if (!strcmp(names[at], name))
+		if (same(names + (size_t)at * width, width, name))
 			break;
 	if (at == *n) {
 		if (*n == max)
 			return;
-		copy(names[at], TS_NH_NAME, name);
+		copy(names + (size_t)at * width, width, name);
 		ws[at] = 0;
 		(*n)++;
 	}
 	ws[at] += w;
 	for (; at > 0 && ws[at] > ws[at - 1]; at--) {
-		char t[TS_NH_NAME];
+		char *a = names + (size_t)at * width, *b = a - width;
 		double tw = ws[at];
-		memcpy(t, names[at], sizeof(t)), memcpy(names[at], names[at - 1], sizeof(t)),
-			memcpy(names[at - 1], t, sizeof(t));
+		memcpy(t, a, width), memcpy(a, b, width), memcpy(b, t, width);
 		ws[at] = ws[at - 1], ws[at - 1] = tw;
 	}
 }
@@ -490,7 +490,7 @@ static bool worse(const struct finding *a, const struct finding *b)
 static void summarize(struct ts_nodehealth *h, struct finding **g, int n, uint64_t now_ns,
 		      struct ts_nh_node *v)
 {
-	char causes[8][TS_NH_NAME];
+	char causes[8][32];
 	double cw[8] = { 0 }, dw[TS_NH_DEVICES] = { 0 };
 	int ncauses = 0;
 
@@ -506,7 +506,8 @@ static void summarize(struct ts_nodehealth *h, struct finding **g, int n, uint64
 			cost = fmax(cost, g[hi]->gpu_s); /* each of its findings there holds it */
 			double w = ts_nh_weight(&h->o, g[hi]->cause, g[hi]->last_ns, now_ns);
 			if (g[hi]->device[0])
-				rank_in(v->devices, dw, &v->ndevices, TS_NH_DEVICES, g[hi]->device, w);
+				rank_in(v->devices[0], sizeof(v->devices[0]), dw, &v->ndevices,
+					TS_NH_DEVICES, g[hi]->device, w);
 			if (worse(g[hi], best))
 				best = g[hi];
 			bw = fmax(bw, w);
@@ -517,10 +518,10 @@ static void summarize(struct ts_nodehealth *h, struct finding **g, int n, uint64
 		}
 		v->score += bw;
 		v->gpu_s += cost;
-		rank_in(causes, cw, &ncauses, 8, best->cause, bw);
+		rank_in(causes[0], sizeof(causes[0]), cw, &ncauses, 8, best->cause, bw);
 		add_job(v, best, bw);
 	}
-	snprintf(v->cause, sizeof(v->cause), "%.31s", ncauses ? causes[0] : ""); /* causes are short */
+	copy(v->cause, sizeof(v->cause), ncauses ? causes[0] : "");
 	struct flag *fl = flag_of(h, v->node, true);
 	bool was = fl && fl->was;
 	v->degraded = was ? v->score >= h->o.clear_score : v->score >= h->o.degraded_score;
