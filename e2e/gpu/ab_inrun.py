@@ -2,13 +2,18 @@
 """The in-run A/B's overhead (TRAINSCOPE_AB_STEPS=N): recording paused in blocks 1, 3, 5, ...
 of N steps and on in blocks 0, 2, 4, ..., in one job. Each recorded block's median step time
 over the mean of its two paused neighbours' is one ratio (a drift of the job's pace cancels);
-the overhead is their mean less 1, with a 95 % interval from the t distribution over the
-blocks.
+the overhead is their mean less 1. Its 95 % interval is the wider of two: Student's t over
+the ratios, and over 20 batches of consecutive ratios (neighbouring ratios share a paused
+block, and a job's pace wanders over tens of steps, so the ratios are not independent).
 
-  ab_inrun.py N SKIP FILE...   FILE: a rank's result JSON with "step_times" (entry i: step i,
-                               None where unknown); SKIP: the first steps left out (warm-up,
-                               compilation); each block's first 2 steps are left out too
-                               (the switch's own step)."""
+Short blocks measure closer: a job's step times are correlated over some 10-50 steps
+(lag-1 autocorrelation 0.7 on eager jobs), so the nearer the compared steps, the more of
+that wander cancels.
+
+  ab_inrun.py [--drop D] N SKIP FILE...
+        FILE: a rank's result JSON with "step_times" (entry i: step i, None where unknown);
+        SKIP: the first steps left out (warm-up, compilation); each block's first D steps
+        are left out too (the switch's own step; D: 2 for blocks of 6 or more, else 1)."""
 import json
 import math
 import statistics
@@ -20,43 +25,68 @@ T975 = [12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18,
         2.05, 2.04]
 
 
-def blocks(times, n, skip):
-    """{block: median step time} of the blocks wholly past skip."""
+BATCHES = 20
+
+
+def default_drop(n):
+    return 2 if n >= 6 else 1
+
+
+def blocks(times, n, skip, drop):
+    """{block: median step time} of the blocks wholly past skip, each without its first
+    drop steps."""
     out = {}
     for b in range(len(times) // n):
         lo = b * n
         if lo < skip:
             continue
-        v = [t for t in times[lo + 2:lo + n] if t is not None]
-        if len(v) >= n // 2:
+        v = [t for t in times[lo + drop:lo + n] if t is not None]
+        if v and len(v) >= (n - drop) // 2:
             out[b] = statistics.median(v)
     return out
 
 
-def overhead(times, n, skip):
-    med = blocks(times, n, skip)
-    ratios = [med[b] / ((med[b - 1] + med[b + 1]) / 2) for b in med
+def t_half(values):
+    """The 95 % interval's half-width of the mean of values (Student's t)."""
+    k = len(values)
+    return (T975[k - 2] if k - 1 <= len(T975) else 1.96) * statistics.stdev(values) / \
+        math.sqrt(k)
+
+
+def overhead(times, n, skip, drop=None):
+    drop = default_drop(n) if drop is None else drop
+    med = blocks(times, n, skip, drop)
+    ratios = [med[b] / ((med[b - 1] + med[b + 1]) / 2) for b in sorted(med)
               if b % 2 == 0 and b - 1 in med and b + 1 in med]
     if len(ratios) < 3:
         return None
     m = statistics.mean(ratios)
-    half = (T975[len(ratios) - 2] if len(ratios) - 1 <= len(T975) else 1.96) * \
-        statistics.stdev(ratios) / math.sqrt(len(ratios))
+    half = t_half(ratios)
+    k = len(ratios) // BATCHES
+    if k >= 2:
+        half = max(half, t_half([statistics.mean(ratios[i * k:(i + 1) * k])
+                                 for i in range(BATCHES)]))
     on = statistics.median(med[b] for b in med if b % 2 == 0)
     off = statistics.median(med[b] for b in med if b % 2 == 1)
     return {"pairs": len(ratios), "overhead_pct": 100 * (m - 1), "ci95_pct": 100 * half,
-            "step_on_ms": 1e3 * on, "step_off_ms": 1e3 * off}
+            "step_on_ms": 1e3 * on, "step_off_ms": 1e3 * off, "drop": drop}
 
 
 def main():
-    if len(sys.argv) < 4:
+    args = sys.argv[1:]
+    drop = None
+    if args[:1] == ["--drop"] and len(args) > 1:
+        drop, args = int(args[1]), args[2:]
+    if len(args) < 3:
         sys.exit(__doc__)
-    n, skip = int(sys.argv[1]), int(sys.argv[2])
+    n, skip = int(args[0]), int(args[1])
+    if drop is not None and not 0 <= drop < n:
+        sys.exit("ab_inrun.py: --drop %d leaves no step of a block of %d" % (drop, n))
     bad = 0
-    for path in sys.argv[3:]:
+    for path in args[2:]:
         try:
             r = json.load(open(path))
-            res = overhead(r["step_times"], n, skip)
+            res = overhead(r["step_times"], n, skip, drop)
         except (OSError, ValueError, KeyError) as e:
             print("%s: %s" % (path, e))
             bad = 1
@@ -65,8 +95,9 @@ def main():
             print("%s: fewer than 3 recorded blocks between paused ones" % path)
             bad = 1
             continue
-        print("%s: %d blocks of %d steps paired, step %.2f ms recorded / %.2f ms paused, "
-              "overhead %+.2f %% +- %.2f %% (95 %%)" % (path, res["pairs"], n,
+        print("%s: %d blocks of %d steps paired (first %d of each left out), step %.2f ms "
+              "recorded / %.2f ms paused, overhead %+.2f %% +- %.2f %% (95 %%)" % (
+                  path, res["pairs"], n, res["drop"],
                                                       res["step_on_ms"], res["step_off_ms"],
                                                       res["overhead_pct"], res["ci95_pct"]))
     sys.exit(bad)

@@ -186,8 +186,10 @@ overhead() {
 # every other block of AB_STEPS steps (TRAINSCOPE_AB_STEPS), so that with and without share
 # the processes, GPUs and warm caches; e2e/gpu/ab_inrun.py gives each program's overhead
 # and its 95 % interval from rank 0's step times, the first AB_SKIP steps left out.
-# AB_MULT: each program's steps times this. Rank 0's results and the log tails only stay
-# under $OUT/ab (the device tool brings back few files).
+# AB_DROP: the steps left out at the head of each block (ab_inrun.py's default: 2 for
+# blocks of 6 or more, else 1). AB_MULT: each program's steps times this. Rank 0's
+# results and the log tails only stay under $OUT/ab (the device tool brings back few
+# files).
 abinrun() {
 	# AB_ENV: more of the preload's variables for every job (TRAINSCOPE_POLL_MS=50...);
 	# AB_TAG names the run's folder and summary, so that runs of one call stay apart
@@ -215,7 +217,7 @@ abinrun() {
 			$tsrun --job "ab-$prog" -- "${cmd[@]}" --out "$OUT/$tag/$prog" \
 			>"$OUT/$tag/$prog.log" 2>&1 ||
 			{ echo "$prog failed:"; tail -5 "$OUT/$tag/$prog.log"; }
-		python3 e2e/gpu/ab_inrun.py "$n" "${AB_SKIP:-100}" "$OUT/$tag/$prog.rank0.json"
+		python3 e2e/gpu/ab_inrun.py ${AB_DROP:+--drop "$AB_DROP"} "$n" "${AB_SKIP:-100}" "$OUT/$tag/$prog.rank0.json"
 		# the device time the analyzer got, per recorded step (segment sampling's check)
 		"$BIN/trainscope" timeline --nats "$NATS_URL" --job "ab-$prog" --compact \
 			--out "$WORK/$tag-$prog.trace.json" >/dev/null 2>&1 &&

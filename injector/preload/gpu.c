@@ -501,7 +501,8 @@ void ts_gpu_stream_wait(CUstream s, unsigned sk)
 }
 
 /* Keeps sampling's host cost near its budget: N doubles when over, halves when far
- * under. */
+ * under. A step the in-run A/B paused sampled nothing by design and leaves N as it is:
+ * halving N there made the recorded blocks sample more than a job that never pauses. */
 static void adapt_sampling(uint64_t now)
 {
 	uint64_t wall = now - g.last_step_end_ns;
@@ -510,6 +511,8 @@ static void adapt_sampling(uint64_t now)
 
 	atomic_store(&g.step_samples, 0);
 	g.last_step_end_ns = now;
+	if (ts_paused())
+		return;
 	if (cost > g.budget * (double)wall && n < (1u << 20))
 		atomic_store(&g.sample_n, n * 2);
 	else if (cost * 4 < g.budget * (double)wall && n / 2 >= atomic_load(&g.min_n))
