@@ -113,13 +113,25 @@ else:
     raise SystemExit("free_port: no free port below %d" % low)'
 }
 
+# descends PID: true when PID is this suite's (a descendant of its shell): make test runs
+# suites side by side, and their jobs may share names.
+descends() {
+	local p=$1
+	while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+		[ "$p" = $$ ] && return 0
+		p=$(awk '{ sub(/.*\) /, ""); print $2 }' "/proc/$p/stat" 2>/dev/null)
+	done
+	return 1
+}
+
 # rank_pid JOB RANK: the workload process of that rank of the job trainscope run started
-# (its TRAINSCOPE_JOB and RANK), empty when none.
+# (its TRAINSCOPE_JOB and RANK) in this suite, empty when none.
 rank_pid() {
 	local p env
 	for p in $(pgrep -f workload); do # ranks exec /proc/self/exe: matched by their arguments
 		env=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || continue
-		grep -qx "TRAINSCOPE_JOB=$1" <<<"$env" && grep -qx "RANK=$2" <<<"$env" && echo "$p"
+		grep -qx "TRAINSCOPE_JOB=$1" <<<"$env" && grep -qx "RANK=$2" <<<"$env" &&
+			descends "$p" && echo "$p"
 	done
 	return 0
 }
