@@ -146,15 +146,16 @@ integration: all $(ITESTS)
 # from their Go modules in the background at idle priority from the start, and
 # tools-wait waits for what is left of it before the first suite that needs them: a cold
 # cache's 10-20 minutes of Go builds run beside the first suites, not after them.
-# The fault suite and its ThreadSanitizer run (some 10 minutes, two thirds of it waiting
-# on jobs that outlast a fault) run in a lane of their own beside the suites from demo to
-# scale-tsan (scripts/background.sh lane; lane-join prints its output), and the node e2e,
-# whose CPU hog needs the host to itself, runs alone at the end.
+# The fault suite and its ThreadSanitizer run (5 minutes each, two thirds of it waiting on
+# jobs that outlast a fault) run in lanes of their own beside the suites from demo to
+# scale-tsan (scripts/background.sh lane; the join stages print their output), and the
+# node e2e, whose CPU hog needs the host to itself, runs alone at the end.
 STAGES := $(BUILD)/test-stages.txt
 STAGE = @scripts/stage.sh $(STAGES)
-FAULTS_LANE = scripts/stage.sh $(STAGES) lane:faults env BUILD=$(BUILD) e2e/test-faults.sh \
-	$(if $(filter thread,$(SAN)),,&& scripts/stage.sh $(STAGES) lane:faults-tsan \
-		$(MAKE) --no-print-directory $(MAKEOVERRIDES) faults-tsan)
+# (a lane's line names $(MAKE), so make -n runs it: there it only says what it would start)
+DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
+LANE = @$(if $(DRY_RUN),echo scripts/background.sh lane,scripts/background.sh lane)
+JOIN = $(STAGE) $(1) scripts/background.sh join $(BUILD)/$(1).lane
 test: deps
 	@rm -f $(STAGES) && mkdir -p $(BUILD) && date +%s.%N >$(STAGES).t0
 	@scripts/background.sh start $(BUILD)/tools
@@ -166,7 +167,10 @@ test: deps
 	$(STAGE) real-bench $(MAKE) --no-print-directory real-bench
 	$(STAGE) arm64-test $(MAKE) --no-print-directory arm64-test
 	$(STAGE) integration $(MAKE) --no-print-directory integration
-	@scripts/background.sh lane $(BUILD)/faults.lane sh -c '$(FAULTS_LANE)'
+	$(LANE) $(BUILD)/faults.lane scripts/stage.sh $(STAGES) lane:faults \
+		env BUILD=$(BUILD) e2e/test-faults.sh
+	$(if $(filter thread,$(SAN)),,$(LANE) $(BUILD)/faults-tsan.lane scripts/stage.sh \
+		$(STAGES) lane:faults-tsan $(MAKE) --no-print-directory $(MAKEOVERRIDES) faults-tsan)
 	$(STAGE) demo env BUILD=$(BUILD) e2e/test-demo.sh
 	$(STAGE) local env BUILD=$(BUILD) e2e/test-local.sh
 	$(STAGE) launchers env BUILD=$(BUILD) e2e/test-launchers.sh
@@ -180,7 +184,8 @@ test: deps
 	$(STAGE) scale env BUILD=$(BUILD) e2e/test-scale.sh
 	$(if $(filter 1,$(SAN)),,$(STAGE) scale-san $(MAKE) --no-print-directory scale-san)
 	$(if $(filter thread,$(SAN)),,$(STAGE) scale-tsan $(MAKE) --no-print-directory scale-tsan)
-	$(STAGE) lane-join scripts/background.sh join $(BUILD)/faults.lane
+	$(call JOIN,faults)
+	$(if $(filter thread,$(SAN)),,$(call JOIN,faults-tsan))
 	$(STAGE) node $(MAKE) --no-print-directory e2e-node
 	@scripts/stage.sh $(STAGES)
 

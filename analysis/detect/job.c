@@ -309,12 +309,14 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 	ts_job_stopped(j, now_ns);
 	ts_job_history_spells(j, now_ns);
 	bool listed = ts_job_unranked_summary(j);
-	/* the window being exported as the verdict changes: ingest runs lag_steps ahead of
-	 * the evaluated step, and the exporter keeps a named rank's steps only from the
-	 * report that names it on, so the evaluated step's window may have passed without
-	 * them (the report's trace would show the rank named but none of its steps) */
+	/* the window of the next step to come: ingest runs lag_steps ahead of the evaluated
+	 * step, and the exporter keeps a named rank's steps only from the report that names
+	 * it on, so the evaluated step's window may have passed without them, and so may the
+	 * newest step's when it ended a window (the report's trace would show the rank named
+	 * but none of its steps). A job whose ranks all ended has no next step. */
 	if (old != j->res.state || strcmp(before, j->res.summary) != 0)
-		j->verdict_step = j->max_step > j->res.last_step ? j->max_step : j->res.last_step;
+		j->verdict_step = (j->max_step > j->res.last_step ? j->max_step : j->res.last_step) +
+				  !ts_job_all_final(j);
 	/* a stalled job evaluates no step: its hang's culprit, named later, is news too */
 	return old != j->res.state || strcmp(before, j->res.summary) != 0 ||
 	       strcmp(why, j->res.reason) != 0 || j->res.steps_evaluated != evaluated || listed;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "analysis/detect/job.h"
+#include "analysis/detect/traceid.h"
 #include "analysis/detect/peers.h"
 
 /* The defaults with the real-job floors off (verdict.wait_floor 0): these tests feed
@@ -129,6 +130,32 @@ static void test_world_regrown_forgets_named(void **state)
 	assert_int_equal(ts_job_add_step(j, 63, 64, &rs), 0); /* past the arrays' room */
 	assert_int_equal(ts_job_result(j)->nslow, 0);
 	assert_string_equal(ts_job_result(j)->summary, "");
+	ts_job_free(j);
+}
+
+/* The report's trace is the window of the step to come when the verdict changed: the
+ * named rank's steps are kept from then on, so the window of the newest step received
+ * (here each step is a window) may already hold all it will get of them. */
+static void test_report_trace_ahead(void **state)
+{
+	struct sim s = { 8, 5, 40, TS_M_COMPUTE, 1.3, 7 };
+	uint8_t got[16], want[16];
+	struct ts_params p;
+	struct ts_job *j;
+	int st;
+
+	(void)state;
+	synthetic_defaults(&p);
+	p.traces.window_steps = 1;
+	assert_int_equal(ts_job_new(&j, "ns", "job", s.world, &p), 0);
+	for (st = 0; st < 120 && !ts_job_result(j)->nslow; st++) {
+		feed_step(j, &s, (uint64_t)st);
+		ts_job_tick(j, 1000000 * MS + (uint64_t)st * 100 * MS);
+	}
+	assert_int_equal(ts_job_result(j)->nslow, 1);
+	assert_true(ts_job_report_trace(j, got));
+	ts_window_trace(ts_job_trace_id(j), (uint64_t)st, want); /* the last fed: st - 1 */
+	assert_memory_equal(got, want, 16);
 	ts_job_free(j);
 }
 
@@ -1254,6 +1281,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_compute),
 		cmocka_unit_test(test_world_regrown_forgets_named),
+		cmocka_unit_test(test_report_trace_ahead),
 		cmocka_unit_test(test_gemm_throughput),
 		cmocka_unit_test(test_waiting_rank_not_named),
 		cmocka_unit_test(test_runq_named_whatever_the_wait),
