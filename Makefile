@@ -142,10 +142,12 @@ integration: all $(ITESTS)
 	@scripts/run-tests.sh $(ITESTS)
 
 # make test's stages, each timed (scripts/stage.sh; the table at the end). The servers the
-# later suites need (e2e/k8s/tools.sh: Kubernetes, helm, Jaeger, Prometheus...) build
+# later suites need (e2e/k8s/tools.sh: Kubernetes, helm, Jaeger, the Collector...) build
 # from their Go modules in the background at idle priority from the start, and
 # tools-wait waits for what is left of it before the first suite that needs them: a cold
-# cache's 10-20 minutes of Go builds run beside the first suites, not after them.
+# cache's 10-20 minutes of Go builds run beside the first suites, not after them. What
+# only the node e2e needs (kubelet, the controller manager, scheduler and proxy, CoreDNS,
+# cert-manager) builds after that, beside the suites from observe on (tools-node-wait).
 # The fault suite and its ThreadSanitizer run (5 minutes each, two thirds of it waiting on
 # jobs that outlast a fault) run in lanes of their own beside the suites from demo to
 # scale-tsan (scripts/background.sh lane; the join stages print their output), and the
@@ -158,7 +160,9 @@ LANE = @$(if $(DRY_RUN),echo scripts/background.sh lane,scripts/background.sh la
 JOIN = $(STAGE) $(1) scripts/background.sh join $(BUILD)/$(1).lane
 test: deps
 	@rm -f $(STAGES) && mkdir -p $(BUILD) && date +%s.%N >$(STAGES).t0
-	@scripts/background.sh start $(BUILD)/tools
+	@scripts/background.sh start $(BUILD)/tools bash e2e/k8s/tools.sh suites
+	@scripts/background.sh start $(BUILD)/tools-node sh -c \
+		'scripts/background.sh wait $(BUILD)/tools >/dev/null; exec bash e2e/k8s/tools.sh'
 	$(STAGE) build $(MAKE) --no-print-directory all $(TESTS) $(ITESTS)
 	@$(if $(filter 1,$(SAN)),,scripts/background.sh start $(SAN_SCALE).bg $(SAN_BUILD))
 	@$(if $(filter thread,$(SAN)),,scripts/background.sh start $(TSAN_SCALE).bg $(TSAN_BUILD))
@@ -175,10 +179,10 @@ test: deps
 	$(STAGE) local env BUILD=$(BUILD) e2e/test-local.sh
 	$(STAGE) launchers env BUILD=$(BUILD) e2e/test-launchers.sh
 	$(STAGE) npu env BUILD=$(BUILD) e2e/test-npu.sh
-	$(STAGE) tools-wait scripts/background.sh wait $(BUILD)/tools
-	$(STAGE) observe env BUILD=$(BUILD) e2e/test-observe.sh
 	$(STAGE) agent env BUILD=$(BUILD) e2e/test-agent.sh
 	$(STAGE) webhook env BUILD=$(BUILD) e2e/test-webhook.sh
+	$(STAGE) tools-wait scripts/background.sh wait $(BUILD)/tools
+	$(STAGE) observe env BUILD=$(BUILD) e2e/test-observe.sh
 	$(STAGE) k8s env BUILD=$(BUILD) e2e/k8s/test-k8s.sh
 	$(STAGE) auth env BUILD=$(BUILD) e2e/k8s/test-auth.sh
 	$(STAGE) scale env BUILD=$(BUILD) e2e/test-scale.sh
@@ -186,6 +190,7 @@ test: deps
 	$(if $(filter thread,$(SAN)),,$(STAGE) scale-tsan $(MAKE) --no-print-directory scale-tsan)
 	$(call JOIN,faults)
 	$(if $(filter thread,$(SAN)),,$(call JOIN,faults-tsan))
+	$(STAGE) tools-node-wait scripts/background.sh wait $(BUILD)/tools-node
 	$(STAGE) node $(MAKE) --no-print-directory e2e-node
 	@scripts/stage.sh $(STAGES)
 

@@ -15,7 +15,7 @@ BUILD=${BUILD:-build}
 . "$(dirname "$0")/../lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 
-if ! TOOLS=$("$here/tools.sh"); then
+if ! TOOLS=$("$here/tools.sh" etcd kube_api nats); then
 	echo "auth e2e: skipped: the tools could not be built (see above)"
 	echo "auth e2e: 0 passed, 0 failed, 1 skipped"
 	exit 0

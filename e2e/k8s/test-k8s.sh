@@ -14,7 +14,7 @@ root=$(cd "$here/../.." && pwd)
 
 # "whenever the tools can be built": without Go or the module proxy this says so and
 # skips; with them a failure to start any server is a failure of the test.
-if ! TOOLS=$("$here/tools.sh"); then
+if ! TOOLS=$("$here/tools.sh" etcd kube_api helm jaeger); then
 	echo "k8s e2e: skipped: the Kubernetes tools could not be built (see above)"
 	echo "k8s e2e: 0 passed, 0 failed, 12 skipped"
 	exit 0

@@ -6,8 +6,9 @@
 # (k8s.io/kubernetes with its staging modules at their published versions), CoreDNS,
 # helm, Jaeger, cert-manager, an OpenTelemetry Collector and nats-server (as
 # nats-server-auth: the one with auth callout, beside Debian's 2.9 that plain tests use);
-# etcd, Prometheus and promtool come from Debian. Prints the folder. Exit 0 when all are there. Arguments name
-# some of them only (tools.sh otelcol jaeger).
+# etcd, Prometheus and promtool come from Debian. Prints the folder. Exit 0 when all are
+# there. Arguments name some of them only (tools.sh otelcol jaeger; tools.sh suites: what
+# the suites before the node e2e need).
 set -e
 K8S_VERSION=${K8S_VERSION:-1.31.4}
 HELM_VERSION=${HELM_VERSION:-v3.16.4}
@@ -52,9 +53,9 @@ kube_version() { # CMD: the version a built binary reports
 	*) "$BIN/$1" --version 2>/dev/null | awk '{ print $2 }' ;;
 	esac
 }
-need_kube() {
+need_kube() { # [CMD...]: these only (default: all of KUBE_CMDS)
 	local c missing=""
-	for c in $KUBE_CMDS; do
+	for c in ${*:-$KUBE_CMDS}; do
 		[ -x "$BIN/$c" ] && [ "$(kube_version "$c")" = "v$K8S_VERSION" ] || missing="$missing $c"
 	done
 	[ -z "$missing" ] && return
@@ -91,6 +92,9 @@ need_kube() {
 		log "built $c"
 	done
 }
+
+# what an API server without nodes needs (the k8s and auth e2e)
+need_kube_api() { need_kube kube-apiserver kubectl; }
 
 need_coredns() {
 	[ -x "$BIN/coredns" ] && return
@@ -203,21 +207,22 @@ need_prometheus() {
 	ln -sfn /usr/bin/prometheus "$BIN/prometheus" && ln -sfn /usr/bin/promtool "$BIN/promtool"
 }
 
+# What every suite before the node e2e needs (make test builds it first, the rest after).
+need_suites() {
+	need_etcd && need_helm && need_kube_api && need_jaeger && need_nats && need_otelcol &&
+		need_prometheus
+}
+
 command -v go >/dev/null || { log "go is not installed"; exit 1; }
-if [ $# -gt 0 ]; then # only these: tools.sh otelcol jaeger
+if [ $# -gt 0 ]; then # only these: tools.sh otelcol jaeger; tools.sh suites
 	for t in "$@"; do "need_$t"; done
 	echo "$BIN"
 	exit 0
 fi
 log "checking what is built under $BIN"
-need_etcd
-need_helm
+need_suites
 need_kube
-need_jaeger
 need_coredns
 need_certmanager
-need_nats
-need_otelcol
-need_prometheus
 log "all built"
 echo "$BIN"
