@@ -213,8 +213,12 @@ abinrun() {
 		# -k: a Lightning job stopped by SIGTERM hung in its teardown and held the
 		# rest of a device call (its DataLoader workers killed under it)
 		echo "== $prog (AB_STEPS $n${AB_ENV:+, $AB_ENV}): ${cmd[*]}"
+		# AB_NORELAY=1: the preload's environment alone, no relay draining its ring (the
+		# ring fills and drops): what the process pays without the consumer beside it
+		local via=($tsrun --job "ab-$prog" --)
+		[ -z "${AB_NORELAY:-}" ] || via=(env $(preload_env))
 		env ${AB_ENV:-} TRAINSCOPE_AB_STEPS=$n timeout -k 15 "${AB_TIMEOUT:-200}" \
-			$tsrun --job "ab-$prog" -- "${cmd[@]}" --out "$OUT/$tag/$prog" \
+			"${via[@]}" "${cmd[@]}" --out "$OUT/$tag/$prog" \
 			>"$OUT/$tag/$prog.log" 2>&1 ||
 			{ echo "$prog failed:"; tail -5 "$OUT/$tag/$prog.log"; }
 		python3 e2e/gpu/ab_inrun.py ${AB_DROP:+--drop "$AB_DROP"} "$n" "${AB_SKIP:-100}" "$OUT/$tag/$prog.rank0.json"
