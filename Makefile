@@ -148,18 +148,11 @@ integration: all $(ITESTS)
 # cache's 10-20 minutes of Go builds run beside the first suites, not after them. What
 # only the node e2e needs (kubelet, the controller manager, scheduler and proxy, CoreDNS,
 # cert-manager) builds after that, beside the suites from observe on (tools-node-wait).
-# The fault suite and its ThreadSanitizer run (5 minutes each, two thirds of it waiting on
-# jobs that outlast a fault) run in lanes of their own beside the suites from demo to
-# scale-tsan (scripts/background.sh lane; the join stages print their output). The agent
-# and node e2e pin a CPU hog to one rank's core and need the host to themselves: they run
-# alone at the end (beside the lanes, the scheduler moved the agent e2e's other ranks onto
-# the hog's core, and 29 % of its preemption fell on the slow rank, not 100 %).
+# The suites run one after the other: beside each other, the fault suites' verdicts after
+# a fault (a relay restarted, a flood) and the agent e2e's CPU hog missed in a run on 2
+# cores (bench/results/make-test.md).
 STAGES := $(BUILD)/test-stages.txt
 STAGE = @scripts/stage.sh $(STAGES)
-# (a lane's line names $(MAKE), so make -n runs it: there it only says what it would start)
-DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
-LANE = @$(if $(DRY_RUN),echo scripts/background.sh lane,scripts/background.sh lane)
-JOIN = $(STAGE) $(1) scripts/background.sh join $(BUILD)/$(1).lane
 test: deps
 	@rm -f $(STAGES) && mkdir -p $(BUILD) && date +%s.%N >$(STAGES).t0
 	@scripts/background.sh start $(BUILD)/tools bash e2e/k8s/tools.sh suites
@@ -173,25 +166,21 @@ test: deps
 	$(STAGE) real-bench $(MAKE) --no-print-directory real-bench
 	$(STAGE) arm64-test $(MAKE) --no-print-directory arm64-test
 	$(STAGE) integration $(MAKE) --no-print-directory integration
-	$(LANE) $(BUILD)/faults.lane scripts/stage.sh $(STAGES) lane:faults \
-		env BUILD=$(BUILD) e2e/test-faults.sh
-	$(if $(filter thread,$(SAN)),,$(LANE) $(BUILD)/faults-tsan.lane scripts/stage.sh \
-		$(STAGES) lane:faults-tsan $(MAKE) --no-print-directory $(MAKEOVERRIDES) faults-tsan)
 	$(STAGE) demo env BUILD=$(BUILD) e2e/test-demo.sh
 	$(STAGE) local env BUILD=$(BUILD) e2e/test-local.sh
 	$(STAGE) launchers env BUILD=$(BUILD) e2e/test-launchers.sh
 	$(STAGE) npu env BUILD=$(BUILD) e2e/test-npu.sh
-	$(STAGE) webhook env BUILD=$(BUILD) e2e/test-webhook.sh
+	$(STAGE) faults env BUILD=$(BUILD) e2e/test-faults.sh
 	$(STAGE) tools-wait scripts/background.sh wait $(BUILD)/tools
 	$(STAGE) observe env BUILD=$(BUILD) e2e/test-observe.sh
+	$(STAGE) agent env BUILD=$(BUILD) e2e/test-agent.sh
+	$(STAGE) webhook env BUILD=$(BUILD) e2e/test-webhook.sh
 	$(STAGE) k8s env BUILD=$(BUILD) e2e/k8s/test-k8s.sh
 	$(STAGE) auth env BUILD=$(BUILD) e2e/k8s/test-auth.sh
 	$(STAGE) scale env BUILD=$(BUILD) e2e/test-scale.sh
 	$(if $(filter 1,$(SAN)),,$(STAGE) scale-san $(MAKE) --no-print-directory scale-san)
 	$(if $(filter thread,$(SAN)),,$(STAGE) scale-tsan $(MAKE) --no-print-directory scale-tsan)
-	$(call JOIN,faults)
-	$(if $(filter thread,$(SAN)),,$(call JOIN,faults-tsan))
-	$(STAGE) agent env BUILD=$(BUILD) e2e/test-agent.sh
+	$(if $(filter thread,$(SAN)),,$(STAGE) faults-tsan $(MAKE) --no-print-directory faults-tsan)
 	$(STAGE) tools-node-wait scripts/background.sh wait $(BUILD)/tools-node
 	$(STAGE) node $(MAKE) --no-print-directory e2e-node
 	@scripts/stage.sh $(STAGES)

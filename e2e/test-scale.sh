@@ -106,7 +106,10 @@ scraped_restore() {
 	echo "      its /metrics read $n times while it started"
 }
 scraped_restore || die "analyzer 1 did not come back: $(tail -5 "$WORK/a1/log")"
-grep -h "restored" "$WORK/a1/log" | tail -1 | sed 's/^/      /'
+# (killed before its first snapshot, as under ASan on a loaded host, it restores nothing:
+# the stream's replay alone must then give the same reports)
+{ grep -h "restored" "$WORK/a1/log" || echo "no snapshot written before the kill: nothing restored"; } |
+	tail -1 | sed 's/^/      /'
 expect "the load generator's every batch was stored by the cluster (2 of 3 servers for most)" wait "$gen"
 sed 's/^/      /' "$WORK/loadgen.out"
 

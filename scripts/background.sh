@@ -1,26 +1,22 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# make test's work done beside its suites. Builds run at idle priority (SCHED_IDLE and
+# make test's builds done beside its suites, at idle priority (SCHED_IDLE and
 # idle I/O: the CPU the tests leave): the first suites need none of what e2e/k8s/tools.sh
 # builds from Go modules (Kubernetes, CoreDNS, helm, Jaeger, Prometheus, the Collector,
 # cert-manager, nats-server 2.12), nor the sanitizer builds of the scale and fault
-# suites, so a cold cache's builds go on beside them. A test lane runs suites that share
-# no server with the others beside them, at normal priority.
+# suites, so a cold cache's builds go on beside them.
 #   background.sh start DIR [CMD ARGS...]  start the build CMD (default: e2e/k8s/tools.sh),
 #                               unless DIR's is still running; its output in DIR/bg.log,
 #                               its pid in DIR/bg.pid, its exit status in DIR/bg.rc
 #   background.sh wait DIR      wait for it, saying every minute what it does
-#   background.sh lane DIR CMD ARGS...  start the test lane CMD the same way
-#   background.sh join DIR      wait for the lane, print its output, exit with its status
 # wait exits 0 even when the build failed, was lost or ran 90 minutes (it says so, with
 # the log's tail): each suite builds what it needs itself, skips without Go or fails
-# saying why, as without this. A warm cache makes it seconds of checks. join fails when
-# the lane failed, was lost or ran 90 minutes.
+# saying why, as without this. A warm cache makes it seconds of checks.
 set -u
 cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || {
-	echo "usage: $0 start DIR [CMD ARGS...] | wait DIR | lane DIR CMD ARGS... | join DIR" >&2
+	echo "usage: $0 start DIR [CMD ARGS...] | wait DIR" >&2
 	exit 2
 }
 shift 2
@@ -75,13 +71,6 @@ await() {
 	waited=$(($(date +%s) - t0))
 }
 
-# The lane's whole output, then its end, failed or not.
-lane_failed() {
-	echo "== $name: the lane's output" && cat "$log" 2>/dev/null
-	echo "== $name: $*" >&2
-	exit 1
-}
-
 case $cmd in
 start)
 	if running; then
@@ -102,24 +91,5 @@ wait)
 	[ "$status" = 0 ] || given_up "the background build failed ($status)"
 	echo "$name: ready ($waited s waited)"
 	;;
-lane)
-	[ $# -gt 0 ] || { echo "usage: $0 lane DIR CMD ARGS..." >&2; exit 2; }
-	# one left by an earlier make test that failed before joining it: its results are
-	# no one's now, and its jobs would share the host with this run's
-	if running; then
-		echo "$name: stopping the lane an earlier run left (pid $(cat "$pidf"))"
-		kill -- "-$(cat "$pidf")" 2>/dev/null
-	fi
-	launch env "$@"
-	echo "$name: running beside the suites that follow, output in $log"
-	;;
-join)
-	[ -e "$log" ] || { echo "$name: no lane was started in $dir" >&2; exit 1; }
-	await lane lane_failed
-	status=$(cat "$rc")
-	[ "$status" = 0 ] || lane_failed "the lane failed ($status), after $waited s waited"
-	echo "== $name: the lane's output" && cat "$log"
-	echo "== $name: passed ($waited s waited)"
-	;;
-*) echo "usage: $0 start DIR [CMD ARGS...] | wait DIR | lane DIR CMD ARGS... | join DIR" >&2; exit 2 ;;
+*) echo "usage: $0 start DIR [CMD ARGS...] | wait DIR" >&2; exit 2 ;;
 esac
