@@ -113,8 +113,9 @@ else:
     raise SystemExit("free_port: no free port below %d" % low)'
 }
 
-# descends PID: true when PID is this suite's (a descendant of its shell): make test runs
-# suites side by side, and their jobs may share names.
+# descends PID: true when PID is this suite's (a descendant of its shell): suites share
+# job names (both fault suites have a "killed"), so one run beside another must not take
+# the other's ranks.
 descends() {
 	local p=$1
 	while [ -n "$p" ] && [ "$p" -gt 1 ]; do

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # make test's builds done beside its suites, at idle priority (SCHED_IDLE and
 # idle I/O: the CPU the tests leave): the first suites need none of what e2e/k8s/tools.sh
-# builds from Go modules (Kubernetes, CoreDNS, helm, Jaeger, Prometheus, the Collector,
-# cert-manager, nats-server 2.12), nor the sanitizer builds of the scale and fault
+# builds (Kubernetes, CoreDNS, helm, Jaeger, the Collector, cert-manager and nats-server
+# 2.12 from Go modules; etcd and Prometheus from Debian), nor the sanitizer builds of the scale and fault
 # suites, so a cold cache's builds go on beside them.
 #   background.sh start DIR [CMD ARGS...]  start the build CMD (default: e2e/k8s/tools.sh),
 #                               unless DIR's is still running; its output in DIR/bg.log,

@@ -3,14 +3,14 @@
 # make test's stages, timed: `stage.sh FILE NAME cmd args...` runs cmd and appends its
 # name, seconds, exit status and CPU seconds (its children's user and system time) to
 # FILE; `stage.sh FILE` prints the table of FILE, and the wall clock since FILE.t0 was
-# written (make test writes it first: stages that ran side by side add up to more than
-# the wall clock). A stage that fails prints the table so far (the failing stage last)
+# written (make test writes it first: it holds the time the stages leave out, the
+# background builds' start among it). A stage that fails prints the table so far (the failing stage last)
 # and exits with its status, so that a long run always ends by saying where its time went.
 file=$1
 shift
 table() {
 	[ -s "$file" ] || return 0
-	echo "== make test, stage by stage (lane: ran beside the stages after it)"
+	echo "== make test, stage by stage"
 	wall=
 	[ -s "$file.t0" ] && wall=$(awk -v b="$(date +%s.%N)" '{ printf "%.1f", b - $1 }' "$file.t0")
 	awk -v wall="$wall" '{ t += $2; c += $4

@@ -313,10 +313,11 @@ bool ts_job_tick(struct ts_job *j, uint64_t now_ns)
 	 * step, and the exporter keeps a named rank's steps only from the report that names
 	 * it on, so the evaluated step's window may have passed without them, and so may the
 	 * newest step's when it ended a window (the report's trace would show the rank named
-	 * but none of its steps). A job whose ranks all ended has no next step. */
+	 * but none of its steps). A job whose ranks all ended, or that hangs, has no next
+	 * step: a window that never opens has no root for the culprit's span. */
 	if (old != j->res.state || strcmp(before, j->res.summary) != 0)
 		j->verdict_step = (j->max_step > j->res.last_step ? j->max_step : j->res.last_step) +
-				  !ts_job_all_final(j);
+				  (j->res.state != TS_STATE_HANG && !ts_job_all_final(j));
 	/* a stalled job evaluates no step: its hang's culprit, named later, is news too */
 	return old != j->res.state || strcmp(before, j->res.summary) != 0 ||
 	       strcmp(why, j->res.reason) != 0 || j->res.steps_evaluated != evaluated || listed;

@@ -81,7 +81,7 @@ struct ts_job {
 	double step_ms;                     /* the job's step time at the last evaluation */
 	uint8_t trace_id[16];
 	bool has_trace;
-	uint64_t verdict_step; /* the newest step when the verdict changed: its window's trace */
+	uint64_t verdict_step; /* the step to come when the verdict changed: its window's trace */
 	bool finish_told;      /* ts_job_finished_news said so */
 	int since_verdict;                  /* steps since the last SPACE verdict */
 	struct ts_job_result res;

@@ -595,6 +595,7 @@ static void test_hang_and_finish(void **state)
 	(void)state;
 	synthetic_defaults(&p);
 	p.hang_timeout_s = 5;
+	p.traces.window_steps = 1;
 	assert_int_equal(ts_job_new(&j, "ns", "hang", 4, &p), 0);
 	for (int st = 0; st < 20; st++) {
 		feed_step(j, &s, (uint64_t)st);
@@ -610,6 +611,11 @@ static void test_hang_and_finish(void **state)
 	assert_true(ts_job_tick(j, t + 9000 * MS));
 	assert_int_equal(ts_job_result(j)->state, TS_STATE_HANG);
 	assert_non_null(strstr(ts_job_result(j)->reason, "no step completed"));
+	/* a hung job has no step to come: its report's trace is the newest step's window */
+	uint8_t got[16], want[16];
+	assert_true(ts_job_report_trace(j, got));
+	ts_window_trace(ts_job_trace_id(j), 20, want);
+	assert_memory_equal(got, want, 16);
 	/* once every rank has exited, a quiet job is finished, not hung */
 	for (int r = 0; r < 4; r++)
 		ts_job_rank_final(j, r);

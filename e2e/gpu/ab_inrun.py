@@ -2,15 +2,16 @@
 """The in-run A/B's overhead (TRAINSCOPE_AB_STEPS=N): recording paused in blocks 1, 3, 5, ...
 of N steps and on in blocks 0, 2, 4, ..., in one job. Each recorded block's median step time
 over the mean of its two paused neighbours' is one ratio (a drift of the job's pace cancels);
-the overhead is their mean less 1. Its 95 % interval is the wider of two: Student's t over
-the ratios, and over 20 batches of consecutive ratios (neighbouring ratios share a paused
-block, and a job's pace wanders over tens of steps, so the ratios are not independent).
+the overhead is their mean less 1. Its 95 % interval is Student's t over the ratios, or,
+from 40 ratios on, the wider of that and the t interval over 20 batches of consecutive
+ratios (neighbouring ratios share a paused block, and a job's pace wanders over tens of
+steps, so the ratios are not independent; the last len % 20 ratios are in no batch).
 
 Short blocks measure closer: a job's step times are correlated over some 10-50 steps
 (lag-1 autocorrelation 0.7 on eager jobs), so the nearer the compared steps, the more of
 that wander cancels.
 
-  ab_inrun.py [--drop D] N SKIP FILE...
+  ab_inrun.py [--drop D] N SKIP FILE...   (--drop first, if given)
         FILE: a rank's result JSON with "step_times" (entry i: step i, None where unknown);
         SKIP: the first steps left out (warm-up, compilation); each block's first D steps
         are left out too (the switch's own step; D: 2 for blocks of 6 or more, else 1)."""

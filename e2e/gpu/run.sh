@@ -216,7 +216,7 @@ abinrun() {
 		# AB_NORELAY=1: the preload's environment alone, no relay draining its ring (the
 		# ring fills and drops): what the process pays without the consumer beside it
 		local via=($tsrun --job "ab-$prog" --)
-		[ -z "${AB_NORELAY:-}" ] || via=(env $(preload_env))
+		[ -z "${AB_NORELAY:-}" ] || { mkdir -p "${RING_DIR:-/tmp/ts-ring}" && via=(env $(preload_env)); }
 		env ${AB_ENV:-} TRAINSCOPE_AB_STEPS=$n timeout -k 15 "${AB_TIMEOUT:-200}" \
 			"${via[@]}" "${cmd[@]}" --out "$OUT/$tag/$prog" \
 			>"$OUT/$tag/$prog.log" 2>&1 ||

@@ -40,7 +40,7 @@ retry() {
 need_etcd() {
 	command -v etcd >/dev/null && return
 	log "installing etcd (Debian etcd-server)"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null || return 1
 	systemctl disable --now etcd >/dev/null 2>&1 || true
 }
 
