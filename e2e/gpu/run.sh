@@ -5,6 +5,8 @@
 #   e2e/gpu/run.sh overhead  DDP transformer with and without the preload, interleaved A/B
 #   e2e/gpu/run.sh abinrun   the in-run A/B: recording paused in every other block of
 #                            steps inside one job, per program (e2e/gpu/ab_inrun.py)
+#   e2e/gpu/run.sh selftime  the same with the diagnostic library: its own host time per
+#                            recorded and per paused step, by hook (selftime.h)
 #   e2e/gpu/run.sh detect    noisy neighbour and hang, through relay, NATS and analyzer
 #   e2e/gpu/run.sh frameworks Lightning DDP, mp.spawn, HF Trainer (torchrun, accelerate)
 #                            with a GEMM neighbour; a user's NCCL profiler plugin chained
@@ -229,13 +231,24 @@ abinrun() {
 		python3 -c 'import json, sys; c = json.load(open(sys.argv[1])).get("counters") or {}
 print("counters:", {k: v for k, v in c.items() if v})' "$OUT/$tag/$prog.rank0.json"
 		tail -3 "$OUT/$tag/$prog.log"
+		# the diagnostic library's own time per step (run.sh selftime), its last windows
+		grep -h "selftime:" "$OUT/$tag/$prog.log" | tail -6
 		rm -f "$OUT/$tag/$prog.log" "$OUT/$tag/$prog".rank[1-9]*.json
 	done | tee "$OUT/$tag.txt"
+}
+
+# selftime: the in-run A/B with the diagnostic library (injector/preload/selftime.h), which
+# prints its own host time per recorded and per paused step, by hook
+selftime() {
+	local st=$ROOT/build/selftime/lib/libtrainscope.so
+	[ -f "$st" ] || { echo "selftime: no $st (make BUILD=build/selftime CFLAGS=-DTS_SELFTIME $st, carried)"; return 1; }
+	LIB=$st AB_TAG=selftime${AB_TAG:+-$AB_TAG} abinrun
 }
 
 case "${1:-smoke}" in
 smoke) smoke ;;
 abinrun) abinrun ;;
+selftime) selftime ;;
 overhead) overhead ;;
 detect) source e2e/gpu/detect.sh; detect ;;
 frameworks) source e2e/gpu/frameworks.sh; frameworks ;;
@@ -245,5 +258,5 @@ coverage) coverage; share_probe ;;
 launchbound) launchbound ;;
 segbench) segbench ;;
 graphcoll) graphcoll ;;
-*) echo "usage: $0 smoke|overhead|abinrun|detect|frameworks|hostbound|record|coverage|launchbound|segbench|graphcoll" >&2; exit 2 ;;
+*) echo "usage: $0 smoke|overhead|abinrun|selftime|detect|frameworks|hostbound|record|coverage|launchbound|segbench|graphcoll" >&2; exit 2 ;;
 esac

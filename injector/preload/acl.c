@@ -189,7 +189,7 @@ TS_EXPORT aclError aclrtLaunchKernelWithHostArgs(aclrtFuncHandle fn, uint32_t bl
 #define ACL_SYNC(call)                                           \
 	uint64_t t0 = ts_mono_ns();                               \
 	aclError r = f call;                                      \
-	ts_ctr_add(&ts_lib.ctr.sync_ns, ts_mono_ns() - t0);       \
+	ts_count(TS_CNT_SYNC_NS, ts_mono_ns() - t0);       \
 	return r;
 
 TS_EXPORT aclError aclrtSynchronizeStream(aclrtStream st)

@@ -7,6 +7,7 @@
 #include "gpu.h"
 #include "lib.h"
 #include "numparse.h"
+#include "selftime.h"
 #include "trainscope.h"
 
 #include <errno.h>
@@ -125,6 +126,7 @@ TRAINSCOPE_API int trainscope_set_rank(int32_t rank, int32_t world_size, int32_t
 
 TRAINSCOPE_API void trainscope_step_begin(uint64_t step)
 {
+	TS_ST_BEGIN(st);
 	struct ts_rec rec = { .type = TS_REC_STEP_BEGIN, .t_ns = ts_mono_ns(), .mark.step = step };
 
 	atomic_store_explicit(&ts_lib.step, step, memory_order_relaxed);
@@ -132,29 +134,52 @@ TRAINSCOPE_API void trainscope_step_begin(uint64_t step)
 	if (unlikely(ts_lib.ab_steps))
 		atomic_store_explicit(&ts_lib.paused, (int)((step / ts_lib.ab_steps) & 1),
 				      memory_order_relaxed);
+	TS_ST_END(TS_ST_STEP, st);
+	ts_st_step(step);
 }
 
-/* A plain load first: a locked exchange costs more than the rest of an idle step_end. */
-static uint64_t take(_Atomic uint64_t *c)
+__thread struct ts_cnt_slot *ts_cnt_mine __attribute__((tls_model("initial-exec")));
+
+struct ts_cnt_slot *ts_cnt_claim(void)
 {
-	return atomic_load_explicit(c, memory_order_relaxed)
-		       ? atomic_exchange_explicit(c, 0, memory_order_relaxed) : 0;
+	uint32_t i = atomic_fetch_add(&ts_lib.cnt_used, 1);
+
+	return ts_cnt_mine = &ts_lib.cnt[i < TS_CNT_SLOTS ? i : TS_CNT_SLOTS];
+}
+
+uint64_t ts_count_total(enum ts_cnt c)
+{
+	uint32_t n = atomic_load(&ts_lib.cnt_used);
+	uint64_t sum = atomic_load_explicit(&ts_lib.cnt[TS_CNT_SLOTS].v[c], memory_order_relaxed);
+
+	for (uint32_t i = 0; i < n && i < TS_CNT_SLOTS; i++)
+		sum += atomic_load_explicit(&ts_lib.cnt[i].v[c], memory_order_relaxed);
+	return sum;
+}
+
+uint64_t ts_count_take(enum ts_cnt c)
+{
+	uint64_t now = ts_count_total(c), prev = atomic_load(&ts_lib.cnt_seen[c]);
+
+	do { /* two threads ending steps at once: each takes what it saw first, once */
+		if (now <= prev)
+			return 0;
+	} while (!atomic_compare_exchange_weak(&ts_lib.cnt_seen[c], &prev, now));
+	return now - prev;
 }
 
 void ts_emit_step_counters(void)
 {
-	struct ts_step_ctr *c = &ts_lib.ctr;
-	uint64_t launches = take(&c->launches), calls = take(&c->api_calls);
+	uint64_t launches = ts_count_take(TS_CNT_LAUNCHES), calls = ts_count_take(TS_CNT_API);
 	uint64_t fails = atomic_load_explicit(&ts_lib.alloc_failures, memory_order_relaxed);
 
 	if (!launches && !calls)
 		return; /* nothing device-side happened: a CPU-only program */
-	ts_ctr_add(&ts_lib.total_launches, launches);
-	ts_ctr_add(&ts_lib.total_api_calls, calls);
+	uint64_t ticks = ts_count_take(TS_CNT_TICKS), sync_ns = ts_count_take(TS_CNT_SYNC_NS);
 	struct ts_rec rec = {
 		.type = TS_REC_STEP_CTR, .t_ns = ts_mono_ns(), .ctr.launches = launches,
-		.ctr.call_ns = (uint64_t)((double)take(&c->host_ticks) * ts_ns_per_tick()),
-		.ctr.sync_ns = take(&c->sync_ns), .ctr.mem_live = atomic_load(&ts_lib.mem_live),
+		.ctr.call_ns = (uint64_t)((double)ticks * ts_ns_per_tick()),
+		.ctr.sync_ns = sync_ns, .ctr.mem_live = atomic_load(&ts_lib.mem_live),
 		.mem_peak = atomic_exchange(&ts_lib.mem_peak, atomic_load(&ts_lib.mem_live)),
 		.alloc_failures = (uint16_t)(fails > 0xffff ? 0xffff : fails),
 		.api_calls = (uint32_t)(calls > 0xffffffffu ? 0xffffffffu : calls),
@@ -164,29 +189,35 @@ void ts_emit_step_counters(void)
 
 TRAINSCOPE_API void trainscope_step_end(uint64_t step)
 {
+	TS_ST_BEGIN(st);
 	ts_emit_step_counters();
 	struct ts_rec rec = { .type = TS_REC_STEP_END, .t_ns = ts_mono_ns(), .mark.step = step };
 	ts_emit(&rec);
 	ts_gpu_step_end(step);
 	atomic_store_explicit(&ts_lib.step, step + 1, memory_order_relaxed);
+	TS_ST_END(TS_ST_STEP, st);
 }
 
 TRAINSCOPE_API void trainscope_region_begin(enum trainscope_region region)
 {
+	TS_ST_BEGIN(st);
 	if ((unsigned)region < TRAINSCOPE_REGION_MAX)
 		tls.region_t0[region] = ts_mono_ns();
+	TS_ST_END(TS_ST_REGION, st);
 }
 
 TRAINSCOPE_API void trainscope_region_end(enum trainscope_region region)
 {
+	TS_ST_BEGIN(st);
 	uint64_t now = ts_mono_ns(), t0;
 
-	if ((unsigned)region >= TRAINSCOPE_REGION_MAX || !(t0 = tls.region_t0[region]))
-		return;
-	tls.region_t0[region] = 0;
-	struct ts_rec rec = { .type = TS_REC_REGION, .kind = (uint16_t)region, .t_ns = t0,
-			      .dur_ns = now - t0 };
-	ts_emit(&rec);
+	if ((unsigned)region < TRAINSCOPE_REGION_MAX && (t0 = tls.region_t0[region])) {
+		tls.region_t0[region] = 0;
+		struct ts_rec rec = { .type = TS_REC_REGION, .kind = (uint16_t)region,
+				      .t_ns = t0, .dur_ns = now - t0 };
+		ts_emit(&rec);
+	}
+	TS_ST_END(TS_ST_REGION, st);
 }
 
 TRAINSCOPE_API void trainscope_compute_device_ns(uint64_t ns)
@@ -256,12 +287,12 @@ static int get_counters(struct trainscope_counters *out, size_t size)
 static int get_device_counters(struct trainscope_device_counters *out, size_t size)
 {
 	struct trainscope_device_counters c = {
-		.launches = atomic_load(&ts_lib.total_launches) + atomic_load(&ts_lib.ctr.launches),
-		.api_calls = atomic_load(&ts_lib.total_api_calls) + atomic_load(&ts_lib.ctr.api_calls),
+		.launches = ts_count_total(TS_CNT_LAUNCHES),
+		.api_calls = ts_count_total(TS_CNT_API),
 		.mem_live = atomic_load(&ts_lib.mem_live),
 		.alloc_failures = atomic_load(&ts_lib.alloc_failures),
-		.gemms = atomic_load(&ts_lib.ctr.gemms),
-		.colls = atomic_load(&ts_lib.ctr.colls),
+		.gemms = ts_count_total(TS_CNT_GEMMS),
+		.colls = ts_count_total(TS_CNT_COLLS),
 	};
 
 	ts_gpu_get_stats(&c);

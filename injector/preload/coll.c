@@ -50,14 +50,14 @@ void ts_coll_enter(struct ts_coll_call *c, const struct ts_coll_lib *lib, unsign
 	if (!c->outer)
 		return;
 	c->t0 = ts_ticks();
-	ts_ctr_add(&ts_lib.ctr.api_calls, 1);
+	ts_count(TS_CNT_API, 1);
 	if (unlikely(atomic_load_explicit(&ts_captures, memory_order_relaxed) > 0) &&
 	    ts_gpu_captured(stream, lib->sk)) { /* it runs, and counts, with its graph */
 		coll_meta(c, op, count, elem, comm);
 		ts_graph_capture_coll(stream, lib->sk, &c->meta);
 		return;
 	}
-	ts_ctr_add(&ts_lib.ctr.colls, 1);
+	ts_count(TS_CNT_COLLS, 1);
 	if (ts_gpu_plugin_active())
 		return;
 	c->stream = stream;
@@ -85,7 +85,7 @@ void ts_coll_leave(struct ts_coll_call *c)
 		return;
 	if (c->slot >= 0)
 		ts_gpu_timed_end(c->slot, c->stream, c->lib->sk, &c->meta);
-	ts_ctr_add(&ts_lib.ctr.host_ticks, ts_ticks() - c->t0);
+	ts_count(TS_CNT_TICKS, ts_ticks() - c->t0);
 }
 
 void ts_coll_group_start(void)

@@ -36,8 +36,8 @@ static void gemm_enter(struct gemm_call *c, CUstream stream, bool sampled)
 	if (!c->outer)
 		return;
 	c->t0 = ts_ticks();
-	ts_ctr_add(&ts_lib.ctr.api_calls, 1);
-	ts_ctr_add(&ts_lib.ctr.gemms, 1);
+	ts_count(TS_CNT_API, 1);
+	ts_count(TS_CNT_GEMMS, 1);
 	if (sampled) {
 		c->stream = stream;
 		c->slot = ts_gpu_timed_begin(stream, TS_SK_CUDA);
@@ -53,7 +53,7 @@ static void gemm_leave(struct gemm_call *c, double flops)
 		struct ts_op_meta m = { .kind = TS_T_GEMM, .amount = (uint64_t)flops };
 		ts_gpu_timed_end(c->slot, c->stream, TS_SK_CUDA, &m);
 	}
-	ts_ctr_add(&ts_lib.ctr.host_ticks, ts_ticks() - c->t0);
+	ts_count(TS_CNT_TICKS, ts_ticks() - c->t0);
 }
 
 /* The stream is only looked up when this call will be sampled. */
@@ -65,10 +65,14 @@ static void gemm_leave(struct gemm_call *c, double flops)
 		ts_missing(name);                                                            \
 		return TS_CUBLAS_NOT_INITIALIZED;                                            \
 	}                                                                                    \
+	TS_ST_BEGIN(st0);                                                                    \
 	bool smp = ts_tls.lib_depth == 0 && ts_gpu_sample_gemm();                            \
 	gemm_enter(&c, smp ? handle_stream(h) : NULL, smp);                                  \
+	TS_ST_END(TS_ST_GEMM, st0);                                                          \
 	cublasStatus_t r = f call_args;                                                      \
+	TS_ST_BEGIN(st1);                                                                    \
 	gemm_leave(&c, (flops));                                                             \
+	TS_ST_END(TS_ST_GEMM, st1);                                                          \
 	return r;
 
 TS_EXPORT cublasStatus_t cublasSgemm_v2(cublasHandle_t h, int ta, int tb, int m, int n, int k,
@@ -181,8 +185,12 @@ TS_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, const void *desc, co
 		ts_missing("cublasLtMatmul");
 		return TS_CUBLAS_NOT_INITIALIZED;
 	}
+	TS_ST_BEGIN(st0);
 	gemm_enter(&c, st, ts_tls.lib_depth == 0 && ts_gpu_sample_gemm());
+	TS_ST_END(TS_ST_GEMM, st0);
 	cublasStatus_t r = f(h, desc, al, A, ad, B, bd, be, C, cd, D, dd, algo, ws, wss, st);
+	TS_ST_BEGIN(st1);
 	gemm_leave(&c, c.slot >= 0 ? lt_flops(desc, ad, dd) : 0);
+	TS_ST_END(TS_ST_GEMM, st1);
 	return r;
 }

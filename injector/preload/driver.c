@@ -216,7 +216,7 @@ static CUresult do_waitevent(struct drv_slot *s, CUstream st, CUevent e, unsigne
 
 static inline CUresult sync_done(CUresult r, uint64_t t0)
 {
-	ts_ctr_add(&ts_lib.ctr.sync_ns, ts_mono_ns() - t0);
+	ts_count(TS_CNT_SYNC_NS, ts_mono_ns() - t0);
 	return r;
 }
 

@@ -80,6 +80,7 @@ static struct {
 	_Atomic uint32_t hint;
 	struct strm strm[NSTREAMS];
 	_Atomic uint64_t closed_upto; /* steps below this one have ended */
+	_Atomic uint64_t gemm_mark;   /* always_gemm's step << 8 | GEMMs taken in it */
 	uint64_t emitted_upto;        /* poller: GPU_STEP sent for steps below this one */
 	struct step_acc acc[NACC];
 	_Atomic uint64_t sample_n, min_n;
@@ -269,10 +270,14 @@ static int slot_claim(void)
 	return -1;
 }
 
+/* Asks the driver only while a capture is under way (every capture begins through the
+ * driver's hook): the query was a fifth of an event pair's host time on an H200. */
 static bool capturing(CUstream s)
 {
 	int status = 0;
 
+	if (likely(atomic_load_explicit(&ts_captures, memory_order_relaxed) <= 0))
+		return false;
 	if (g.d.is_capturing(s, &status) != TS_CUDA_SUCCESS || status != 0) {
 		atomic_fetch_add_explicit(&g.st.capture_skips, 1, memory_order_relaxed);
 		return true;
@@ -290,7 +295,7 @@ static bool ctx_ok(void)
 	return false;
 }
 
-static int timed_begin(CUstream s)
+static int timed_begin_body(CUstream s)
 {
 	int i;
 
@@ -311,18 +316,28 @@ static int timed_begin(CUstream s)
 	return i;
 }
 
+static int timed_begin(CUstream s)
+{
+	TS_ST_BEGIN(st);
+	int i = timed_begin_body(s);
+	TS_ST_END(TS_ST_EVENTS, st);
+	return i;
+}
+
 static void timed_end(int i, CUstream s, const struct ts_op_meta *m, bool comm)
 {
+	TS_ST_BEGIN(st);
 	struct ev_slot *e = &g.slot[i];
 
 	if (capturing(s) || g.d.ev_record(e->end, s) != TS_CUDA_SUCCESS) {
 		slot_release(i);
-		return;
+	} else {
+		e->meta = *m;
+		e->comm = comm;
+		e->t_enq_ns = ts_mono_ns();
+		atomic_store_explicit(&e->state, SLOT_PENDING, memory_order_release);
 	}
-	e->meta = *m;
-	e->comm = comm;
-	e->t_enq_ns = ts_mono_ns();
-	atomic_store_explicit(&e->state, SLOT_PENDING, memory_order_release);
+	TS_ST_END(TS_ST_EVENTS, st);
 }
 
 int ts_gpu_timed_begin(CUstream s, unsigned sk)
@@ -470,20 +485,32 @@ int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample, uint32_t work)
 	return ts_gpu_timed_begin(s, sk);
 }
 
+/* One of the process's first TS_GEMMS_PER_STEP GEMMs of step: the step (low 56 bits)
+ * and its count so far share one word, so threads at a step's start take exactly that
+ * many between them. */
+static bool always_gemm(uint64_t step)
+{
+	uint64_t v = atomic_load_explicit(&g.gemm_mark, memory_order_relaxed), mark = step << 8;
+
+	for (;;) {
+		uint64_t n = (v & ~0xffull) == mark ? v & 0xff : 0;
+		if (n >= TS_GEMMS_PER_STEP)
+			return false;
+		if (atomic_compare_exchange_weak_explicit(&g.gemm_mark, &v, mark | (n + 1),
+							  memory_order_relaxed,
+							  memory_order_relaxed))
+			return true;
+	}
+}
+
 bool ts_gpu_sample_gemm(void)
 {
 	uint64_t step = atomic_load_explicit(&ts_lib.step, memory_order_relaxed);
 
 	if (ts_paused())
 		return false;
-	if (ts_tls.gemm_step != step) {
-		ts_tls.gemm_step = step;
-		ts_tls.gemm_in_step = 0;
-	}
-	if (ts_tls.gemm_in_step < TS_GEMMS_PER_STEP) {
-		ts_tls.gemm_in_step++;
+	if (always_gemm(step))
 		return true;
-	}
 	if (++ts_tls.gemm_tick < atomic_load_explicit(&g.sample_n, memory_order_relaxed))
 		return false;
 	ts_tls.gemm_tick = 0;
@@ -672,6 +699,7 @@ static void *poller(void *arg)
 
 	(void)arg;
 	for (;;) {
+		TS_ST_BEGIN(st);
 		uint64_t now = ts_mono_ns(), min_active = UINT64_MAX;
 		/* collectives first: a stuck one names op, communicator and seq, which is
 		 * what a hang report should say (reports are one per timeout period) */
@@ -693,6 +721,7 @@ static void *poller(void *arg)
 		}
 		if (ctx_set)
 			close_steps(min_active);
+		TS_ST_END(TS_ST_POLL, st);
 		struct timespec ts = { 0, (long)(g.poll_ns ? g.poll_ns : 5000000) };
 		nanosleep(&ts, NULL);
 	}

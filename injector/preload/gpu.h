@@ -11,6 +11,7 @@
 #include "cudefs.h"
 #include "graph.h"
 #include "lib.h"
+#include "selftime.h"
 
 /* Whose stream a hook hands over. A CUDA hook passes its per-thread-default-stream flag
  * as is (false = TS_SK_CUDA, true = TS_SK_PTSZ: what its NULL stream means). */
@@ -48,8 +49,6 @@ struct ts_tls {
 	int coll_depth;  /* inside an NCCL or HCCL call: its launches go to a communication stream */
 	int group_depth; /* inside ncclGroupStart/End */
 	uint32_t kernel_tick, gemm_tick;
-	uint64_t gemm_step;    /* the step its gemm_in_step GEMMs were launched in */
-	uint32_t gemm_in_step;
 };
 extern __thread struct ts_tls ts_tls TS_HIDDEN __attribute__((tls_model("initial-exec")));
 
@@ -58,9 +57,11 @@ extern __thread struct ts_tls ts_tls TS_HIDDEN __attribute__((tls_model("initial
  * it may be sampled) is sampled: the caller then calls ts_gpu_timed_end after the real
  * launch. */
 TS_HIDDEN int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample, uint32_t work);
-/* 1-in-N sampling for GEMMs, with the same adaptive N; and a thread's first
+/* 1-in-N sampling for GEMMs, with the same adaptive N; and the process's first
  * TS_GEMMS_PER_STEP GEMMs of each step always (the same GEMMs each step): every step has
- * a throughput to compare, which a GPU shared or slowed lowers and a starved host not. */
+ * a throughput to compare, which a GPU shared or slowed lowers and a starved host not.
+ * Per process, not per thread: a backward thread's two more event pairs a step were a
+ * sixth of recording's cost in a DDP step (issue 45). */
 #define TS_GEMMS_PER_STEP 2
 TS_HIDDEN bool ts_gpu_sample_gemm(void);
 /* An explicitly timed operation: start event now, end event at ts_gpu_timed_end.
@@ -91,8 +92,8 @@ TS_HIDDEN bool ts_gpu_capturing(CUstream s, unsigned sk);
  * while recording is paused: TS_LAUNCH_PAUSED, for ts_launch_leave). Work
  * launched into a stream being captured does not run now: it counts when its graph
  * is launched. */
-static inline int ts_launch_enter_n(CUstream stream, unsigned sk, uint64_t *t0, uint32_t kernels,
-				    uint32_t work)
+static inline int launch_enter_n(CUstream stream, unsigned sk, uint64_t *t0, uint32_t kernels,
+				 uint32_t work)
 {
 	ts_tls.depth++;
 	if (ts_paused())
@@ -101,8 +102,17 @@ static inline int ts_launch_enter_n(CUstream stream, unsigned sk, uint64_t *t0, 
 	if (unlikely(atomic_load_explicit(&ts_captures, memory_order_relaxed) > 0) &&
 	    ts_gpu_captured(stream, sk))
 		return -1;
-	ts_ctr_add(&ts_lib.ctr.launches, kernels);
+	ts_count(TS_CNT_LAUNCHES, kernels);
 	return ts_gpu_launch(stream, sk, kernels == 1, work);
+}
+
+static inline int ts_launch_enter_n(CUstream stream, unsigned sk, uint64_t *t0,
+				    uint32_t kernels, uint32_t work)
+{
+	TS_ST_BEGIN(st);
+	int r = launch_enter_n(stream, sk, t0, kernels, work);
+	TS_ST_END(TS_ST_LAUNCH, st);
+	return r;
 }
 
 static inline int ts_launch_enter(CUstream stream, unsigned sk, uint64_t *t0)
@@ -131,7 +141,7 @@ static inline int ts_host_func_enter(CUstream stream, bool ptsz, uint64_t *t0)
 	return ts_launch_enter_n(stream, ptsz, t0, 0, 0);
 }
 
-static inline void ts_launch_leave(int sampled, CUstream stream, unsigned sk, uint64_t t0)
+static inline void launch_leave(int sampled, CUstream stream, unsigned sk, uint64_t t0)
 {
 	static const struct ts_op_meta kernel = { .kind = TS_T_KERNEL };
 
@@ -142,8 +152,15 @@ static inline void ts_launch_leave(int sampled, CUstream stream, unsigned sk, ui
 	if (sampled >= 0)
 		ts_gpu_timed_end(sampled, stream, sk, &kernel);
 	if (!ts_tls.lib_depth)
-		ts_ctr_add(&ts_lib.ctr.host_ticks, ts_ticks() - t0);
+		ts_count(TS_CNT_TICKS, ts_ticks() - t0);
 	ts_tls.depth--;
+}
+
+static inline void ts_launch_leave(int sampled, CUstream stream, unsigned sk, uint64_t t0)
+{
+	TS_ST_BEGIN(st);
+	launch_leave(sampled, stream, sk, t0);
+	TS_ST_END(TS_ST_LAUNCH, st);
 }
 
 /* The stream is about to wait on another's work: its busy segment ends here. */

@@ -254,7 +254,7 @@ void ts_graph_colls_replayed(int slot)
 				    .graph_coll = { .bytes = c[i].bytes * c[i].count,
 						    .step_tag = step + 1, .comm = c[i].comm,
 						    .count = c[i].count } };
-		ts_ctr_add(&ts_lib.ctr.colls, c[i].count);
+		ts_count(TS_CNT_COLLS, c[i].count);
 		ts_ctr_add(&coll_replayed, c[i].count);
 		ts_emit(&r);
 	}

@@ -20,15 +20,24 @@
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
-/* Per-step counters the hooks bump; step_end turns them into records and resets them. */
-struct ts_step_ctr {
-	_Atomic uint64_t launches;   /* kernels launched (every path, outermost only) */
-	_Atomic uint64_t api_calls;  /* hooked CUDA/cuBLAS/NCCL calls */
-	_Atomic uint64_t host_ticks; /* ts_ticks() spent inside hooked launch/API calls */
-	_Atomic uint64_t sync_ns;    /* waiting in stream/context/event synchronize */
-	_Atomic uint64_t gemms;      /* these two are never reset: process totals */
-	_Atomic uint64_t colls;
+/* The hooks' counters. Each thread adds to a slot of its own with a plain load and store:
+ * on an H200 the locked adds of a launch's two counters were a third of what recording
+ * added to it (issue 45). A total is the sum of the slots; a step's share is the change
+ * of the total since the step before ended. Threads past TS_CNT_SLOTS share the last
+ * slot, with locked adds. */
+enum ts_cnt {
+	TS_CNT_LAUNCHES, /* kernels launched (every path, outermost only) */
+	TS_CNT_API,      /* hooked CUDA/cuBLAS/NCCL calls */
+	TS_CNT_TICKS,    /* ts_ticks() spent inside hooked launch/API calls */
+	TS_CNT_SYNC_NS,  /* waiting in stream/context/event synchronize */
+	TS_CNT_GEMMS,
+	TS_CNT_COLLS,
+	TS_CNT_N
 };
+#define TS_CNT_SLOTS 64
+struct ts_cnt_slot {
+	_Atomic uint64_t v[TS_CNT_N];
+} __attribute__((aligned(64)));
 
 struct ts_lib {
 	_Atomic int state;
@@ -37,10 +46,11 @@ struct ts_lib {
 	char ring_path[4096];
 	_Atomic uint64_t orphan_drops; /* records with no ring to go to */
 	_Atomic uint64_t step;         /* the step now running: records are tagged with it */
-	struct ts_step_ctr ctr;
+	struct ts_cnt_slot cnt[TS_CNT_SLOTS + 1]; /* the last: shared, past the others */
+	_Atomic uint32_t cnt_used;                /* slots handed to threads */
+	_Atomic uint64_t cnt_seen[TS_CNT_N];      /* the totals at the last step's end */
 	_Atomic uint64_t mem_live, mem_peak, alloc_failures;
 	_Atomic int dump_signal;       /* the shim's faulthandler signal, 0 = none */
-	_Atomic uint64_t total_launches, total_api_calls; /* over closed steps */
 	/* the rank the program established, kept across fork for the children's rings */
 	_Atomic int learning;
 	int32_t late_rank, late_world, late_local;
@@ -101,6 +111,30 @@ static inline void ts_ctr_add(_Atomic uint64_t *c, uint64_t v)
 {
 	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
+
+extern __thread struct ts_cnt_slot *ts_cnt_mine TS_HIDDEN __attribute__((tls_model("initial-exec")));
+/* Cold path, once per thread: hands it a slot (or the shared one). Never NULL. */
+TS_HIDDEN struct ts_cnt_slot *ts_cnt_claim(void);
+
+/* Adds v to counter c, in the calling thread's slot. */
+static inline void ts_count(enum ts_cnt c, uint64_t v)
+{
+	struct ts_cnt_slot *s = ts_cnt_mine;
+
+	if (unlikely(!s))
+		s = ts_cnt_claim();
+	if (likely(s != &ts_lib.cnt[TS_CNT_SLOTS]))
+		atomic_store_explicit(&s->v[c],
+				      atomic_load_explicit(&s->v[c], memory_order_relaxed) + v,
+				      memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(&s->v[c], v, memory_order_relaxed);
+}
+
+/* Counter c over the process's life so far (what the threads have stored yet). */
+TS_HIDDEN uint64_t ts_count_total(enum ts_cnt c);
+/* What c counted since the previous call: the step's share, taken at its end. */
+TS_HIDDEN uint64_t ts_count_take(enum ts_cnt c);
 
 /* The rank and world size the program established, told by how (enum ts_ident_how): a
  * communicator's only while the process has no rank and only when it spans the known

@@ -2,6 +2,7 @@
 # libtrainscope.so: the preload library (position-independent, never sanitized).
 PRELOAD_SRCS := $(addprefix injector/preload/,api.c real.c dlsym.c driver.c gpu.c graph.c cuda.c \
 		cublas.c comms.c coll.c nccl.c ncclprof.c ncclprof_compat.c ncclchain.c acl.c aclnn.c \
+		selftime.c \
 		hccl.c ring.c) \
 		common/ident.c common/visible.c common/numparse.c
 PRELOAD_LIB  := $(BUILD)/lib/libtrainscope.so

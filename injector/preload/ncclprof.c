@@ -262,10 +262,11 @@ static void start_step(void **handle, const ts_prof_descr_v5 *d)
 
 int ts_prof_start(void *ctx, void **handle, ts_prof_descr_v5 *d)
 {
+	TS_ST_BEGIN(st);
 	*handle = NULL;
 	if (!d || ts_paused())
-		return 0;
-	if (d->type == TS_PROF_COLL || d->type == TS_PROF_P2P)
+		;
+	else if (d->type == TS_PROF_COLL || d->type == TS_PROF_P2P)
 		start_op(ctx, handle, d);
 	else if (d->type == TS_PROF_KERNEL_CH)
 		start_ch(handle, d);
@@ -273,11 +274,13 @@ int ts_prof_start(void *ctx, void **handle, ts_prof_descr_v5 *d)
 		start_prox(ctx, handle, d);
 	else if (d->type == TS_PROF_PROXY_STEP)
 		start_step(handle, d);
+	TS_ST_END(TS_ST_PROF, st);
 	return 0;
 }
 
 int ts_prof_record(void *handle, int state, ts_prof_state_args_v5 *args)
 {
+	TS_ST_BEGIN(st);
 	uint64_t type = handle ? *(uint64_t *)handle : 0;
 
 	if (type == TS_PROF_KERNEL_CH && state == TS_PROF_KERNEL_CH_STOP && args) {
@@ -287,6 +290,7 @@ int ts_prof_record(void *handle, int state, ts_prof_state_args_v5 *args)
 		s->t_posted = ts_mono_ns();
 		s->size = args ? args->proxy_step.size : 0;
 	}
+	TS_ST_END(TS_ST_PROF, st);
 	return 0;
 }
 
@@ -336,6 +340,7 @@ static void step_stop(struct pstep *s)
 
 int ts_prof_stop(void *handle)
 {
+	TS_ST_BEGIN(st);
 	uint64_t type = handle ? *(uint64_t *)handle : 0;
 
 	if (type == TS_PROF_KERNEL_CH) {
@@ -357,6 +362,7 @@ int ts_prof_stop(void *handle)
 	} else if (type == TS_PROF_PROXY_OP) {
 		atomic_store_explicit(&((struct pprox *)handle)->state, FREE, memory_order_release);
 	}
+	TS_ST_END(TS_ST_PROF, st);
 	return 0;
 }
 

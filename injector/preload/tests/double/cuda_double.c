@@ -58,13 +58,6 @@ static struct stream *stream_of(CUstream s, int ptsz)
 	abort(); /* a test that uses more streams than the double knows */
 }
 
-void tsd_set_capturing(void *s, int on)
-{
-	pthread_mutex_lock(&mu);
-	stream_of(s, 0)->capturing = on;
-	pthread_mutex_unlock(&mu);
-}
-
 void tsd_set_stalled(void *s, int on)
 {
 	pthread_mutex_lock(&mu);

@@ -24,7 +24,6 @@ struct tsd_stats {
 };
 
 /* libcuda.so.1 */
-void tsd_set_capturing(void *stream, int on);
 void tsd_set_stalled(void *stream, int on);
 uint64_t tsd_stream_launches(void *stream);
 uint64_t tsd_stream_records(void *stream);

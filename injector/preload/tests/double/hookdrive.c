@@ -13,6 +13,7 @@
 #include "trainscope.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -322,12 +323,15 @@ static void sc_pool(void)
 	wait_until(all_read_back, NULL, "event pairs not read back after the stall");
 }
 
-/* A stream that captures a CUDA graph gets no event, from any hook. */
+/* A stream that captures a CUDA graph gets no event, from any hook. The capture begins
+ * through the runtime, as every capture does: the library asks the driver whether a
+ * stream captures only while one is under way. */
 static void sc_capture(void)
 {
 	int (*gemm)(void *, int, int, int) = (int (*)(void *, int, int, int))user_fn("tsd_user_gemm");
 
-	tsd_set_capturing(C, 1);
+	if (cudaStreamBeginCapture(C, 0))
+		die("begin capture");
 	for (uint64_t s = 0; s < 10; s++) {
 		trainscope_step_begin(s);
 		for (int i = 0; i < 5; i++) {
@@ -341,6 +345,37 @@ static void sc_capture(void)
 	wait_gpu_steps(10);
 	printf("captured_launches %llu\n", (unsigned long long)tsd_stream_launches(C));
 	printf("captured_records %llu\n", (unsigned long long)tsd_stream_records(C));
+}
+
+/* Two threads launch and multiply in every step, new ones each step: 80 threads, past
+ * the library's 64 counter slots. */
+static int (*threads_gemm)(void *, int, int, int);
+
+static void *threads_work(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 100; i++)
+		rt_launch(0, A);
+	for (int i = 0; i < 3; i++)
+		if (threads_gemm(A, 8, 8, 8))
+			die("gemm");
+	return NULL;
+}
+
+static void sc_threads(void)
+{
+	threads_gemm = (int (*)(void *, int, int, int))user_fn("tsd_user_gemm");
+	for (uint64_t s = 0; s < 40; s++) {
+		pthread_t t[2];
+		trainscope_step_begin(s);
+		for (int i = 0; i < 2; i++)
+			if (pthread_create(&t[i], NULL, threads_work, NULL))
+				die("pthread_create");
+		for (int i = 0; i < 2; i++)
+			pthread_join(t[i], NULL);
+		trainscope_step_end(s);
+	}
+	wait_gpu_steps(40);
 }
 
 static void count_call(void *n)
@@ -924,6 +959,7 @@ static const struct {
 	{ "pool", sc_pool },         { "capture", sc_capture },   { "sampling", sc_sampling },
 	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "sync_coll", sc_sync_coll },         { "comms", sc_comms },         { "cublas", sc_cublas },
 	{ "plugin", sc_plugin },     { "graphs", sc_graphs },     { "graph_colls", sc_graph_colls },     { "cost", sc_cost },
+	{ "threads", sc_threads },
 };
 
 static void open_ring(void)
