@@ -699,7 +699,7 @@ static void *poller(void *arg)
 
 	(void)arg;
 	for (;;) {
-		TS_ST_BEGIN(st);
+		TS_ST_BEGIN(st_loop);
 		uint64_t now = ts_mono_ns(), min_active = UINT64_MAX;
 		/* collectives first: a stuck one names op, communicator and seq, which is
 		 * what a hang report should say (reports are one per timeout period) */
@@ -721,7 +721,7 @@ static void *poller(void *arg)
 		}
 		if (ctx_set)
 			close_steps(min_active);
-		TS_ST_END(TS_ST_POLL, st);
+		TS_ST_END(TS_ST_POLL, st_loop);
 		struct timespec ts = { 0, (long)(g.poll_ns ? g.poll_ns : 5000000) };
 		nanosleep(&ts, NULL);
 	}
