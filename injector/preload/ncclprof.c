@@ -264,16 +264,16 @@ int ts_prof_start(void *ctx, void **handle, ts_prof_descr_v5 *d)
 {
 	TS_ST_BEGIN(st);
 	*handle = NULL;
-	if (!d || ts_paused())
-		;
-	else if (d->type == TS_PROF_COLL || d->type == TS_PROF_P2P)
-		start_op(ctx, handle, d);
-	else if (d->type == TS_PROF_KERNEL_CH)
-		start_ch(handle, d);
-	else if (d->type == TS_PROF_PROXY_OP)
-		start_prox(ctx, handle, d);
-	else if (d->type == TS_PROF_PROXY_STEP)
-		start_step(handle, d);
+	if (d && !ts_paused()) {
+		if (d->type == TS_PROF_COLL || d->type == TS_PROF_P2P)
+			start_op(ctx, handle, d);
+		else if (d->type == TS_PROF_KERNEL_CH)
+			start_ch(handle, d);
+		else if (d->type == TS_PROF_PROXY_OP)
+			start_prox(ctx, handle, d);
+		else if (d->type == TS_PROF_PROXY_STEP)
+			start_step(handle, d);
+	}
 	TS_ST_END(TS_ST_PROF, st);
 	return 0;
 }
