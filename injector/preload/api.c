@@ -140,11 +140,55 @@ TRAINSCOPE_API void trainscope_step_begin(uint64_t step)
 
 __thread struct ts_cnt_slot *ts_cnt_mine __attribute__((tls_model("initial-exec")));
 
+static pthread_key_t cnt_key;
+static bool cnt_key_ok;
+static pthread_once_t cnt_once = PTHREAD_ONCE_INIT;
+
+/* At a thread's exit: its slot goes back for the next thread. Anything the thread still
+ * counts after this (another destructor's CUDA call) goes to the shared slot. */
+static void cnt_release(void *v)
+{
+	uint32_t i = (uint32_t)(uintptr_t)v - 1;
+
+	ts_cnt_mine = &ts_lib.cnt[TS_CNT_SLOTS];
+	atomic_fetch_or(&ts_lib.cnt_free, 1ull << i);
+}
+
+static void cnt_key_make(void)
+{
+	cnt_key_ok = pthread_key_create(&cnt_key, cnt_release) == 0;
+}
+
+/* A slot given back, or -1. */
+static int cnt_reuse(void)
+{
+	uint64_t f = atomic_load(&ts_lib.cnt_free);
+
+	while (f) {
+		int i = __builtin_ctzll(f);
+		if (atomic_compare_exchange_weak(&ts_lib.cnt_free, &f, f & ~(1ull << i)))
+			return i;
+	}
+	return -1;
+}
+
 struct ts_cnt_slot *ts_cnt_claim(void)
 {
-	uint32_t i = atomic_fetch_add(&ts_lib.cnt_used, 1);
+	int i = cnt_reuse();
 
-	return ts_cnt_mine = &ts_lib.cnt[i < TS_CNT_SLOTS ? i : TS_CNT_SLOTS];
+	if (i < 0) {
+		uint32_t n = atomic_load(&ts_lib.cnt_used);
+		/* no increment past the slots: cnt_used bounds ts_count_total's sum */
+		while (n < TS_CNT_SLOTS && !atomic_compare_exchange_weak(&ts_lib.cnt_used, &n, n + 1))
+			;
+		i = n < TS_CNT_SLOTS ? (int)n : -1;
+	}
+	if (i < 0)
+		return ts_cnt_mine = &ts_lib.cnt[TS_CNT_SLOTS];
+	pthread_once(&cnt_once, cnt_key_make);
+	if (cnt_key_ok) /* else, or if this fails, the slot is the thread's for good */
+		(void)pthread_setspecific(cnt_key, (void *)(uintptr_t)(i + 1));
+	return ts_cnt_mine = &ts_lib.cnt[i];
 }
 
 uint64_t ts_count_total(enum ts_cnt c)
@@ -152,7 +196,7 @@ uint64_t ts_count_total(enum ts_cnt c)
 	uint32_t n = atomic_load(&ts_lib.cnt_used);
 	uint64_t sum = atomic_load_explicit(&ts_lib.cnt[TS_CNT_SLOTS].v[c], memory_order_relaxed);
 
-	for (uint32_t i = 0; i < n && i < TS_CNT_SLOTS; i++)
+	for (uint32_t i = 0; i < n; i++)
 		sum += atomic_load_explicit(&ts_lib.cnt[i].v[c], memory_order_relaxed);
 	return sum;
 }

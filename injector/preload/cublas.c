@@ -40,7 +40,8 @@ static void gemm_enter(struct gemm_call *c, CUstream stream, bool sampled)
 	ts_count(TS_CNT_GEMMS, 1);
 	if (sampled) {
 		c->stream = stream;
-		c->slot = ts_gpu_timed_begin(stream, TS_SK_CUDA);
+		if ((c->slot = ts_gpu_timed_begin(stream, TS_SK_CUDA)) < 0)
+			ts_gpu_gemm_unsampled();
 	}
 }
 

@@ -486,8 +486,9 @@ int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample, uint32_t work)
 }
 
 /* One of the process's first TS_GEMMS_PER_STEP GEMMs of step: the step (low 56 bits)
- * and its count so far share one word, so threads at a step's start take exactly that
- * many between them. */
+ * and its count so far share one word, so threads at a step's start take that many
+ * between them. (A thread still on the step before, as it ends, may restart the count:
+ * that step times up to 2 more.) */
 static bool always_gemm(uint64_t step)
 {
 	uint64_t v = atomic_load_explicit(&g.gemm_mark, memory_order_relaxed), mark = step << 8;
@@ -501,6 +502,17 @@ static bool always_gemm(uint64_t step)
 							  memory_order_relaxed))
 			return true;
 	}
+}
+
+void ts_gpu_gemm_unsampled(void)
+{
+	uint64_t mark = atomic_load_explicit(&ts_lib.step, memory_order_relaxed) << 8;
+	uint64_t v = atomic_load_explicit(&g.gemm_mark, memory_order_relaxed);
+
+	while ((v & ~0xffull) == mark && (v & 0xff) &&
+	       !atomic_compare_exchange_weak_explicit(&g.gemm_mark, &v, v - 1,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
 }
 
 bool ts_gpu_sample_gemm(void)

@@ -60,10 +60,13 @@ TS_HIDDEN int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample, uint32_t w
 /* 1-in-N sampling for GEMMs, with the same adaptive N; and the process's first
  * TS_GEMMS_PER_STEP GEMMs of each step always (the same GEMMs each step): every step has
  * a throughput to compare, which a GPU shared or slowed lowers and a starved host not.
- * Per process, not per thread: a backward thread's two more event pairs a step were a
- * sixth of recording's cost in a DDP step (issue 45). */
+ * Per process, not per thread: autograd's backward thread timed two more a step (on an
+ * H200, DDP's cuBLAS hooks cost 25 µs a step instead of 35; issue 45). */
 #define TS_GEMMS_PER_STEP 2
 TS_HIDDEN bool ts_gpu_sample_gemm(void);
+/* A GEMM ts_gpu_sample_gemm chose could not be timed (no context, a capture, no free
+ * event): its place among the step's first GEMMs goes to the next one. */
+TS_HIDDEN void ts_gpu_gemm_unsampled(void);
 /* An explicitly timed operation: start event now, end event at ts_gpu_timed_end.
  * Returns a slot, or -1 (capturing, no context, pool empty: counted, never waits). */
 TS_HIDDEN int ts_gpu_timed_begin(CUstream s, unsigned sk);

@@ -347,35 +347,46 @@ static void sc_capture(void)
 	printf("captured_records %llu\n", (unsigned long long)tsd_stream_records(C));
 }
 
-/* Two threads launch and multiply in every step, new ones each step: 80 threads, past
- * the library's 64 counter slots. */
+/* Two threads launch and multiply in each of 40 steps, new ones each step (the counter
+ * slots of those that ended are taken again); then 70 at once in step 40, past the
+ * library's 64 slots, all alive until each has done its work. */
 static int (*threads_gemm)(void *, int, int, int);
+static pthread_barrier_t threads_all;
 
 static void *threads_work(void *arg)
 {
-	(void)arg;
 	for (int i = 0; i < 100; i++)
 		rt_launch(0, A);
 	for (int i = 0; i < 3; i++)
 		if (threads_gemm(A, 8, 8, 8))
 			die("gemm");
+	if (arg)
+		pthread_barrier_wait(arg);
 	return NULL;
+}
+
+static void threads_step(uint64_t s, int n, pthread_barrier_t *all)
+{
+	pthread_t t[70];
+
+	trainscope_step_begin(s);
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&t[i], NULL, threads_work, all))
+			die("pthread_create");
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	trainscope_step_end(s);
 }
 
 static void sc_threads(void)
 {
 	threads_gemm = (int (*)(void *, int, int, int))user_fn("tsd_user_gemm");
-	for (uint64_t s = 0; s < 40; s++) {
-		pthread_t t[2];
-		trainscope_step_begin(s);
-		for (int i = 0; i < 2; i++)
-			if (pthread_create(&t[i], NULL, threads_work, NULL))
-				die("pthread_create");
-		for (int i = 0; i < 2; i++)
-			pthread_join(t[i], NULL);
-		trainscope_step_end(s);
-	}
-	wait_gpu_steps(40);
+	for (uint64_t s = 0; s < 40; s++)
+		threads_step(s, 2, NULL);
+	pthread_barrier_init(&threads_all, NULL, 70);
+	threads_step(40, 70, &threads_all);
+	pthread_barrier_destroy(&threads_all);
+	wait_gpu_steps(41);
 }
 
 static void count_call(void *n)
