@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* A diagnostic build's account of the library's own host time (issue 45): compiled in
- * only with -DTS_SELFTIME (`make BUILD=build/selftime CFLAGS=-DTS_SELFTIME lib`), never
+ * only with -DTS_SELFTIME (`make BUILD=build/selftime CFLAGS=-DTS_SELFTIME
+ * build/selftime/lib/libtrainscope.so`, then `e2e/gpu/run.sh selftime`), never
  * in a shipped library, whose hooks it would slow by a few clock reads each. Each
  * category sums the ticks spent in the library's part of a call (the real function's
  * time left out), apart for steps recorded and steps the in-run A/B paused, and the
