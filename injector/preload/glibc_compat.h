@@ -30,6 +30,9 @@
 TS_SYMVER(dlopen);
 TS_SYMVER(dlvsym);
 TS_SYMVER(pthread_create);
+TS_SYMVER(pthread_key_create); /* these three: 2.34 on either, moved into libc */
+TS_SYMVER(pthread_once);
+TS_SYMVER(pthread_setspecific);
 TS_SYMVER(pthread_sigmask);
 TS_SYMVER(memcpy); /* 2.14 on x86-64 */
 
