@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Asserts what a report says: check_report.py REPORT.json healthy | network SCOPE | RANK CAUSE
+"""Asserts what a report says:
+check_report.py REPORT.json healthy | network SCOPE | RANK CAUSE [--passing]
 
 healthy: state Healthy, no rank was ever alarmed and no network alarm raised during the run.
 network SCOPE: state FailSlow with cause Communication over SCOPE (Job, Node, Link) and no
 rank ever alarmed.
 RANK CAUSE: state FailSlow, exactly that rank named with that cause, and no other rank
-was ever alarmed during the run."""
+was ever alarmed during the run. --passing: other ranks may have been alarmed in passing
+(said, never named): a CPU hog on a 2-core host preempts whichever ranks run on its core,
+the faulted one most (the agent e2e: 58 % of the hog's preemption fell on rank 5, and
+rank 6's run-queue alarm was raised at step 101 and cleared at 166)."""
 import json
 import sys
 
@@ -29,7 +33,8 @@ def main():
             and "Communication" in st["conditions"][1]["message"]
     else:
         rank, cause = int(want[0]), want[1]
-        ok = st["state"] == "FailSlow" and named == [(rank, cause)] and ever == [rank] \
+        alarmed = rank in ever if want[2:] == ["--passing"] else ever == [rank]
+        ok = st["state"] == "FailSlow" and named == [(rank, cause)] and alarmed \
             and rep["resultCode"] == 201 and rep["abnormalDetail"][0]["objectId"] == str(rank)
     print(("ok    " if ok else "FAIL  ") + where)
     if not ok:
