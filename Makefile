@@ -148,11 +148,9 @@ integration: all $(ITESTS)
 # cache's 10-20 minutes of Go builds run beside the first suites, not after them. What
 # only the node e2e needs (kubelet, the controller manager, scheduler and proxy, CoreDNS,
 # cert-manager) builds after that, beside the suites from observe on (tools-node-wait).
-# The fault suite and its ThreadSanitizer run go side by side (scripts/beside.sh): each
-# waits on its jobs two thirds of its time. The other suites run one after the other:
-# beside more suites, the fault suites' verdicts after a fault (a relay restarted, a
-# flood) and the agent e2e's CPU hog missed in a run on 2 cores
-# (bench/results/make-test.md).
+# The suites run one after the other: beside each other, the fault suites' verdicts after
+# a fault (a relay restarted, a flood) and the agent e2e's CPU hog missed in a run on 2
+# cores (bench/results/make-test.md).
 STAGES := $(BUILD)/test-stages.txt
 STAGE = @scripts/stage.sh $(STAGES)
 test: deps
@@ -172,7 +170,7 @@ test: deps
 	$(STAGE) local env BUILD=$(BUILD) e2e/test-local.sh
 	$(STAGE) launchers env BUILD=$(BUILD) e2e/test-launchers.sh
 	$(STAGE) npu env BUILD=$(BUILD) e2e/test-npu.sh
-	$(if $(filter thread,$(SAN)),$(STAGE) faults env BUILD=$(BUILD) e2e/test-faults.sh,$(STAGE) faults+tsan scripts/beside.sh $(BUILD)/faults-tsan.log $(MAKE) --no-print-directory faults-tsan -- env BUILD=$(BUILD) e2e/test-faults.sh)
+	$(STAGE) faults env BUILD=$(BUILD) e2e/test-faults.sh
 	$(STAGE) tools-wait scripts/background.sh wait $(BUILD)/tools
 	$(STAGE) observe env BUILD=$(BUILD) e2e/test-observe.sh
 	$(STAGE) agent env BUILD=$(BUILD) e2e/test-agent.sh
@@ -182,6 +180,7 @@ test: deps
 	$(STAGE) scale env BUILD=$(BUILD) e2e/test-scale.sh
 	$(if $(filter 1,$(SAN)),,$(STAGE) scale-san $(MAKE) --no-print-directory scale-san)
 	$(if $(filter thread,$(SAN)),,$(STAGE) scale-tsan $(MAKE) --no-print-directory scale-tsan)
+	$(if $(filter thread,$(SAN)),,$(STAGE) faults-tsan $(MAKE) --no-print-directory faults-tsan)
 	$(STAGE) tools-node-wait scripts/background.sh wait $(BUILD)/tools-node
 	$(STAGE) node $(MAKE) --no-print-directory e2e-node
 	@scripts/stage.sh $(STAGES)
