@@ -140,6 +140,8 @@ TRAINSCOPE_API void trainscope_step_begin(uint64_t step)
 
 __thread struct ts_cnt_slot *ts_cnt_mine __attribute__((tls_model("initial-exec")));
 
+_Static_assert(TS_CNT_SLOTS <= 64, "ts_lib.cnt_free has a bit for each slot");
+
 static pthread_key_t cnt_key;
 static bool cnt_key_ok;
 static pthread_once_t cnt_once = PTHREAD_ONCE_INIT;

@@ -35,7 +35,7 @@ enum ts_cnt {
 	TS_CNT_COLLS,
 	TS_CNT_N
 };
-#define TS_CNT_SLOTS 64
+#define TS_CNT_SLOTS 64 /* at most 64: ts_lib.cnt_free holds a bit for each */
 struct ts_cnt_slot {
 	_Atomic uint64_t v[TS_CNT_N];
 } __attribute__((aligned(64)));
