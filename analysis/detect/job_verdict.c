@@ -256,6 +256,18 @@ static bool host_evidence(struct ts_job *j, int k, int m, struct ts_slow_rank *s
 	return starved;
 }
 
+/* Why the communicators that hold a slow rank slowed with it, by its cause: a starved
+ * host runs its part of a CPU collective (and launches NCCL's kernels) late, where a
+ * shared or slower GPU runs the kernels slower. */
+static const char *transfers_why(const char *cause)
+{
+	if (!strcmp(cause, "HostCPU"))
+		return "its host, short of CPU, runs its part of them late too";
+	if (!strcmp(cause, "Compute") || !strcmp(cause, "Device"))
+		return "its GPU runs their kernels slower too";
+	return "they wait on its part, not on the network";
+}
+
 /* Rank k, named for metric m at t_ns: its numbers, method, cause and evidence. */
 static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uint64_t t_ns)
 {
@@ -290,8 +302,8 @@ static void describe(struct ts_job *j, int k, int m, struct ts_slow_rank *s, uin
 		cmed, 100 * rel(cv, cmed), cv < cmed ? ": the others wait for it" : "");
 	if (j->res.net.explained_rank == k)
 		appendf(s->evidence, sizeof(s->evidence), "; its communicators' transfers slowed "
-			"with it (%d of %d, worst %+.0f%%): its GPU runs their kernels slower too",
-			j->res.net.slow_comms, j->res.net.comms, 100 * j->res.net.excess);
+			"with it (%d of %d, worst %+.0f%%): %s", j->res.net.slow_comms,
+			j->res.net.comms, 100 * j->res.net.excess, transfers_why(s->cause));
 }
 
 /* Each peer class's least collective wait (window medians), into class_wait. */

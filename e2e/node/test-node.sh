@@ -268,13 +268,15 @@ killed_mid_job() {
 expect "a NATS server and the job's analyzer killed mid-job" killed_mid_job
 wait_for 300 pod_done team hog-0 || true
 # Whether the hog slowed rank 5 at all, and rank 5 alone, by the workload's own numbers:
-# its step times, and each rank's run-queue wait (/proc schedstat). On a 2-core machine
-# the hog once slowed nothing in 2 runs of 3 (step time -1.5 %), and once, on a host busy
-# with other work, starved every rank as much as rank 5 (the tool then rightly says the
-# whole job waits for CPU). A rank not named where the fault did not take (step under
-# +10 %, or rank 5's run-queue wait under 1.5 times the others' median) is said so, and the
-# job is made again as hog2 (hog's partition, no kill), whose findings the checks after
-# it read; where it took, the miss is the tool's, one failure.
+# its step times, and each rank's run-queue wait (/proc schedstat). On this 2-core machine
+# a hog at nice -10 starved rank 5 no more than 1.6-1.8 times the others (7.2 against
+# 4.1 ms a step), whom the hog's core is taken from as well, and the job was called
+# FailSlow with no rank named (CI, 2026-11-29). At nice -20 (workload.c, start_hog) it
+# starved rank 5 20-40 times the others. A rank not named where the fault did not take
+# (step under +10 %, or rank 5's run-queue wait under twice the others' median and a
+# millisecond more, what the analyzer asks of a starved host) is said so, and the job is
+# made again as hog2 (hog's partition, no kill), whose findings the checks after it read;
+# where it took, the miss is the tool's, one failure.
 hog_took() { # POD
 	kubectl -n team logs "$1" -c trainer >"$WORK/$1.log" 2>/dev/null
 	python3 - "$WORK/$1.log" <<'PY'
@@ -289,7 +291,7 @@ if not step or 5 not in runq or len(runq) < 2:
 others = statistics.median(v for k, v in runq.items() if k != 5)
 print("      %s; run-queue wait from then: rank 5 %.2f ms/step, the others' median %.2f"
       % (step.group(0), runq[5], others))
-sys.exit(0 if int(step.group(1)) >= 10 and runq[5] >= 1.5 * others else 1)
+sys.exit(0 if int(step.group(1)) >= 10 and runq[5] >= 2 * others + 1 else 1)
 PY
 }
 HOG=hog
@@ -320,10 +322,14 @@ kubectl -n team get snr hog -o jsonpath='      DataComplete: {.status.conditions
 kubectl -n trainscope logs -l app.kubernetes.io/component=analyzer --prefix --tail=-1 \
 	>"$WORK/analyzer-hog.log" 2>&1 || true
 kubectl -n trainscope logs ds/trainscope-agent >"$WORK/agent-hog.log" 2>&1 || true
+# and blames no GPU (the communicators that slowed with the rank once said "its GPU runs
+# their kernels slower too" of a starved host)
 preemptor() {
-	kubectl -n team get snr $HOG -o jsonpath='{.status.slowRanks[0].evidence}' | grep -q "preempted by stress"
+	local ev
+	ev=$(kubectl -n team get snr $HOG -o jsonpath='{.status.slowRanks[0].evidence}') &&
+		grep -q "preempted by stress" <<<"$ev" && ! grep -q "GPU" <<<"$ev"
 }
-expect "the evidence names the preemptor (stress)" preemptor
+expect "the evidence names the preemptor (stress), and no GPU" preemptor
 kubectl -n team get snr $HOG -o jsonpath='      {.status.slowRanks[0].evidence}{"\n"}' 2>&1 || true
 
 # ---- an image with glibc 2.31 (older than the 2.34 the library is built on) ---------------
