@@ -31,7 +31,7 @@ struct cli {
 	struct ts_analyzer_opts ao;
 	struct tsn_opts nats;
 	const char *config, *durable, *filter, *metrics_addr, *snapshot_bucket;
-	int metrics_port, k8s_interval_s, snapshot_s;
+	int metrics_port, k8s_interval_s, k8s_stop_s, snapshot_s;
 	int partitions, partition; /* this analyzer reads partition of partitions */
 	char durable_buf[96], filter_buf[64];
 	struct ts_snapshots *_Atomic snap; /* set once JetStream answers; read by /healthz */

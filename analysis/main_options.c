@@ -86,6 +86,9 @@ static const struct ts_opt options[] = {
 	  NULL },
 	{ "k8s-interval-s", 0, INT(k8s_interval_s, 1, 86400), "N", NULL,
 	  "rewrite an unchanged report at most every N s (10)", NULL },
+	{ "k8s-stop-s", 0, INT(k8s_stop_s, 0, 3600), "N", NULL, "on SIGTERM, give the API "
+	  "server up to N s more to take the last statuses; keep it under the pod's "
+	  "terminationGracePeriodSeconds (default 20)", NULL },
 	{ "node-health-s", 0, INT(node_health_s, 0, 86400), "N", NULL, "every N s (30; 0 = off) "
 	  "add up what the jobs' verdicts say about each node and device, across partitions "
 	  "(in the --snapshot-bucket): degraded nodes in /metrics, and in Kubernetes mode a "
@@ -192,6 +195,7 @@ static void analyzer_defaults(struct cli *c)
 	c->ao.print_changes = 1;
 	c->metrics_port = 9103;
 	c->stall_s = 60;
+	c->k8s_stop_s = 20;
 	c->snapshot_s = 5;
 	c->restored = -EAGAIN;
 	c->snapshot_bucket = "trainscope-analyzer";

@@ -7,6 +7,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@ struct ts_kube {
 	char *ca_file, *cert_file, *key_file;  /* paths */
 	char *ca_data, *cert_data, *key_data;  /* PEM, decoded from kubeconfig *-data */
 	int insecure;
+	_Atomic uint64_t stop_by_ns; /* realtime; 0: none (ts_kube_stop_by) */
 };
 
 static char *slurp(const char *path)
@@ -221,6 +223,22 @@ static void tls_options(struct ts_kube *k)
 	}
 }
 
+void ts_kube_stop_by(struct ts_kube *k, uint64_t realtime_ns)
+{
+	if (k)
+		atomic_store(&k->stop_by_ns, realtime_ns);
+}
+
+/* libcurl's progress callback (called about once a second while a request waits):
+ * non-zero aborts the request once the stop deadline has passed. */
+static int past_stop(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	uint64_t by = atomic_load(&((struct ts_kube *)arg)->stop_by_ns);
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	return by && ts_real_ns() > by;
+}
+
 int ts_kube_request(struct ts_kube *k, const char *method, const char *path, json_t *body,
 		    const char *content_type, json_t **resp)
 {
@@ -239,6 +257,9 @@ int ts_kube_request(struct ts_kube *k, const char *method, const char *path, jso
 	curl_easy_setopt(k->curl, CURLOPT_URL, url);
 	curl_easy_setopt(k->curl, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(k->curl, CURLOPT_TIMEOUT, 10L);
+	curl_easy_setopt(k->curl, CURLOPT_XFERINFOFUNCTION, past_stop);
+	curl_easy_setopt(k->curl, CURLOPT_XFERINFODATA, k);
+	curl_easy_setopt(k->curl, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(k->curl, CURLOPT_WRITEFUNCTION, collect);
 	curl_easy_setopt(k->curl, CURLOPT_WRITEDATA, &in);
 	h = curl_slist_append(h, "Accept: application/json");
