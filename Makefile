@@ -145,7 +145,9 @@ integration: all $(ITESTS)
 # later suites need (e2e/k8s/tools.sh: Kubernetes, helm, Jaeger, the Collector...) build
 # from their Go modules in the background at idle priority from the start, and
 # tools-wait waits for what is left of it before the first suite that needs them: a cold
-# cache's 10-20 minutes of Go builds run beside the first suites, not after them. What
+# cache's 10-20 minutes of Go builds run beside the first suites, not after them, so
+# every suite that needs none of them (the fault suite and its ThreadSanitizer run too)
+# comes first. What
 # only the node e2e needs (kubelet, the controller manager, scheduler and proxy, CoreDNS,
 # cert-manager) builds after that, beside the suites from observe on (tools-node-wait).
 # The suites run one after the other: beside each other, the fault suites' verdicts after
@@ -171,6 +173,7 @@ test: deps
 	$(STAGE) launchers env BUILD=$(BUILD) e2e/test-launchers.sh
 	$(STAGE) npu env BUILD=$(BUILD) e2e/test-npu.sh
 	$(STAGE) faults env BUILD=$(BUILD) e2e/test-faults.sh
+	$(if $(filter thread,$(SAN)),,$(STAGE) faults-tsan $(MAKE) --no-print-directory faults-tsan)
 	$(STAGE) tools-wait scripts/background.sh wait $(BUILD)/tools
 	$(STAGE) observe env BUILD=$(BUILD) e2e/test-observe.sh
 	$(STAGE) agent env BUILD=$(BUILD) e2e/test-agent.sh
@@ -180,7 +183,6 @@ test: deps
 	$(STAGE) scale env BUILD=$(BUILD) e2e/test-scale.sh
 	$(if $(filter 1,$(SAN)),,$(STAGE) scale-san $(MAKE) --no-print-directory scale-san)
 	$(if $(filter thread,$(SAN)),,$(STAGE) scale-tsan $(MAKE) --no-print-directory scale-tsan)
-	$(if $(filter thread,$(SAN)),,$(STAGE) faults-tsan $(MAKE) --no-print-directory faults-tsan)
 	$(STAGE) tools-node-wait scripts/background.sh wait $(BUILD)/tools-node
 	$(STAGE) node $(MAKE) --no-print-directory e2e-node
 	@scripts/stage.sh $(STAGES)

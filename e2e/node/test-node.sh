@@ -254,7 +254,7 @@ for c in (sys.argv[1] + sys.argv[2]).encode():
     h = ((h ^ c) * 16777619) & 0xFFFFFFFF
 print(h % int(sys.argv[3]))' "$@"
 }
-job_pod hog-0 hog host --steps 300 --matrix 48 --compute-iters 4 | kubectl apply -f - >/dev/null
+job_pod hog-0 hog host --steps 200 --matrix 48 --compute-iters 4 | kubectl apply -f - >/dev/null
 hog_owner=trainscope-analyzer-$(part_of team hog 2)
 steps_past() { # NS JOB N
 	[ "$(kubectl -n "$1" get snr "$2" -o jsonpath='{.status.lastStep}' 2>/dev/null || echo 0)" -ge "$3" ] 2>/dev/null
@@ -303,7 +303,7 @@ elif hog_took hog-0; then
 else
 	echo "      the hog did not slow rank 5 alone: the fault did not take; made again as job hog2"
 	HOG=hog2
-	job_pod hog2-0 hog2 host --steps 300 --matrix 48 --compute-iters 4 | kubectl apply -f - >/dev/null
+	job_pod hog2-0 hog2 host --steps 200 --matrix 48 --compute-iters 4 | kubectl apply -f - >/dev/null
 	wait_for 300 pod_done team hog2-0 || true
 	hog_took hog2-0 || true
 	expect "kubectl get snr names rank 5 (HostCPU) (hog2: the fault made again)" \
@@ -316,7 +316,7 @@ complete() { # NS JOB STEP: every rank's every step, after the kills
 last_step() { # NS JOB STEP
 	kubectl -n "$1" get snr "$2" -o jsonpath='{.status.lastStep}' 2>/dev/null | grep -qx "$3"
 }
-expect "the replaced analyzer resumed: all 300 steps, DataComplete" wait_for 90 complete team hog 299
+expect "the replaced analyzer resumed: all 200 steps, DataComplete" wait_for 90 complete team hog 199
 kubectl -n team get snr hog -o jsonpath='      DataComplete: {.status.conditions[?(@.type=="DataComplete")].message}{"\n"}' 2>&1 || true
 # what the analyzers and the agent saw of it (their pods are gone after uninstall)
 kubectl -n trainscope logs -l app.kubernetes.io/component=analyzer --prefix --tail=-1 \
@@ -490,9 +490,9 @@ kept_out() {
 		wait_for 30 unschedulable && [ "$(phase untolerated)" = Pending ]
 }
 expect "a pod without the toleration stays Pending (Unschedulable), one that tolerates it runs" kept_out
-# the clean period, shortened: findings past nodes.window_s (20 s) are dropped
+# the clean period, shortened: findings past nodes.window_s (5 s) are dropped
 helm upgrade trainscope "$root/helm/trainscope" -n trainscope "${CHART_SET[@]}" "${NODE_SET[@]}" \
-	--set analyzer.config.nodes.window_s=20 \
+	--set analyzer.config.nodes.window_s=5 \
 	--wait --timeout 3m >>"$WORK/helm-nodes.log" 2>&1 || die "helm upgrade: $(tail -5 "$WORK/helm-nodes.log")"
 clean() {
 	[ "$(ours)" = : ] &&
