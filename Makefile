@@ -219,7 +219,7 @@ scale-tsan: deps
 		e2e/test-scale.sh
 
 # The fault suite (NATS killed, made slow, a full store, analyzers and relays killed
-# mid-job, floods) the same way, in every `make test` too (some 6 minutes on 2 cores): the
+# mid-job, floods) the same way, in every `make test` too (some 4 minutes on 2 cores): the
 # analyzer's keeper, HTTP and nats.c threads against its consume loop under every fault.
 # Its reports are kept in $(TSAN_SCALE)/reports-faults. The floods are 3,000 jobs there,
 # not 10,000: the instrumented analyzer takes minutes over 10,000 new jobs. make tsan: both.

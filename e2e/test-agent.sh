@@ -22,8 +22,8 @@ for f in rx_errors tx_errors tx_dropped; do echo 0 >"$WORK/sys/class/net/eth9/st
 start_agent --interval-ms 500 --sysfs "$WORK/sys"
 check() { if "$@"; then :; else fails=$((fails + 1)); fi; }
 
-run_job host-8 8 300 host --fault-rank 5 --fault-step 40 $HOST_FAULT_OPTS
-wait_report host-8 299
+run_job host-8 8 200 host --fault-rank 5 --fault-step 40 $HOST_FAULT_OPTS
+wait_report host-8 199
 check check_report host-8 5 HostCPU --passing
 if grep -q 'preempted by stress (pid [0-9]*' "$WORK/host-8.json"; then
 	pass "the evidence names the hog: $(grep -o 'runq[^;]*stress[^;]*' "$WORK/host-8.json" | head -1)"
