@@ -21,9 +21,9 @@ void ts_kube_close(struct ts_kube *k);
 int ts_kube_request(struct ts_kube *k, const char *method, const char *path, json_t *body,
 		    const char *content_type, json_t **resp);
 
-/* From realtime_ns on, a request under way is aborted (within about a second) and the
- * next ones fail at once: a stopping process gives the API server only so long. Safe
- * from any thread; 0 takes the deadline back. */
+/* From realtime_ns on, a request under way, and any made after it, is aborted within
+ * about a second (libcurl's progress callback): a stopping process gives the API server
+ * only so long. Safe from any thread; 0 takes the deadline back. */
 void ts_kube_stop_by(struct ts_kube *k, uint64_t realtime_ns);
 
 /* An Event about one object, in its namespace (a cluster-scoped object's, such as a

@@ -254,8 +254,8 @@ static uint64_t calibrate(void)
 /* A CPU hog ('stress') pinned to the calling rank's CPU, far heavier than the rank: nice
  * -20 against its 0 (CPU weights 88761 to 1024), as another pod's busy threads with a
  * larger CPU weight would be. A waking rank then waits for the hog to use up most of a
- * slice before it runs: on a 2-core host its run-queue delay grew 30-40x while the others'
- * hardly moved. Nice -10 (weights 9 to 1) starved it 3x at best, and on a host busy with
+ * slice before it runs: on a 2-core host its run-queue delay grew 20-40 fold while the
+ * others' hardly moved. Nice -10 (weights 9 to 1) starved it 3x at best, and on a host busy with
  * other work not much more than the others, whom the hog's core is taken from too. Where
  * the hog may not be raised (no CAP_SYS_NICE), the rank's thread is lowered to nice 19
  * instead (15 to 1024). */
