@@ -213,9 +213,7 @@ out:
 	tsn_close(n);
 	ts_analyzer_free(a);
 	ts_otlp_free(c.otlp);
-	/* the last statuses, unless the API server keeps silent past --k8s-stop-s */
-	ts_kube_stop_by(c.kube, ts_real_ns() + (uint64_t)c.k8s_stop_s * 1000000000ull);
-	ts_k8sw_stop(c.k8s, c.k8s_stop_s);
+	ts_k8sw_stop(c.k8s, c.k8s_stop_s); /* the last statuses, unless the API server keeps silent */
 	ts_kube_close(c.kube);
 	ts_kube_close(c.kube_lease);
 	return rc;

@@ -38,6 +38,11 @@ struct ts_k8s {
 	struct ts_k8s_stats st;
 };
 
+void ts_k8s_stop_by(struct ts_k8s *k, uint64_t realtime_ns)
+{
+	ts_kube_stop_by(k->kube, realtime_ns);
+}
+
 int ts_k8s_new(struct ts_k8s **out, struct ts_kube *kube, int min_interval_s)
 {
 	struct ts_k8s *k = calloc(1, sizeof(*k));

@@ -18,6 +18,9 @@ struct ts_k8s;
 /* min_interval_s: a report whose verdict did not change is rewritten at most this often. */
 int ts_k8s_new(struct ts_k8s **out, struct ts_kube *kube, int min_interval_s);
 void ts_k8s_free(struct ts_k8s *k);
+/* From realtime_ns on, its requests are cut off (ts_kube_stop_by): a stopping writer's
+ * bound holds for the request under way too. */
+void ts_k8s_stop_by(struct ts_k8s *k, uint64_t realtime_ns);
 /* Brings the job's SlowNodeReport up to date with report (the analyzer's JSON) and
  * raises an Event on the pod of each rank that just became slow. */
 void ts_k8s_publish(struct ts_k8s *k, json_t *report, uint64_t now_ns);

@@ -198,6 +198,7 @@ void ts_k8sw_stop(struct ts_k8sw *w, int timeout_s)
 	pthread_mutex_lock(&w->lock);
 	w->stopping = true;
 	w->stop_by_ns = ts_real_ns() + (uint64_t)timeout_s * 1000000000ull;
+	ts_k8s_stop_by(w->k, w->stop_by_ns); /* the request under way is cut off at it too */
 	pthread_cond_signal(&w->wake);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);

@@ -27,7 +27,8 @@ void ts_k8sw_set_nodes(struct ts_k8sw *w, struct ts_k8s_nodes *nodes);
  * the writer brings the SlowNodes, conditions and taints up to date with them. */
 void ts_k8sw_nodes(struct ts_k8sw *w, const struct ts_nh_node *v, int n, uint64_t now_ns);
 void ts_k8sw_node_stats(struct ts_k8sw *w, struct ts_node_stats *out);
-/* Writes what is queued and held back (for at most timeout_s), then stops and frees. */
+/* Writes what is queued and held back (for at most timeout_s, a request under way cut
+ * off at it), then stops and frees. */
 void ts_k8sw_stop(struct ts_k8sw *w, int timeout_s);
 
 #endif
