@@ -6,25 +6,29 @@
 # the hook). Processes with and without the preload alternate, ROUNDS of each; each
 # prints its median over 7 rounds of many calls; the table shows the medians over
 # processes side by side. Launches run untimed (TRAINSCOPE_SAMPLE_N=1000000): sampled
-# kernels add an event pair, as a timed NCCL call does.
+# kernels add an event pair, as a timed NCCL call does. The "caches cold" rows read
+# EVICT_KB of memory before each call and time the call alone.
 #
 # BASELINE_LIB=path/to/an/older/libtrainscope.so adds its processes to the same rounds
 # and a column "before" (a change's cost, side by side in one run).
 set -e
 BUILD=${BUILD:-build}
 ROUNDS=${ROUNDS:-7}
+# the "cold" rows: this much memory read before each call, as a training program's own
+# work between two launches leaves the hook's cache lines evicted
+EVICT_KB=${EVICT_KB:-4096}
 drive=$BUILD/test/double/hookdrive
 lib=$PWD/$BUILD/lib/libtrainscope.so
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 for r in $(seq "$ROUNDS"); do
-	"$drive" cost >>"$work/without" || exit 1
+	HOOKDRIVE_EVICT_KB=$EVICT_KB "$drive" cost >>"$work/without" || exit 1
 	mkdir -p "$work/ring$r"
 	LD_PRELOAD=$lib TRAINSCOPE_RING_DIR=$work/ring$r TRAINSCOPE_SAMPLE_N=1000000 \
-		"$drive" cost >>"$work/with" || exit 1
+		HOOKDRIVE_EVICT_KB=$EVICT_KB "$drive" cost >>"$work/with" || exit 1
 	[ -z "${BASELINE_LIB:-}" ] || LD_PRELOAD=$BASELINE_LIB TRAINSCOPE_RING_DIR=$work/ring$r \
-		TRAINSCOPE_SAMPLE_N=1000000 "$drive" cost >>"$work/before" || exit 1
+		TRAINSCOPE_SAMPLE_N=1000000 HOOKDRIVE_EVICT_KB=$EVICT_KB "$drive" cost >>"$work/before" || exit 1
 done
 median() { # FILE KEY
 	awk -v k="cost.$2" '$1 == k { print $2 }' "$1" | sort -g |
@@ -57,5 +61,7 @@ row getproc_launch "kernel launch, driver (cuGetProcAddress)" 50
 row graph_launch "CUDA graph launch (7 kernels)" 50
 row cublas_gemm "cuBLAS GEMM + its launch (2 calls)" 100
 row nccl_allreduce "NCCL all-reduce (timed: event pair)" 1000
+row cold_runtime_launch "kernel launch, runtime, caches cold" 100
+row cold_cublas_gemm "cuBLAS GEMM + its launch, caches cold" 150
 echo "(medians of $ROUNDS processes each way, alternating${BASELINE_LIB:+; before: $BASELINE_LIB})"
 exit 0

@@ -238,10 +238,12 @@ print("counters:", {k: v for k, v in c.items() if v})' "$OUT/$tag/$prog.rank0.js
 }
 
 # selftime: the in-run A/B with the diagnostic library (injector/preload/selftime.h), which
-# prints its own host time per recorded and per paused step, by hook
+# prints its own host time per recorded and per paused step, by hook. SELFTIME_BUILD: the
+# build folder it is in (build/selftime; another, such as an earlier commit's, to compare)
 selftime() {
-	local st=$ROOT/build/selftime/lib/libtrainscope.so
-	[ -f "$st" ] || { echo "selftime: no $st (make BUILD=build/selftime CFLAGS=-DTS_SELFTIME $st, carried)"; return 1; }
+	local b=${SELFTIME_BUILD:-build/selftime} st
+	st=$ROOT/$b/lib/libtrainscope.so
+	[ -f "$st" ] || { echo "selftime: no $st (make BUILD=$b CFLAGS=-DTS_SELFTIME $st, carried)"; return 1; }
 	LIB=$st AB_TAG=selftime${AB_TAG:+-$AB_TAG} abinrun
 }
 

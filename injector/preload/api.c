@@ -138,8 +138,6 @@ TRAINSCOPE_API void trainscope_step_begin(uint64_t step)
 	ts_st_step(step);
 }
 
-__thread struct ts_cnt_slot *ts_cnt_mine __attribute__((tls_model("initial-exec")));
-
 _Static_assert(TS_CNT_SLOTS <= 64, "ts_lib.cnt_free has a bit for each slot");
 
 static pthread_key_t cnt_key;
@@ -152,7 +150,7 @@ static void cnt_release(void *v)
 {
 	uint32_t i = (uint32_t)(uintptr_t)v - 1;
 
-	ts_cnt_mine = &ts_lib.cnt[TS_CNT_SLOTS];
+	ts_tls.cnt = &ts_lib.cnt[TS_CNT_SLOTS];
 	atomic_fetch_or(&ts_lib.cnt_free, 1ull << i);
 }
 
@@ -186,11 +184,11 @@ struct ts_cnt_slot *ts_cnt_claim(void)
 		i = n < TS_CNT_SLOTS ? (int)n : -1;
 	}
 	if (i < 0)
-		return ts_cnt_mine = &ts_lib.cnt[TS_CNT_SLOTS];
+		return ts_tls.cnt = &ts_lib.cnt[TS_CNT_SLOTS];
 	pthread_once(&cnt_once, cnt_key_make);
 	if (cnt_key_ok) /* else, or if this fails, the slot is the thread's for good */
 		(void)pthread_setspecific(cnt_key, (void *)(uintptr_t)(i + 1));
-	return ts_cnt_mine = &ts_lib.cnt[i];
+	return ts_tls.cnt = &ts_lib.cnt[i];
 }
 
 uint64_t ts_count_total(enum ts_cnt c)

@@ -51,7 +51,7 @@ void ts_coll_enter(struct ts_coll_call *c, const struct ts_coll_lib *lib, unsign
 		return;
 	c->t0 = ts_ticks();
 	ts_count(TS_CNT_API, 1);
-	if (unlikely(atomic_load_explicit(&ts_captures, memory_order_relaxed) > 0) &&
+	if (unlikely(atomic_load_explicit(&ts_lib.captures, memory_order_relaxed) > 0) &&
 	    ts_gpu_captured(stream, lib->sk)) { /* it runs, and counts, with its graph */
 		coll_meta(c, op, count, elem, comm);
 		ts_graph_capture_coll(stream, lib->sk, &c->meta);

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-__thread struct ts_tls ts_tls __attribute__((tls_model("initial-exec")));
+__thread struct ts_tls ts_tls __attribute__((tls_model("initial-exec"), aligned(64)));
 
 enum { SLOT_FREE, SLOT_ARMED, SLOT_PENDING };
 /* Ready states name the runtime being timed: a hook of the other one finds its ready
@@ -44,7 +44,8 @@ struct ev_slot {
 };
 
 struct strm {
-	_Atomic(uintptr_t) key; /* the stream, special handles made explicit */
+	/* key to last_kern, which launches use, in the entry's first cache line */
+	_Alignas(64) _Atomic(uintptr_t) key; /* the stream, special handles made explicit */
 	/* the open busy segment: its slot x 2, + 1 when NCCL's (launched inside a
 	 * collective); -1 when none. One word, so its kind cannot tear from its slot. A
 	 * stream that switches (a blocking collective on the compute stream, as PyTorch
@@ -71,9 +72,11 @@ struct step_acc { /* the poller's own */
 	bool used;
 };
 
+/* init and sample_n, which every launch reads, open the aligned struct: one cache line */
 static struct {
 	_Atomic int init;
 	_Atomic unsigned missing; /* bit per runtime (1 << backend) whose functions are absent */
+	_Atomic uint64_t sample_n;
 	struct ts_dev_fns d;
 	CUcontext ctx;
 	struct ev_slot slot[NSLOTS];
@@ -83,7 +86,7 @@ static struct {
 	_Atomic uint64_t gemm_mark;   /* always_gemm's step << 8 | GEMMs taken in it */
 	uint64_t emitted_upto;        /* poller: GPU_STEP sent for steps below this one */
 	struct step_acc acc[NACC];
-	_Atomic uint64_t sample_n, min_n;
+	_Atomic uint64_t min_n;
 	double budget;
 	uint64_t hang_ns, poll_ns, last_hang_ns;
 	uint32_t seg_head, seg_every;
@@ -97,7 +100,7 @@ static struct {
 			seg_untimed, tail_unsampled;
 		_Atomic uint64_t graph[TS_GRAPH_HOST_FUNC + 1]; /* enum ts_graph_note */
 	} st;
-} g = { .strm = { [0 ... NSTREAMS - 1] = { .seg = -1 } } };
+} g __attribute__((aligned(64))) = { .strm = { [0 ... NSTREAMS - 1] = { .seg = -1 } } };
 
 /* The variable as a whole non-negative number (common/numparse.c), else def. */
 static uint64_t env_u64(const char *name, uint64_t def)
@@ -276,7 +279,7 @@ static bool capturing(CUstream s)
 {
 	int status = 0;
 
-	if (likely(atomic_load_explicit(&ts_captures, memory_order_relaxed) <= 0))
+	if (likely(atomic_load_explicit(&ts_lib.captures, memory_order_relaxed) <= 0))
 		return false;
 	if (g.d.is_capturing(s, &status) != TS_CUDA_SUCCESS || status != 0) {
 		atomic_fetch_add_explicit(&g.st.capture_skips, 1, memory_order_relaxed);

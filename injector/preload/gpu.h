@@ -42,16 +42,6 @@ struct ts_op_meta {
 	uint64_t comm, seq;
 };
 
-/* Per-thread hook nesting: only the outermost call counts or times anything. */
-struct ts_tls {
-	int depth;       /* inside a hooked launch (the runtime's launch calls the driver's) */
-	int lib_depth;   /* inside a cuBLAS, NCCL or HCCL call: its launches count, untimed */
-	int coll_depth;  /* inside an NCCL or HCCL call: its launches go to a communication stream */
-	int group_depth; /* inside ncclGroupStart/End */
-	uint32_t kernel_tick, gemm_tick;
-};
-extern __thread struct ts_tls ts_tls TS_HIDDEN __attribute__((tls_model("initial-exec")));
-
 /* A launch on stream s of kind sk (enum ts_skind), work kernels for its segment's count.
  * Opens the stream's segment for the step. Returns a slot >= 0 when the launch (one kernel, when
  * it may be sampled) is sampled: the caller then calls ts_gpu_timed_end after the real
@@ -102,7 +92,7 @@ static inline int launch_enter_n(CUstream stream, unsigned sk, uint64_t *t0, uin
 	if (ts_paused())
 		return TS_LAUNCH_PAUSED;
 	*t0 = ts_ticks();
-	if (unlikely(atomic_load_explicit(&ts_captures, memory_order_relaxed) > 0) &&
+	if (unlikely(atomic_load_explicit(&ts_lib.captures, memory_order_relaxed) > 0) &&
 	    ts_gpu_captured(stream, sk))
 		return -1;
 	ts_count(TS_CNT_LAUNCHES, kernels);
@@ -131,7 +121,7 @@ static inline int ts_graph_launch_enter(uint64_t exec, CUstream stream, bool pts
 	uint32_t kernels = ts_graph_kernels(exec, &slot);
 
 	ts_gpu_graph_note(TS_GRAPH_LAUNCH);
-	if (slot >= 0 && !(unlikely(atomic_load_explicit(&ts_captures, memory_order_relaxed) > 0) &&
+	if (slot >= 0 && !(unlikely(atomic_load_explicit(&ts_lib.captures, memory_order_relaxed) > 0) &&
 			   ts_gpu_capturing(stream, ptsz)))
 		ts_graph_colls_replayed(slot);
 	return ts_launch_enter_n(stream, ptsz, t0, kernels, kernels ? kernels : UINT16_MAX);

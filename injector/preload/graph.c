@@ -24,8 +24,6 @@
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphNode_st *CUgraphNode;
 
-_Atomic int ts_captures;
-
 struct gcoll { /* collectives of one kind captured into a graph */
 	uint64_t comm, bytes; /* bytes of one call */
 	uint32_t nranks, count;
@@ -61,11 +59,11 @@ static _Atomic int drv_state; /* 0 unresolved, 1 ready, -1 missing */
 void ts_graph_capture(bool begin)
 {
 	if (begin) {
-		atomic_fetch_add(&ts_captures, 1);
+		atomic_fetch_add(&ts_lib.captures, 1);
 		return;
 	}
-	int n = atomic_load(&ts_captures);
-	while (n > 0 && !atomic_compare_exchange_weak(&ts_captures, &n, n - 1))
+	int n = atomic_load(&ts_lib.captures);
+	while (n > 0 && !atomic_compare_exchange_weak(&ts_lib.captures, &n, n - 1))
 		;
 }
 

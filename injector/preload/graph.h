@@ -11,9 +11,7 @@
 #include "cudefs.h"
 #include "lib.h"
 
-/* Streams being captured in the process now (begin minus end); launches check the
- * stream only while it is not zero. */
-extern _Atomic int ts_captures TS_HIDDEN;
+/* Streams being captured in the process now: ts_lib.captures (lib.h). */
 
 /* A capture began or ended (cuStreamBeginCapture*, cuStreamEndCapture). */
 TS_HIDDEN void ts_graph_capture(bool begin);

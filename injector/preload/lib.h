@@ -60,7 +60,12 @@ struct ts_lib {
 	/* the in-run A/B (TRAINSCOPE_AB_STEPS): recording paused in every other block of
 	 * ab_steps steps, the hooks staying in place; paused: the block now running is one */
 	uint64_t ab_steps;
-	_Atomic int paused;
+	/* paused and captures, read by every launch, share one aligned word (so one cache
+	 * line: a launch's lines are misses in a real program, 20-30 ns each) */
+	_Alignas(8) _Atomic int paused;
+	/* streams being captured now (begin minus end, graph.c); launches check the
+	 * stream only while it is not zero */
+	_Atomic int captures;
 };
 
 extern struct ts_lib ts_lib TS_HIDDEN;
@@ -114,14 +119,24 @@ static inline void ts_ctr_add(_Atomic uint64_t *c, uint64_t v)
 	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
 
-extern __thread struct ts_cnt_slot *ts_cnt_mine TS_HIDDEN __attribute__((tls_model("initial-exec")));
+/* Per-thread hook state: only the outermost call counts or times anything. One cache
+ * line (aligned where it is defined, gpu.c): every launch reads it. */
+struct ts_tls {
+	int depth;       /* inside a hooked launch (the runtime's launch calls the driver's) */
+	int lib_depth;   /* inside a cuBLAS, NCCL or HCCL call: its launches count, untimed */
+	int coll_depth;  /* inside an NCCL or HCCL call: its launches go to a communication stream */
+	int group_depth; /* inside ncclGroupStart/End */
+	uint32_t kernel_tick, gemm_tick;
+	struct ts_cnt_slot *cnt; /* the thread's counters (ts_count), NULL until claimed */
+};
+extern __thread struct ts_tls ts_tls TS_HIDDEN __attribute__((tls_model("initial-exec")));
 /* Cold path, once per thread: hands it a slot (or the shared one). Never NULL. */
 TS_HIDDEN struct ts_cnt_slot *ts_cnt_claim(void);
 
 /* Adds v to counter c, in the calling thread's slot. */
 static inline void ts_count(enum ts_cnt c, uint64_t v)
 {
-	struct ts_cnt_slot *s = ts_cnt_mine;
+	struct ts_cnt_slot *s = ts_tls.cnt;
 
 	if (unlikely(!s))
 		s = ts_cnt_claim();
