@@ -9,10 +9,15 @@
 # 2.10+ from its Go module, built by tools.sh, on the same base), a trainer that runs the
 # synthetic workload as root beside a musl program, and Debian bullseye (glibc 2.31) where the mirror still has it. Writes OUT/images.tar
 # (one OCI layout, each image named by io.containerd.image.name) and prints the names.
-# The base root filesystem is cached in ~/.cache/trainscope/rootfs (TRAINSCOPE_TOOLS).
+# The base root filesystems are cached in ~/.cache/trainscope/rootfs (TRAINSCOPE_TOOLS);
+# images.sh --rootfs BUILD makes only them (make test, in the background, before the node
+# e2e: from an empty cache they are two minutes of debootstrap).
 set -e
+ROOTFS_ONLY=
+[ "$1" = --rootfs ] && { ROOTFS_ONLY=1; shift; }
 BUILD=$1 OUT=$2
-[ -n "$BUILD" ] && [ -n "$OUT" ] || { echo "usage: images.sh BUILD OUT" >&2; exit 2; }
+[ -n "$BUILD" ] && [ -n "$OUT$ROOTFS_ONLY" ] ||
+	{ echo "usage: images.sh BUILD OUT | images.sh --rootfs BUILD" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 CACHE=${TRAINSCOPE_TOOLS:-$HOME/.cache/trainscope}
@@ -84,9 +89,15 @@ old_glibc_rootfs() {
 
 need() { command -v "$1" >/dev/null || { log "$1 is missing (Debian package $2)"; exit 1; }; }
 need debootstrap debootstrap
+mkdir -p "$CACHE/rootfs"
+if [ -n "$ROOTFS_ONLY" ]; then
+	base_rootfs >/dev/null || { log "no base root filesystem"; exit 1; }
+	old_glibc_rootfs >/dev/null || true # said inside; its image is optional
+	exit 0
+fi
 need umoci umoci
 need musl-gcc musl-tools
-mkdir -p "$CACHE/rootfs" "$OUT"
+mkdir -p "$OUT"
 stage="$OUT/stage"
 rm -rf "$stage" "$OUT/layout"
 mkdir -p "$stage/base" "$stage/pause" "$stage/coredns" "$stage/trainer/usr/local/bin" \

@@ -11,11 +11,19 @@
 # node, cause Compute and then HostCPU with the preemptor seen by the DaemonSet agent;
 # `helm upgrade` keeps injection working; `helm uninstall` leaves nothing behind.
 # Runs inside its own network and mount namespaces; needs root.
+# test-node.sh --prepare installs the node's Debian packages and makes the images' root
+# filesystems only (make test does this in the background, before the suite).
 set -e
 BUILD=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 TOTAL=41
+NODE_PACKAGES="containerd runc containernetworking-plugins iptables umoci debootstrap musl-tools"
+if [ "$1" = --prepare ]; then
+	# shellcheck disable=SC2086
+	"$root/scripts/deps.sh" $NODE_PACKAGES && exec "$here/images.sh" --rootfs "$BUILD"
+	exit 1
+fi
 
 skip() {
 	echo "node e2e: skipped: $*"
@@ -29,8 +37,8 @@ if [ -z "$TS_NODE_NS" ]; then
 		grep -qw "$c" /proc/cgroups || skip "the kernel has no '$c' cgroup controller, which the kubelet needs"
 	done
 	# a container runtime and CNI plugins, iptables for kube-proxy, image tools
-	"$root/scripts/deps.sh" containerd runc containernetworking-plugins iptables umoci debootstrap \
-		musl-tools || skip "the node's Debian packages could not be installed (see above)"
+	# shellcheck disable=SC2086
+	"$root/scripts/deps.sh" $NODE_PACKAGES || skip "the node's Debian packages could not be installed (see above)"
 	TOOLS=$("$root/e2e/k8s/tools.sh") || skip "the Kubernetes servers could not be built (see above)"
 	BUILD=$(cd "$BUILD" && pwd)
 	# the images come first: debootstrap needs Debian's mirror, which the namespace
