@@ -149,17 +149,22 @@ integration: all $(ITESTS)
 # every suite that needs none of them (the fault suite and its ThreadSanitizer run too)
 # comes first. What
 # only the node e2e needs (kubelet, the controller manager, scheduler and proxy, CoreDNS,
-# cert-manager) builds after that, beside the suites from observe on (tools-node-wait).
-# The suites run one after the other: beside each other, the fault suites' verdicts after
-# a fault (a relay restarted, a flood) and the agent e2e's CPU hog missed in a run on 2
-# cores (bench/results/make-test.md).
+# cert-manager; its Debian packages and the images' root filesystems, two minutes of
+# debootstrap) is made after that, beside the suites from observe on (tools-node-wait).
+# The fault suite and its ThreadSanitizer run go side by side (scripts/beside.sh; each
+# waits on its jobs two thirds of its time), the plain one with its deadlines doubled
+# (E2E_TIME_FACTOR=2: a deadline only bounds a failure's wait). The other suites run one
+# after the other: beside more suites, the fault suites' verdicts after a fault and the
+# agent e2e's CPU hog missed in runs on 2 cores (bench/results/make-test.md).
 STAGES := $(BUILD)/test-stages.txt
 STAGE = @scripts/stage.sh $(STAGES)
 test: deps
 	@rm -f $(STAGES) && mkdir -p $(BUILD) && date +%s.%N >$(STAGES).t0
 	@scripts/background.sh start $(BUILD)/tools bash e2e/k8s/tools.sh suites
 	@scripts/background.sh start $(BUILD)/tools-node sh -c \
-		'scripts/background.sh wait $(BUILD)/tools >/dev/null; exec bash e2e/k8s/tools.sh'
+		'scripts/background.sh wait $(BUILD)/tools >/dev/null; bash e2e/k8s/tools.sh || exit; \
+		BUILD=$(BUILD) bash e2e/node/test-node.sh --prepare || \
+		echo "node e2e: its packages and root filesystems not made ahead (it makes them)"'
 	$(STAGE) build $(MAKE) --no-print-directory all $(TESTS) $(ITESTS)
 	@$(if $(filter 1,$(SAN)),,scripts/background.sh start $(SAN_SCALE).bg $(SAN_BUILD))
 	@$(if $(filter thread,$(SAN)),,scripts/background.sh start $(TSAN_SCALE).bg $(TSAN_BUILD))
@@ -172,8 +177,10 @@ test: deps
 	$(STAGE) local env BUILD=$(BUILD) e2e/test-local.sh
 	$(STAGE) launchers env BUILD=$(BUILD) e2e/test-launchers.sh
 	$(STAGE) npu env BUILD=$(BUILD) e2e/test-npu.sh
-	$(STAGE) faults env BUILD=$(BUILD) e2e/test-faults.sh
-	$(if $(filter thread,$(SAN)),,$(STAGE) faults-tsan $(MAKE) --no-print-directory faults-tsan)
+	$(if $(filter thread,$(SAN)),$(STAGE) faults env BUILD=$(BUILD) e2e/test-faults.sh,$(STAGE) \
+		faults+tsan scripts/beside.sh $(BUILD)/faults-tsan.log \
+		$(MAKE) --no-print-directory faults-tsan -- \
+		env BUILD=$(BUILD) E2E_TIME_FACTOR=2 e2e/test-faults.sh)
 	$(STAGE) tools-wait scripts/background.sh wait $(BUILD)/tools
 	$(STAGE) observe env BUILD=$(BUILD) e2e/test-observe.sh
 	$(STAGE) agent env BUILD=$(BUILD) e2e/test-agent.sh

@@ -268,10 +268,11 @@ run_job() {
 		2>"$WORK/$job.log" || die "job $job failed: $(tail -5 "$WORK/$job.log")"
 }
 
-# wait_report JOB LAST_STEP [NAMESPACE]: waits until the job's last step is analysed.
+# wait_report JOB LAST_STEP [NAMESPACE]: waits until the job's last step is analysed (60 s
+# at most, times E2E_TIME_FACTOR).
 wait_report() {
 	"$BIN/trainscope" report --dir "$REPORTS" --job "$1" --namespace "${3:-default}" \
-		--wait-step "$2" --timeout 60 --json >"$WORK/$1.json" || die "no complete report for $1"
+		--wait-step "$2" --timeout $((60 * ${E2E_TIME_FACTOR:-1})) --json >"$WORK/$1.json" || die "no complete report for $1"
 }
 
 # start_agent: the node agent (needs root or BPF capabilities, and kernel BTF).

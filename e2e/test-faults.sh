@@ -45,6 +45,15 @@ rss_mib() { awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$ANALYZER_PID/status"
 # ThreadSanitizer keeps shadow memory beside all it touches (scripts/tsan-run.sh sets 4)
 MEM_FACTOR=${E2E_MEM_FACTOR:-1}
 steps_at_least() { [ "$(metric trainscope_analyzer_steps_total)" -ge "$1" ]; }
+# started JOB N WHAT: waits until the analyzer took N rank-steps more than $before (JOB
+# under way), else dies saying WHAT, with JOB's log and the analyzer's last lines
+started() {
+	wait_for 60 steps_at_least $((before + $2)) && return
+	echo "e2e: $(metric trainscope_analyzer_steps_total) rank-steps analysed, $before before $1; its log, then the analyzer's:" >&2
+	tail -5 "$WORK/$1.log" >&2
+	tail -5 "$ANALYZER_LOG" >&2
+	die "$3"
+}
 analysed() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"]["stepsAnalyzed"])' "$WORK/$1.json"; }
 
 # ---- control: 4 ranks, rank 2 slowed 1.8x from step 40 -------------------------------
@@ -68,7 +77,7 @@ before=$(metric trainscope_analyzer_steps_total)
 "$BIN/trainscope" run --nats "$NATS_URL" --job frz -- "$BIN/workload" --ranks 4 --steps 300 \
 	--fault compute "${SLOW[@]}" 2>"$WORK/frz.log" &
 job=$!
-wait_for 60 steps_at_least $((before + 300)) || die "the frozen run never started"
+started frz 300 "the frozen run never started"
 READYZ=${ANALYZER_METRICS%/metrics}/readyz
 readyz() { # CODE TEXT: /readyz answers CODE with a line starting TEXT
 	[ "$(curl -s -m 2 -o "$WORK/readyz" -w '%{http_code}' "$READYZ")" = "$1" ] &&
@@ -108,7 +117,7 @@ snaps=$(metric trainscope_analyzer_snapshots_total)
 "$BIN/trainscope" run --nats "$NATS_URL" --job akill -- "$BIN/workload" --ranks 4 --steps 300 \
 	--fault compute "${SLOW[@]}" 2>"$WORK/akill.log" &
 job=$!
-wait_for 60 steps_at_least $((before + 480)) || die "the job under a killed analyzer never started"
+started akill 480 "the job under a killed analyzer never started"
 wait_for 20 snapshots_past "$snaps" || die "no state snapshot stored"
 kill -KILL "$ANALYZER_PID"
 wait "$ANALYZER_PID" 2>/dev/null || true
@@ -141,7 +150,7 @@ before=$(metric trainscope_analyzer_steps_total)
 "$BIN/trainscope" run --nats "$NATS_URL" --job rkill -- "$BIN/workload" --ranks 4 --steps 300 \
 	--fault compute "${SLOW[@]}" 2>"$WORK/rkill.log" &
 job=$!
-wait_for 60 steps_at_least $((before + 320)) || die "the job under a killed relay never started"
+started rkill 320 "the job under a killed relay never started"
 relay=$(pgrep -P "$job" -f trainscope-relay) || die "no relay under trainscope run"
 ring_dir=$(tr '\0' '\n' <"/proc/$relay/cmdline" | sed -n '/^--ring-dir$/{n;p}')
 kill -KILL "$relay"
@@ -184,7 +193,7 @@ before=$(metric trainscope_analyzer_steps_total)
 TRAINSCOPE_RING_SLOTS=256 "$BIN/trainscope" run --nats "$NATS_URL" --job rstop -- "$BIN/workload" \
 	--ranks 4 --steps 300 2>"$WORK/rstop.log" &
 job=$!
-wait_for 60 steps_at_least $((before + 160)) || die "the job under a stopped relay never started"
+started rstop 160 "the job under a stopped relay never started"
 relay=$(pgrep -P "$job" -f trainscope-relay) || die "no relay under trainscope run"
 kill -STOP "$relay"
 sleep 3 # the fault: the relay stopped this long, 256-slot rings overflow
@@ -245,7 +254,7 @@ before=$(metric trainscope_analyzer_steps_total)
 "$BIN/trainscope" run --nats "$NATS_URL" --job killed -- "$BIN/workload" --ranks 4 --steps 600 \
 	2>"$WORK/killed.log" &
 job=$!
-wait_for 60 steps_at_least $((before + 400)) || die "the job to kill never started"
+started killed 400 "the job to kill never started"
 victim=$(rank_pid killed 2)
 [ -n "$victim" ] || die "no process of rank 2"
 kill -KILL $victim
