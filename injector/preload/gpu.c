@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-__thread struct ts_tls ts_tls __attribute__((tls_model("initial-exec"), aligned(64)));
+__thread struct ts_tls ts_tls __attribute__((tls_model("initial-exec")));
 
 enum { SLOT_FREE, SLOT_ARMED, SLOT_PENDING };
 /* Ready states name the runtime being timed: a hook of the other one finds its ready

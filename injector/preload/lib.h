@@ -119,8 +119,10 @@ static inline void ts_ctr_add(_Atomic uint64_t *c, uint64_t v)
 	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
 
-/* Per-thread hook state: only the outermost call counts or times anything. One cache
- * line (aligned where it is defined, gpu.c): every launch reads it. */
+/* Per-thread hook state: only the outermost call counts or times anything. Every launch
+ * reads it, the counter slot's pointer with it. Not over-aligned: the library's
+ * initial-exec TLS must fit the static TLS surplus when it is dlopen'ed (as NCCL's
+ * profiler plugin; aligned(64), glibc on aarch64 refused it). */
 struct ts_tls {
 	int depth;       /* inside a hooked launch (the runtime's launch calls the driver's) */
 	int lib_depth;   /* inside a cuBLAS, NCCL or HCCL call: its launches count, untimed */
