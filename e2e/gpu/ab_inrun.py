@@ -11,7 +11,8 @@ Short blocks measure closer: a job's step times are correlated over some 10-50 s
 (lag-1 autocorrelation 0.7 on eager jobs), so the nearer the compared steps, the more of
 that wander cancels.
 
-  ab_inrun.py [--drop D] N SKIP FILE...   (--drop first, if given)
+  ab_inrun.py [--drop D] N SKIP FILE...   (--drop first, if given; several FILEs of one
+        program, from separate runs: each, then pooled)
         FILE: a rank's result JSON with "step_times" (entry i: step i, None where unknown);
         SKIP: the first steps left out (warm-up, compilation); each block's first D steps
         are left out too (the switch's own step; D: 2 for blocks of 6 or more, else 1)."""
@@ -73,6 +74,14 @@ def overhead(times, n, skip, drop=None):
             "step_on_ms": 1e3 * on, "step_off_ms": 1e3 * off, "drop": drop}
 
 
+def pooled(runs):
+    """Runs of one program, each (overhead, 95 % half-width), as one estimate: the mean
+    weighted by 1 / half-width^2 and its half-width (independent runs, the normal
+    approximation each interval already makes at these sizes)."""
+    w = [1 / h ** 2 for _, h in runs]
+    return sum(wi * m for wi, (m, _) in zip(w, runs)) / sum(w), 1 / math.sqrt(sum(w))
+
+
 def main():
     args = sys.argv[1:]
     drop = None
@@ -84,6 +93,7 @@ def main():
     if drop is not None and not 0 <= drop < n:
         sys.exit("ab_inrun.py: --drop %d leaves no step of a block of %d" % (drop, n))
     bad = 0
+    runs = []
     for path in args[2:]:
         try:
             r = json.load(open(path))
@@ -101,6 +111,11 @@ def main():
                   path, res["pairs"], n, res["drop"],
                                                       res["step_on_ms"], res["step_off_ms"],
                                                       res["overhead_pct"], res["ci95_pct"]))
+        runs.append((res["overhead_pct"], res["ci95_pct"]))
+    if len(runs) > 1:
+        m, half = pooled(runs)
+        print("pooled over %d runs (each weighted by its interval's inverse square): overhead "
+              "%+.2f %% +- %.2f %% (95 %%)" % (len(runs), m, half))
     sys.exit(bad)
 
 
