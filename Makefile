@@ -151,11 +151,10 @@ integration: all $(ITESTS)
 # only the node e2e needs (kubelet, the controller manager, scheduler and proxy, CoreDNS,
 # cert-manager; its Debian packages and the images' root filesystems, two minutes of
 # debootstrap) is made after that, beside the suites from observe on (tools-node-wait).
-# The fault suite and its ThreadSanitizer run go side by side (scripts/beside.sh; each
-# waits on its jobs two thirds of its time), the plain one with its deadlines doubled
-# (E2E_TIME_FACTOR=2: a deadline only bounds a failure's wait). The other suites run one
-# after the other: beside more suites, the fault suites' verdicts after a fault and the
-# agent e2e's CPU hog missed in runs on 2 cores (bench/results/make-test.md).
+# The suites run one after the other: beside each other, the fault suites' verdicts after
+# a fault (a relay restarted, a flood; a healthy job called slow by its transfers) and the
+# agent e2e's CPU hog missed in runs on 2 cores from an empty cache
+# (bench/results/make-test.md).
 STAGES := $(BUILD)/test-stages.txt
 STAGE = @scripts/stage.sh $(STAGES)
 test: deps
@@ -177,10 +176,8 @@ test: deps
 	$(STAGE) local env BUILD=$(BUILD) e2e/test-local.sh
 	$(STAGE) launchers env BUILD=$(BUILD) e2e/test-launchers.sh
 	$(STAGE) npu env BUILD=$(BUILD) e2e/test-npu.sh
-	$(if $(filter thread,$(SAN)),$(STAGE) faults env BUILD=$(BUILD) e2e/test-faults.sh,$(STAGE) \
-		faults+tsan scripts/beside.sh $(BUILD)/faults-tsan.log \
-		$(MAKE) --no-print-directory faults-tsan -- \
-		env BUILD=$(BUILD) E2E_TIME_FACTOR=2 e2e/test-faults.sh)
+	$(STAGE) faults env BUILD=$(BUILD) e2e/test-faults.sh
+	$(if $(filter thread,$(SAN)),,$(STAGE) faults-tsan $(MAKE) --no-print-directory faults-tsan)
 	$(STAGE) tools-wait scripts/background.sh wait $(BUILD)/tools
 	$(STAGE) observe env BUILD=$(BUILD) e2e/test-observe.sh
 	$(STAGE) agent env BUILD=$(BUILD) e2e/test-agent.sh
