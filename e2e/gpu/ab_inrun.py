@@ -78,6 +78,8 @@ def pooled(runs):
     """Runs of one program, each (overhead, 95 % half-width), as one estimate: the mean
     weighted by 1 / half-width^2 and its half-width (independent runs, the normal
     approximation each interval already makes at these sizes)."""
+    if any(h <= 0 for _, h in runs):
+        return float("nan"), float("nan")
     w = [1 / h ** 2 for _, h in runs]
     return sum(wi * m for wi, (m, _) in zip(w, runs)) / sum(w), 1 / math.sqrt(sum(w))
 

@@ -242,7 +242,8 @@ print("counters:", {k: v for k, v in c.items() if v})' "$OUT/$tag/$prog.rank0.js
 # build folder it is in (build/selftime; another, such as an earlier commit's, to compare)
 selftime() {
 	local b=${SELFTIME_BUILD:-build/selftime} st
-	st=$ROOT/$b/lib/libtrainscope.so
+	case $b in /*) ;; *) b=$ROOT/$b ;; esac
+	st=$b/lib/libtrainscope.so
 	[ -f "$st" ] || { echo "selftime: no $st (make BUILD=$b CFLAGS=-DTS_SELFTIME $st, carried)"; return 1; }
 	LIB=$st AB_TAG=selftime${AB_TAG:+-$AB_TAG} abinrun
 }

@@ -617,8 +617,8 @@ static void cold_costs(struct cost_ctx *c)
 	if (!(buf = malloc(len)))
 		die("evict buffer");
 	memset(buf, 1, len);
-	cold_cost_of("cold_runtime_launch", c_runtime, c, 20000, buf, len);
-	cold_cost_of("cold_cublas_gemm", c_gemm, c, 10000, buf, len);
+	cold_cost_of("cold_runtime_launch", c_runtime, c, 4000, buf, len);
+	cold_cost_of("cold_cublas_gemm", c_gemm, c, 4000, buf, len);
 	free(buf);
 }
 
@@ -643,7 +643,7 @@ static void sc_cost(void)
 		die("driver entry points");
 	/* HOOKDRIVE_PAUSED=1, with TRAINSCOPE_AB_STEPS=1: step 1, recording paused */
 	if (trainscope_step_begin)
-		trainscope_step_begin(getenv("HOOKDRIVE_PAUSED") ? 1 : 0);
+		trainscope_step_begin(atoi(getenv("HOOKDRIVE_PAUSED") ?: "0") ? 1 : 0);
 	cold_costs(&c);
 	cost_of("runtime_launch", c_runtime, &c, 200000);
 	cost_of("dlsym_launch", c_dlsym, &c, 200000);
