@@ -4,7 +4,9 @@
  * clock_gettime(CLOCK_MONOTONIC), each the median of 7 rounds of 10^7 reads, with
  * and without a dependency between reads.
  *   cc -O2 -o /tmp/clockbench e2e/gpu/clockbench.c && /tmp/clockbench */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* clock_gettime under -std=c11 */
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
