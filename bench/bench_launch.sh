@@ -17,18 +17,19 @@ ROUNDS=${ROUNDS:-7}
 # the "cold" rows: this much memory read before each call, as a training program's own
 # work between two launches leaves the hook's cache lines evicted
 EVICT_KB=${EVICT_KB:-4096}
+export HOOKDRIVE_EVICT_KB=$EVICT_KB
 drive=$BUILD/test/double/hookdrive
 lib=$PWD/$BUILD/lib/libtrainscope.so
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 for r in $(seq "$ROUNDS"); do
-	HOOKDRIVE_EVICT_KB=$EVICT_KB "$drive" cost >>"$work/without" || exit 1
+	"$drive" cost >>"$work/without" || exit 1
 	mkdir -p "$work/ring$r"
 	LD_PRELOAD=$lib TRAINSCOPE_RING_DIR=$work/ring$r TRAINSCOPE_SAMPLE_N=1000000 \
-		HOOKDRIVE_EVICT_KB=$EVICT_KB "$drive" cost >>"$work/with" || exit 1
+		"$drive" cost >>"$work/with" || exit 1
 	[ -z "${BASELINE_LIB:-}" ] || LD_PRELOAD=$BASELINE_LIB TRAINSCOPE_RING_DIR=$work/ring$r \
-		TRAINSCOPE_SAMPLE_N=1000000 HOOKDRIVE_EVICT_KB=$EVICT_KB "$drive" cost >>"$work/before" || exit 1
+		TRAINSCOPE_SAMPLE_N=1000000 "$drive" cost >>"$work/before" || exit 1
 done
 median() { # FILE KEY
 	awk -v k="cost.$2" '$1 == k { print $2 }' "$1" | sort -g |

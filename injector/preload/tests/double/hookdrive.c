@@ -549,54 +549,57 @@ static void *blas_fn(const char *name)
 	return f ? f : user_fn(name);
 }
 
-/* The median over COST_REPS rounds of n calls; between rounds the library's poller reads
- * every event back and the ring is drained, so each round starts from the same state. */
-static void cost_of(const char *name, void (*call)(struct cost_ctx *), struct cost_ctx *c, int n)
-{
-	double v[COST_REPS];
-
-	for (int r = 0; r < COST_REPS; r++) {
-		double t0 = ns_now();
-		for (int i = 0; i < n; i++)
-			call(c);
-		v[r] = (ns_now() - t0) / n;
-		if (trainscope_step_end) {
-			trainscope_step_end((uint64_t)r);
-			wait_until(all_read_back, NULL, "events not read back");
-		}
-	}
-	qsort(v, COST_REPS, sizeof(v[0]), cmp_double);
-	printf("cost.%s %.1f\n", name, v[COST_REPS / 2]);
-}
-
 /* Cold caches, as a training program leaves them between two launches (its Python and
- * dispatch touch far more than L1 and L2 hold): HOOKDRIVE_EVICT_KB of memory read
- * before each call, the call alone timed (the clock's own cost is the same either way). */
+ * dispatch touch far more than L1 and L2 hold): len bytes of buf read before each call. */
+struct evict {
+	const unsigned char *buf;
+	size_t len;
+};
+
 static volatile unsigned char evict_sink;
 
-static void evict(const unsigned char *buf, size_t n)
+static void evict(const struct evict *e)
 {
 	unsigned char acc = 0;
 
-	for (size_t i = 0; i < n; i += 64)
-		acc ^= buf[i];
+	for (size_t i = 0; i < e->len; i += 64)
+		acc ^= e->buf[i];
 	evict_sink = acc;
 }
 
-static void cold_cost_of(const char *name, void (*call)(struct cost_ctx *), struct cost_ctx *c,
-			 int n, const unsigned char *buf, size_t len)
+/* ns per call of one round of n calls: the loop timed whole, or with e, each call timed
+ * alone after its eviction (the clock's own cost is the same with and without the
+ * preload). */
+static double round_ns(void (*call)(struct cost_ctx *), struct cost_ctx *c, int n,
+		       const struct evict *e)
+{
+	double sum = 0, t0;
+
+	if (!e) { /* nothing else in the loop: the warm rows' numbers as before */
+		t0 = ns_now();
+		for (int i = 0; i < n; i++)
+			call(c);
+		return (ns_now() - t0) / n;
+	}
+	for (int i = 0; i < n; i++) {
+		evict(e);
+		t0 = ns_now();
+		call(c);
+		sum += ns_now() - t0;
+	}
+	return sum / n;
+}
+
+/* The median over COST_REPS rounds of n calls (round_ns; e: NULL, or cold caches);
+ * between rounds the library's poller reads every event back and the ring is drained,
+ * so each round starts from the same state. */
+static void cost_of(const char *name, void (*call)(struct cost_ctx *), struct cost_ctx *c, int n,
+		    const struct evict *e)
 {
 	double v[COST_REPS];
 
 	for (int r = 0; r < COST_REPS; r++) {
-		double sum = 0;
-		for (int i = 0; i < n; i++) {
-			evict(buf, len);
-			double t0 = ns_now();
-			call(c);
-			sum += ns_now() - t0;
-		}
-		v[r] = sum / n;
+		v[r] = round_ns(call, c, n, e);
 		if (trainscope_step_end) {
 			trainscope_step_end((uint64_t)r);
 			wait_until(all_read_back, NULL, "events not read back");
@@ -617,8 +620,9 @@ static void cold_costs(struct cost_ctx *c)
 	if (!(buf = malloc(len)))
 		die("evict buffer");
 	memset(buf, 1, len);
-	cold_cost_of("cold_runtime_launch", c_runtime, c, 4000, buf, len);
-	cold_cost_of("cold_cublas_gemm", c_gemm, c, 4000, buf, len);
+	struct evict e = { buf, len };
+	cost_of("cold_runtime_launch", c_runtime, c, 4000, &e);
+	cost_of("cold_cublas_gemm", c_gemm, c, 4000, &e);
 	free(buf);
 }
 
@@ -645,12 +649,12 @@ static void sc_cost(void)
 	if (trainscope_step_begin)
 		trainscope_step_begin(atoi(getenv("HOOKDRIVE_PAUSED") ?: "0") ? 1 : 0);
 	cold_costs(&c);
-	cost_of("runtime_launch", c_runtime, &c, 200000);
-	cost_of("dlsym_launch", c_dlsym, &c, 200000);
-	cost_of("getproc_launch", c_getproc, &c, 200000);
-	cost_of("graph_launch", c_graph, &c, 200000);
-	cost_of("nccl_allreduce", c_nccl, &c, 500);
-	cost_of("cublas_gemm", c_gemm, &c, 20000);
+	cost_of("runtime_launch", c_runtime, &c, 200000, NULL);
+	cost_of("dlsym_launch", c_dlsym, &c, 200000, NULL);
+	cost_of("getproc_launch", c_getproc, &c, 200000, NULL);
+	cost_of("graph_launch", c_graph, &c, 200000, NULL);
+	cost_of("nccl_allreduce", c_nccl, &c, 500, NULL);
+	cost_of("cublas_gemm", c_gemm, &c, 20000, NULL);
 }
 
 /* 1 in N kernels timed; with a tiny host budget N grows. */
