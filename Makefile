@@ -108,7 +108,7 @@ include agent/module.mk
 include e2e/module.mk
 include bench/module.mk
 
-.PHONY: all scale-san scale-tsan faults-tsan tsan test unit integration demo e2e e2e-node bench detect-bench real-bench deps lint clean image-root fuzz fuzz-deps \
+.PHONY: all scale-san scale-tsan faults-tsan tsan test test-lane unit integration demo e2e e2e-node bench detect-bench real-bench deps lint clean image-root fuzz fuzz-deps \
 	arm64-test arm64-run docs-check docs-ref
 .DEFAULT_GOAL := all
 
@@ -146,24 +146,24 @@ integration: all $(ITESTS)
 # from their Go modules in the background at idle priority from the start, and
 # tools-wait waits for what is left of it before the first suite that needs them: a cold
 # cache's 10-20 minutes of Go builds run beside the first suites, not after them, so
-# every suite that needs none of them (the fault suite and its ThreadSanitizer run too)
-# comes first. What
+# every suite that needs none of them (the fault suites, the agent e2e) comes first. What
 # only the node e2e needs (kubelet, the controller manager, scheduler and proxy, CoreDNS,
-# cert-manager; its Debian packages and the images' root filesystems, two minutes of
-# debootstrap) is made after that, beside the suites from observe on (tools-node-wait).
-# The suites run one after the other: beside each other, the fault suites' verdicts after
-# a fault (a relay restarted, a flood; a healthy job called slow by its transfers) and the
-# agent e2e's CPU hog missed in runs on 2 cores from an empty cache
-# (bench/results/make-test.md).
+# cert-manager) builds after that, and its Debian packages and the images' root
+# filesystems (two minutes of debootstrap) from the start, beside the rest
+# (tools-node-wait waits for both). The node e2e, five minutes mostly spent waiting on
+# its cluster, has the suites from observe to scale beside it (test-lane); the others run
+# one after the other: beside each other, the fault suites' verdicts after a fault (a
+# relay restarted, a flood; a healthy job called slow by its transfers) and the agent
+# e2e's CPU hog missed in runs on 2 cores (bench/results/make-test.md).
 STAGES := $(BUILD)/test-stages.txt
 STAGE = @scripts/stage.sh $(STAGES)
 test: deps
 	@rm -f $(STAGES) && mkdir -p $(BUILD) && date +%s.%N >$(STAGES).t0
 	@scripts/background.sh start $(BUILD)/tools bash e2e/k8s/tools.sh suites
 	@scripts/background.sh start $(BUILD)/tools-node sh -c \
-		'scripts/background.sh wait $(BUILD)/tools >/dev/null; bash e2e/k8s/tools.sh || exit; \
-		BUILD=$(BUILD) bash e2e/node/test-node.sh --prepare || \
-		echo "node e2e: its packages and root filesystems not made ahead (it makes them)"'
+		'scripts/background.sh wait $(BUILD)/tools >/dev/null; exec bash e2e/k8s/tools.sh'
+	@scripts/background.sh start $(BUILD)/node-prepare env BUILD=$(BUILD) \
+		bash e2e/node/test-node.sh --prepare
 	$(STAGE) build $(MAKE) --no-print-directory all $(TESTS) $(ITESTS)
 	@$(if $(filter 1,$(SAN)),,scripts/background.sh start $(SAN_SCALE).bg $(SAN_BUILD))
 	@$(if $(filter thread,$(SAN)),,scripts/background.sh start $(TSAN_SCALE).bg $(TSAN_BUILD))
@@ -178,18 +178,27 @@ test: deps
 	$(STAGE) npu env BUILD=$(BUILD) e2e/test-npu.sh
 	$(STAGE) faults env BUILD=$(BUILD) e2e/test-faults.sh
 	$(if $(filter thread,$(SAN)),,$(STAGE) faults-tsan $(MAKE) --no-print-directory faults-tsan)
-	$(STAGE) tools-wait scripts/background.sh wait $(BUILD)/tools
-	$(STAGE) observe env BUILD=$(BUILD) e2e/test-observe.sh
 	$(STAGE) agent env BUILD=$(BUILD) e2e/test-agent.sh
+	$(STAGE) tools-wait scripts/background.sh wait $(BUILD)/tools
+	@scripts/lane.sh start $(STAGES) lane $(MAKE) --no-print-directory $(MAKEOVERRIDES) \
+		STAGES=$(STAGES).lane test-lane
+	@STAGE_QUIET=1 scripts/stage.sh $(STAGES) tools-node-wait sh -c 'scripts/background.sh \
+		wait $(BUILD)/tools-node && scripts/background.sh wait $(BUILD)/node-prepare' && \
+		STAGE_QUIET=1 scripts/stage.sh $(STAGES) node $(MAKE) --no-print-directory e2e-node; \
+		rc=$$?; scripts/lane.sh join $(STAGES) lane || rc=1; scripts/stage.sh $(STAGES); exit $$rc
+
+# The suites that run beside the node e2e (make test): each starts its own servers on
+# loopback (the node's are in a network namespace of their own), and their verdicts are
+# of faults well past any load's noise (a rank's compute doubled); the agent e2e, whose
+# healthy job must show no preemptor, and the fault suites run alone.
+test-lane:
+	$(STAGE) observe env BUILD=$(BUILD) e2e/test-observe.sh
 	$(STAGE) webhook env BUILD=$(BUILD) e2e/test-webhook.sh
 	$(STAGE) k8s env BUILD=$(BUILD) e2e/k8s/test-k8s.sh
 	$(STAGE) auth env BUILD=$(BUILD) e2e/k8s/test-auth.sh
 	$(STAGE) scale env BUILD=$(BUILD) e2e/test-scale.sh
 	$(if $(filter 1,$(SAN)),,$(STAGE) scale-san $(MAKE) --no-print-directory scale-san)
 	$(if $(filter thread,$(SAN)),,$(STAGE) scale-tsan $(MAKE) --no-print-directory scale-tsan)
-	$(STAGE) tools-node-wait scripts/background.sh wait $(BUILD)/tools-node
-	$(STAGE) node $(MAKE) --no-print-directory e2e-node
-	@scripts/stage.sh $(STAGES)
 
 # The scale test again with the analyzer, loadgen and the daemons under ASan+UBSan, at a
 # reduced size: an analyzer once aborted in the scale bench with "double free or

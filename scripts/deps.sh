@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages trainscope builds and tests with (or the packages named
-# as arguments); does nothing when they are all there already.
+# as arguments); does nothing when they are all there already. make test installs from
+# more than one process at once (its background jobs, its stages): one apt at a time, the
+# others waiting for it (flock), as for an apt run by someone else (DPkg::Lock::Timeout).
 set -e
 PKGS="$*"
 [ -n "$PKGS" ] || PKGS="build-essential pkg-config libnats-dev nats-server libprotobuf-c-dev protobuf-c-compiler
@@ -19,11 +21,15 @@ SUDO=""
 export DEBIAN_FRONTEND=noninteractive
 # A package named NAME:ARCH of a foreign architecture (libcmocka-dev:arm64 for the aarch64
 # tests) needs dpkg to know ARCH before apt-get update reads its package lists.
+if command -v flock >/dev/null; then
+	exec 9>"${TMPDIR:-/tmp}/trainscope-apt.lock"
+	flock -w 900 9 || { echo "deps: another install held the lock 15 minutes" >&2; exit 1; }
+fi
 for p in $missing; do
 	a=${p#*:}
 	[ "$a" = "$p" ] || [ "$a" = "$(dpkg --print-architecture)" ] ||
 		dpkg --print-foreign-architectures | grep -qx "$a" ||
 		$SUDO dpkg --add-architecture "$a"
 done
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends $missing
+$SUDO apt-get -o DPkg::Lock::Timeout=300 update -qq
+$SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends $missing

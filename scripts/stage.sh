@@ -5,7 +5,9 @@
 # FILE; `stage.sh FILE` prints the table of FILE, and the wall clock since FILE.t0 was
 # written (make test writes it first: it holds the time the stages leave out, the
 # background builds' start among it). A stage that fails prints the table so far (the failing stage last)
-# and exits with its status, so that a long run always ends by saying where its time went.
+# and exits with its status, so that a long run always ends by saying where its time went
+# (with STAGE_QUIET set it only exits: the caller prints the table once it has joined
+# what ran beside, scripts/lane.sh).
 file=$1
 shift
 table() {
@@ -33,4 +35,4 @@ c0=$(cpu)
 "$@"
 rc=$?
 echo "$name $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') $rc $(awk -v a="$c0" -v b="$(cpu)" 'BEGIN { printf "%.1f", b - a }')" >>"$file"
-[ $rc -eq 0 ] || { table; exit $rc; }
+[ $rc -eq 0 ] || { [ -n "${STAGE_QUIET:-}" ] || table; exit $rc; }

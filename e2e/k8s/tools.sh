@@ -21,6 +21,8 @@ OTELCOL_VERSION=${OTELCOL_VERSION:-v0.165.0}
 TOOLS=${TRAINSCOPE_TOOLS:-$HOME/.cache/trainscope}
 BIN="$TOOLS/bin"
 mkdir -p "$BIN"
+# Debian's packages through the project's installer: one apt at a time across make test
+DEPS="$(cd "$(dirname "$0")/../.." && pwd)/scripts/deps.sh"
 # -ldflags=-s: no symbol table and no DWARF (-s implies -w since Go 1.22); linking a
 # Kubernetes binary without them takes a fraction of the time, and nothing here debugs them
 export GOFLAGS="-buildvcs=false -ldflags=-s" GOTOOLCHAIN=local
@@ -40,7 +42,7 @@ retry() {
 need_etcd() {
 	command -v etcd >/dev/null && return
 	log "installing etcd (Debian etcd-server)"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null || return 1
+	"$DEPS" etcd-server >&2 || return 1
 	systemctl disable --now etcd >/dev/null 2>&1 || true
 }
 
@@ -200,8 +202,7 @@ need_prometheus() {
 	[ -L "$BIN/prometheus" ] && [ -L "$BIN/promtool" ] && [ -x /usr/bin/prometheus ] && return
 	if ! [ -x /usr/bin/prometheus ] || ! [ -x /usr/bin/promtool ]; then
 		log "installing prometheus and promtool (Debian prometheus)"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-			prometheus >/dev/null || return 1
+		"$DEPS" prometheus >&2 || return 1
 		systemctl disable --now prometheus >/dev/null 2>&1 || true
 	fi
 	ln -sfn /usr/bin/prometheus "$BIN/prometheus" && ln -sfn /usr/bin/promtool "$BIN/promtool"
