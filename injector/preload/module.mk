@@ -152,7 +152,8 @@ $(NPUDRIVE): $(BUILD)/plain/injector/preload/tests/double/npudrive.o \
 		$(DOUBLE_RPATH) -ldl -lpthread
 
 $(eval $(call cmocka_test,test_hooks,$(BUILD)/obj/injector/preload/tests/test_hooks.o \
-	$(TEST_UTIL_OBJ),,$(PRELOAD_LIB) $(HOOKDRIVE) $(NPUDRIVE)))
+	$(TEST_UTIL_OBJ) $(BUILD)/obj/common/ident.o $(BUILD)/obj/common/visible.o \
+	$(BUILD)/obj/common/numparse.o,,$(PRELOAD_LIB) $(HOOKDRIVE) $(NPUDRIVE)))
 
 # A second NCCL profiler plugin (tests/double/profiler2_double.c), the stand-in for a
 # user's own that the library chains behind its own, built once per ABI: v5 under the

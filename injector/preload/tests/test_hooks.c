@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/ident.h"
 #include "common/tests/testutil.h"
 
 #define MS 1000000ull
@@ -23,18 +24,27 @@ struct out {
 };
 
 /* Runs PROG SCENARIO (hookdrive: CUDA, npudrive: the NPU) under the preload with extra
- * "NAME=value" settings; fails the test unless it exits 0. */
+ * "NAME=value" settings, no launcher's rank variable inherited (a make test run under
+ * srun or mpirun sees its own); fails the test unless it exits 0. */
 static void run_prog(const char *prog, const char *scenario, char *const *extra, struct out *o)
 {
-	char drv[4096], dir[] = "/tmp/ts-hooks-XXXXXX", preload[4200], ring[64];
-	char *env[16] = { preload, ring, "TRAINSCOPE_RING_SLOTS=65536", "TRAINSCOPE_POLL_MS=1" };
-	int n = 4, status;
+	char drv[4096], dir[] = "/tmp/ts-hooks-XXXXXX", preload[4200], ring[64], unset[24][48];
+	char *env[48] = { preload, ring, "TRAINSCOPE_RING_SLOTS=65536", "TRAINSCOPE_POLL_MS=1" };
+	int n = 4, u = 0, status;
 
 	assert_int_equal(ts_test_double_path(prog, drv, sizeof(drv)), 0);
 	assert_non_null(mkdtemp(dir));
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", ts_test_lib_path());
 	snprintf(ring, sizeof(ring), "TRAINSCOPE_RING_DIR=%s", dir);
-	for (; extra && *extra && n < 15; extra++)
+	for (const struct ts_rank_source *s = ts_rank_sources; s->rank && u + 3 <= 24; s++) {
+		const char *names[] = { s->rank, s->world, s->local };
+
+		for (int i = 0; i < 3; i++) { /* NAME=: unset in the child */
+			snprintf(unset[u], sizeof(unset[u]), "%s=", names[i]);
+			env[n++] = unset[u++];
+		}
+	}
+	for (; extra && *extra && n < 47; extra++)
 		env[n++] = *extra;
 	status = ts_test_spawn((char *[]){ drv, (char *)scenario, NULL }, env, o->text,
 			       sizeof(o->text));
@@ -476,9 +486,11 @@ static void test_npu(void **state)
 	assert_int_equal(val(&o, "ts.colls"), 20);
 	assert_int_equal(val(&o, "ring.gpu_steps"), 4);
 	for (int i = 0; i < 4; i++) {
-		/* real time on the double: the kernels' 5 ms and the host's gaps */
-		assert_in_range(vali(&o, "gpu_step", i, "compute_ns"), 5 * MS, 60 * MS);
-		assert_in_range(vali(&o, "gpu_step", i, "comm_ns"), 400000, 60 * MS);
+		/* real time on the double: the kernels' 5 ms and the host's gaps. The upper
+		 * bound catches a unit mistaken (x1000), not a slow host: a 53 ms stall of
+		 * this process (dpkg's fsyncs beside it, a busy CI host) failed 60 ms */
+		assert_in_range(vali(&o, "gpu_step", i, "compute_ns"), 5 * MS, 1000 * MS);
+		assert_in_range(vali(&o, "gpu_step", i, "comm_ns"), 400000, 1000 * MS);
 	}
 	assert_int_equal(val(&o, "ring.comms"), 2);
 	world = vali(&o, "comm", 0, "id");
@@ -492,12 +504,12 @@ static void test_npu(void **state)
 	assert_int_equal(vali(&o, "coll", 0, "bytes"), 256 * 4);
 	assert_int_equal(vali(&o, "coll", 0, "ranks"), 4);
 	assert_int_equal(vali(&o, "coll", 0, "comm"), world);
-	assert_in_range(vali(&o, "coll", 0, "dur_us"), 100, 50000);
+	assert_in_range(vali(&o, "coll", 0, "dur_us"), 100, 1000000);
 	assert_int_equal(vali(&o, "coll", 1, "op"), 2); /* all-gather of 10 BF16 a rank */
 	assert_int_equal(vali(&o, "coll", 1, "bytes"), 10 * 2 * 4);
 	assert_int_equal(vali(&o, "coll", 2, "op"), 3); /* two reduce-scatters, one group */
 	assert_int_equal(vali(&o, "coll", 2, "bytes"), 2 * 8 * 2 * 4);
-	assert_in_range(vali(&o, "coll", 2, "dur_us"), 100, 50000);
+	assert_in_range(vali(&o, "coll", 2, "dur_us"), 100, 1000000);
 	assert_int_equal(vali(&o, "coll", 3, "op"), 7); /* 10 FP32 sent, 30 FP16 received */
 	assert_int_equal(vali(&o, "coll", 3, "bytes"), 40 + 60);
 	assert_int_equal(vali(&o, "coll", 3, "comm"), sub);
