@@ -149,7 +149,8 @@ integration: all $(ITESTS)
 # every suite that needs none of them (the fault suites, the agent e2e) comes first. What
 # only the node e2e needs (kubelet, the controller manager, scheduler and proxy, CoreDNS,
 # cert-manager) builds after that, and its Debian packages and the images' root
-# filesystems (two minutes of debootstrap) from the start, beside the rest
+# filesystems (two minutes of debootstrap) beside the fault suites: not beside the demo
+# e2e's healthy jobs, nor beside the unit tests, whose NPU double runs on real time
 # (tools-node-wait waits for both). The node e2e, five minutes mostly spent waiting on
 # its cluster, has the suites from observe to scale beside it (test-lane); the others run
 # one after the other: beside each other, the fault suites' verdicts after a fault (a
@@ -162,8 +163,6 @@ test: deps
 	@scripts/background.sh start $(BUILD)/tools bash e2e/k8s/tools.sh suites
 	@scripts/background.sh start $(BUILD)/tools-node sh -c \
 		'scripts/background.sh wait $(BUILD)/tools >/dev/null; exec bash e2e/k8s/tools.sh'
-	@scripts/background.sh start $(BUILD)/node-prepare env BUILD=$(BUILD) \
-		bash e2e/node/test-node.sh --prepare
 	$(STAGE) build $(MAKE) --no-print-directory all $(TESTS) $(ITESTS)
 	@$(if $(filter 1,$(SAN)),,scripts/background.sh start $(SAN_SCALE).bg $(SAN_BUILD))
 	@$(if $(filter thread,$(SAN)),,scripts/background.sh start $(TSAN_SCALE).bg $(TSAN_BUILD))
@@ -176,6 +175,8 @@ test: deps
 	$(STAGE) local env BUILD=$(BUILD) e2e/test-local.sh
 	$(STAGE) launchers env BUILD=$(BUILD) e2e/test-launchers.sh
 	$(STAGE) npu env BUILD=$(BUILD) e2e/test-npu.sh
+	@scripts/background.sh start $(BUILD)/node-prepare env BUILD=$(BUILD) \
+		bash e2e/node/test-node.sh --prepare
 	$(STAGE) faults env BUILD=$(BUILD) e2e/test-faults.sh
 	$(if $(filter thread,$(SAN)),,$(STAGE) faults-tsan $(MAKE) --no-print-directory faults-tsan)
 	$(STAGE) agent env BUILD=$(BUILD) e2e/test-agent.sh
