@@ -143,25 +143,24 @@ integration: all $(ITESTS)
 
 # make test's stages, each timed (scripts/stage.sh; the table at the end). The servers the
 # later suites need (e2e/k8s/tools.sh: Kubernetes, helm, Jaeger, the Collector...) build
-# from their Go modules in the background at idle priority from the start, and
-# tools-wait waits for what is left of it before the first suite that needs them: a cold
-# cache's 10-20 minutes of Go builds run beside the first suites, not after them, so
-# every suite that needs none of them (the fault suites, the agent e2e) comes first. What
-# only the node e2e needs (kubelet, the controller manager, scheduler and proxy, CoreDNS,
-# cert-manager) builds after that, and its Debian packages and the images' root
-# filesystems (two minutes of debootstrap) beside the fault suites: not beside the demo
-# e2e's healthy jobs, nor beside the unit tests, whose NPU double runs on real time
-# (tools-node-wait waits for both). The node e2e, five minutes mostly spent waiting on
-# its cluster, has the suites from observe to scale beside it (test-lane); the others run
-# one after the other: beside each other, the fault suites' verdicts after a fault (a
-# relay restarted, a flood; a healthy job called slow by its transfers) and the agent
-# e2e's CPU hog missed in runs on 2 cores (bench/results/make-test.md).
+# from their Go modules in the background at idle priority from the start: a cold
+# cache's 10-15 minutes of Go builds run beside the suites that need none of them (the
+# fault suites, the agent e2e), which come first. What the node e2e needs builds first
+# (tools.sh node), the rest after (tools-rest: Jaeger, the Collector, Prometheus); the
+# node's Debian packages and the images' root filesystems (two minutes of debootstrap)
+# are made beside the fault suites: not beside the demo e2e's healthy jobs, nor beside
+# the unit tests, whose NPU double runs on real time. tools-wait waits for what the node
+# e2e needs. The node e2e, five minutes mostly spent waiting on its cluster, has the
+# suites of test-lane beside it; the others run one after the other: beside each other,
+# the fault suites' verdicts after a fault (a relay restarted, a flood; a healthy job
+# called slow by its transfers) and the agent e2e's CPU hog missed in runs on 2 cores
+# (bench/results/make-test.md).
 STAGES := $(BUILD)/test-stages.txt
 STAGE = @scripts/stage.sh $(STAGES)
 test: deps
 	@rm -f $(STAGES) && mkdir -p $(BUILD) && date +%s.%N >$(STAGES).t0
-	@scripts/background.sh start $(BUILD)/tools bash e2e/k8s/tools.sh suites
-	@scripts/background.sh start $(BUILD)/tools-node sh -c \
+	@scripts/background.sh start $(BUILD)/tools bash e2e/k8s/tools.sh node
+	@scripts/background.sh start $(BUILD)/tools-rest sh -c \
 		'scripts/background.sh wait $(BUILD)/tools >/dev/null; exec bash e2e/k8s/tools.sh'
 	$(STAGE) build $(MAKE) --no-print-directory all $(TESTS) $(ITESTS)
 	@$(if $(filter 1,$(SAN)),,scripts/background.sh start $(SAN_SCALE).bg $(SAN_BUILD))
@@ -173,33 +172,35 @@ test: deps
 	$(STAGE) integration $(MAKE) --no-print-directory integration
 	$(STAGE) demo env BUILD=$(BUILD) e2e/test-demo.sh
 	$(STAGE) local env BUILD=$(BUILD) e2e/test-local.sh
-	$(STAGE) launchers env BUILD=$(BUILD) e2e/test-launchers.sh
-	$(STAGE) npu env BUILD=$(BUILD) e2e/test-npu.sh
 	@scripts/background.sh start $(BUILD)/node-prepare env BUILD=$(BUILD) \
 		bash e2e/node/test-node.sh --prepare
 	$(STAGE) faults env BUILD=$(BUILD) e2e/test-faults.sh
 	$(if $(filter thread,$(SAN)),,$(STAGE) faults-tsan $(MAKE) --no-print-directory faults-tsan)
 	$(STAGE) agent env BUILD=$(BUILD) e2e/test-agent.sh
-	$(STAGE) tools-wait scripts/background.sh wait $(BUILD)/tools
 	@scripts/lane.sh start $(STAGES) lane $(MAKE) --no-print-directory $(MAKEOVERRIDES) \
 		STAGES=$(STAGES).lane test-lane
-	@STAGE_QUIET=1 scripts/stage.sh $(STAGES) tools-node-wait sh -c 'scripts/background.sh \
-		wait $(BUILD)/tools-node && scripts/background.sh wait $(BUILD)/node-prepare' && \
+	@STAGE_QUIET=1 scripts/stage.sh $(STAGES) tools-wait sh -c 'scripts/background.sh \
+		wait $(BUILD)/tools && scripts/background.sh wait $(BUILD)/node-prepare' && \
 		STAGE_QUIET=1 scripts/stage.sh $(STAGES) node $(MAKE) --no-print-directory e2e-node; \
 		rc=$$?; scripts/lane.sh join $(STAGES) lane || rc=1; scripts/stage.sh $(STAGES); exit $$rc
 
 # The suites that run beside the node e2e (make test): each starts its own servers on
 # loopback (the node's are in a network namespace of their own), and their verdicts are
 # of faults well past any load's noise (a rank's compute doubled); the agent e2e, whose
-# healthy job must show no preemptor, and the fault suites run alone.
+# healthy job must show no preemptor, and the fault suites run alone. Those that need
+# none of tools-rest's come first: from an empty cache it is built while they run.
 test-lane:
-	$(STAGE) observe env BUILD=$(BUILD) e2e/test-observe.sh
 	$(STAGE) webhook env BUILD=$(BUILD) e2e/test-webhook.sh
-	$(STAGE) k8s env BUILD=$(BUILD) e2e/k8s/test-k8s.sh
+	$(STAGE) launchers env BUILD=$(BUILD) e2e/test-launchers.sh
+	$(STAGE) npu env BUILD=$(BUILD) e2e/test-npu.sh
+	$(STAGE) tools-wait scripts/background.sh wait $(BUILD)/tools
 	$(STAGE) auth env BUILD=$(BUILD) e2e/k8s/test-auth.sh
 	$(STAGE) scale env BUILD=$(BUILD) e2e/test-scale.sh
 	$(if $(filter 1,$(SAN)),,$(STAGE) scale-san $(MAKE) --no-print-directory scale-san)
 	$(if $(filter thread,$(SAN)),,$(STAGE) scale-tsan $(MAKE) --no-print-directory scale-tsan)
+	$(STAGE) tools-rest-wait scripts/background.sh wait $(BUILD)/tools-rest
+	$(STAGE) k8s env BUILD=$(BUILD) e2e/k8s/test-k8s.sh
+	$(STAGE) observe env BUILD=$(BUILD) e2e/test-observe.sh
 
 # The scale test again with the analyzer, loadgen and the daemons under ASan+UBSan, at a
 # reduced size: an analyzer once aborted in the scale bench with "double free or

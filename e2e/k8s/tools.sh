@@ -7,8 +7,8 @@
 # helm, Jaeger, cert-manager, an OpenTelemetry Collector and nats-server (as
 # nats-server-auth: the one with auth callout, beside Debian's 2.9 that plain tests use);
 # etcd, Prometheus and promtool come from Debian. Prints the folder. Exit 0 when all are
-# there. Arguments name some of them only (tools.sh otelcol jaeger; tools.sh suites: what
-# the suites before the node e2e need).
+# there. Arguments name some of them only (tools.sh otelcol jaeger; tools.sh node: what
+# the node e2e needs).
 set -e
 K8S_VERSION=${K8S_VERSION:-1.31.4}
 HELM_VERSION=${HELM_VERSION:-v3.16.4}
@@ -208,22 +208,23 @@ need_prometheus() {
 	ln -sfn /usr/bin/prometheus "$BIN/prometheus" && ln -sfn /usr/bin/promtool "$BIN/promtool"
 }
 
-# What every suite before the node e2e needs (make test builds it first, the rest after).
-need_suites() {
-	need_etcd && need_helm && need_kube_api && need_jaeger && need_nats && need_otelcol &&
-		need_prometheus
+# What the node e2e needs: make test builds it first (its cluster is the longest stage, so
+# it starts as soon as the suites before it are done), and the rest (Jaeger, the
+# Collector, Prometheus: the observe and k8s suites beside it) after.
+need_node() {
+	need_etcd && need_helm && need_kube && need_nats && need_coredns && need_certmanager
 }
 
 command -v go >/dev/null || { log "go is not installed"; exit 1; }
-if [ $# -gt 0 ]; then # only these: tools.sh otelcol jaeger; tools.sh suites
+if [ $# -gt 0 ]; then # only these: tools.sh otelcol jaeger; tools.sh node
 	for t in "$@"; do "need_$t"; done
 	echo "$BIN"
 	exit 0
 fi
 log "checking what is built under $BIN"
-need_suites
-need_kube
-need_coredns
-need_certmanager
+need_node
+need_jaeger
+need_otelcol
+need_prometheus
 log "all built"
 echo "$BIN"

@@ -47,7 +47,7 @@ if [ -z "$TS_NODE_NS" ]; then
 	# a container runtime and CNI plugins, iptables for kube-proxy, image tools
 	# shellcheck disable=SC2086
 	"$root/scripts/deps.sh" $NODE_PACKAGES || skip "the node's Debian packages could not be installed (see above)"
-	TOOLS=$("$root/e2e/k8s/tools.sh") || skip "the Kubernetes servers could not be built (see above)"
+	TOOLS=$("$root/e2e/k8s/tools.sh" node) || skip "the Kubernetes servers could not be built (see above)"
 	BUILD=$(cd "$BUILD" && pwd)
 	# the images come first: debootstrap needs Debian's mirror, which the namespace
 	# below cannot reach
