@@ -532,8 +532,10 @@ static void unsaved_child(const char *dir, int log_fd, int out)
 	said = b.data && strstr(b.data, "trainscope_relay_identity_unsaved_total 1\n") ? 1 : 0;
 	if (write(out, &st, sizeof(st)) != (ssize_t)sizeof(st) || write(out, &said, 1) != 1)
 		_exit(3);
+	/* no relay_free: nats.c's library threads, which deliver its closed callback, were
+	 * started by earlier tests in the parent and are not in this forked child, so the
+	 * close would wait its whole 5 s for it (_exit frees the rest) */
 	ts_buf_free(&b);
-	relay_free(r);
 	_exit(0);
 }
 
