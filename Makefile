@@ -179,7 +179,8 @@ test: deps
 	$(STAGE) agent env BUILD=$(BUILD) e2e/test-agent.sh
 	@scripts/lane.sh start $(STAGES) lane $(MAKE) --no-print-directory $(MAKEOVERRIDES) \
 		STAGES=$(STAGES).lane test-lane
-	@STAGE_QUIET=1 scripts/stage.sh $(STAGES) tools-wait sh -c 'scripts/background.sh \
+	@trap 'scripts/lane.sh stop $(STAGES) lane; exit 130' INT TERM; \
+		STAGE_QUIET=1 scripts/stage.sh $(STAGES) tools-wait sh -c 'scripts/background.sh \
 		wait $(BUILD)/tools && scripts/background.sh wait $(BUILD)/node-prepare' && \
 		STAGE_QUIET=1 scripts/stage.sh $(STAGES) node $(MAKE) --no-print-directory e2e-node; \
 		rc=$$?; scripts/lane.sh join $(STAGES) lane || rc=1; scripts/stage.sh $(STAGES); exit $$rc
