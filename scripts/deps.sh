@@ -19,12 +19,12 @@ echo "deps: installing$missing"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
-# A package named NAME:ARCH of a foreign architecture (libcmocka-dev:arm64 for the aarch64
-# tests) needs dpkg to know ARCH before apt-get update reads its package lists.
 if command -v flock >/dev/null; then
 	exec 9>"${TMPDIR:-/tmp}/trainscope-apt.lock"
 	flock -w 900 9 || { echo "deps: another install held the lock 15 minutes" >&2; exit 1; }
 fi
+# A package named NAME:ARCH of a foreign architecture (libcmocka-dev:arm64 for the aarch64
+# tests) needs dpkg to know ARCH before apt-get update reads its package lists.
 for p in $missing; do
 	a=${p#*:}
 	[ "$a" = "$p" ] || [ "$a" = "$(dpkg --print-architecture)" ] ||

@@ -44,8 +44,15 @@ join)
 	[ -e "$lane.log" ] || { echo "$name: never started ($lane.log missing)" >&2; exit 1; }
 	t0=$(date +%s)
 	last=$t0
+	pid=$(cat "$lane.pid" 2>/dev/null)
 	while [ ! -s "$lane.rc" ]; do
 		now=$(date +%s)
+		# its group gone and still no status: killed from outside, never to write one
+		if ! kill -0 "-$pid" 2>/dev/null && [ ! -s "$lane.rc" ]; then
+			cat "$lane.log"
+			echo "$name: ended without a status (killed?)" >&2
+			exit 1
+		fi
 		if [ $((now - last)) -ge 60 ]; then
 			echo "$name: still running after $((now - t0)) s: $(tail -1 "$lane.log")"
 			last=$now
