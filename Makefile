@@ -156,6 +156,7 @@ integration: all $(ITESTS)
 # called slow by its transfers) and the agent e2e's CPU hog missed in runs on 2 cores
 # (bench/results/make-test.md).
 STAGES := $(BUILD)/test-stages.txt
+LANE := $(BUILD)/lane
 STAGE = @scripts/stage.sh $(STAGES)
 test: deps
 	@rm -f $(STAGES) && mkdir -p $(BUILD) && date +%s.%N >$(STAGES).t0
@@ -177,13 +178,14 @@ test: deps
 	$(STAGE) faults env BUILD=$(BUILD) e2e/test-faults.sh
 	$(if $(filter thread,$(SAN)),,$(STAGE) faults-tsan $(MAKE) --no-print-directory faults-tsan)
 	$(STAGE) agent env BUILD=$(BUILD) e2e/test-agent.sh
-	@scripts/lane.sh start $(STAGES) lane $(MAKE) --no-print-directory $(MAKEOVERRIDES) \
-		STAGES=$(STAGES).lane test-lane
-	@trap 'scripts/lane.sh stop $(STAGES) lane; exit 130' INT TERM; \
+	@rm -f $(LANE)/stages.txt && scripts/background.sh start --now $(LANE) \
+		$(MAKE) --no-print-directory $(MAKEOVERRIDES) STAGES=$(LANE)/stages.txt test-lane
+	@trap 'scripts/background.sh stop $(LANE); exit 130' INT TERM; \
 		STAGE_QUIET=1 scripts/stage.sh $(STAGES) tools-wait sh -c 'scripts/background.sh \
 		wait $(BUILD)/tools && scripts/background.sh wait $(BUILD)/node-prepare' && \
 		STAGE_QUIET=1 scripts/stage.sh $(STAGES) node $(MAKE) --no-print-directory e2e-node; \
-		rc=$$?; scripts/lane.sh join $(STAGES) lane || rc=1; scripts/stage.sh $(STAGES); exit $$rc
+		rc=$$?; scripts/background.sh join $(LANE) || rc=1; \
+		scripts/stage.sh $(STAGES) --beside $(LANE)/stages.txt; scripts/stage.sh $(STAGES); exit $$rc
 
 # The suites that run beside the node e2e (make test): each starts its own servers on
 # loopback (the node's are in a network namespace of their own), and their verdicts are

@@ -7,9 +7,14 @@
 # background builds' start among it). A stage that fails prints the table so far (the failing stage last)
 # and exits with its status, so that a long run always ends by saying where its time went
 # (with STAGE_QUIET set it only exits: the caller prints the table once it has joined
-# what ran beside, scripts/lane.sh).
+# what ran beside). `stage.sh FILE --beside OTHER` adds OTHER's rows to FILE, marked
+# "(beside)": the stages of suites that ran beside others (make test-lane).
 file=$1
 shift
+if [ "${1:-}" = --beside ]; then
+	[ ! -s "${2:-}" ] || awk '{ $1 = $1 "(beside)"; print }' "$2" >>"$file"
+	exit 0
+fi
 table() {
 	[ -s "$file" ] || return 0
 	echo "== make test, stage by stage"
