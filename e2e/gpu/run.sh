@@ -194,6 +194,7 @@ overhead() {
 # files).
 abinrun() {
 	# AB_ENV: more of the preload's variables for every job (TRAINSCOPE_POLL_MS=50...);
+	# AB_ARGS: more of the programs' own arguments (--batch 12: a longer step);
 	# AB_TAG names the run's folder and summary, so that runs of one call stay apart
 	local n=${AB_STEPS:-20} m=${AB_MULT:-1} prog cmd tag=ab${AB_TAG:+-$AB_TAG}
 	versions
@@ -214,6 +215,7 @@ abinrun() {
 		esac
 		# -k: a Lightning job stopped by SIGTERM hung in its teardown and held the
 		# rest of a device call (its DataLoader workers killed under it)
+		cmd+=(${AB_ARGS:-})
 		echo "== $prog (AB_STEPS $n${AB_ENV:+, $AB_ENV}): ${cmd[*]}"
 		# AB_NORELAY=1: the preload's environment alone, no relay draining its ring (the
 		# ring fills and drops): what the process pays without the consumer beside it

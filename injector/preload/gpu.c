@@ -55,13 +55,14 @@ struct strm {
 	 * every segment after one of more than SMALL_SEGMENT kernels. Past the head, a
 	 * segment after a small one is timed one time in seg_every (a tail sample); the
 	 * others (untimed) count their kernels, and their busy time is the samples' ns per
-	 * kernel (over the last ten steps or so: a step's own two or three samples vary
+	 * kernel (over about two turns of the samples' places: a step's own one or two samples vary
 	 * too much) times their kernels. Lightning accumulates each gradient on a
 	 * stream of its own that waits on the compute stream before each: 50 one-kernel
 	 * segments a step, whose event pairs cost it 3 %. */
 	_Atomic uint64_t seg_step;              /* the step of the last segment opened */
 	_Atomic uint32_t seg_n;                 /* segments opened in seg_step */
 	_Atomic uint32_t seg_kern, last_kern;   /* kernels in the open and the last one */
+	_Atomic bool last_comm;                 /* the last one was NCCL's */
 	_Atomic uint32_t untimed_kern[NACC][2]; /* by step % NACC, [comm]: host-written */
 	struct { uint64_t ns, kern; } tail[NACC][2]; /* tail samples read: the poller's */
 	struct { double ns, kern; } rate[2];    /* the samples' decaying sums: the poller's */
@@ -90,6 +91,7 @@ static struct {
 	double budget;
 	uint64_t hang_ns, poll_ns, last_hang_ns;
 	uint32_t seg_head, seg_every;
+	double seg_keep; /* the tail samples' sums kept a step: 1 - 1 / (2 seg_every) */
 	uint64_t last_step_end_ns;
 	_Atomic uint64_t step_samples, step_sample_ticks;
 	_Atomic bool plugin;
@@ -199,10 +201,14 @@ static __attribute__((noinline, cold)) bool gpu_init(unsigned sk)
 	g.budget = env_double("TRAINSCOPE_SAMPLE_BUDGET", 0.0005);
 	g.hang_ns = ts_hang_timeout_ns();
 	g.poll_ns = env_u64("TRAINSCOPE_POLL_MS", 5) * 1000000ull;
-	uint64_t head = env_u64("TRAINSCOPE_SEGMENT_HEAD", 4);
-	uint64_t every = env_u64("TRAINSCOPE_SEGMENT_EVERY", 8);
+	uint64_t head = env_u64("TRAINSCOPE_SEGMENT_HEAD", 2);
+	uint64_t every = env_u64("TRAINSCOPE_SEGMENT_EVERY", 32);
 	g.seg_head = head < UINT32_MAX ? (uint32_t)head : UINT32_MAX;
 	g.seg_every = every - 1 < UINT32_MAX ? (uint32_t)every : 1; /* 0: each timed, as 1 */
+	/* the samples' places turn through a stream's small segments in seg_every steps
+	 * (segment_timing): the rate remembers about two turns, so that every place (a
+	 * bias's kernel or a weight's) weighs in it */
+	g.seg_keep = 1.0 - 1.0 / (2.0 * g.seg_every);
 	g.closed_upto = g.emitted_upto = atomic_load(&ts_lib.step);
 	g.last_step_end_ns = ts_mono_ns();
 	atomic_store_explicit(&g.init, ready_state(sk), memory_order_release);
@@ -367,12 +373,15 @@ void ts_gpu_timed_end(int i, CUstream s, unsigned sk, const struct ts_op_meta *m
 
 enum { SEG_TIMED, SEG_SAMPLE, SEG_UNTIMED };
 
-/* How the n-th segment of step on stream e is timed. The samples' places turn with the
- * step: a step's segments come in the same order every step. */
-static int segment_timing(const struct strm *e, uint32_t n, uint64_t step)
+/* How the n-th segment of step on stream e, of NCCL's kernels or not (comm), is timed.
+ * One that follows the other kind (a compute stream's kernels after its blocking
+ * collective) is timed: only a run of small ones alike is sampled. The samples' places
+ * turn with the step: a step's segments come in the same order every step. */
+static int segment_timing(const struct strm *e, uint32_t n, uint64_t step, bool comm)
 {
 	if (n <= g.seg_head ||
-	    atomic_load_explicit(&e->last_kern, memory_order_relaxed) > SMALL_SEGMENT)
+	    atomic_load_explicit(&e->last_kern, memory_order_relaxed) > SMALL_SEGMENT ||
+	    atomic_load_explicit(&e->last_comm, memory_order_relaxed) != comm)
 		return SEG_TIMED;
 	return (n + step) % g.seg_every ? SEG_UNTIMED : SEG_SAMPLE;
 }
@@ -387,7 +396,7 @@ static void open_segment(struct strm *e, CUstream s, bool comm)
 		atomic_store_explicit(&e->seg_n, 0, memory_order_relaxed);
 	}
 	uint32_t n = atomic_fetch_add_explicit(&e->seg_n, 1, memory_order_relaxed) + 1;
-	int how = segment_timing(e, n, step);
+	int how = segment_timing(e, n, step, comm);
 	/* seg_kern is zeroed by the thread that opened the segment; two threads launching
 	 * on one stream at its boundary may move a kernel across it (a count, not time) */
 	if (how == SEG_UNTIMED) {
@@ -420,6 +429,7 @@ static bool close_segment(struct strm *e)
 		return false;
 	uint32_t kern = atomic_load_explicit(&e->seg_kern, memory_order_relaxed);
 	atomic_store_explicit(&e->last_kern, kern, memory_order_relaxed);
+	atomic_store_explicit(&e->last_comm, v & 1, memory_order_relaxed);
 	if (v / 2 == UNTIMED) {
 		uint64_t step = atomic_load_explicit(&e->seg_step, memory_order_relaxed);
 		/* opened as its step ended (step_end ran between the step's read and the
@@ -672,9 +682,9 @@ static void add_tails(uint64_t s, struct ts_rec *r)
 			struct strm *e = &g.strm[i];
 			uint64_t untimed = atomic_exchange(&e->untimed_kern[s % NACC][comm], 0);
 			uint64_t *ns = &e->tail[s % NACC][comm].ns, *kern = &e->tail[s % NACC][comm].kern;
-			if (*kern) { /* a tenth decays a step */
-				e->rate[comm].ns = e->rate[comm].ns * 0.9 + (double)*ns;
-				e->rate[comm].kern = e->rate[comm].kern * 0.9 + (double)*kern;
+			if (*kern) {
+				e->rate[comm].ns = e->rate[comm].ns * g.seg_keep + (double)*ns;
+				e->rate[comm].kern = e->rate[comm].kern * g.seg_keep + (double)*kern;
 			}
 			*ns = *kern = 0;
 			if (untimed && !(e->rate[comm].kern > 0))

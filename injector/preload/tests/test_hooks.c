@@ -110,15 +110,17 @@ static void test_segment_waits(void **state)
 	assert_int_equal(val(&o, "ts.seg_switches"), 0);
 }
 
-/* 20 segments a step on one stream: the head (4) timed, then one in 8 of the tail (16):
- * 6 event pairs, 21 ms a step all the same (stream B's one kernel too); with
- * TRAINSCOPE_SEGMENT_EVERY=1, 20 pairs. */
+/* 20 segments a step on one stream. With a head of 4 and one in 8 of the tail (16): 6
+ * event pairs, 21 ms a step all the same (stream B's one kernel too); with
+ * TRAINSCOPE_SEGMENT_EVERY=1, 20 pairs. The defaults (a head of 2, one in 32) take no
+ * tail sample in these 5 steps: those kernels are counted as unsampled, not as time. */
 static void test_segment_tail(void **state)
 {
+	char *every8[] = { "TRAINSCOPE_SEGMENT_HEAD=4", "TRAINSCOPE_SEGMENT_EVERY=8", NULL };
 	char *every1[] = { "TRAINSCOPE_SEGMENT_EVERY=1", NULL };
 
 	(void)state;
-	run("segtail", NULL, &o);
+	run("segtail", every8, &o);
 	assert_int_equal(val(&o, "ts.seg_waits"), 5 * 20);
 	assert_int_equal(val(&o, "ts.segments"), 5 * (1 + 4 + 2));
 	assert_int_equal(val(&o, "ts.seg_untimed"), 5 * 14);
@@ -130,6 +132,12 @@ static void test_segment_tail(void **state)
 	assert_int_equal(val(&o, "ts.seg_untimed"), 0);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 21 * MS);
+	run("segtail", NULL, &o);
+	assert_int_equal(val(&o, "ts.segments"), 5 * (1 + 2));
+	assert_int_equal(val(&o, "ts.seg_untimed"), 5 * 18);
+	assert_int_equal(val(&o, "ts.tail_unsampled"), 5 * 18);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 3 * MS);
 }
 
 /* The trampoline keeps RTLD_NEXT relative to the caller; only the wanted names and

@@ -188,7 +188,7 @@ static void sc_segwait(void)
 }
 
 /* A stream that waits on another's work before each of its 20 kernels a step (autograd's
- * gradient stream under Lightning): its first segments timed, then one in eight, and
+ * gradient stream under Lightning): its first segments timed, then one in N, and
  * its busy time still every kernel's. */
 static void sc_segtail(void)
 {
