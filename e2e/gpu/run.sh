@@ -5,6 +5,7 @@
 #   e2e/gpu/run.sh overhead  DDP transformer with and without the preload, interleaved A/B
 #   e2e/gpu/run.sh abinrun   the in-run A/B: recording paused in every other block of
 #                            steps inside one job, per program (e2e/gpu/ab_inrun.py)
+#   e2e/gpu/run.sh abpair    two of those at once, one on each of GPUs 0 and 1 (AB_PAIR)
 #   e2e/gpu/run.sh selftime  the same with the diagnostic library: its own host time per
 #                            recorded and per paused step, by hook (selftime.h)
 #   e2e/gpu/run.sh detect    noisy neighbour and hang, through relay, NATS and analyzer
@@ -237,6 +238,27 @@ print("counters:", {k: v for k, v in c.items() if v})' "$OUT/$tag/$prog.rank0.js
 		grep -h "selftime:" "$OUT/$tag/$prog.log" | tail -6
 		rm -f "$OUT/$tag/$prog.log" "$OUT/$tag/$prog".rank[1-9]*.json
 	done | tee "$OUT/$tag.txt"
+	# one archive of the step times: a device call brings back at most 8 files
+	tar -C "$OUT" -czf "$OUT/$tag.tgz" "$tag" && rm -rf "${OUT:?}/$tag"
+}
+
+# abpair: two in-run A/Bs at once, each on a GPU of its own (GPUs 0 and 1), each with its
+# own NATS and analyzer: AB_PAIR="PROGS0 / PROGS1" (each one or more of abinrun's
+# programs), AB_MULT0 and AB_MULT1 their step multipliers (default AB_MULT), AB_ARGS1 more
+# arguments for the second only (the first takes AB_ARGS). The jobs share the host, which
+# the in-run A/B's paired blocks cancel: one call, twice the step times.
+abpair() {
+	local pair=${AB_PAIR:-} first second
+	first=${pair%%/*} second=${pair#*/}
+	[ "$first" != "$pair" ] && [ -n "${first// }" ] && [ -n "${second// }" ] ||
+		{ echo "abpair: AB_PAIR=\"PROGS0 / PROGS1\" (e.g. \"lit / ddp\")" >&2; return 2; }
+	(CUDA_VISIBLE_DEVICES=0 NGPU=1 AB_PROGS=$first AB_TAG=${AB_TAG:-pair}0 \
+		AB_MULT=${AB_MULT0:-${AB_MULT:-1}} abinrun >/dev/null 2>&1) &
+	local p0=$!
+	CUDA_VISIBLE_DEVICES=1 NGPU=1 AB_PROGS=$second AB_TAG=${AB_TAG:-pair}1 \
+		AB_MULT=${AB_MULT1:-${AB_MULT:-1}} AB_ARGS=${AB_ARGS1:-} abinrun >/dev/null 2>&1
+	wait "$p0" # not the second's NATS and analyzer, which run until this script ends
+	cat "$OUT/ab-${AB_TAG:-pair}0.txt" "$OUT/ab-${AB_TAG:-pair}1.txt"
 }
 
 # selftime: the in-run A/B with the diagnostic library (injector/preload/selftime.h), which
@@ -253,6 +275,7 @@ selftime() {
 case "${1:-smoke}" in
 smoke) smoke ;;
 abinrun) abinrun ;;
+abpair) abpair ;;
 selftime) selftime ;;
 overhead) overhead ;;
 detect) source e2e/gpu/detect.sh; detect ;;
@@ -263,5 +286,5 @@ coverage) coverage; share_probe ;;
 launchbound) launchbound ;;
 segbench) segbench ;;
 graphcoll) graphcoll ;;
-*) echo "usage: $0 smoke|overhead|abinrun|selftime|detect|frameworks|hostbound|record|coverage|launchbound|segbench|graphcoll" >&2; exit 2 ;;
+*) echo "usage: $0 smoke|overhead|abinrun|abpair|selftime|detect|frameworks|hostbound|record|coverage|launchbound|segbench|graphcoll" >&2; exit 2 ;;
 esac
