@@ -31,8 +31,10 @@ USER_ID=$(awk '$1 == "USER" { u = $2 } END { print u }' "$root/Dockerfile")
 ENTRY=$(sed -n 's/^ENTRYPOINT \["\([^"]*\)"\]$/\1/p' "$root/Dockerfile")
 [ -n "$PACKAGES" ] && [ -n "$USER_ID" ] && [ -n "$ENTRY" ] ||
 	{ log "cannot read RUNTIME_PACKAGES, USER and ENTRYPOINT from the Dockerfile"; exit 1; }
-# a sanitized build (make SAN=1) needs the sanitizers' runtimes in the image too
-SAN_PACKAGES=$(ldd "$BUILD"/image/usr/local/bin/* 2>/dev/null | awk '/lib(asan|ubsan)/ { print $1 }' |
+# a sanitized build (make SAN=1) needs the sanitizers' runtimes in the image too; read
+# from the build's programs, which the image copies (make image-root), because --rootfs
+# runs before that copy exists and must key the same root filesystem the suite uses
+SAN_PACKAGES=$(ldd "$BUILD"/bin/* 2>/dev/null | awk '/lib(asan|ubsan)/ { print $1 }' |
 	sort -u | xargs -r -n1 dpkg -S 2>/dev/null | cut -d: -f1 | sort -u | tr '\n' ' ')
 PACKAGES="$PACKAGES${SAN_PACKAGES:+ $SAN_PACKAGES}"
 PACKAGES=${PACKAGES% }

@@ -55,10 +55,10 @@ struct strm {
 	 * every segment after one of more than SMALL_SEGMENT kernels. Past the head, a
 	 * segment after a small one is timed one time in seg_every (a tail sample); the
 	 * others (untimed) count their kernels, and their busy time is the samples' ns per
-	 * kernel (over about two turns of the samples' places: a step's own one or two samples vary
-	 * too much) times their kernels. Lightning accumulates each gradient on a
-	 * stream of its own that waits on the compute stream before each: 50 one-kernel
-	 * segments a step, whose event pairs cost it 3 %. */
+	 * kernel (over about two turns of the samples' places: a step's own one or two
+	 * samples vary too much) times their kernels. Lightning accumulates each gradient
+	 * on a stream of its own that waits on the compute stream before each: 50 one-kernel
+	 * segments a step, whose event pairs cost it 3 % when each was timed. */
 	_Atomic uint64_t seg_step;              /* the step of the last segment opened */
 	_Atomic uint32_t seg_n;                 /* segments opened in seg_step */
 	_Atomic uint32_t seg_kern, last_kern;   /* kernels in the open and the last one */

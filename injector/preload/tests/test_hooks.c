@@ -297,7 +297,9 @@ static void test_nccl(void **state)
 
 /* A synchronous collective on the compute stream splits the stream's busy time: 5 ms
  * of kernels are compute, the collective's 1 ms communication, every step (a stream
- * once used by NCCL used to count as communication for good). */
+ * once used by NCCL used to count as communication for good). The step's third segment
+ * follows NCCL's one kernel, past the head: it is timed because the kind changed, not
+ * sampled as a small segment's successor. */
 static void test_sync_coll(void **state)
 {
 	(void)state;
