@@ -34,8 +34,10 @@ ENTRY=$(sed -n 's/^ENTRYPOINT \["\([^"]*\)"\]$/\1/p' "$root/Dockerfile")
 # a sanitized build (make SAN=1) needs the sanitizers' runtimes in the image too; read
 # from the build's programs, which the image copies (make image-root), because --rootfs
 # runs before that copy exists and must key the same root filesystem the suite uses
-SAN_PACKAGES=$(ldd "$BUILD"/bin/* 2>/dev/null | awk '/lib(asan|ubsan)/ { print $1 }' |
-	sort -u | xargs -r -n1 dpkg -S 2>/dev/null | cut -d: -f1 | sort -u | tr '\n' ' ')
+# (by the file's real path: its soname alone matches the arm64 cross packages too)
+SAN_PACKAGES=$(ldd "$BUILD"/bin/* 2>/dev/null | awk '/lib(asan|ubsan)/ { print $3 }' |
+	sort -u | xargs -r readlink -f | xargs -r -n1 dpkg -S 2>/dev/null | cut -d: -f1 |
+	sort -u | tr '\n' ' ')
 PACKAGES="$PACKAGES${SAN_PACKAGES:+ $SAN_PACKAGES}"
 PACKAGES=${PACKAGES% }
 
