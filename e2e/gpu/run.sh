@@ -190,9 +190,9 @@ overhead() {
 # the processes, GPUs and warm caches; e2e/gpu/ab_inrun.py gives each program's overhead
 # and its 95 % interval from rank 0's step times, the first AB_SKIP steps left out.
 # AB_DROP: the steps left out at the head of each block (ab_inrun.py's default: 2 for
-# blocks of 6 or more, else 1). AB_MULT: each program's steps times this. Rank 0's
-# results and the log tails only stay under $OUT/ab (the device tool brings back few
-# files).
+# blocks of 6 or more, else 1). AB_MULT: each program's steps times this. Only rank 0's
+# results, packed into $OUT/ab[-TAG].tgz, and the summary $OUT/ab[-TAG].txt stay (a
+# device call brings back at most 8 files).
 abinrun() {
 	# AB_ENV: more of the preload's variables for every job (TRAINSCOPE_POLL_MS=50...);
 	# AB_ARGS: more of the programs' own arguments (--batch 12: a longer step);
@@ -252,12 +252,14 @@ abpair() {
 	first=${pair%%/*} second=${pair#*/}
 	[ "$first" != "$pair" ] && [ -n "${first// }" ] && [ -n "${second// }" ] ||
 		{ echo "abpair: AB_PAIR=\"PROGS0 / PROGS1\" (e.g. \"lit / ddp\")" >&2; return 2; }
+	# each in a subshell: a failing one exits there (its errors on stderr), and the
+	# other is still waited for; stdout is each one's ab-TAG.txt, printed after
 	(CUDA_VISIBLE_DEVICES=0 NGPU=1 AB_PROGS=$first AB_TAG=${AB_TAG:-pair}0 \
-		AB_MULT=${AB_MULT0:-${AB_MULT:-1}} abinrun >/dev/null 2>&1) &
+		AB_MULT=${AB_MULT0:-${AB_MULT:-1}} abinrun >/dev/null) &
 	local p0=$!
-	CUDA_VISIBLE_DEVICES=1 NGPU=1 AB_PROGS=$second AB_TAG=${AB_TAG:-pair}1 \
-		AB_MULT=${AB_MULT1:-${AB_MULT:-1}} AB_ARGS=${AB_ARGS1:-} abinrun >/dev/null 2>&1
-	wait "$p0" # not the second's NATS and analyzer, which run until this script ends
+	(CUDA_VISIBLE_DEVICES=1 NGPU=1 AB_PROGS=$second AB_TAG=${AB_TAG:-pair}1 \
+		AB_MULT=${AB_MULT1:-${AB_MULT:-1}} AB_ARGS=${AB_ARGS1:-} abinrun >/dev/null)
+	wait "$p0"
 	cat "$OUT/ab-${AB_TAG:-pair}0.txt" "$OUT/ab-${AB_TAG:-pair}1.txt"
 }
 

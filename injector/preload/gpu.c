@@ -682,10 +682,10 @@ static void add_tails(uint64_t s, struct ts_rec *r)
 			struct strm *e = &g.strm[i];
 			uint64_t untimed = atomic_exchange(&e->untimed_kern[s % NACC][comm], 0);
 			uint64_t *ns = &e->tail[s % NACC][comm].ns, *kern = &e->tail[s % NACC][comm].kern;
-			if (*kern) {
-				e->rate[comm].ns = e->rate[comm].ns * g.seg_keep + (double)*ns;
-				e->rate[comm].kern = e->rate[comm].kern * g.seg_keep + (double)*kern;
-			}
+			/* every step, sampled or not: the memory is in steps, so a stream with few
+			 * small segments (a sample in few steps) follows a change as soon */
+			e->rate[comm].ns = e->rate[comm].ns * g.seg_keep + (double)*ns;
+			e->rate[comm].kern = e->rate[comm].kern * g.seg_keep + (double)*kern;
 			*ns = *kern = 0;
 			if (untimed && !(e->rate[comm].kern > 0))
 				g.st.tail_unsampled += untimed;
