@@ -55,8 +55,8 @@ struct strm {
 	 * every segment after one of more than SMALL_SEGMENT kernels. Past the head, a
 	 * segment after a small one is timed one time in seg_every (a tail sample); the
 	 * others (untimed) count their kernels, and their busy time is the samples' ns per
-	 * kernel (over about two turns of the samples' places: a step's own one or two
-	 * samples vary too much) times their kernels. Lightning accumulates each gradient
+	 * kernel (over about 2 seg_every steps: a step's own one or two samples vary too
+	 * much) times their kernels. Lightning accumulates each gradient
 	 * on a stream of its own that waits on the compute stream before each: 50 one-kernel
 	 * segments a step, whose event pairs cost it 3 % when each was timed. */
 	_Atomic uint64_t seg_step;              /* the step of the last segment opened */
@@ -205,9 +205,9 @@ static __attribute__((noinline, cold)) bool gpu_init(unsigned sk)
 	uint64_t every = env_u64("TRAINSCOPE_SEGMENT_EVERY", 32);
 	g.seg_head = head < UINT32_MAX ? (uint32_t)head : UINT32_MAX;
 	g.seg_every = every - 1 < UINT32_MAX ? (uint32_t)every : 1; /* 0: each timed, as 1 */
-	/* the samples' places turn through a stream's small segments in seg_every steps
-	 * (segment_timing): the rate remembers about two turns, so that every place (a
-	 * bias's kernel or a weight's) weighs in it */
+	/* a step samples one in seg_every of a stream's small segments, at a place hashed
+	 * from the step (segment_timing): the rate remembers about 2 seg_every steps, so
+	 * that most places (a bias's kernel or a weight's) weigh in it */
 	g.seg_keep = 1.0 - 1.0 / (2.0 * g.seg_every);
 	g.closed_upto = g.emitted_upto = atomic_load(&ts_lib.step);
 	g.last_step_end_ns = ts_mono_ns();
@@ -373,17 +373,25 @@ void ts_gpu_timed_end(int i, CUstream s, unsigned sk, const struct ts_op_meta *m
 
 enum { SEG_TIMED, SEG_SAMPLE, SEG_UNTIMED };
 
+/* The step's offset into the samples' places, hashed from the step: a step's segments
+ * come in the same order every step, so a fixed place would sample the same segment each
+ * time, and an offset that grows by one a step never reaches a place on a stream that
+ * works only every other step (or on any period sharing a factor with seg_every). */
+static uint64_t sample_turn(uint64_t step)
+{
+	return (step * 0x9E3779B97F4A7C15ull) >> 32;
+}
+
 /* How the n-th segment of step on stream e, of NCCL's kernels or not (comm), is timed.
  * One that follows the other kind (a compute stream's kernels after its blocking
- * collective) is timed: only a run of small ones alike is sampled. The samples' places
- * turn with the step: a step's segments come in the same order every step. */
+ * collective) is timed: only a run of small ones alike is sampled. */
 static int segment_timing(const struct strm *e, uint32_t n, uint64_t step, bool comm)
 {
 	if (n <= g.seg_head ||
 	    atomic_load_explicit(&e->last_kern, memory_order_relaxed) > SMALL_SEGMENT ||
 	    atomic_load_explicit(&e->last_comm, memory_order_relaxed) != comm)
 		return SEG_TIMED;
-	return (n + step) % g.seg_every ? SEG_UNTIMED : SEG_SAMPLE;
+	return (n + sample_turn(step)) % g.seg_every ? SEG_UNTIMED : SEG_SAMPLE;
 }
 
 static void open_segment(struct strm *e, CUstream s, bool comm)

@@ -112,8 +112,9 @@ static void test_segment_waits(void **state)
 
 /* 20 segments a step on one stream. With a head of 4 and one in 8 of the tail (16): 6
  * event pairs, 21 ms a step all the same (stream B's one kernel too); with
- * TRAINSCOPE_SEGMENT_EVERY=1, 20 pairs. The defaults (a head of 2, one in 32) take no
- * tail sample in these 5 steps: those kernels are counted as unsampled, not as time. */
+ * TRAINSCOPE_SEGMENT_EVERY=1, 20 pairs. With the defaults (a head of 2, one in 32), step
+ * 0 takes no tail sample (its 18 kernels are counted as unsampled, not as time) and steps
+ * 1-3 one each (the hashed turn puts places 7, 14 and 20 there). */
 static void test_segment_tail(void **state)
 {
 	char *every8[] = { "TRAINSCOPE_SEGMENT_HEAD=4", "TRAINSCOPE_SEGMENT_EVERY=8", NULL };
@@ -133,11 +134,28 @@ static void test_segment_tail(void **state)
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 21 * MS);
 	run("segtail", NULL, &o);
-	assert_int_equal(val(&o, "ts.segments"), 5 * (1 + 2));
-	assert_int_equal(val(&o, "ts.seg_untimed"), 5 * 18);
-	assert_int_equal(val(&o, "ts.tail_unsampled"), 5 * 18);
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 3 * MS);
+	assert_int_equal(val(&o, "ts.segments"), 5 * (1 + 2) + 3);
+	assert_int_equal(val(&o, "ts.seg_untimed"), 5 * 18 - 3);
+	assert_int_equal(val(&o, "ts.tail_unsampled"), 18);
+	assert_int_equal(vali(&o, "gpu_step", 0, "compute_ns"), 3 * MS);
+	for (int i = 1; i < 5; i++)
+		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 21 * MS);
+}
+
+/* A stream that works only on even steps: its one small segment a step (past a head of
+ * 2) is sampled at step 20 (the hashed turn), so only steps 0-18's are unsampled, and
+ * from then on each even step's busy time holds it (B's 1 ms, A's 3). A turn that grew
+ * by one a step reached that place only on odd steps: never. */
+static void test_segment_parity(void **state)
+{
+	(void)state;
+	run("segparity", NULL, &o);
+	assert_int_equal(val(&o, "ts.seg_untimed"), 32 - 1);
+	assert_int_equal(val(&o, "ts.tail_unsampled"), 10);
+	assert_int_equal(vali(&o, "gpu_step", 18, "compute_ns"), 3 * MS);
+	for (int i = 20; i < 64; i += 2)
+		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 4 * MS);
+	assert_int_equal(vali(&o, "gpu_step", 21, "compute_ns"), 1 * MS);
 }
 
 /* The trampoline keeps RTLD_NEXT relative to the caller; only the wanted names and
@@ -551,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_dispatch),
 		cmocka_unit_test(test_segment_waits),
 		cmocka_unit_test(test_segment_tail),
+		cmocka_unit_test(test_segment_parity),
 		cmocka_unit_test(test_rtld_and_getproc),
 		cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_event_pool),

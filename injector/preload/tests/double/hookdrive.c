@@ -206,6 +206,25 @@ static void sc_segtail(void)
 	wait_gpu_steps(5);
 }
 
+/* Three one-kernel segments on stream A on even steps only, 64 steps (a stream that works
+ * every other step), and B's one kernel every step. Each step is waited for, as a real
+ * job's host stays within a few steps of its GPU (the poller's tallies span NACC). */
+static void sc_segparity(void)
+{
+	wait_fn wait = stream_wait();
+
+	for (uint64_t s = 0; s < 64; s++) {
+		trainscope_step_begin(s);
+		rt_launch(0, B);
+		for (int i = 0; s % 2 == 0 && i < 3; i++) {
+			rt_launch(0, A);
+			wait(A, NULL, 0);
+		}
+		trainscope_step_end(s);
+		wait_gpu_steps((int)s + 1);
+	}
+}
+
 static int in_object(void *p, const char *name)
 {
 	Dl_info info;
@@ -1025,7 +1044,7 @@ static const struct {
 	const char *name;
 	void (*run)(void);
 } scenarios[] = {
-	{ "dispatch", sc_dispatch }, { "segwait", sc_segwait }, { "segtail", sc_segtail }, { "rtld", sc_rtld },         { "memory", sc_memory },
+	{ "dispatch", sc_dispatch }, { "segwait", sc_segwait }, { "segtail", sc_segtail }, { "segparity", sc_segparity }, { "rtld", sc_rtld },         { "memory", sc_memory },
 	{ "pool", sc_pool },         { "capture", sc_capture },   { "sampling", sc_sampling },
 	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "sync_coll", sc_sync_coll },         { "comms", sc_comms },         { "cublas", sc_cublas },
 	{ "plugin", sc_plugin },     { "graphs", sc_graphs },     { "graph_colls", sc_graph_colls },     { "cost", sc_cost },
