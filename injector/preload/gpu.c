@@ -703,10 +703,10 @@ static void add_tails(uint64_t s, struct ts_rec *r)
 		}
 }
 
-static void close_steps(uint64_t min_active)
+/* Emits the steps below upto (closed_upto as it was read before the slots were
+ * scanned) and below min_active (the scan's oldest step with a slot in flight). */
+static void close_steps(uint64_t min_active, uint64_t upto)
 {
-	uint64_t upto = atomic_load(&g.closed_upto);
-
 	while (g.emitted_upto < upto && g.emitted_upto < min_active) {
 		uint64_t s = g.emitted_upto;
 		struct step_acc *a = &g.acc[s % NACC];
@@ -744,6 +744,10 @@ static void *poller(void *arg)
 		}
 		if (!ctx_set && g.ctx)
 			ctx_set = g.d.ctx_set(g.ctx) == TS_CUDA_SUCCESS;
+		/* read before the scan: a step closed after it could have slots the scan did
+		 * not see (a whole step can pass while this thread is off its CPU), and would
+		 * be sent with their time missing */
+		uint64_t upto = atomic_load(&g.closed_upto);
 		for (int i = 0; ctx_set && i < NSLOTS; i++) {
 			struct ev_slot *e = &g.slot[i];
 			int st = atomic_load_explicit(&e->state, memory_order_acquire);
@@ -753,7 +757,7 @@ static void *poller(void *arg)
 				min_active = e->step;
 		}
 		if (ctx_set)
-			close_steps(min_active);
+			close_steps(min_active, upto);
 		TS_ST_END(TS_ST_POLL, st_loop);
 		struct timespec ts = { 0, (long)(g.poll_ns ? g.poll_ns : 5000000) };
 		nanosleep(&ts, NULL);
