@@ -248,19 +248,19 @@ print("counters:", {k: v for k, v in c.items() if v})' "$OUT/$tag/$prog.rank0.js
 # arguments for the second only (the first takes AB_ARGS). The jobs share the host, which
 # the in-run A/B's paired blocks cancel: one call, twice the step times.
 abpair() {
-	local pair=${AB_PAIR:-} first second
+	local pair=${AB_PAIR:-} tag=${AB_TAG:-pair} first second
 	first=${pair%%/*} second=${pair#*/}
 	[ "$first" != "$pair" ] && [ -n "${first// }" ] && [ -n "${second// }" ] ||
 		{ echo "abpair: AB_PAIR=\"PROGS0 / PROGS1\" (e.g. \"lit / ddp\")" >&2; return 2; }
 	# each in a subshell: a failing one exits there (its errors on stderr), and the
 	# other is still waited for; stdout is each one's ab-TAG.txt, printed after
-	(CUDA_VISIBLE_DEVICES=0 NGPU=1 AB_PROGS=$first AB_TAG=${AB_TAG:-pair}0 \
+	(CUDA_VISIBLE_DEVICES=0 NGPU=1 AB_PROGS=$first AB_TAG=${tag}0 \
 		AB_MULT=${AB_MULT0:-${AB_MULT:-1}} abinrun >/dev/null) &
 	local p0=$!
-	(CUDA_VISIBLE_DEVICES=1 NGPU=1 AB_PROGS=$second AB_TAG=${AB_TAG:-pair}1 \
+	(CUDA_VISIBLE_DEVICES=1 NGPU=1 AB_PROGS=$second AB_TAG=${tag}1 \
 		AB_MULT=${AB_MULT1:-${AB_MULT:-1}} AB_ARGS=${AB_ARGS1:-} abinrun >/dev/null)
 	wait "$p0"
-	cat "$OUT/ab-${AB_TAG:-pair}0.txt" "$OUT/ab-${AB_TAG:-pair}1.txt"
+	cat "$OUT/ab-${tag}0.txt" "$OUT/ab-${tag}1.txt"
 }
 
 # selftime: the in-run A/B with the diagnostic library (injector/preload/selftime.h), which
