@@ -8,6 +8,9 @@
 #   e2e/gpu/run.sh abpair    two of those at once, one on each of GPUs 0 and 1 (AB_PAIR)
 #   e2e/gpu/run.sh selftime  the same with the diagnostic library: its own host time per
 #                            recorded and per paused step, by hook (selftime.h)
+#   e2e/gpu/run.sh selfpair  that, as abpair: two programs at once, one on each GPU
+#   e2e/gpu/run.sh hookcost  a hooked launch's cost on this host's CPU, recorded and
+#                            paused, builds side by side (e2e/gpu/hookcost.sh; no GPU)
 #   e2e/gpu/run.sh detect    noisy neighbour and hang, through relay, NATS and analyzer
 #   e2e/gpu/run.sh frameworks Lightning DDP, mp.spawn, HF Trainer (torchrun, accelerate)
 #                            with a GEMM neighbour; a user's NCCL profiler plugin chained
@@ -271,7 +274,7 @@ selftime() {
 	case $b in /*) ;; *) b=$ROOT/$b ;; esac
 	st=$b/lib/libtrainscope.so
 	[ -f "$st" ] || { echo "selftime: no $st (make BUILD=$b CFLAGS=-DTS_SELFTIME $st, carried)"; return 1; }
-	LIB=$st AB_TAG=selftime${AB_TAG:+-$AB_TAG} abinrun
+	LIB=$st AB_TAG=selftime${AB_TAG:+-$AB_TAG} "${1:-abinrun}"
 }
 
 case "${1:-smoke}" in
@@ -279,6 +282,8 @@ smoke) smoke ;;
 abinrun) abinrun ;;
 abpair) abpair ;;
 selftime) selftime ;;
+selfpair) selftime abpair ;;
+hookcost) source e2e/gpu/hookcost.sh; hookcost ;;
 overhead) overhead ;;
 detect) source e2e/gpu/detect.sh; detect ;;
 frameworks) source e2e/gpu/frameworks.sh; frameworks ;;
@@ -288,5 +293,5 @@ coverage) coverage; share_probe ;;
 launchbound) launchbound ;;
 segbench) segbench ;;
 graphcoll) graphcoll ;;
-*) echo "usage: $0 smoke|overhead|abinrun|abpair|selftime|detect|frameworks|hostbound|record|coverage|launchbound|segbench|graphcoll" >&2; exit 2 ;;
+*) echo "usage: $0 smoke|overhead|abinrun|abpair|selftime|selfpair|hookcost|detect|frameworks|hostbound|record|coverage|launchbound|segbench|graphcoll" >&2; exit 2 ;;
 esac

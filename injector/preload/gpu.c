@@ -73,7 +73,8 @@ struct step_acc { /* the poller's own */
 	bool used;
 };
 
-/* init and sample_n, which every launch reads, open the aligned struct: one cache line */
+/* init and sample_n, which a thread's launches read rarely (gpu_ready, tick_due), open
+ * the aligned struct: one cache line */
 static struct {
 	_Atomic int init;
 	_Atomic unsigned missing; /* bit per runtime (1 << backend) whose functions are absent */
@@ -201,7 +202,7 @@ static __attribute__((noinline, cold)) bool gpu_init(unsigned sk)
 	g.budget = env_double("TRAINSCOPE_SAMPLE_BUDGET", 0.0005);
 	g.hang_ns = ts_hang_timeout_ns();
 	g.poll_ns = env_u64("TRAINSCOPE_POLL_MS", 5) * 1000000ull;
-	uint64_t head = env_u64("TRAINSCOPE_SEGMENT_HEAD", 2);
+	uint64_t head = env_u64("TRAINSCOPE_SEGMENT_HEAD", 1);
 	uint64_t every = env_u64("TRAINSCOPE_SEGMENT_EVERY", 32);
 	g.seg_head = head < UINT32_MAX ? (uint32_t)head : UINT32_MAX;
 	g.seg_every = every - 1 < UINT32_MAX ? (uint32_t)every : 1; /* 0: each timed, as 1 */
@@ -216,13 +217,36 @@ static __attribute__((noinline, cold)) bool gpu_init(unsigned sk)
 	return true;
 }
 
+/* Whether the backend of sk is set up, setting it up on first use. A thread that has
+ * seen it ready keeps a bit for it (once ready, it stays so): a launch then reads no
+ * line of g but its stream's. */
 static inline bool gpu_ready(unsigned sk)
 {
-	int st = atomic_load_explicit(&g.init, memory_order_acquire);
+	unsigned bit = 1u << backend(sk);
 
-	if (likely(st == ready_state(sk)))
+	if (likely(ts_tls.gpu_seen & bit))
 		return true;
-	return st == GPU_UNINIT && gpu_init(sk);
+	int st = atomic_load_explicit(&g.init, memory_order_acquire);
+	if (st == ready_state(sk) || (st == GPU_UNINIT && gpu_init(sk))) {
+		ts_tls.gpu_seen |= bit;
+		return true;
+	}
+	return false;
+}
+
+/* One call in the process's adaptive N (g.sample_n) on the calling thread: *tick counts
+ * calls since the last sample, *n is the N it counts to, read from g again only when
+ * the count reaches it (a change of N takes effect from there). */
+static inline bool tick_due(uint32_t *tick, uint32_t *n)
+{
+	if (likely(++*tick < *n))
+		return false;
+	uint64_t now = atomic_load_explicit(&g.sample_n, memory_order_relaxed);
+	*n = now < UINT32_MAX ? (uint32_t)now : UINT32_MAX;
+	if (*tick < *n)
+		return false;
+	*tick = 0;
+	return true;
 }
 
 /* An ACL stream's NULL (its default stream) keeps the legacy handle's key in the
@@ -499,10 +523,8 @@ int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample, uint32_t work)
 				      atomic_load_explicit(&e->seg_kern, memory_order_relaxed) + work,
 				      memory_order_relaxed);
 	}
-	if (ts_tls.lib_depth || !may_sample ||
-	    ++ts_tls.kernel_tick < atomic_load_explicit(&g.sample_n, memory_order_relaxed))
+	if (ts_tls.lib_depth || !may_sample || !tick_due(&ts_tls.kernel_tick, &ts_tls.kernel_n))
 		return -1;
-	ts_tls.kernel_tick = 0;
 	return ts_gpu_timed_begin(s, sk);
 }
 
@@ -544,10 +566,7 @@ bool ts_gpu_sample_gemm(void)
 		return false;
 	if (always_gemm(step))
 		return true;
-	if (++ts_tls.gemm_tick < atomic_load_explicit(&g.sample_n, memory_order_relaxed))
-		return false;
-	ts_tls.gemm_tick = 0;
-	return true;
+	return tick_due(&ts_tls.gemm_tick, &ts_tls.gemm_n);
 }
 
 void ts_gpu_stream_wait(CUstream s, unsigned sk)

@@ -128,12 +128,36 @@ struct ts_tls {
 	int lib_depth;   /* inside a cuBLAS, NCCL or HCCL call: its launches count, untimed */
 	int coll_depth;  /* inside an NCCL or HCCL call: its launches go to a communication stream */
 	int group_depth; /* inside ncclGroupStart/End */
-	uint32_t kernel_tick, gemm_tick;
+	/* 1-in-N sampling (gpu.c): launches and GEMMs since the last sample, and the N each
+	 * counts to (the process's adaptive N, read again when a count reaches it) */
+	uint32_t kernel_tick, gemm_tick, kernel_n, gemm_n;
+	uint32_t tick_rng;   /* xorshift state: which launches' host time is clocked */
+	unsigned gpu_seen;   /* bit per backend whose ready state this thread has seen */
 	struct ts_cnt_slot *cnt; /* the thread's counters (ts_count), NULL until claimed */
 };
 extern __thread struct ts_tls ts_tls TS_HIDDEN __attribute__((tls_model("initial-exec")));
 /* Cold path, once per thread: hands it a slot (or the shared one). Never NULL. */
 TS_HIDDEN struct ts_cnt_slot *ts_cnt_claim(void);
+
+/* A launch's host time is clocked one launch in TS_TICK_EVERY, at random, and counted
+ * TS_TICK_EVERY times: the two clock reads were some 40 ns of a recorded launch's 100
+ * over a paused one on an H200 host (issue 45), and a step's hundreds of launches keep
+ * the sum's error to a few per cent. A power of two. */
+#define TS_TICK_EVERY 8u
+
+/* Whether the calling thread clocks this launch (xorshift32's top bits). */
+static inline bool ts_tick_sampled(void)
+{
+	uint32_t x = ts_tls.tick_rng;
+
+	if (unlikely(!x)) /* a thread's first launch: seeded from its TLS block's address */
+		x = (uint32_t)((uintptr_t)&ts_tls >> 4) | 1u;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	ts_tls.tick_rng = x;
+	return x < UINT32_MAX / TS_TICK_EVERY;
+}
 
 /* Adds v to counter c, in the calling thread's slot. */
 static inline void ts_count(enum ts_cnt c, uint64_t v)
