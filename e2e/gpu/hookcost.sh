@@ -17,6 +17,9 @@ hookcost() {
 		for lib in $libs; do
 			for p in 0 1; do
 				mkdir -p "$w/ring"
+				# the test doubles, not the machine's CUDA (its LD_LIBRARY_PATH comes
+				# before hookdrive's run path)
+				LD_LIBRARY_PATH=$ROOT/build/test/double \
 				HOOKDRIVE_EVICT_KB=${EVICT_KB:-4096} HOOKDRIVE_PAUSED=$p \
 					TRAINSCOPE_AB_STEPS=1 LD_PRELOAD=$ROOT/$lib \
 					TRAINSCOPE_RING_DIR=$w/ring TRAINSCOPE_SAMPLE_N=1000000 \

@@ -256,10 +256,17 @@ static inline CUstream norm(CUstream s, unsigned sk)
 	return s ? s : (sk == TS_SK_PTSZ ? TS_STREAM_PER_THREAD : TS_STREAM_LEGACY);
 }
 
-static struct strm *strm_find(CUstream s, bool claim)
+static uint32_t strm_hash(uintptr_t key)
+{
+	return (uint32_t)((key >> 4) * 0x9e3779b9u) % NSTREAMS;
+}
+
+/* The stream's entry, claimed when new and claim; NULL when the table is full (or the
+ * stream is new and not claim). */
+static __attribute__((noinline)) struct strm *strm_probe(CUstream s, bool claim)
 {
 	uintptr_t key = (uintptr_t)s;
-	uint32_t h = (uint32_t)((key >> 4) * 0x9e3779b9u) % NSTREAMS;
+	uint32_t h = strm_hash(key);
 
 	for (uint32_t i = 0; i < NSTREAMS; i++) {
 		struct strm *e = &g.strm[(h + i) % NSTREAMS];
@@ -274,6 +281,17 @@ static struct strm *strm_find(CUstream s, bool claim)
 		}
 	}
 	return NULL;
+}
+
+/* strm_probe, with the usual case (the stream at its hashed place) inline: a launch's
+ * code stays in few cache lines. */
+static inline struct strm *strm_find(CUstream s, bool claim)
+{
+	struct strm *e = &g.strm[strm_hash((uintptr_t)s)];
+
+	if (likely(atomic_load_explicit(&e->key, memory_order_acquire) == (uintptr_t)s))
+		return e;
+	return strm_probe(s, claim);
 }
 
 static void slot_release(int i)
@@ -418,7 +436,8 @@ static int segment_timing(const struct strm *e, uint32_t n, uint64_t step, bool 
 	return (n + sample_turn(step)) % g.seg_every ? SEG_UNTIMED : SEG_SAMPLE;
 }
 
-static void open_segment(struct strm *e, CUstream s, bool comm)
+/* Out of line: a launch into an open segment (most) runs none of it. */
+static __attribute__((noinline)) void open_segment(struct strm *e, CUstream s, bool comm)
 {
 	uint64_t step = atomic_load_explicit(&ts_lib.step, memory_order_relaxed);
 	int none = -1, i;
@@ -452,7 +471,7 @@ static void open_segment(struct strm *e, CUstream s, bool comm)
 }
 
 /* Ends the stream's open segment; true when one was open (this call ended it). */
-static bool close_segment(struct strm *e)
+static __attribute__((noinline)) bool close_segment(struct strm *e)
 {
 	static const struct ts_op_meta seg = { .kind = TS_T_SEGMENT };
 	int v = atomic_exchange(&e->seg, -1);
