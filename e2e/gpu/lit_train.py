@@ -73,13 +73,16 @@ def main():
     ap = job_args(argparse.ArgumentParser(description=__doc__))
     ap.add_argument("--devices", type=int, default=torch.cuda.device_count())
     ap.add_argument("--precision", default="bf16-mixed")
+    ap.add_argument("--max-seconds", type=int, default=0,
+                    help="stop training after this long, results written (0: no limit)")
     a = ap.parse_args()
     data = torch.utils.data.DataLoader(Tokens(a.steps * a.batch * a.devices, a.seq, a.vocab),
                                        batch_size=a.batch, num_workers=2)
     trainer = L.Trainer(accelerator="gpu", devices=a.devices, strategy="ddp",
                         max_steps=a.steps, precision=a.precision, logger=False,
                         enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False)
+                        enable_model_summary=False,
+                        max_time={"seconds": a.max_seconds} if a.max_seconds > 0 else None)
     trainer.fit(Model(a), data)
     if a.out:
         with open("%s.rank%d.json" % (a.out, trainer.global_rank), "w") as f:

@@ -19,6 +19,7 @@
 #   e2e/gpu/run.sh coverage  kernels counted against torch.profiler: eager, torch.compile
 #                            default and reduce-overhead (CUDA graphs), FSDP
 #   e2e/gpu/run.sh record    the real-program corpus of bench/data (e2e/gpu/record.sh)
+#   e2e/gpu/run.sh evbubble  the device time an event record adds on a busy stream
 #   e2e/gpu/run.sh graphcoll collectives captured into a CUDA graph, counted per replay
 #                            (with NCCL's profiler plugin and without)
 # Expects build/ (libtrainscope.so, and for detect the daemons) carried from the build
@@ -99,6 +100,18 @@ micro() {
 			echo "$b timed $(LD_PRELOAD=$LIB TRAINSCOPE_SAMPLE_N=1 TRAINSCOPE_SAMPLE_BUDGET=1 TRAINSCOPE_RING_DIR=/tmp/ts-ring /tmp/lb_$b)"
 		done
 	done | tee "$OUT/micro.txt"
+}
+
+# The device time an event record adds between kernels on a busy stream
+# (e2e/gpu/evbubble.cu): kernels of 5, 20 and 100 us, an event in every 1 and every 4 gaps.
+evbubble() {
+	nvcc -O2 -o /tmp/evbubble e2e/gpu/evbubble.cu || return 1
+	local us every
+	for us in 5 20 100; do
+		for every in 1 4; do
+			/tmp/evbubble 400 "$us" "$every" 15
+		done
+	done | tee "$OUT/evbubble.txt"
 }
 
 # A stream that waits before each kernel (e2e/gpu/segbench.cu), in rounds: without the
@@ -214,7 +227,10 @@ abinrun() {
 		comp) cmd=("${tr[@]}" e2e/gpu/train.py --compile reduce-overhead --layers 4
 			--dim 1024 --seq 512 --steps $((1200 * m)) --warmup 0) ;;
 		hft) cmd=("${tr[@]}" e2e/gpu/hf_train.py --steps $((600 * m))) ;;
-		lit) cmd=(python3 e2e/gpu/lit_train.py --devices "$NGPU" --steps $((1200 * m))) ;;
+		# stopped by itself short of the timeout, its step times written: a slower
+		# host than planned lost a whole run's (session 34)
+		lit) cmd=(python3 e2e/gpu/lit_train.py --devices "$NGPU" --steps $((1200 * m))
+			--max-seconds $((${AB_TIMEOUT:-200} - 45))) ;;
 		*) echo "abinrun: no program $prog"; continue ;;
 		esac
 		# -k: a Lightning job stopped by SIGTERM hung in its teardown and held the
@@ -292,6 +308,7 @@ record) source e2e/gpu/record.sh; record ;;
 coverage) coverage; share_probe ;;
 launchbound) launchbound ;;
 segbench) segbench ;;
+evbubble) evbubble ;;
 graphcoll) graphcoll ;;
-*) echo "usage: $0 smoke|overhead|abinrun|abpair|selftime|selfpair|hookcost|detect|frameworks|hostbound|record|coverage|launchbound|segbench|graphcoll" >&2; exit 2 ;;
+*) echo "usage: $0 smoke|overhead|abinrun|abpair|selftime|selfpair|hookcost|detect|frameworks|hostbound|record|coverage|launchbound|segbench|evbubble|graphcoll" >&2; exit 2 ;;
 esac
