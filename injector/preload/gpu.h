@@ -91,7 +91,10 @@ static inline int launch_enter_n(CUstream stream, unsigned sk, uint64_t *t0, uin
 	ts_tls.depth++;
 	if (ts_paused())
 		return TS_LAUNCH_PAUSED;
-	*t0 = ts_tick_sampled() ? ts_ticks() : 0; /* 0: not clocked */
+	/* a graph's replay or a host function (few a step, each long) always clocked, once;
+	 * a kernel's launch one in TS_TICK_EVERY, counted that many times */
+	ts_tls.tick_mul = kernels == 1 ? TS_TICK_EVERY : 1;
+	*t0 = kernels != 1 || ts_tick_sampled() ? ts_ticks() : 0; /* 0: not clocked */
 	if (unlikely(atomic_load_explicit(&ts_lib.captures, memory_order_relaxed) > 0) &&
 	    ts_gpu_captured(stream, sk))
 		return -1;
@@ -145,7 +148,7 @@ static inline void launch_leave(int sampled, CUstream stream, unsigned sk, uint6
 	if (sampled >= 0)
 		ts_gpu_timed_end(sampled, stream, sk, &kernel);
 	if (t0 && !ts_tls.lib_depth)
-		ts_count(TS_CNT_TICKS, (ts_ticks() - t0) * TS_TICK_EVERY);
+		ts_count(TS_CNT_TICKS, (ts_ticks() - t0) * ts_tls.tick_mul);
 	ts_tls.depth--;
 }
 

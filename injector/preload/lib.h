@@ -132,6 +132,7 @@ struct ts_tls {
 	 * counts to (the process's adaptive N, read again when a count reaches it) */
 	uint32_t kernel_tick, gemm_tick, kernel_n, gemm_n;
 	uint32_t tick_rng;   /* xorshift state: which launches' host time is clocked */
+	uint32_t tick_mul;   /* the launch now in its hook: its clocked time counts this often */
 	unsigned gpu_seen;   /* bit per backend whose ready state this thread has seen */
 	struct ts_cnt_slot *cnt; /* the thread's counters (ts_count), NULL until claimed */
 };
@@ -139,10 +140,11 @@ extern __thread struct ts_tls ts_tls TS_HIDDEN __attribute__((tls_model("initial
 /* Cold path, once per thread: hands it a slot (or the shared one). Never NULL. */
 TS_HIDDEN struct ts_cnt_slot *ts_cnt_claim(void);
 
-/* A launch's host time is clocked one launch in TS_TICK_EVERY, at random, and counted
- * TS_TICK_EVERY times: the two clock reads were some 40 ns of a recorded launch's 100
- * over a paused one on an H200 host (issue 45), and a step's hundreds of launches keep
- * the sum's error to a few per cent. A power of two. */
+/* A kernel's launch has its host time clocked one launch in TS_TICK_EVERY, at random,
+ * and counted TS_TICK_EVERY times: the two clock reads were some 40 ns of a recorded
+ * launch's 100 over a paused one on an H200 host (issue 45), and a step's hundreds of
+ * launches keep the sum's error to a few per cent. A graph's replay or a host function is
+ * clocked each time: a CUDA-graph job makes a few a step. A power of two. */
 #define TS_TICK_EVERY 8u
 
 /* Whether the calling thread clocks this launch (xorshift32's top bits). */

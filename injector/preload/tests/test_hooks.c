@@ -249,6 +249,10 @@ static void test_graphs_and_launch_paths(void **state)
 	assert_int_equal(val(&o, "dbl.launches"), 150);
 	assert_int_equal(val(&o, "ts.launches"), 150);
 	assert_int_equal(val(&o, "ring.step_ctr_launches"), 150);
+	/* each step's replays and host functions are clocked, whatever the kernels' sample:
+	 * one in 8 of a step's 7 launches would leave some 4 steps in 10 with no host time */
+	assert_int_equal(val(&o, "ring.step_ctrs"), 10);
+	assert_int_equal(val(&o, "ring.step_ctr_unclocked"), 0);
 	assert_int_equal(val(&o, "ts.host_funcs"), 20);
 	assert_int_equal(val(&o, "dbl.host_funcs"), 20);
 	assert_int_equal(val(&o, "host_calls"), 20);

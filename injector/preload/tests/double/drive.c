@@ -54,6 +54,8 @@ void tsd_drain(struct tsd_seen *s)
 		case TS_REC_STEP_CTR:
 			s->ctr_launches += r.ctr.launches;
 			s->ctr_api += r.api_calls;
+			s->ctr_steps++;
+			s->ctr_unclocked += r.ctr.launches && !r.ctr.call_ns;
 			break;
 		}
 	}

@@ -15,6 +15,7 @@ struct tsd_seen {
 	struct ts_rec gpu_step[TSD_MAXREC], coll[TSD_MAXREC], gemm[TSD_MAXREC], hang[4], comm[8],
 		gcoll[TSD_MAXREC], peer[8];
 	uint64_t ctr_launches, ctr_api;
+	int ctr_steps, ctr_unclocked; /* step counters; those with launches and no host time */
 };
 
 /* Opens the process's ring (TRAINSCOPE_RING_DIR); 0, or -1 when there is none. */

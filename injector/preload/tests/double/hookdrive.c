@@ -1007,6 +1007,8 @@ static void print_all(void)
 	tsd_kv("dbl.events_created", -1, 0, t.events_created);
 	tsd_kv("dbl.records_while_capturing", -1, 0, t.records_while_capturing);
 	tsd_kv("ring.step_ctr_launches", -1, 0, s->ctr_launches);
+	tsd_kv("ring.step_ctrs", -1, 0, (uint64_t)s->ctr_steps);
+	tsd_kv("ring.step_ctr_unclocked", -1, 0, (uint64_t)s->ctr_unclocked);
 	tsd_kv("ring.gpu_steps", -1, 0, (uint64_t)s->gpu_steps);
 	for (int i = 0; i < s->gpu_steps; i++) {
 		tsd_kv("gpu_step", i, "compute_ns", s->gpu_step[i].gpu_step.compute_ns);
