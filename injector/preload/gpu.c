@@ -234,12 +234,17 @@ static inline bool gpu_ready(unsigned sk)
 	return false;
 }
 
+/* N is read from g again at least every this many calls: a thread counting to a large
+ * N that has since fallen (N halves when sampling costs far under its budget) samples
+ * again within this many calls, not within the old N (up to 2^20). A power of two. */
+#define TICK_REREAD 4096u
+
 /* One call in the process's adaptive N (g.sample_n) on the calling thread: *tick counts
- * calls since the last sample, *n is the N it counts to, read from g again only when
- * the count reaches it (a change of N takes effect from there). */
+ * calls since the last sample, *n is the N it counts to, read from g again when the
+ * count reaches it or TICK_REREAD calls have passed (a change of N takes effect there). */
 static inline bool tick_due(uint32_t *tick, uint32_t *n)
 {
-	if (likely(++*tick < *n))
+	if (likely(++*tick < *n && (*tick & (TICK_REREAD - 1))))
 		return false;
 	uint64_t now = atomic_load_explicit(&g.sample_n, memory_order_relaxed);
 	*n = now < UINT32_MAX ? (uint32_t)now : UINT32_MAX;

@@ -283,6 +283,19 @@ static void test_sampling(void **state)
 	assert_true(val(&o, "ts.samples") < 100);
 }
 
+/* N starts at 2^20 and halves each step that costs nothing, to 8 by step 17: a thread
+ * that kept counting to the N it read first (2^20) would sample none of its 6,000
+ * launches; one that reads N again every 4,096 launches samples from step 20 on. */
+static void test_sampling_falls(void **state)
+{
+	char *env[] = { "TRAINSCOPE_SAMPLE_N=1048576", "TRAINSCOPE_SAMPLE_BUDGET=1", NULL };
+
+	(void)state;
+	run("samplefall", env, &o);
+	assert_int_equal(val(&o, "ts.sample_n"), 8);
+	assert_true(val(&o, "ts.samples") >= 100);
+}
+
 static void test_hang(void **state)
 {
 	char *env[] = { "TRAINSCOPE_HANG_TIMEOUT_MS=300", NULL };
@@ -585,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_capture_gets_no_event),
 		cmocka_unit_test(test_graphs_and_launch_paths),
 		cmocka_unit_test(test_sampling),
+		cmocka_unit_test(test_sampling_falls),
 		cmocka_unit_test(test_ab_pause),
 		cmocka_unit_test(test_hang),
 		cmocka_unit_test(test_nccl),

@@ -693,6 +693,19 @@ static void sc_sampling(void)
 	printf("max_sample_n %llu\n", (unsigned long long)max_n);
 }
 
+/* 30 steps of 200 launches with N falling from its start (TRAINSCOPE_SAMPLE_N) as
+ * sampling costs nothing: the thread's launches must sample again once it has. */
+static void sc_samplefall(void)
+{
+	for (uint64_t s = 0; s < 30; s++) {
+		trainscope_step_begin(s);
+		for (int i = 0; i < 200; i++)
+			rt_launch(0, A);
+		trainscope_step_end(s);
+	}
+	wait_gpu_steps(30);
+}
+
 static void on_dump(int sig)
 {
 	(void)sig;
@@ -1047,7 +1060,7 @@ static const struct {
 	void (*run)(void);
 } scenarios[] = {
 	{ "dispatch", sc_dispatch }, { "segwait", sc_segwait }, { "segtail", sc_segtail }, { "segparity", sc_segparity }, { "rtld", sc_rtld },         { "memory", sc_memory },
-	{ "pool", sc_pool },         { "capture", sc_capture },   { "sampling", sc_sampling },
+	{ "pool", sc_pool },         { "capture", sc_capture },   { "sampling", sc_sampling }, { "samplefall", sc_samplefall },
 	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "sync_coll", sc_sync_coll },         { "comms", sc_comms },         { "cublas", sc_cublas },
 	{ "plugin", sc_plugin },     { "graphs", sc_graphs },     { "graph_colls", sc_graph_colls },     { "cost", sc_cost },
 	{ "threads", sc_threads },
