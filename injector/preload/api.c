@@ -219,6 +219,8 @@ void ts_emit_step_counters(void)
 
 	if (!launches && !calls)
 		return; /* nothing device-side happened: a CPU-only program */
+	atomic_store_explicit(&ts_lib.tick_every, launches >= TS_TICK_MANY ? TS_TICK_EVERY : 1,
+			      memory_order_relaxed);
 	uint64_t ticks = ts_count_take(TS_CNT_TICKS), sync_ns = ts_count_take(TS_CNT_SYNC_NS);
 	struct ts_rec rec = {
 		.type = TS_REC_STEP_CTR, .t_ns = ts_mono_ns(), .ctr.launches = launches,

@@ -91,10 +91,12 @@ static inline int launch_enter_n(CUstream stream, unsigned sk, uint64_t *t0, uin
 	ts_tls.depth++;
 	if (ts_paused())
 		return TS_LAUNCH_PAUSED;
-	/* a graph's replay or a host function (few a step, each long) always clocked, once;
-	 * a kernel's launch one in TS_TICK_EVERY, counted that many times */
-	ts_tls.tick_mul = kernels == 1 ? TS_TICK_EVERY : 1;
-	*t0 = kernels != 1 || ts_tick_sampled() ? ts_ticks() : 0; /* 0: not clocked */
+	/* a kernel's launch in a job of many clocked one in TS_TICK_EVERY, counted that many
+	 * times; any other, and a graph's replay or a host function, clocked once (lib.h) */
+	bool each = kernels != 1 ||
+		    atomic_load_explicit(&ts_lib.tick_every, memory_order_relaxed) <= 1;
+	ts_tls.tick_mul = each ? 1 : TS_TICK_EVERY;
+	*t0 = each || ts_tick_sampled() ? ts_ticks() : 0; /* 0: not clocked */
 	if (unlikely(atomic_load_explicit(&ts_lib.captures, memory_order_relaxed) > 0) &&
 	    ts_gpu_captured(stream, sk))
 		return -1;

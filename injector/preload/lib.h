@@ -60,12 +60,15 @@ struct ts_lib {
 	/* the in-run A/B (TRAINSCOPE_AB_STEPS): recording paused in every other block of
 	 * ab_steps steps, the hooks staying in place; paused: the block now running is one */
 	uint64_t ab_steps;
-	/* paused and captures, read by every launch, share one aligned word (so one cache
-	 * line: a launch's lines are misses in a real program, 20-30 ns each) */
-	_Alignas(8) _Atomic int paused;
+	/* paused, captures and tick_every, read by every launch, share one aligned 16 bytes
+	 * (so one cache line: a launch's lines are misses in a real program, 20-30 ns each) */
+	_Alignas(16) _Atomic int paused;
 	/* streams being captured now (begin minus end, graph.c); launches check the
 	 * stream only while it is not zero */
 	_Atomic int captures;
+	/* a kernel launch's host time is clocked one launch in this many (TS_TICK_EVERY once
+	 * the last step made TS_TICK_MANY launches; 0 or 1: every launch) */
+	_Atomic uint32_t tick_every;
 };
 
 extern struct ts_lib ts_lib TS_HIDDEN;
@@ -141,11 +144,13 @@ extern __thread struct ts_tls ts_tls TS_HIDDEN __attribute__((tls_model("initial
 TS_HIDDEN struct ts_cnt_slot *ts_cnt_claim(void);
 
 /* A kernel's launch has its host time clocked one launch in TS_TICK_EVERY, at random,
- * and counted TS_TICK_EVERY times: the two clock reads were some 40 ns of a recorded
- * launch's 100 over a paused one on an H200 host (issue 45), and a step's hundreds of
- * launches keep the sum's error to a few per cent. A graph's replay or a host function is
- * clocked each time: a CUDA-graph job makes a few a step. A power of two. */
+ * and counted TS_TICK_EVERY times, once a step makes TS_TICK_MANY launches or more: the
+ * two clock reads were some 40 ns of a recorded launch's 100 over a paused one on an H200
+ * host (issue 45), and a step's hundreds of launches keep the sum's error to a few per
+ * cent. A job with fewer, and a graph's replay or a host function (a CUDA-graph job makes
+ * a few a step), are clocked each time. TS_TICK_EVERY is a power of two. */
 #define TS_TICK_EVERY 8u
+#define TS_TICK_MANY 512u
 
 /* Whether the calling thread clocks this launch (xorshift32's top bits). */
 static inline bool ts_tick_sampled(void)

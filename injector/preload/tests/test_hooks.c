@@ -89,6 +89,9 @@ static void test_dispatch(void **state)
 	assert_int_equal(val(&o, "dbl.launches"), 100);
 	assert_int_equal(val(&o, "ts.launches"), 100);
 	assert_int_equal(val(&o, "ring.step_ctr_launches"), 100);
+	/* 10 launches a step, far under TS_TICK_MANY: each clocked, no step without host time
+	 * (one in 8 would leave about a quarter of them with none) */
+	assert_int_equal(val(&o, "ring.step_ctr_unclocked"), 0);
 	assert_int_equal(val(&o, "per_thread_stream_launches"), 20);
 	assert_int_equal(val(&o, "ring.gpu_steps"), 10);
 	/* stream A 6 kernels, the per-thread stream 2, stream B 2: 10 ms a step */
