@@ -150,7 +150,7 @@ TS_HIDDEN struct ts_cnt_slot *ts_cnt_claim(void);
  * cent. A job with fewer, and a graph's replay or a host function (a CUDA-graph job makes
  * a few a step), are clocked each time. TS_TICK_EVERY is a power of two. */
 #define TS_TICK_EVERY 8u
-#define TS_TICK_MANY 512u
+#define TS_TICK_MANY 256u
 
 /* Whether the calling thread clocks this launch (xorshift32's top bits). */
 static inline bool ts_tick_sampled(void)
