@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,13 +60,13 @@ struct cli_local {
 	struct child server, analyzer;
 };
 
-static volatile sig_atomic_t stopping; /* a signal during the final wait: stop now */
+static atomic_int stopping; /* a signal during the final wait: stop now (lock-free) */
 
 /* SIGINT, SIGTERM, SIGHUP once the command has ended: the final wait ends. */
 static void on_stop(int sig)
 {
 	(void)sig;
-	stopping = 1;
+	atomic_store(&stopping, 1);
 }
 
 /* Starts argv[0] (a path or a name on PATH) as c: its own process group, ended by
@@ -467,7 +468,7 @@ static int settle(struct cli_local *l, int64_t last, json_t **out)
 		if (r && json_integer_value(json_object_get(json_object_get(r, "status"),
 							    "lastStep")) >= last)
 			break;
-		rc = stopping ? -EINTR : child_ended(&l->analyzer) ? -ECHILD :
+		rc = atomic_load(&stopping) ? -EINTR : child_ended(&l->analyzer) ? -ECHILD :
 		     ts_mono_ns() > deadline ? -ETIMEDOUT : 0;
 		if (rc)
 			break;

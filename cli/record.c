@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,7 +17,7 @@
 /* For the signal handler (process-wide by nature): the part file being written, and
  * whether a signal asked to stop. */
 static char part_path[4096];
-static volatile sig_atomic_t stopping;
+static atomic_int stopping; /* lock-free: set by a handler on any thread */
 
 /* SIGINT, SIGTERM. The first ends the read at its next message: the consumer deleted, the
  * part removed. A second (the read still waiting for a server that does not answer)
@@ -25,10 +26,9 @@ static void on_signal(int sig)
 {
 	static const char msg[] = "trainscope record: stopping (once more: at once)\n";
 
-	if (!stopping) {
+	if (!atomic_exchange(&stopping, 1)) {
 		ssize_t said = write(STDERR_FILENO, msg, sizeof(msg) - 1);
 		(void)said; /* nothing to do if it cannot be said */
-		stopping = 1;
 		return;
 	}
 	unlink(part_path);
@@ -79,7 +79,7 @@ static int on_msg(void *arg, natsMsg *m)
 	uint64_t t_ns;
 	int err;
 
-	if (stopping)
+	if (atomic_load(&stopping))
 		return -EINTR;
 	if (natsMsg_GetMetaData(&meta, m) != NATS_OK)
 		return -EBADMSG;
@@ -127,7 +127,7 @@ static int record_job(struct tsn *n, const char *url, const char *ns, const char
 		return err;
 	}
 	err = cli_read_job_msgs(n, ns, job, on_msg, &rc);
-	if (!err && stopping)
+	if (!err && atomic_load(&stopping))
 		err = -EINTR;
 	if (err)
 		say_read_error(err, url, ns, job);

@@ -2,13 +2,19 @@
 #include "signals.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 
-static volatile sig_atomic_t stop_flag;
+/* An atomic, not a volatile sig_atomic_t: the handler runs on whichever thread the
+ * signal reaches (libnats' too), and the main loop reads it on its own; a lock-free
+ * atomic is both async-signal-safe and race-free (ThreadSanitizer reported the volatile). */
+static atomic_int stop_flag;
+
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the handler needs a lock-free flag");
 
 static void on_stop(int sig)
 {
 	(void)sig;
-	stop_flag = 1;
+	atomic_store_explicit(&stop_flag, 1, memory_order_relaxed);
 }
 
 void ts_signals_init(void)
@@ -22,5 +28,5 @@ void ts_signals_init(void)
 
 bool ts_stop_requested(void)
 {
-	return stop_flag != 0;
+	return atomic_load_explicit(&stop_flag, memory_order_relaxed) != 0;
 }
