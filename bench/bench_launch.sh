@@ -60,6 +60,7 @@ row runtime_launch "kernel launch, runtime (__cudaLaunchKernel)" 50
 row dlsym_launch "kernel launch, driver (dlsym'd)" 50
 row getproc_launch "kernel launch, driver (cuGetProcAddress)" 50
 row graph_launch "CUDA graph launch (7 kernels)" 50
+row wait_launch "stream wait + launch (a small segment)" 100
 row cublas_gemm "cuBLAS GEMM + its launch (2 calls)" 100
 row nccl_allreduce "NCCL all-reduce (timed: event pair)" 1000
 if [ "$EVICT_KB" -gt 0 ]; then

@@ -253,8 +253,10 @@ abinrun() {
 		python3 -c 'import json, sys; c = json.load(open(sys.argv[1])).get("counters") or {}
 print("counters:", {k: v for k, v in c.items() if v})' "$OUT/$tag/$prog.rank0.json"
 		tail -3 "$OUT/$tag/$prog.log"
-		# the diagnostic library's own time per step (run.sh selftime), its last windows
-		grep -h "selftime:" "$OUT/$tag/$prog.log" | tail -6
+		# the diagnostic library's own time per step (run.sh selftime): its last three
+		# windows, each its recorded and paused lines and a line per stream
+		grep -h "selftime:" "$OUT/$tag/$prog.log" |
+			awk '/ recorded /{w++} {l[w] = l[w] $0 "\n"} END {for (i = w - 2; i <= w; i++) if (i > 0) printf "%s", l[i]}'
 		rm -f "$OUT/$tag/$prog.log" "$OUT/$tag/$prog".rank[1-9]*.json
 	done | tee "$OUT/$tag.txt"
 	# one archive of the step times: a device call brings back at most 8 files

@@ -12,6 +12,7 @@
 #include "trainscope.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -51,21 +52,25 @@ struct strm {
 	 * stream that switches (a blocking collective on the compute stream, as PyTorch
 	 * runs them) closes one kind's segment and opens the other's. */
 	_Atomic int seg;
-	/* A step's first segments on the stream (its head) are timed each, and so is
-	 * every segment after one of more than SMALL_SEGMENT kernels. Past the head, a
+	/* Every segment after one of more than SMALL_SEGMENT kernels is timed, and so are
+	 * a step's first seg_head segments on the stream (its head; see segment_timing). A
 	 * segment after a small one is timed one time in seg_every (a tail sample); the
 	 * others (untimed) count their kernels, and their busy time is the samples' ns per
 	 * kernel (over about 2 seg_every steps: a step's own one or two samples vary too
-	 * much) times their kernels. Lightning accumulates each gradient
-	 * on a stream of its own that waits on the compute stream before each: 50 one-kernel
-	 * segments a step, whose event pairs cost it 3 % when each was timed. */
+	 * much) times their kernels. Lightning accumulates each gradient on a stream of
+	 * its own that waits on the compute stream before each: 101 one-kernel segments a
+	 * step, whose event pairs cost it 3 % when each was timed. */
 	_Atomic uint64_t seg_step;              /* the step of the last segment opened */
 	_Atomic uint32_t seg_n;                 /* segments opened in seg_step */
+	_Atomic uint32_t prev_n;                /* and in the step before it (0: none) */
 	_Atomic uint32_t seg_kern, last_kern;   /* kernels in the open and the last one */
 	_Atomic bool last_comm;                 /* the last one was NCCL's */
 	_Atomic uint32_t untimed_kern[NACC][2]; /* by step % NACC, [comm]: host-written */
 	struct { uint64_t ns, kern; } tail[NACC][2]; /* tail samples read: the poller's */
 	struct { double ns, kern; } rate[2];    /* the samples' decaying sums: the poller's */
+#ifdef TS_SELFTIME
+	_Atomic int st_how; /* how the open segment was timed (SEG_*) */
+#endif
 };
 
 struct step_acc { /* the poller's own */
@@ -203,7 +208,7 @@ static __attribute__((noinline, cold)) bool gpu_init(unsigned sk)
 	g.hang_ns = ts_hang_timeout_ns();
 	g.poll_ns = env_u64("TRAINSCOPE_POLL_MS", 5) * 1000000ull;
 	uint64_t head = env_u64("TRAINSCOPE_SEGMENT_HEAD", 1);
-	uint64_t every = env_u64("TRAINSCOPE_SEGMENT_EVERY", 32);
+	uint64_t every = env_u64("TRAINSCOPE_SEGMENT_EVERY", 64);
 	g.seg_head = head < UINT32_MAX ? (uint32_t)head : UINT32_MAX;
 	g.seg_every = every - 1 < UINT32_MAX ? (uint32_t)every : 1; /* 0: each timed, as 1 */
 	/* a step samples one in seg_every of a stream's small segments, at a place hashed
@@ -418,7 +423,21 @@ void ts_gpu_timed_end(int i, CUstream s, unsigned sk, const struct ts_op_meta *m
 	atomic_fetch_add_explicit(&g.step_sample_ticks, ts_ticks() - t0, memory_order_relaxed);
 }
 
-enum { SEG_TIMED, SEG_SAMPLE, SEG_UNTIMED };
+/* How a segment is timed; the first three, timed each, say why (the diagnostic build
+ * counts them per stream). */
+enum { SEG_HEAD, SEG_AFTER_LARGE, SEG_KIND, SEG_SAMPLE, SEG_UNTIMED, SEG_HOW_N };
+
+#ifdef TS_SELFTIME
+/* The diagnostic build's account of each stream's segments: opened by how (SEG_*), and
+ * closed with more than SMALL_SEGMENT kernels by how. Printed with selftime's windows. */
+static struct {
+	_Atomic uint64_t opened[SEG_HOW_N], large[SEG_HOW_N], kern;
+} st_seg[NSTREAMS];
+#define ST_SEG(e, field, how) \
+	atomic_fetch_add_explicit(&st_seg[(e) - g.strm].field[how], 1, memory_order_relaxed)
+#else
+#define ST_SEG(e, field, how) ((void)0)
+#endif
 
 /* The step's offset into the samples' places, hashed from the step: a step's segments
  * come in the same order every step, so a fixed place would sample the same segment each
@@ -430,14 +449,23 @@ static uint64_t sample_turn(uint64_t step)
 }
 
 /* How the n-th segment of step on stream e, of NCCL's kernels or not (comm), is timed.
- * One that follows the other kind (a compute stream's kernels after its blocking
- * collective) is timed: only a run of small ones alike is sampled. */
+ * The step's head is timed, unless the step before opened seg_every segments or more
+ * on the stream: its samples then come every step, and Lightning's gradient stream (101
+ * one-kernel segments) paid an event pair a step for its first. A stream of few small
+ * segments (a side stream's copy a step) keeps a time of its own each step. One that
+ * follows a large one, or none yet (a stream's first, a host function's), or the other
+ * kind (a compute stream's kernels after its blocking collective) is timed: only a run
+ * of small ones alike is sampled. */
 static int segment_timing(const struct strm *e, uint32_t n, uint64_t step, bool comm)
 {
-	if (n <= g.seg_head ||
-	    atomic_load_explicit(&e->last_kern, memory_order_relaxed) > SMALL_SEGMENT ||
-	    atomic_load_explicit(&e->last_comm, memory_order_relaxed) != comm)
-		return SEG_TIMED;
+	uint32_t last = atomic_load_explicit(&e->last_kern, memory_order_relaxed);
+
+	if (n <= g.seg_head && atomic_load_explicit(&e->prev_n, memory_order_relaxed) < g.seg_every)
+		return SEG_HEAD;
+	if (last == 0 || last > SMALL_SEGMENT)
+		return SEG_AFTER_LARGE;
+	if (atomic_load_explicit(&e->last_comm, memory_order_relaxed) != comm)
+		return SEG_KIND;
 	return (n + sample_turn(step)) % g.seg_every ? SEG_UNTIMED : SEG_SAMPLE;
 }
 
@@ -447,12 +475,20 @@ static __attribute__((noinline)) void open_segment(struct strm *e, CUstream s, b
 	uint64_t step = atomic_load_explicit(&ts_lib.step, memory_order_relaxed);
 	int none = -1, i;
 
-	if (atomic_load_explicit(&e->seg_step, memory_order_relaxed) != step) {
+	uint64_t was = atomic_load_explicit(&e->seg_step, memory_order_relaxed);
+	if (was != step) {
+		atomic_store_explicit(&e->prev_n,
+				      was + 1 == step ? atomic_load_explicit(&e->seg_n, memory_order_relaxed) : 0,
+				      memory_order_relaxed);
 		atomic_store_explicit(&e->seg_step, step, memory_order_relaxed);
 		atomic_store_explicit(&e->seg_n, 0, memory_order_relaxed);
 	}
 	uint32_t n = atomic_fetch_add_explicit(&e->seg_n, 1, memory_order_relaxed) + 1;
 	int how = segment_timing(e, n, step, comm);
+#ifdef TS_SELFTIME
+	ST_SEG(e, opened, how);
+	atomic_store_explicit(&e->st_how, how, memory_order_relaxed);
+#endif
 	/* seg_kern is zeroed by the thread that opened the segment; two threads launching
 	 * on one stream at its boundary may move a kernel across it (a count, not time) */
 	if (how == SEG_UNTIMED) {
@@ -484,6 +520,11 @@ static __attribute__((noinline)) bool close_segment(struct strm *e)
 	if (v < 0)
 		return false;
 	uint32_t kern = atomic_load_explicit(&e->seg_kern, memory_order_relaxed);
+#ifdef TS_SELFTIME
+	if (kern > SMALL_SEGMENT)
+		ST_SEG(e, large, atomic_load_explicit(&e->st_how, memory_order_relaxed));
+	atomic_fetch_add_explicit(&st_seg[e - g.strm].kern, kern, memory_order_relaxed);
+#endif
 	atomic_store_explicit(&e->last_kern, kern, memory_order_relaxed);
 	atomic_store_explicit(&e->last_comm, v & 1, memory_order_relaxed);
 	if (v / 2 == UNTIMED) {
@@ -854,3 +895,30 @@ void ts_gpu_get_stats(struct trainscope_device_counters *o)
 	o->seg_untimed = atomic_load(&g.st.seg_untimed);
 	o->tail_unsampled = atomic_load(&g.st.tail_unsampled);
 }
+
+#ifdef TS_SELFTIME
+/* Each stream's segments per step since the last call, by how they were timed (opened /
+ * of those, more than SMALL_SEGMENT kernels), and its kernels per step. */
+void ts_gpu_st_print(uint64_t steps)
+{
+	static const char *const how[SEG_HOW_N] = { "head", "after_large", "kind", "sample",
+						    "untimed" };
+	double n = steps ? (double)steps : 1;
+
+	for (int i = 0; i < NSTREAMS; i++) {
+		uintptr_t key = atomic_load(&g.strm[i].key);
+		char line[512];
+		int len;
+
+		if (!key)
+			continue;
+		len = snprintf(line, sizeof(line), "trainscope selftime: stream %d (%#lx) kernels %.1f:",
+			       i, (unsigned long)key, (double)atomic_exchange(&st_seg[i].kern, 0) / n);
+		for (int h = 0; h < SEG_HOW_N && len > 0 && (size_t)len < sizeof(line); h++)
+			len += snprintf(line + len, sizeof(line) - (size_t)len, " %s %.2f/%.2f", how[h],
+					(double)atomic_exchange(&st_seg[i].opened[h], 0) / n,
+					(double)atomic_exchange(&st_seg[i].large[h], 0) / n);
+		fprintf(stderr, "%s\n", line);
+	}
+}
+#endif

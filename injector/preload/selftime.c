@@ -16,6 +16,7 @@ static void print_window(uint64_t step)
 {
 	static const char *const state[2] = { "recorded", "paused" };
 	double tick = ts_ns_per_tick();
+	uint64_t recorded = atomic_load(&ts_selftime.steps[0]);
 
 	for (int p = 0; p < 2; p++) {
 		uint64_t n = atomic_exchange(&ts_selftime.steps[p], 0);
@@ -31,6 +32,7 @@ static void print_window(uint64_t step)
 		}
 		fprintf(stderr, "%s\n", line);
 	}
+	ts_gpu_st_print(recorded); /* a paused step opens no segment */
 }
 
 void ts_st_step(uint64_t step)

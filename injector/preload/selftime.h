@@ -41,6 +41,9 @@ static inline void ts_st_add(enum ts_st_cat cat, uint64_t ticks)
 }
 /* Called as a step begins: counts it under its state, prints every TS_ST_EVERY steps. */
 TS_HIDDEN void ts_st_step(uint64_t step);
+/* Each stream's segments per step over the last steps steps, by how they were timed
+ * (gpu.c); the counts start again. */
+TS_HIDDEN void ts_gpu_st_print(uint64_t steps);
 #else
 #define TS_ST_BEGIN(v) uint64_t v __attribute__((unused)) = 0
 #define TS_ST_END(cat, v) ((void)0)

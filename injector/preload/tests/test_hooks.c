@@ -115,21 +115,27 @@ static void test_segment_waits(void **state)
 	assert_int_equal(val(&o, "ts.seg_switches"), 0);
 }
 
-/* 20 segments a step on one stream. With a head of 4 and one in 8 of the tail (16): 6
- * event pairs, 21 ms a step all the same (stream B's one kernel too); with
- * TRAINSCOPE_SEGMENT_EVERY=1, 20 pairs. With the defaults (a head of 1, one in 32), step
- * 0 takes no tail sample (its 19 kernels are counted as unsampled, not as time) and steps
- * 1-3 one each (the hashed turn puts places 7, 14 and 20 there). */
+/* 20 segments a step on one stream. With a head of 4 and one in 8 of the tail: the
+ * head in step 0 alone (from step 1 on, the step before opened 20 segments, at least 8:
+ * each step has samples of its own), 16 event pairs in 5 steps (places 8 and 16 of step
+ * 0, then 2, 2, 3 and 3) and B's 5, 21 ms a step all the same (stream B's one kernel
+ * too); with TRAINSCOPE_SEGMENT_EVERY=1, every segment timed. With the defaults (a head
+ * of 1, one in 64; 20 is under 64, so each step keeps its head), step 0 takes no tail
+ * sample (its 19 kernels are counted as unsampled, not as time) and steps 1-3 one each
+ * (the hashed turn puts places 7, 14 and 20 there). With 100 segments a step, over 64:
+ * a head in step 0 alone, 2 samples a step (places 64; 7 and 71; 14 and 78...), 10 pairs
+ * and B's 5 (a head each step would make 19), and every kernel's time in each step. */
 static void test_segment_tail(void **state)
 {
 	char *every8[] = { "TRAINSCOPE_SEGMENT_HEAD=4", "TRAINSCOPE_SEGMENT_EVERY=8", NULL };
 	char *every1[] = { "TRAINSCOPE_SEGMENT_EVERY=1", NULL };
+	char *many[] = { "HOOKDRIVE_SEGMENTS=100", NULL };
 
 	(void)state;
 	run("segtail", every8, &o);
 	assert_int_equal(val(&o, "ts.seg_waits"), 5 * 20);
-	assert_int_equal(val(&o, "ts.segments"), 5 * (1 + 4 + 2));
-	assert_int_equal(val(&o, "ts.seg_untimed"), 5 * 14);
+	assert_int_equal(val(&o, "ts.segments"), 5 + 16);
+	assert_int_equal(val(&o, "ts.seg_untimed"), 5 * 20 - 16);
 	assert_int_equal(val(&o, "ts.tail_unsampled"), 0);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 21 * MS);
@@ -145,6 +151,13 @@ static void test_segment_tail(void **state)
 	assert_int_equal(vali(&o, "gpu_step", 0, "compute_ns"), 2 * MS);
 	for (int i = 1; i < 5; i++)
 		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 21 * MS);
+	run("segtail", many, &o);
+	assert_int_equal(val(&o, "ts.seg_waits"), 5 * 100);
+	assert_int_equal(val(&o, "ts.segments"), 5 + 10);
+	assert_int_equal(val(&o, "ts.seg_untimed"), 5 * 100 - 10);
+	assert_int_equal(val(&o, "ts.tail_unsampled"), 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 101 * MS);
 }
 
 /* A stream that works only on even steps: its one small segment a step (past a head of

@@ -187,17 +187,18 @@ static void sc_segwait(void)
 	wait_gpu_steps(5);
 }
 
-/* A stream that waits on another's work before each of its 20 kernels a step (autograd's
- * gradient stream under Lightning): its first segments timed, then one in N, and
- * its busy time still every kernel's. */
+/* A stream that waits on another's work before each of its HOOKDRIVE_SEGMENTS (20)
+ * kernels a step (autograd's gradient stream under Lightning): its first segments timed,
+ * then one in N, and its busy time still every kernel's. */
 static void sc_segtail(void)
 {
 	wait_fn wait = stream_wait();
+	int segs = atoi(getenv("HOOKDRIVE_SEGMENTS") ?: "20");
 
 	for (uint64_t s = 0; s < 5; s++) {
 		trainscope_step_begin(s);
 		rt_launch(0, B);
-		for (int i = 0; i < 20; i++) {
+		for (int i = 0; i < segs; i++) {
 			rt_launch(0, A);
 			wait(A, NULL, 0);
 		}
@@ -527,12 +528,21 @@ struct cost_ctx {
 	int (*sgemm)(void *, int, int, int, int, int, const void *, const void *, int,
 		     const void *, int, const void *, void *, int);
 	void *comm, *blas;
+	wait_fn wait;
 };
 
 static void c_runtime(struct cost_ctx *c)
 {
 	(void)c;
 	rt_launch(0, A);
+}
+
+/* A stream's wait on another's work, then its one kernel: a small segment a call, as
+ * Lightning's gradient stream makes 101 a step (the hooked wait and launch together). */
+static void c_wait_launch(struct cost_ctx *c)
+{
+	c->wait(B, NULL, 0);
+	rt_launch(0, B);
 }
 
 static void c_dlsym(struct cost_ctx *c)
@@ -649,7 +659,8 @@ static void sc_cost(void)
 {
 	getproc2_fn gp = (getproc2_fn)dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2");
 	graphinst_fn inst = (graphinst_fn)dlsym(RTLD_DEFAULT, "cuGraphInstantiateWithFlags");
-	struct cost_ctx c = { .drv = (launch_fn)dlsym(RTLD_DEFAULT, "cuLaunchKernel") };
+	struct cost_ctx c = { .drv = (launch_fn)dlsym(RTLD_DEFAULT, "cuLaunchKernel"),
+			      .wait = stream_wait() };
 	void *(*comm_of)(int) = (void *(*)(int))user_fn("tsd_user_comm");
 	int st;
 
@@ -672,6 +683,7 @@ static void sc_cost(void)
 	cost_of("dlsym_launch", c_dlsym, &c, 200000, NULL);
 	cost_of("getproc_launch", c_getproc, &c, 200000, NULL);
 	cost_of("graph_launch", c_graph, &c, 200000, NULL);
+	cost_of("wait_launch", c_wait_launch, &c, 200000, NULL);
 	cost_of("nccl_allreduce", c_nccl, &c, 500, NULL);
 	cost_of("cublas_gemm", c_gemm, &c, 20000, NULL);
 }
