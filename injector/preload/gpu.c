@@ -62,7 +62,7 @@ struct strm {
 	 * step, whose event pairs cost it 3 % when each was timed. */
 	_Atomic uint64_t seg_step;              /* the step of the last segment opened */
 	_Atomic uint32_t seg_n;                 /* segments opened in seg_step */
-	_Atomic uint32_t prev_n;                /* and in the step before it (0: none) */
+	_Atomic uint32_t prev_n;                /* in the stream's step before seg_step */
 	_Atomic uint32_t seg_kern, last_kern;   /* kernels in the open and the last one */
 	_Atomic bool last_comm;                 /* the last one was NCCL's */
 	_Atomic uint32_t untimed_kern[NACC][2]; /* by step % NACC, [comm]: host-written */
@@ -449,13 +449,13 @@ static uint64_t sample_turn(uint64_t step)
 }
 
 /* How the n-th segment of step on stream e, of NCCL's kernels or not (comm), is timed.
- * The step's head is timed, unless the step before opened seg_every segments or more
- * on the stream: its samples then come every step, and Lightning's gradient stream (101
- * one-kernel segments) paid an event pair a step for its first. A stream of few small
- * segments (a side stream's copy a step) keeps a time of its own each step. One that
- * follows a large one, or none yet (a stream's first, a host function's), or the other
- * kind (a compute stream's kernels after its blocking collective) is timed: only a run
- * of small ones alike is sampled. */
+ * The step's head is timed, unless the stream's step before (the last it worked in)
+ * opened seg_every segments or more: its samples then come every step it works, and
+ * Lightning's gradient stream (101 one-kernel segments) paid an event pair a step for
+ * its first. A stream of few small segments (a side stream's copy a step) keeps a time
+ * of its own each step. One that follows a large one, or none yet (a stream's first, a
+ * host function's), or the other kind (a compute stream's kernels after its blocking
+ * collective) is timed: only a run of small ones alike is sampled. */
 static int segment_timing(const struct strm *e, uint32_t n, uint64_t step, bool comm)
 {
 	uint32_t last = atomic_load_explicit(&e->last_kern, memory_order_relaxed);
@@ -475,10 +475,10 @@ static __attribute__((noinline)) void open_segment(struct strm *e, CUstream s, b
 	uint64_t step = atomic_load_explicit(&ts_lib.step, memory_order_relaxed);
 	int none = -1, i;
 
-	uint64_t was = atomic_load_explicit(&e->seg_step, memory_order_relaxed);
-	if (was != step) {
-		atomic_store_explicit(&e->prev_n,
-				      was + 1 == step ? atomic_load_explicit(&e->seg_n, memory_order_relaxed) : 0,
+	if (atomic_load_explicit(&e->seg_step, memory_order_relaxed) != step) {
+		/* the last step the stream worked in, however long ago: steps the in-run A/B
+		 * paused open nothing, and gave a head to a third of Lightning's steps */
+		atomic_store_explicit(&e->prev_n, atomic_load_explicit(&e->seg_n, memory_order_relaxed),
 				      memory_order_relaxed);
 		atomic_store_explicit(&e->seg_step, step, memory_order_relaxed);
 		atomic_store_explicit(&e->seg_n, 0, memory_order_relaxed);

@@ -124,12 +124,16 @@ static void test_segment_waits(void **state)
  * sample (its 19 kernels are counted as unsampled, not as time) and steps 1-3 one each
  * (the hashed turn puts places 7, 14 and 20 there). With 100 segments a step, over 64:
  * a head in step 0 alone, 2 samples a step (places 64; 7 and 71; 14 and 78...), 10 pairs
- * and B's 5 (a head each step would make 19), and every kernel's time in each step. */
+ * and B's 5 (a head each step would make 19), and every kernel's time in each step.
+ * The same with the in-run A/B pausing every other step: steps 2 and 4 follow a paused
+ * one, and still take no head (the stream's last step with work made 100): A's 6 pairs
+ * and B's 3 (a head after each paused step would make 11). */
 static void test_segment_tail(void **state)
 {
 	char *every8[] = { "TRAINSCOPE_SEGMENT_HEAD=4", "TRAINSCOPE_SEGMENT_EVERY=8", NULL };
 	char *every1[] = { "TRAINSCOPE_SEGMENT_EVERY=1", NULL };
 	char *many[] = { "HOOKDRIVE_SEGMENTS=100", NULL };
+	char *many_ab[] = { "HOOKDRIVE_SEGMENTS=100", "TRAINSCOPE_AB_STEPS=1", NULL };
 
 	(void)state;
 	run("segtail", every8, &o);
@@ -157,6 +161,11 @@ static void test_segment_tail(void **state)
 	assert_int_equal(val(&o, "ts.seg_untimed"), 5 * 100 - 10);
 	assert_int_equal(val(&o, "ts.tail_unsampled"), 0);
 	for (int i = 0; i < 5; i++)
+		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 101 * MS);
+	run("segtail", many_ab, &o);
+	assert_int_equal(val(&o, "ts.segments"), 3 + 6);
+	assert_int_equal(val(&o, "ts.tail_unsampled"), 0);
+	for (int i = 0; i < 5; i += 2)
 		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 101 * MS);
 }
 
