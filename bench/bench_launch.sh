@@ -11,6 +11,10 @@
 #
 # BASELINE_LIB=path/to/an/older/libtrainscope.so adds its processes to the same rounds
 # and a column "before" (a change's cost, side by side in one run).
+# PAUSED=1 adds processes with recording paused (the in-run A/B's other side: the hooks
+# in place, noting nothing) for each library, and the columns "paused" and "rec - paused"
+# (what the in-run A/B measures of a call). e2e/gpu/run.sh hookcost runs this on a GPU
+# host's CPU. CPU=N pins every process to CPU N.
 set -e
 BUILD=${BUILD:-build}
 ROUNDS=${ROUNDS:-7}
@@ -18,42 +22,72 @@ ROUNDS=${ROUNDS:-7}
 # work between two launches leaves the hook's cache lines evicted
 EVICT_KB=${EVICT_KB:-4096}
 export HOOKDRIVE_EVICT_KB=$EVICT_KB
+# the test doubles, not a machine's own CUDA (LD_LIBRARY_PATH comes before hookdrive's
+# run path)
+export LD_LIBRARY_PATH=$PWD/$BUILD/test/double${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 drive=$BUILD/test/double/hookdrive
 lib=$PWD/$BUILD/lib/libtrainscope.so
+pin=()
+[ -z "${CPU:-}" ] || pin=(taskset -c "$CPU")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# side NAME [LIB [PAUSED]]: one process's medians appended to NAME's file (no LIB: the
+# doubles alone; PAUSED=1: recording paused in the step the calls run in)
+side() {
+	if [ -z "${2:-}" ]; then
+		"${pin[@]}" "$drive" cost >>"$work/$1"
+		return
+	fi
+	mkdir -p "$work/ring"
+	env ${3:+HOOKDRIVE_PAUSED=1 TRAINSCOPE_AB_STEPS=1} LD_PRELOAD="$2" \
+		TRAINSCOPE_RING_DIR="$work/ring" TRAINSCOPE_SAMPLE_N=1000000 \
+		"${pin[@]}" "$drive" cost >>"$work/$1"
+	rm -rf "$work/ring"
+}
 for r in $(seq "$ROUNDS"); do
-	"$drive" cost >>"$work/without" || exit 1
-	mkdir -p "$work/ring$r"
-	LD_PRELOAD=$lib TRAINSCOPE_RING_DIR=$work/ring$r TRAINSCOPE_SAMPLE_N=1000000 \
-		"$drive" cost >>"$work/with" || exit 1
-	[ -z "${BASELINE_LIB:-}" ] || LD_PRELOAD=$BASELINE_LIB TRAINSCOPE_RING_DIR=$work/ring$r \
-		TRAINSCOPE_SAMPLE_N=1000000 "$drive" cost >>"$work/before" || exit 1
+	side without
+	side with "$lib"
+	[ -z "${BASELINE_LIB:-}" ] || side before "$BASELINE_LIB"
+	[ -z "${PAUSED:-}" ] || side paused "$lib" 1
+	[ -z "${PAUSED:-}" ] || [ -z "${BASELINE_LIB:-}" ] || side before_paused "$BASELINE_LIB" 1
 done
-median() { # FILE KEY
-	awk -v k="cost.$2" '$1 == k { print $2 }' "$1" | sort -g |
+median() { # SIDE KEY
+	awk -v k="cost.$2" '$1 == k { print $2 }' "$work/$1" | sort -g |
 		awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
-before_hdr() { [ -z "${BASELINE_LIB:-}" ] || printf "$1" "$2"; }
+# the columns past the budget's, as the sides that ran
+extra=()
+[ -z "${BASELINE_LIB:-}" ] || extra+=(before)
+[ -z "${PAUSED:-}" ] || extra+=(paused "rec - paused")
+[ -z "${PAUSED:-}" ] || [ -z "${BASELINE_LIB:-}" ] || extra+=("before paused" "before rec - paused")
 printf '\n| %-44s | %9s | %9s | %9s | %-30s |' "hooked call (test doubles, CPU)" "without" \
 	"with" "added" "budget (design.md)"
-before_hdr ' %9s |' "before"
+for c in "${extra[@]}"; do printf ' %19s |' "$c"; done
 echo
 echo -n "|----------------------------------------------|-----------|-----------|-----------|--------------------------------|"
-before_hdr '%s' "-----------|"
+for c in "${extra[@]}"; do printf '%s' "---------------------|"; done
 echo
 over=0
 row() { # KEY WHAT BUDGET_NS
 	local a b d verdict
-	a=$(median "$work/without" "$1"); b=$(median "$work/with" "$1")
+	a=$(median without "$1"); b=$(median with "$1")
 	d=$(echo "$b - $a" | bc)
 	verdict="<= $3 ns"
 	if [ "$(echo "$d > $3" | bc)" = 1 ]; then
 		verdict="<= $3 ns: OVER by $(echo "$d - $3" | bc) ns"; over=1
 	fi
 	printf '| %-44s | %6.1f ns | %6.1f ns | %6.1f ns | %-30s |' "$2" "$a" "$b" "$d" "$verdict"
-	[ -z "${BASELINE_LIB:-}" ] || printf ' %6.1f ns |' "$(median "$work/before" "$1")"
+	[ -z "${BASELINE_LIB:-}" ] || printf ' %16.1f ns |' "$(median before "$1")"
+	if [ -n "${PAUSED:-}" ]; then
+		local p
+		p=$(median paused "$1")
+		printf ' %16.1f ns | %16.1f ns |' "$p" "$(echo "$b - $p" | bc)"
+		if [ -n "${BASELINE_LIB:-}" ]; then
+			p=$(median before_paused "$1")
+			printf ' %16.1f ns | %16.1f ns |' "$p" "$(echo "$(median before "$1") - $p" | bc)"
+		fi
+	fi
 	echo
 }
 row runtime_launch "kernel launch, runtime (__cudaLaunchKernel)" 50
@@ -67,5 +101,5 @@ if [ "$EVICT_KB" -gt 0 ]; then
 	row cold_runtime_launch "kernel launch, runtime, caches cold" 100
 	row cold_cublas_gemm "cuBLAS GEMM + its launch, caches cold" 150
 fi
-echo "(medians of $ROUNDS processes each way, alternating${BASELINE_LIB:+; before: $BASELINE_LIB})"
+echo "(medians of $ROUNDS processes each way, alternating${BASELINE_LIB:+; before: $BASELINE_LIB}${CPU:+; on CPU $CPU}; $(nproc) CPUs: $(lscpu | sed -n 's/^Model name: *//p'))"
 exit 0

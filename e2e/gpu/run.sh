@@ -9,8 +9,9 @@
 #   e2e/gpu/run.sh selftime  the same with the diagnostic library: its own host time per
 #                            recorded and per paused step, by hook (selftime.h)
 #   e2e/gpu/run.sh selfpair  that, as abpair: two programs at once, one on each GPU
-#   e2e/gpu/run.sh hookcost  a hooked launch's cost on this host's CPU, recorded and
-#                            paused, builds side by side (e2e/gpu/hookcost.sh; no GPU)
+#   e2e/gpu/run.sh hookcost  a hooked call's cost on this host's CPU, recorded and
+#                            paused (make bench's bench/bench_launch.sh; no GPU;
+#                            HOOKCOST_BASELINE: an older library beside it)
 #   e2e/gpu/run.sh detect    noisy neighbour and hang, through relay, NATS and analyzer
 #   e2e/gpu/run.sh frameworks Lightning DDP, mp.spawn, HF Trainer (torchrun, accelerate)
 #                            with a GEMM neighbour; a user's NCCL profiler plugin chained
@@ -301,7 +302,9 @@ abinrun) abinrun ;;
 abpair) abpair ;;
 selftime) selftime ;;
 selfpair) selftime abpair ;;
-hookcost) source e2e/gpu/hookcost.sh; hookcost ;;
+# build/test/double (the test doubles and hookdrive) carried; pinned to the last CPU
+hookcost) CPU=$(($(nproc) - 1)) PAUSED=1 BASELINE_LIB=${HOOKCOST_BASELINE:-} \
+	bash bench/bench_launch.sh | tee "$OUT/hookcost.txt" ;;
 overhead) overhead ;;
 detect) source e2e/gpu/detect.sh; detect ;;
 frameworks) source e2e/gpu/frameworks.sh; frameworks ;;
