@@ -12,9 +12,9 @@
 #include "trainscope.h"
 
 #include <limits.h>
-#include <stdio.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -433,10 +433,24 @@ enum { SEG_HEAD, SEG_AFTER_LARGE, SEG_KIND, SEG_SAMPLE, SEG_UNTIMED, SEG_HOW_N }
 static struct {
 	_Atomic uint64_t opened[SEG_HOW_N], large[SEG_HOW_N], kern;
 } st_seg[NSTREAMS];
-#define ST_SEG(e, field, how) \
-	atomic_fetch_add_explicit(&st_seg[(e) - g.strm].field[how], 1, memory_order_relaxed)
+
+static void st_seg_open(struct strm *e, int how)
+{
+	atomic_fetch_add_explicit(&st_seg[e - g.strm].opened[how], 1, memory_order_relaxed);
+	atomic_store_explicit(&e->st_how, how, memory_order_relaxed);
+}
+
+static void st_seg_close(struct strm *e, uint32_t kern)
+{
+	int how = atomic_load_explicit(&e->st_how, memory_order_relaxed);
+
+	if (kern > SMALL_SEGMENT)
+		atomic_fetch_add_explicit(&st_seg[e - g.strm].large[how], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st_seg[e - g.strm].kern, kern, memory_order_relaxed);
+}
 #else
-#define ST_SEG(e, field, how) ((void)0)
+static inline void st_seg_open(struct strm *e, int how) { (void)e, (void)how; }
+static inline void st_seg_close(struct strm *e, uint32_t kern) { (void)e, (void)kern; }
 #endif
 
 /* The step's offset into the samples' places, hashed from the step: a step's segments
@@ -485,10 +499,7 @@ static __attribute__((noinline)) void open_segment(struct strm *e, CUstream s, b
 	}
 	uint32_t n = atomic_fetch_add_explicit(&e->seg_n, 1, memory_order_relaxed) + 1;
 	int how = segment_timing(e, n, step, comm);
-#ifdef TS_SELFTIME
-	ST_SEG(e, opened, how);
-	atomic_store_explicit(&e->st_how, how, memory_order_relaxed);
-#endif
+	st_seg_open(e, how);
 	/* seg_kern is zeroed by the thread that opened the segment; two threads launching
 	 * on one stream at its boundary may move a kernel across it (a count, not time) */
 	if (how == SEG_UNTIMED) {
@@ -520,11 +531,7 @@ static __attribute__((noinline)) bool close_segment(struct strm *e)
 	if (v < 0)
 		return false;
 	uint32_t kern = atomic_load_explicit(&e->seg_kern, memory_order_relaxed);
-#ifdef TS_SELFTIME
-	if (kern > SMALL_SEGMENT)
-		ST_SEG(e, large, atomic_load_explicit(&e->st_how, memory_order_relaxed));
-	atomic_fetch_add_explicit(&st_seg[e - g.strm].kern, kern, memory_order_relaxed);
-#endif
+	st_seg_close(e, kern);
 	atomic_store_explicit(&e->last_kern, kern, memory_order_relaxed);
 	atomic_store_explicit(&e->last_comm, v & 1, memory_order_relaxed);
 	if (v / 2 == UNTIMED) {
