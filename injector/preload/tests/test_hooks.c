@@ -115,6 +115,19 @@ static void test_segment_waits(void **state)
 	assert_int_equal(val(&o, "ts.seg_switches"), 0);
 }
 
+/* segtail's run under env: its event pairs, untimed segments, unsampled kernels, and
+ * each step's (from step `from`, every `by`) compute of ms. */
+static void check_segtail(char *const *env, uint64_t pairs, uint64_t untimed, uint64_t unsampled,
+			  int from, int by, uint64_t ms)
+{
+	run("segtail", env, &o);
+	assert_int_equal(val(&o, "ts.segments"), pairs);
+	assert_int_equal(val(&o, "ts.seg_untimed"), untimed);
+	assert_int_equal(val(&o, "ts.tail_unsampled"), unsampled);
+	for (int i = from; i < 5; i += by)
+		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), ms * MS);
+}
+
 /* 20 segments a step on one stream. With a head of 4 and one in 8 of the tail: the
  * head in step 0 alone (from step 1 on, the step before opened 20 segments, at least 8:
  * each step has samples of its own), 16 event pairs in 5 steps (places 8 and 16 of step
@@ -136,37 +149,15 @@ static void test_segment_tail(void **state)
 	char *many_ab[] = { "HOOKDRIVE_SEGMENTS=100", "TRAINSCOPE_AB_STEPS=1", NULL };
 
 	(void)state;
-	run("segtail", every8, &o);
+	check_segtail(every8, 5 + 16, 5 * 20 - 16, 0, 0, 1, 21);
 	assert_int_equal(val(&o, "ts.seg_waits"), 5 * 20);
-	assert_int_equal(val(&o, "ts.segments"), 5 + 16);
-	assert_int_equal(val(&o, "ts.seg_untimed"), 5 * 20 - 16);
-	assert_int_equal(val(&o, "ts.tail_unsampled"), 0);
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 21 * MS);
-	run("segtail", every1, &o);
-	assert_int_equal(val(&o, "ts.segments"), 5 * 21);
-	assert_int_equal(val(&o, "ts.seg_untimed"), 0);
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 21 * MS);
-	run("segtail", NULL, &o);
-	assert_int_equal(val(&o, "ts.segments"), 5 * (1 + 1) + 3);
-	assert_int_equal(val(&o, "ts.seg_untimed"), 5 * 19 - 3);
-	assert_int_equal(val(&o, "ts.tail_unsampled"), 19);
+	check_segtail(every1, 5 * 21, 0, 0, 0, 1, 21);
+	check_segtail(NULL, 5 * (1 + 1) + 3, 5 * 19 - 3, 19, 1, 1, 21);
 	assert_int_equal(vali(&o, "gpu_step", 0, "compute_ns"), 2 * MS);
-	for (int i = 1; i < 5; i++)
-		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 21 * MS);
-	run("segtail", many, &o);
+	check_segtail(many, 5 + 10, 5 * 100 - 10, 0, 0, 1, 101);
 	assert_int_equal(val(&o, "ts.seg_waits"), 5 * 100);
-	assert_int_equal(val(&o, "ts.segments"), 5 + 10);
-	assert_int_equal(val(&o, "ts.seg_untimed"), 5 * 100 - 10);
-	assert_int_equal(val(&o, "ts.tail_unsampled"), 0);
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 101 * MS);
-	run("segtail", many_ab, &o);
-	assert_int_equal(val(&o, "ts.segments"), 3 + 6);
-	assert_int_equal(val(&o, "ts.tail_unsampled"), 0);
-	for (int i = 0; i < 5; i += 2)
-		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), 101 * MS);
+	/* recorded steps 0, 2 and 4 */
+	check_segtail(many_ab, 3 + 6, 3 * 100 - 6, 0, 0, 2, 101);
 }
 
 /* A stream that works only on even steps: its one small segment a step (past a head of
