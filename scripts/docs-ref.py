@@ -79,6 +79,7 @@ ENV = {
     "TRAINSCOPE_AB_STEPS": "The in-run A/B, for measuring trainscope's own cost: recording pauses in every other block of this many steps (1, 3, 5, ...), the hooks staying in place; unset or 0: off. Not for production: a paused block's steps carry no device time (`e2e/gpu/ab_inrun.py`).",
     "TRAINSCOPE_RING_SLOTS": "Slots of each process's ring, a power of two from 64 (default 16384).",
     "TRAINSCOPE_SAMPLE_BUDGET": "The host time sampling may take, as a share of the step (default 0.0005).",
+    "TRAINSCOPE_GEMMS_PER_STEP": "The process's first N GEMMs of every step are timed (an event pair each), whatever the sampling: each step's GEMM throughput, which a shared or slowed GPU lowers (default 2; 0 leaves GEMMs to 1-in-N sampling).",
     "TRAINSCOPE_SEGMENT_HEAD": "A step's first N busy segments on a stream (each ended by the stream's wait on another's work) are timed with an event pair each, unless the step before opened TRAINSCOPE_SEGMENT_EVERY segments or more on it (default 1).",
     "TRAINSCOPE_SEGMENT_EVERY": "Past the head, a segment that follows one of 1 or 2 kernels of its own kind (NCCL's or not) is timed one time in N; the others count their kernels, and their busy time is the samples' ns per kernel, over the last 2N steps or so, times those (default 64; 0 or 1 times them all).",
     "TRAINSCOPE_SAMPLE_N": "Kernels and GEMMs are timed 1 in N to start with (default 64; adapted to the budget).",

@@ -32,6 +32,9 @@ enum { GPU_UNINIT, GPU_INITIALIZING, GPU_READY_CUDA, GPU_READY_ACL };
  * samples): the slot part of strm.seg is NSLOTS. */
 #define UNTIMED NSLOTS
 #define SMALL_SEGMENT 2 /* kernels */
+/* 1-in-N sampling's N at the start (TRAINSCOPE_SAMPLE_N), and before the device is set
+ * up: 0 there sampled each thread's first GEMM, whatever the settings */
+#define SAMPLE_N 64
 
 struct ev_slot {
 	_Atomic int state;
@@ -91,6 +94,7 @@ static struct {
 	struct strm strm[NSTREAMS];
 	_Atomic uint64_t closed_upto; /* steps below this one have ended */
 	_Atomic uint64_t gemm_mark;   /* always_gemm's step << 8 | GEMMs taken in it */
+	_Atomic int gemms_per_step;   /* how many (TRAINSCOPE_GEMMS_PER_STEP); -1: not read */
 	uint64_t emitted_upto;        /* poller: GPU_STEP sent for steps below this one */
 	struct step_acc acc[NACC];
 	_Atomic uint64_t min_n;
@@ -108,7 +112,8 @@ static struct {
 			seg_untimed, tail_unsampled;
 		_Atomic uint64_t graph[TS_GRAPH_HOST_FUNC + 1]; /* enum ts_graph_note */
 	} st;
-} g __attribute__((aligned(64))) = { .strm = { [0 ... NSTREAMS - 1] = { .seg = -1 } } };
+} g __attribute__((aligned(64))) = { .strm = { [0 ... NSTREAMS - 1] = { .seg = -1 } },
+				     .gemms_per_step = -1, .sample_n = SAMPLE_N };
 
 /* The variable as a whole non-negative number (common/numparse.c), else def. */
 static uint64_t env_u64(const char *name, uint64_t def)
@@ -200,7 +205,7 @@ static __attribute__((noinline, cold)) bool gpu_init(unsigned sk)
 		atomic_store(&g.init, GPU_UNINIT);
 		return false;
 	}
-	g.sample_n = env_u64("TRAINSCOPE_SAMPLE_N", 64);
+	g.sample_n = env_u64("TRAINSCOPE_SAMPLE_N", SAMPLE_N);
 	g.min_n = g.sample_n < 8 ? g.sample_n : 8;
 	if (!g.sample_n)
 		g.sample_n = 1;
@@ -600,17 +605,24 @@ int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample, uint32_t work)
 	return ts_gpu_timed_begin(s, sk);
 }
 
-/* One of the process's first TS_GEMMS_PER_STEP GEMMs of step: the step (low 56 bits)
+/* One of the process's first g.gemms_per_step GEMMs of step: the step (low 56 bits)
  * and its count so far share one word, so threads at a step's start take that many
  * between them. (A thread still on the step before, as it ends, may restart the count:
  * that step times up to 2 more.) */
 static bool always_gemm(uint64_t step)
 {
 	uint64_t v = atomic_load_explicit(&g.gemm_mark, memory_order_relaxed), mark = step << 8;
+	int per_step = atomic_load_explicit(&g.gemms_per_step, memory_order_relaxed);
 
+	if (unlikely(per_step < 0)) { /* read here, not at the device's set-up: the first
+				       * GEMM can come before it */
+		uint64_t e = env_u64("TRAINSCOPE_GEMMS_PER_STEP", TS_GEMMS_PER_STEP);
+		per_step = e < TS_GEMMS_PER_STEP_MAX ? (int)e : TS_GEMMS_PER_STEP_MAX;
+		atomic_store_explicit(&g.gemms_per_step, per_step, memory_order_relaxed);
+	}
 	for (;;) {
 		uint64_t n = (v & ~0xffull) == mark ? v & 0xff : 0;
-		if (n >= TS_GEMMS_PER_STEP)
+		if (n >= (uint64_t)per_step)
 			return false;
 		if (atomic_compare_exchange_weak_explicit(&g.gemm_mark, &v, mark | (n + 1),
 							  memory_order_relaxed,

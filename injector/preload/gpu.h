@@ -48,11 +48,13 @@ struct ts_op_meta {
  * launch. */
 TS_HIDDEN int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample, uint32_t work);
 /* 1-in-N sampling for GEMMs, with the same adaptive N; and the process's first
- * TS_GEMMS_PER_STEP GEMMs of each step always (the same GEMMs each step): every step has
- * a throughput to compare, which a GPU shared or slowed lowers and a starved host not.
- * Per process, not per thread: autograd's backward thread timed two more a step (on an
- * H200, DDP's cuBLAS hooks cost 25 µs a step instead of 35; issue 45). */
+ * TRAINSCOPE_GEMMS_PER_STEP (TS_GEMMS_PER_STEP) GEMMs of each step always (the same GEMMs
+ * each step): every step has a throughput to compare, which a GPU shared or slowed lowers
+ * and a starved host not. Per process, not per thread: autograd's backward thread timed
+ * two more a step (on an H200, DDP's cuBLAS hooks cost 25 µs a step instead of 35; issue
+ * 45). Each is an event pair: some 9 µs of host time and 6 of device time on an H200. */
 #define TS_GEMMS_PER_STEP 2
+#define TS_GEMMS_PER_STEP_MAX 255 /* always_gemm counts them in 8 bits */
 TS_HIDDEN bool ts_gpu_sample_gemm(void);
 /* A GEMM ts_gpu_sample_gemm chose could not be timed (no context, a capture, no free
  * event): its place among the step's first GEMMs goes to the next one. */

@@ -474,15 +474,24 @@ static void test_cublas(void **state)
 	assert_int_equal(vali(&o, "gemm", 0, "dur_ns"), 1 * MS);
 	/* the library's own kernel is counted, never sampled on its own */
 	assert_int_equal(val(&o, "ts.samples"), 1);
+	/* N too large to sample: the step's first GEMM is timed as such, unless none is */
+	char *always[] = { "TRAINSCOPE_SAMPLE_N=1000000", NULL, NULL };
+	run("cublas", always, &o);
+	assert_int_equal(val(&o, "ring.gemms"), 1);
+	always[1] = "TRAINSCOPE_GEMMS_PER_STEP=0";
+	run("cublas", always, &o);
+	assert_int_equal(val(&o, "ts.gemms"), 1);
+	assert_int_equal(val(&o, "ring.gemms"), 0);
+	assert_int_equal(val(&o, "ts.samples"), 0);
 }
 
 /* Launches and GEMMs from many threads: 80 one after another, two at a time (slots
  * taken again), then 70 at once (past the 64 slots): each counted once, in its step's
  * counters; the process's first 2 GEMMs of each step timed, whichever thread made them,
- * and no other (N too large to sample). */
+ * and no other (N too large to sample); with TRAINSCOPE_GEMMS_PER_STEP, that many. */
 static void test_threads(void **state)
 {
-	char *env[] = { "TRAINSCOPE_SAMPLE_N=1000000", NULL };
+	char *env[] = { "TRAINSCOPE_SAMPLE_N=1000000", NULL, NULL };
 	const uint64_t threads = 40 * 2 + 70;
 
 	(void)state;
@@ -491,6 +500,10 @@ static void test_threads(void **state)
 	assert_int_equal(val(&o, "ring.step_ctr_launches"), threads * (100 + 3));
 	assert_int_equal(val(&o, "ts.gemms"), threads * 3);
 	assert_int_equal(val(&o, "ts.samples"), 41 * 2); /* at most 2 a step: 2 in each */
+	env[1] = "TRAINSCOPE_GEMMS_PER_STEP=1";
+	run("threads", env, &o);
+	assert_int_equal(val(&o, "ts.gemms"), threads * 3);
+	assert_int_equal(val(&o, "ts.samples"), 41 * 1);
 }
 
 /* The profiler plugin: v5 and v4 give device time from the channels' GPU timers (first
