@@ -32,9 +32,6 @@ enum { GPU_UNINIT, GPU_INITIALIZING, GPU_READY_CUDA, GPU_READY_ACL };
  * samples): the slot part of strm.seg is NSLOTS. */
 #define UNTIMED NSLOTS
 #define SMALL_SEGMENT 2 /* kernels */
-/* 1-in-N sampling's N at the start (TRAINSCOPE_SAMPLE_N), and before the device is set
- * up: 0 there sampled each thread's first GEMM, whatever the settings */
-#define SAMPLE_N 64
 
 struct ev_slot {
 	_Atomic int state;
@@ -113,7 +110,7 @@ static struct {
 		_Atomic uint64_t graph[TS_GRAPH_HOST_FUNC + 1]; /* enum ts_graph_note */
 	} st;
 } g __attribute__((aligned(64))) = { .strm = { [0 ... NSTREAMS - 1] = { .seg = -1 } },
-				     .gemms_per_step = -1, .sample_n = SAMPLE_N };
+				     .gemms_per_step = -1 };
 
 /* The variable as a whole non-negative number (common/numparse.c), else def. */
 static uint64_t env_u64(const char *name, uint64_t def)
@@ -205,7 +202,7 @@ static __attribute__((noinline, cold)) bool gpu_init(unsigned sk)
 		atomic_store(&g.init, GPU_UNINIT);
 		return false;
 	}
-	g.sample_n = env_u64("TRAINSCOPE_SAMPLE_N", SAMPLE_N);
+	g.sample_n = env_u64("TRAINSCOPE_SAMPLE_N", 64);
 	g.min_n = g.sample_n < 8 ? g.sample_n : 8;
 	if (!g.sample_n)
 		g.sample_n = 1;
@@ -257,6 +254,9 @@ static inline bool tick_due(uint32_t *tick, uint32_t *n)
 	if (likely(++*tick < *n && (*tick & (TICK_REREAD - 1))))
 		return false;
 	uint64_t now = atomic_load_explicit(&g.sample_n, memory_order_relaxed);
+	if (unlikely(!now)) /* the device not set up yet, N not known: asked again next call
+			     * (as 0 it sampled each thread's first GEMM, whatever the settings) */
+		return false;
 	*n = now < UINT32_MAX ? (uint32_t)now : UINT32_MAX;
 	if (*tick < *n)
 		return false;
