@@ -608,7 +608,7 @@ int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample, uint32_t work)
 /* One of the process's first g.gemms_per_step GEMMs of step: the step (low 56 bits)
  * and its count so far share one word, so threads at a step's start take that many
  * between them. (A thread still on the step before, as it ends, may restart the count:
- * that step times up to 2 more.) */
+ * that step times up to that many more.) */
 static bool always_gemm(uint64_t step)
 {
 	uint64_t v = atomic_load_explicit(&g.gemm_mark, memory_order_relaxed), mark = step << 8;
