@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The GEMMs a recording's steps carry (bench/data, common/recording.h), and the corpus as
+if the preload had timed fewer of them: a what-if for the analyzer, replayed by
+bench/real_bench (make real-bench) without a GPU.
+
+  rec_gemms.py show FILE...          per rank: the steps' GEMM buckets (log2 flops, count),
+                                     the commonest first, and the spread of ns per flop
+  rec_gemms.py keep-one [--smallest] [--pairs] SRC DST
+                                     copies the corpus folder SRC (labels.json and all) to
+                                     DST, each step keeping one GEMM bucket, its largest
+                                     (or smallest); a kept bucket of n GEMMs becomes one
+                                     GEMM of 1/n of the time. --pairs: only steps that
+                                     carry two single GEMMs (the preload's two a step;
+                                     older recordings carry more). Every other byte is kept.
+
+The wire is decoded by hand (protobuf's wire format, proto/trainscope.proto: Bundle 1
+batches, Batch 1 id / 4 records, Identity 6 rank, Record 2 step, Step 12 gemms, GemmStat
+1 size_bucket / 2 count / 3 time_ns / 4 tflops), so no protobuf package is needed."""
+import collections
+import gzip
+import os
+import statistics
+import struct
+import sys
+
+MAGIC = b"trainscope-recording 1\n"
+
+
+def varint(b, i):
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return v, i
+
+
+def enc_varint(v):
+    out = bytearray()
+    while True:
+        c, v = v & 0x7F, v >> 7
+        out.append(c | 0x80 if v else c)
+        if not v:
+            return bytes(out)
+
+
+def fields(b):
+    """Each field of message b: (number, wire type, value, the field's own bytes)."""
+    i = 0
+    while i < len(b):
+        start = i
+        key, i = varint(b, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = varint(b, i)
+        elif wt == 1:
+            v, i = b[i:i + 8], i + 8
+        elif wt == 2:
+            n, i = varint(b, i)
+            v, i = b[i:i + n], i + n
+        elif wt == 5:
+            v, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError("wire type %d" % wt)
+        yield num, wt, v, b[start:i]
+
+
+def delimited(num, payload):
+    return enc_varint(num << 3 | 2) + enc_varint(len(payload)) + payload
+
+
+def frames(path):
+    """The recording's (time, subject, payload) frames."""
+    b = gzip.open(path).read()
+    if not b.startswith(MAGIC):
+        sys.exit("%s: not a trainscope recording" % path)
+    i = len(MAGIC)
+    while i < len(b):
+        t, sl, dl = struct.unpack_from("<QII", b, i)
+        i += 16
+        yield t, b[i:i + sl], b[i + sl:i + sl + dl]
+        i += sl + dl
+
+
+def batches(subject, data):
+    """The encoded batches of one message: a pod's bundle holds several, a rank's is one."""
+    kind = subject.split(b".")[4] if subject.count(b".") >= 5 else b""
+    if kind == b"pod":
+        return [v for num, _, v, _ in fields(data) if num == 1]
+    return [data] if kind == b"rank" else []
+
+
+def gemm_stat(v):
+    d = {num: (struct.unpack("<d", x)[0] if wt == 1 else x) for num, wt, x, _ in fields(v)}
+    return d.get(1, 0), d.get(2, 0), d.get(3, 0), d.get(4, 0.0)
+
+
+def show(paths):
+    for path in paths:
+        ranks = collections.defaultdict(dict)
+        for _, subject, data in frames(path):
+            for b in batches(subject, data):
+                rank, steps = None, []
+                for num, _, v, _ in fields(b):
+                    if num == 1:  # an identity without a rank field is rank 0
+                        rank = next((x for n, _, x, _ in fields(v) if n == 6), 0)
+                    elif num == 4:
+                        steps += [x for n, _, x, _ in fields(v) if n == 2]
+                for s in steps:
+                    fs = list(fields(s))
+                    step = next((x for n, _, x, _ in fs if n == 1), 0)
+                    ranks[rank][step] = [gemm_stat(x) for n, _, x, _ in fs if n == 12]
+        for rank in sorted(r for r in ranks if r is not None):
+            shapes, per = collections.Counter(), []
+            for gemms in ranks[rank].values():
+                shapes[tuple((g[0], g[1]) for g in gemms)] += 1
+                ns = sum(g[2] for g in gemms)
+                flops = sum(g[3] * g[2] * 1e3 for g in gemms)
+                if ns and flops:
+                    per.append(ns / flops)
+            print("%s rank %d: %d steps; GEMM buckets (log2 flops, count): %s" %
+                  (os.path.basename(path), rank, len(ranks[rank]), shapes.most_common(3)))
+            if len(per) > 20:
+                med = statistics.median(per)
+                mad = statistics.median(abs(x - med) for x in per)
+                print("  ns per flop: median %.3g, median absolute deviation %.1f %% of it" %
+                      (med, 100 * mad / med))
+
+
+def keep_one(step, smallest, pairs, tally):
+    """Step message with one GEMM bucket left (the first field 12's place); with pairs,
+    only a step of two single GEMMs (what the preload times a step since session 31)."""
+    gemms = [(gemm_stat(v), raw) for num, _, v, raw in fields(step) if num == 12]
+    if not gemms or (len(gemms) == 1 and gemms[0][0][1] <= 1):
+        return step
+    if pairs and (len(gemms) != 2 or any(g[0][1] != 1 for g in gemms)):
+        tally["left"] += 1
+        return step
+    (bucket, count, time_ns, tflops), kept = (min if smallest else max)(
+        gemms, key=lambda g: g[0][0])
+    tally["steps"] += 1
+    if count > 1:
+        tally["split"] += 1
+        kept = delimited(12, enc_varint(1 << 3) + enc_varint(bucket) + enc_varint(2 << 3) +
+                         enc_varint(1) + enc_varint(3 << 3) + enc_varint(time_ns // count) +
+                         enc_varint(4 << 3 | 1) + struct.pack("<d", tflops))
+    out, placed = bytearray(), False
+    for num, _, _, raw in fields(step):
+        if num != 12:
+            out += raw
+        elif not placed:
+            out += kept
+            placed = True
+    return bytes(out)
+
+
+def rewrite(b, path, fn):
+    """Message b with the fields that path (field numbers, outermost first) reaches
+    replaced by fn of their payload."""
+    if not path:
+        return fn(b)
+    return b"".join(delimited(num, rewrite(v, path[1:], fn)) if num == path[0] else raw
+                    for num, _, v, raw in fields(b))
+
+
+def keep_one_corpus(src, dst, smallest, pairs):
+    tally = collections.Counter()
+
+    def step(s):
+        return keep_one(s, smallest, pairs, tally)
+
+    for root, _, files in os.walk(src):
+        for name in files:
+            p = os.path.join(root, name)
+            q = os.path.join(dst, os.path.relpath(p, src))
+            os.makedirs(os.path.dirname(q), exist_ok=True)
+            if not name.endswith(".tsrec.gz"):
+                with open(p, "rb") as f, open(q, "wb") as g:
+                    g.write(f.read())
+                continue
+            out = bytearray(MAGIC)
+            for t, subject, data in frames(p):
+                kind = subject.split(b".")[4] if subject.count(b".") >= 5 else b""
+                if kind == b"pod":
+                    data = rewrite(data, [1, 4, 2], step)
+                elif kind == b"rank":
+                    data = rewrite(data, [4, 2], step)
+                out += struct.pack("<QII", t, len(subject), len(data)) + subject + data
+            with gzip.open(q, "wb") as g:
+                g.write(bytes(out))
+    print("%d steps cut to one GEMM bucket; in %d of them the bucket held several GEMMs, "
+          "split evenly; %d steps left as they were" % (tally["steps"], tally["split"],
+                                                        tally["left"]))
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[0] == "show":
+        show(argv[1:])
+    elif argv and argv[0] == "keep-one":
+        rest = [a for a in argv[1:] if a not in ("--smallest", "--pairs")]
+        if len(rest) != 2:
+            sys.exit(__doc__)
+        keep_one_corpus(rest[0], rest[1], "--smallest" in argv, "--pairs" in argv)
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
