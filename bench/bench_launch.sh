@@ -32,8 +32,8 @@ pin=()
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# side NAME [LIB [PAUSED]]: one process's medians appended to NAME's file (no LIB: the
-# doubles alone; PAUSED=1: recording paused in the step the calls run in)
+# side NAME [LIB [PAUSED [SCENARIO]]]: one process's medians appended to NAME's file (no
+# LIB: the doubles alone; PAUSED=1: recording paused in the step the calls run in)
 side() {
 	if [ -z "${2:-}" ]; then
 		"${pin[@]}" "$drive" cost >>"$work/$1"
@@ -42,7 +42,7 @@ side() {
 	mkdir -p "$work/ring"
 	env ${3:+HOOKDRIVE_PAUSED=1 TRAINSCOPE_AB_STEPS=1} LD_PRELOAD="$2" \
 		TRAINSCOPE_RING_DIR="$work/ring" TRAINSCOPE_SAMPLE_N=1000000 \
-		"${pin[@]}" "$drive" cost >>"$work/$1"
+		"${pin[@]}" "$drive" "${4:-cost}" >>"$work/$1"
 	rm -rf "$work/ring"
 }
 for r in $(seq "$ROUNDS"); do
@@ -51,6 +51,9 @@ for r in $(seq "$ROUNDS"); do
 	[ -z "${BASELINE_LIB:-}" ] || side before "$BASELINE_LIB"
 	[ -z "${PAUSED:-}" ] || side paused "$lib" 1
 	[ -z "${PAUSED:-}" ] || [ -z "${BASELINE_LIB:-}" ] || side before_paused "$BASELINE_LIB" 1
+	# the poller's own thread over one second with nothing in flight (hookdrive idle)
+	side idle "$lib" 1 idle
+	[ -z "${BASELINE_LIB:-}" ] || side idle_before "$BASELINE_LIB" 1 idle
 done
 median() { # SIDE KEY
 	awk -v k="cost.$2" '$1 == k { print $2 }' "$work/$1" | sort -g |
@@ -101,5 +104,10 @@ if [ "$EVICT_KB" -gt 0 ]; then
 	row cold_runtime_launch "kernel launch, runtime, caches cold" 100
 	row cold_cublas_gemm "cuBLAS GEMM + its launch, caches cold" 150
 fi
+idle_before=""
+[ -z "${BASELINE_LIB:-}" ] ||
+	idle_before=$(printf ' (before: %.0f us)' "$(median idle_before idle_poller_us_per_s)")
+printf 'the poller with nothing in flight: %.0f us of its thread a second, its wake-ups every 5 ms included%s\n' \
+	"$(median idle idle_poller_us_per_s)" "$idle_before"
 echo "(medians of $ROUNDS processes each way, alternating${BASELINE_LIB:+; before: $BASELINE_LIB}${CPU:+; on CPU $CPU}; $(nproc) CPUs: $(lscpu | sed -n 's/^Model name: *//p'))"
 exit 0

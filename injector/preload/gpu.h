@@ -168,8 +168,9 @@ TS_HIDDEN void ts_gpu_stream_wait(CUstream s, unsigned sk);
 /* True while NCCL's profiler plugin times collectives (the API hooks then do not). */
 TS_HIDDEN bool ts_gpu_plugin_active(void);
 TS_HIDDEN void ts_gpu_set_plugin_active(void);
-/* The plugin's ops still pending after the hang timeout (ncclprof.c, from the poller). */
-TS_HIDDEN void ts_prof_hang_scan(uint64_t now_ns);
+/* The plugin's ops pending longer than limit_ns (the hang timeout) are reported
+ * (ncclprof.c, from the poller). */
+TS_HIDDEN void ts_prof_hang_scan(uint64_t now_ns, uint64_t limit_ns);
 /* The plugin's network sends per peer since the last call (ncclprof.c, from the poller,
  * once a step). */
 TS_HIDDEN void ts_prof_flush_peers(void);

@@ -386,10 +386,8 @@ TS_EXPORT ts_profiler_v5 ncclProfiler_v5 = {
 };
 
 /* From the poller: an op the GPU has not finished within the hang timeout. */
-void ts_prof_hang_scan(uint64_t now)
+void ts_prof_hang_scan(uint64_t now, uint64_t limit)
 {
-	uint64_t limit = ts_hang_timeout_ns();
-
 	for (int i = 0; i < NOPS; i++) {
 		struct pop *o = &P.op[i];
 		/* finished stays true from the slot's last use until start_op has filled it */

@@ -13,6 +13,7 @@
 #include "trainscope.h"
 
 #include <dlfcn.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 cudaError_t __cudaLaunchKernel(const void *, ts_dim3, ts_dim3, void **, size_t, CUstream);
 cudaError_t __cudaLaunchKernel_ptsz(const void *, ts_dim3, ts_dim3, void **, size_t, CUstream);
@@ -689,6 +691,47 @@ static void sc_cost(void)
 }
 
 /* 1 in N kernels timed; with a tiny host budget N grows. */
+/* CPU ns the process's threads other than the calling one have used: the library's
+ * poller, in a process that starts no thread of its own (Linux schedstat). */
+static uint64_t others_cpu_ns(void)
+{
+	char path[64];
+	uint64_t sum = 0, ns;
+	pid_t self = (pid_t)syscall(SYS_gettid);
+
+	for (int tid = 1; tid < 4194304 && tid < self + 4096; tid++) {
+		if (tid == self)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%" SCNu64, &ns) == 1)
+			sum += ns;
+		fclose(f);
+	}
+	return sum;
+}
+
+/* The poller's own CPU with nothing in flight, once a step's launch has set the device
+ * up and its segment is read back: what it costs a process to wake every
+ * TRAINSCOPE_POLL_MS and scan, over one second (with TRAINSCOPE_AB_STEPS=1 and
+ * HOOKDRIVE_PAUSED=1, in a paused step). A benchmark's wait, not a test's
+ * synchronisation. */
+static void sc_idle(void)
+{
+	struct timespec second = { 1, 0 };
+
+	trainscope_step_begin(0);
+	rt_launch(0, A);
+	trainscope_step_end(0);
+	wait_until(all_read_back, NULL, "the step's segment not read back");
+	trainscope_step_begin(atoi(getenv("HOOKDRIVE_PAUSED") ?: "0") ? 1 : 2);
+	uint64_t before = others_cpu_ns();
+	nanosleep(&second, NULL);
+	printf("cost.idle_poller_us_per_s %.1f\n", (double)(others_cpu_ns() - before) / 1e3);
+}
+
 static void sc_sampling(void)
 {
 	uint64_t max_n = 0;
@@ -1075,7 +1118,7 @@ static const struct {
 	{ "pool", sc_pool },         { "capture", sc_capture },   { "sampling", sc_sampling }, { "samplefall", sc_samplefall },
 	{ "hang", sc_hang },         { "nccl", sc_nccl },         { "sync_coll", sc_sync_coll },         { "comms", sc_comms },         { "cublas", sc_cublas },
 	{ "plugin", sc_plugin },     { "graphs", sc_graphs },     { "graph_colls", sc_graph_colls },     { "cost", sc_cost },
-	{ "threads", sc_threads },
+	{ "threads", sc_threads },   { "idle", sc_idle },
 };
 
 static void open_ring(void)
