@@ -12,6 +12,7 @@
 #include "ring.h"
 #include "trainscope.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -695,14 +696,16 @@ static void sc_cost(void)
  * poller, in a process that starts no thread of its own (Linux schedstat). */
 static uint64_t others_cpu_ns(void)
 {
-	char path[64];
+	char path[300];
 	uint64_t sum = 0, ns;
-	pid_t self = (pid_t)syscall(SYS_gettid);
+	long self = (long)syscall(SYS_gettid);
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *t;
 
-	for (int tid = 1; tid < 4194304 && tid < self + 4096; tid++) {
-		if (tid == self)
+	while (dir && (t = readdir(dir))) {
+		if (t->d_name[0] == '.' || strtol(t->d_name, NULL, 10) == self)
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", t->d_name);
 		FILE *f = fopen(path, "r");
 		if (!f)
 			continue;
@@ -710,6 +713,8 @@ static uint64_t others_cpu_ns(void)
 			sum += ns;
 		fclose(f);
 	}
+	if (dir)
+		closedir(dir);
 	return sum;
 }
 
