@@ -85,9 +85,14 @@ def frames(path):
         i += sl + dl
 
 
+def kind_of(subject):
+    """ts.v1.<ns>.<job>.<kind>.<leaf>...: b"pod", b"rank", b"ctl"..."""
+    return subject.split(b".")[4] if subject.count(b".") >= 5 else b""
+
+
 def batches(subject, data):
     """The encoded batches of one message: a pod's bundle holds several, a rank's is one."""
-    kind = subject.split(b".")[4] if subject.count(b".") >= 5 else b""
+    kind = kind_of(subject)
     if kind == b"pod":
         return [v for num, _, v, _ in fields(data) if num == 1]
     return [data] if kind == b"rank" else []
@@ -183,7 +188,7 @@ def keep_one_corpus(src, dst, smallest, pairs):
                 continue
             out = bytearray(MAGIC)
             for t, subject, data in frames(p):
-                kind = subject.split(b".")[4] if subject.count(b".") >= 5 else b""
+                kind = kind_of(subject)
                 if kind == b"pod":
                     data = rewrite(data, [1, 4, 2], step)
                 elif kind == b"rank":

@@ -658,6 +658,13 @@ static void cold_costs(struct cost_ctx *c)
 	free(buf);
 }
 
+/* HOOKDRIVE_PAUSED=1 (with TRAINSCOPE_AB_STEPS=1): the calls measured run in a step
+ * the in-run A/B pauses (an odd one), else in a recorded one. */
+static uint64_t measured_step(uint64_t recorded)
+{
+	return atoi(getenv("HOOKDRIVE_PAUSED") ?: "0") ? 1 : recorded;
+}
+
 static void sc_cost(void)
 {
 	getproc2_fn gp = (getproc2_fn)dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2");
@@ -678,9 +685,8 @@ static void sc_cost(void)
 	    gp("cuGraphLaunch", (void **)&c.glaunch, 12000, 0, &st) ||
 	    inst(&c.exec, (uint64_t)(uintptr_t)tsd_graph_new(7, 0, NULL), 0))
 		die("driver entry points");
-	/* HOOKDRIVE_PAUSED=1, with TRAINSCOPE_AB_STEPS=1: step 1, recording paused */
 	if (trainscope_step_begin)
-		trainscope_step_begin(atoi(getenv("HOOKDRIVE_PAUSED") ?: "0") ? 1 : 0);
+		trainscope_step_begin(measured_step(0));
 	cold_costs(&c);
 	cost_of("runtime_launch", c_runtime, &c, 200000, NULL);
 	cost_of("dlsym_launch", c_dlsym, &c, 200000, NULL);
@@ -731,7 +737,7 @@ static void sc_idle(void)
 	rt_launch(0, A);
 	trainscope_step_end(0);
 	wait_until(all_read_back, NULL, "the step's segment not read back");
-	trainscope_step_begin(atoi(getenv("HOOKDRIVE_PAUSED") ?: "0") ? 1 : 2);
+	trainscope_step_begin(measured_step(2));
 	uint64_t before = others_cpu_ns();
 	nanosleep(&second, NULL);
 	printf("cost.idle_poller_us_per_s %.1f\n", (double)(others_cpu_ns() - before) / 1e3);
