@@ -239,8 +239,9 @@ static int past_stop(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, cur
 	return by && ts_real_ns() > by;
 }
 
-int ts_kube_request(struct ts_kube *k, const char *method, const char *path, json_t *body,
-		    const char *content_type, json_t **resp)
+/* ts_kube_request with the Accept header given. */
+static int request(struct ts_kube *k, const char *method, const char *path, const char *accept,
+		   json_t *body, const char *content_type, json_t **resp)
 {
 	struct curl_slist *h = NULL;
 	struct ts_buf in = { 0 };
@@ -262,7 +263,8 @@ int ts_kube_request(struct ts_kube *k, const char *method, const char *path, jso
 	curl_easy_setopt(k->curl, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(k->curl, CURLOPT_WRITEFUNCTION, collect);
 	curl_easy_setopt(k->curl, CURLOPT_WRITEDATA, &in);
-	h = curl_slist_append(h, "Accept: application/json");
+	snprintf(ctype, sizeof(ctype), "Accept: %s", accept);
+	h = curl_slist_append(h, ctype);
 	if (k->token) {
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", k->token);
 		h = curl_slist_append(h, auth);
@@ -291,6 +293,19 @@ int ts_kube_request(struct ts_kube *k, const char *method, const char *path, jso
 	return (int)code;
 }
 
+int ts_kube_request(struct ts_kube *k, const char *method, const char *path, json_t *body,
+		    const char *content_type, json_t **resp)
+{
+	return request(k, method, path, "application/json", body, content_type, resp);
+}
+
+int ts_kube_list_meta(struct ts_kube *k, const char *path, json_t **resp)
+{
+	return request(k, "GET", path,
+		       "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+		       "application/json", NULL, NULL, resp);
+}
+
 int ts_kube_warn(struct ts_kube *k, const struct ts_kube_event *e)
 {
 	char stamp[32], path[512];
@@ -300,7 +315,8 @@ int ts_kube_warn(struct ts_kube *k, const struct ts_kube_event *e)
 	ts_rfc3339(e->now_ns, stamp);
 	ev = json_pack("{s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:s,"
 		       " s:i, s:s, s:s}",
-		       "metadata", "generateName", e->name, "namespace", e->ns, "involvedObject",
+		       "metadata", e->event_name ? "name" : "generateName",
+		       e->event_name ? e->event_name : e->name, "namespace", e->ns, "involvedObject",
 		       "apiVersion", e->api_version, "kind", e->kind, "namespace",
 		       e->cluster_scoped ? "" : e->ns, "name", e->name, "reason", e->reason,
 		       "message", e->message, "type", e->type ? e->type : "Warning",

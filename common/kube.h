@@ -21,6 +21,11 @@ void ts_kube_close(struct ts_kube *k);
 int ts_kube_request(struct ts_kube *k, const char *method, const char *path, json_t *body,
 		    const char *content_type, json_t **resp);
 
+/* GET of a list at path, metadata only (PartialObjectMetadataList: each item's
+ * metadata, its annotations with it, no spec): a cluster's pods at a fraction of their
+ * size. Returns as ts_kube_request. */
+int ts_kube_list_meta(struct ts_kube *k, const char *path, json_t **resp);
+
 /* From realtime_ns on, a request under way, and any made after it, is aborted within
  * about a second (libcurl's progress callback): a stopping process gives the API server
  * only so long. Safe from any thread; 0 takes the deadline back. */
@@ -36,6 +41,9 @@ struct ts_kube_event {
 	uint64_t now_ns;                       /* realtime */
 	const char *type;                      /* NULL: "Warning"; or "Normal" */
 	int cluster_scoped;                    /* the object has no namespace */
+	/* the Event's own name, so that saying it again answers 409 (whoever said it
+	 * first); NULL: one made from the object's name */
+	const char *event_name;
 };
 
 /* POSTs the Event. Returns the HTTP status (201) or a negative errno. */

@@ -45,21 +45,14 @@ kubectl create clusterrolebinding e2e-analyzer --clusterrole trainscope-analyzer
 kubectl create clusterrolebinding e2e-webhook --clusterrole trainscope-webhook-events \
 	--user trainscope-webhook >/dev/null
 kubeconfig trainscope-webhook webhook-token "$WORK/webhook.kubeconfig"
-"$BIN/trainscope-webhook" --tls-cert "$pki/webhook.crt" --tls-key "$pki/webhook.key" \
-	--addr 127.0.0.1 --port "$webhook_port" --image trainscope:e2e --nats "$NATS_URL" \
-	--events --kubeconfig "$WORK/webhook.kubeconfig" 2>"$WORK/webhook.log" &
-PIDS="$PIDS $!"
-wait_for 10 grep -q "serving HTTPS" "$WORK/webhook.log" || die "webhook did not start"
-
-# ---- an annotated pod is mutated, a plain one is not ------------------------------------
 kubectl create namespace team >/dev/null
-pod() { # NAME ANNOTATION
+pod() { # NAME ANNOTATION [NAMESPACE]
 	cat <<POD
 apiVersion: v1
 kind: Pod
 metadata:
   name: $1
-  namespace: team
+  namespace: ${3:-team}
   labels: {training.kubeflow.org/job-name: llm}
   annotations: {trainscope.dev/inject: "$2"}
 spec:
@@ -69,6 +62,39 @@ spec:
       env: [{name: LD_PRELOAD, value: /opt/jemalloc.so}]
 POD
 }
+
+# ---- pods created while the webhook is down: the API server admits them unchanged
+# (failurePolicy: Ignore); the webhook, once up, finds those that asked and tells them ---
+kubectl create namespace labelled >/dev/null
+kubectl label namespace labelled trainscope.dev/inject=enabled >/dev/null
+pod missed-0 true | kubectl apply -f - >/dev/null
+pod quiet-0 x labelled | sed '/annotations:/d' | kubectl apply -f - >/dev/null
+pod optout-0 false labelled | kubectl apply -f - >/dev/null
+kubectl create namespace skipped >/dev/null # --exclude-namespaces names it
+pod skip-0 true skipped | kubectl apply -f - >/dev/null
+start_webhook() { # LOG
+	"$BIN/trainscope-webhook" --tls-cert "$pki/webhook.crt" --tls-key "$pki/webhook.key" \
+		--addr 127.0.0.1 --port "$webhook_port" --image trainscope:e2e --nats "$NATS_URL" \
+		--events --missed-check-s 1 --exclude-namespaces "trainscope, skipped" \
+		--kubeconfig "$WORK/webhook.kubeconfig" 2>"$1" &
+	webhook_pid=$!
+	PIDS="$PIDS $webhook_pid"
+	wait_for 10 grep -q "serving HTTPS" "$1" || die "webhook did not start: $(tail -3 "$1")"
+}
+start_webhook "$WORK/webhook.log"
+missed_events() { # the missed pods' Events, "namespace/pod event-name" a line
+	kubectl get events -A --field-selector reason=TrainscopeNotInjected -o jsonpath='{range .items[*]}{.involvedObject.namespace}/{.involvedObject.name} {.metadata.name} {.message}{"\n"}{end}' |
+		grep 'could not reach' | cut -d' ' -f1,2 | sort
+}
+told_missed() {
+	[ "$(missed_events | cut -d' ' -f1 | tr '\n' ' ')" = "labelled/quiet-0 team/missed-0 " ]
+}
+expect "pods admitted while the webhook was down, that asked (annotation, labelled namespace, not excluded), each get an Event" \
+	wait_for 20 told_missed
+webhook_metric() { curl -sf --cacert "$pki/ca.crt" "https://127.0.0.1:$webhook_port/metrics" |
+	awk '$1 == "trainscope_webhook_'"$1"'" { print $2 }'; }
+
+# ---- an annotated pod is mutated, a plain one is not ------------------------------------
 pod trainer-0 true | kubectl apply -f - >/dev/null
 pod plain-0 false | kubectl apply -f - >/dev/null
 kubectl get pod trainer-0 -n team -o json >"$WORK/trainer-0.json"
@@ -94,6 +120,24 @@ not_injected_event() {
 }
 odd_told() { grep -q 'left unchanged' "$WORK/odd-0.warn" && wait_for 20 not_injected_event; }
 expect "a pod left unchanged gets a Warning Event (and kubectl the review's warning)" odd_told
+more_looks() { [ "$(webhook_metric missed_scans_total)" -ge $((scans_then + 2)) ]; }
+scans_then=$(webhook_metric missed_scans_total)
+missed_once() {
+	more_looks || return 1
+	local uid
+	uid=$(kubectl get pod missed-0 -n team -o jsonpath='{.metadata.uid}')
+	missed_events | grep -qx "team/missed-0 missed-0.trainscope-$uid" &&
+		[ "$(missed_events | wc -l)" = 2 ] && [ "$(webhook_metric missed_pods)" = 2 ] &&
+		[ "$(webhook_metric missed_scan_failures_total)" = 0 ]
+}
+expect "two looks later: the same two Events, each once (by name); none on a pod injected, not asking, opting out or left unchanged; the gauge says 2" \
+	wait_for 20 missed_once
+kill "$webhook_pid" && wait "$webhook_pid" 2>/dev/null
+start_webhook "$WORK/webhook2.log"
+scans_then=0
+said_again() { [ "$(webhook_metric events_already_total)" = 2 ] && missed_once; }
+expect "a webhook started again says nothing new: the API server answers 409 for both Events" \
+	wait_for 20 said_again
 
 # ---- the job's controller: a batch/v1 Job owns the trainer's pod (no controller runs
 # here, so it makes no pods of its own) --------------------------------------------------

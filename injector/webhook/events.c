@@ -12,26 +12,41 @@
 
 #include "kube.h"
 #include "log.h"
+#include "tsclock.h"
 
 #define QUEUE 64
+/* The uids of the pods last told they were missed: not asked again each look (an Event
+ * of the same name answers 409 anyway, after a restart or from another replica). */
+#define TOLD 1024
+
+#define MISSED_WHY "the pod asks for it but was admitted without it (the API server could " \
+	"not reach the webhook, failurePolicy: Ignore; or its namespace opted in later): it " \
+	"runs untraced; delete it (its controller makes it again) to have it injected"
 
 struct pending {
 	char ns[64], pod[254], why[512];
+	char name[254]; /* the Event's name; empty: made from the pod's */
 };
 
 struct ts_events {
 	struct ts_kube *kube;
 	pthread_t thread;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;
+	pthread_cond_t wake; /* on CLOCK_MONOTONIC: the next look waits on it */
 	struct pending q[QUEUE];
 	unsigned head, count;
 	bool stop;
 	char host[64];
 	struct ts_events_stats st;
+	struct ts_missed_opts missed;
+	char *exclude;          /* missed.exclude's copy */
+	char told[TOLD][40];
+	unsigned told_next;
+	bool scan_failing;      /* the last look failed (said once until one works) */
 };
 
-static void post(struct ts_events *e, const struct pending *p)
+/* Returns the API server's answer (201; 409 when the Event of that name was there). */
+static int post(struct ts_events *e, const struct pending *p)
 {
 	char msg[640];
 	struct timespec now;
@@ -43,29 +58,98 @@ static void post(struct ts_events *e, const struct pending *p)
 				    .reason = "TrainscopeNotInjected", .message = msg,
 				    .component = "trainscope-webhook", .host = e->host,
 				    .now_ns = (uint64_t)now.tv_sec * 1000000000ull +
-					      (uint64_t)now.tv_nsec };
+					      (uint64_t)now.tv_nsec,
+				    .event_name = *p->name ? p->name : NULL };
 	code = ts_kube_warn(e->kube, &ev);
 	pthread_mutex_lock(&e->lock);
 	if (code == 201 || code == 200)
 		e->st.posted++;
+	else if (code == 409 && *p->name)
+		e->st.already++;
 	else if (!e->st.failed++)
 		ts_warn("webhook: cannot post an Event on pod %s/%s (HTTP %d; the first such "
 			"failure; trainscope_webhook_events_failed_total counts them)", p->ns, p->pod,
 			code);
 	pthread_mutex_unlock(&e->lock);
+	return code;
+}
+
+static bool told(struct ts_events *e, const char *uid)
+{
+	for (unsigned i = 0; i < TOLD; i++)
+		if (!strcmp(e->told[i], uid))
+			return true;
+	return false;
+}
+
+/* A pod the look found (ts_missed_fn), told at once unless it was already: on this
+ * thread, the lock not held. */
+static void missed_found(const char *ns, const char *pod, const char *uid, void *arg)
+{
+	struct ts_events *e = arg;
+	struct pending p = { 0 };
+
+	if (!*uid || told(e, uid))
+		return;
+	snprintf(p.ns, sizeof(p.ns), "%s", ns);
+	snprintf(p.pod, sizeof(p.pod), "%s", pod);
+	snprintf(p.why, sizeof(p.why), "%s", MISSED_WHY);
+	/* a name of its own, the same from any replica: 409 when already said */
+	snprintf(p.name, sizeof(p.name), "%.200s.trainscope-%.36s", pod, uid);
+	int code = post(e, &p);
+	if (code == 200 || code == 201)
+		ts_warn("webhook: pod %s/%s asks for trainscope and was admitted without it (the "
+			"webhook not reached); a TrainscopeNotInjected Event tells it", ns, pod);
+	if (code == 200 || code == 201 || code == 409) /* else asked again next look */
+		snprintf(e->told[e->told_next++ % TOLD], sizeof(e->told[0]), "%s", uid);
+}
+
+/* One look for missed pods; a failure said when it starts and when it ends. */
+static void missed_look(struct ts_events *e)
+{
+	char err[512] = "";
+	int n = ts_missed_scan(e->kube, &e->missed, missed_found, e, err, sizeof(err));
+
+	pthread_mutex_lock(&e->lock);
+	e->st.scans++;
+	e->st.scan_failed += n < 0;
+	if (n >= 0)
+		e->st.missed = (uint64_t)n;
+	pthread_mutex_unlock(&e->lock);
+	if (n < 0 && !e->scan_failing)
+		ts_warn("webhook: cannot look for pods admitted without trainscope: %s (looked "
+			"again every %u s; trainscope_webhook_missed_scan_failures_total counts "
+			"the failures)", err, e->missed.check_s);
+	else if (n >= 0 && e->scan_failing)
+		ts_info("webhook: looking for pods admitted without trainscope works again");
+	e->scan_failing = n < 0;
 }
 
 static void *run(void *arg)
 {
 	struct ts_events *e = arg;
+	uint64_t next = e->missed.check_s ? ts_mono_ns() : UINT64_MAX;
 	struct pending p;
 
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
-		while (!e->count && !e->stop)
-			pthread_cond_wait(&e->wake, &e->lock);
-		if (!e->count)
+		while (!e->count && !e->stop && ts_mono_ns() < next) {
+			struct timespec at = { (time_t)(next / 1000000000u),
+					       (long)(next % 1000000000u) };
+			if (next == UINT64_MAX)
+				pthread_cond_wait(&e->wake, &e->lock);
+			else
+				pthread_cond_timedwait(&e->wake, &e->lock, &at);
+		}
+		if (!e->count && e->stop)
 			break;
+		if (!e->count) { /* time to look */
+			pthread_mutex_unlock(&e->lock);
+			missed_look(e);
+			next = ts_mono_ns() + e->missed.check_s * 1000000000ull;
+			pthread_mutex_lock(&e->lock);
+			continue;
+		}
 		p = e->q[e->head];
 		e->head = (e->head + 1) % QUEUE;
 		e->count--;
@@ -77,9 +161,20 @@ static void *run(void *arg)
 	return NULL;
 }
 
-int ts_events_start(struct ts_events **out, const char *kubeconfig, char *err, size_t errlen)
+static void events_free(struct ts_events *e)
+{
+	ts_kube_close(e->kube);
+	pthread_cond_destroy(&e->wake);
+	pthread_mutex_destroy(&e->lock);
+	free(e->exclude);
+	free(e);
+}
+
+int ts_events_start(struct ts_events **out, const char *kubeconfig,
+		    const struct ts_missed_opts *missed, char *err, size_t errlen)
 {
 	struct ts_events *e = calloc(1, sizeof(*e));
+	pthread_condattr_t ca;
 	int rc;
 
 	if (!e)
@@ -88,15 +183,21 @@ int ts_events_start(struct ts_events **out, const char *kubeconfig, char *err, s
 		free(e);
 		return rc;
 	}
+	if (missed) { /* the fields this build knows of a caller's (maybe smaller) struct */
+		memcpy(&e->missed, missed, missed->sz < sizeof(e->missed) ? missed->sz :
+					   sizeof(e->missed));
+		e->exclude = e->missed.exclude ? strdup(e->missed.exclude) : NULL;
+		e->missed.exclude = e->exclude;
+	}
 	gethostname(e->host, sizeof(e->host) - 1);
 	pthread_mutex_init(&e->lock, NULL);
-	pthread_cond_init(&e->wake, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	if ((rc = pthread_create(&e->thread, NULL, run, e))) {
 		snprintf(err, errlen, "cannot start a thread: %s", strerror(rc));
-		ts_kube_close(e->kube);
-		pthread_cond_destroy(&e->wake);
-		pthread_mutex_destroy(&e->lock);
-		free(e);
+		events_free(e);
 		return -rc;
 	}
 	*out = e;
@@ -141,9 +242,8 @@ void ts_events_stop(struct ts_events *e)
 	e->stop = true;
 	pthread_cond_signal(&e->wake);
 	pthread_mutex_unlock(&e->lock);
+	/* a look under way (pages of pods) gives up; the queue gets a few seconds */
+	ts_kube_stop_by(e->kube, ts_real_ns() + 3000000000ull);
 	pthread_join(e->thread, NULL);
-	ts_kube_close(e->kube);
-	pthread_cond_destroy(&e->wake);
-	pthread_mutex_destroy(&e->lock);
-	free(e);
+	events_free(e);
 }

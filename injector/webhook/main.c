@@ -36,7 +36,8 @@ struct cli {
 	struct webhook_opts o;
 	struct ts_cert_files files;
 	struct ts_bootstrap_opts boot;
-	int port, check_s;
+	struct ts_missed_opts missed;
+	int port, check_s, missed_check_s;
 	bool plain, bootstrap_certs, events;
 	const char *ca_file;
 };
@@ -67,6 +68,17 @@ static const struct ts_opt options[] = {
 	{ "events", 0, TS_OPT_TRUE, F(events), 0, 0, NULL, NULL, "a Warning Event (reason "
 	  "TrainscopeNotInjected) on each pod that asked for trainscope and was left unchanged "
 	  "(needs events create; the API server of --kubeconfig, else the pod's)", NULL },
+	{ "missed-check-s", 0, TS_OPT_INT, F(missed_check_s), 0, 86400, "N", NULL, "with "
+	  "--events: every N seconds (and at start) look for pods that asked for trainscope "
+	  "and were admitted without it, the API server having not reached the webhook "
+	  "(failurePolicy: Ignore), and tell each once with a TrainscopeNotInjected Event "
+	  "(needs pods get and list, namespaces list; default 0: never)", NULL },
+	{ "namespace-label", 0, STR(missed.namespace_label), "KEY", NULL, "for that look: "
+	  "pods of namespaces labelled KEY=enabled opt in (default trainscope.dev/inject, as "
+	  "the chart's /mutate-namespace selector)", NULL },
+	{ "exclude-namespaces", 0, STR(missed.exclude), "NS,...", NULL, "for that look: "
+	  "namespaces never sent to the webhook (the chart's release namespace and "
+	  "webhook.excludeNamespaces)", NULL },
 	{ "relay-cpu", 0, STR(o.inject.relay_cpu), "Q", NULL, "the relay's cpu request and "
 	  "limit, given when the pod declares resources (default " TS_RELAY_CPU_DEFAULT ")", NULL },
 	{ "relay-memory", 0, STR(o.inject.relay_memory), "Q", NULL,
@@ -177,11 +189,13 @@ static int serve(struct webhook *w, struct ts_cert_files *f, unsigned check_s)
 	return 0;
 }
 
-static int start_events(struct webhook_opts *o, const char *kubeconfig)
+static int start_events(struct cli *c)
 {
 	char err[256] = "";
 
-	if (ts_events_start(&o->events, kubeconfig, err, sizeof(err)) == 0)
+	c->missed.sz = sizeof(c->missed);
+	c->missed.check_s = (unsigned)c->missed_check_s;
+	if (ts_events_start(&c->o.events, c->boot.kubeconfig, &c->missed, err, sizeof(err)) == 0)
 		return 0;
 	fprintf(stderr, "trainscope-webhook: --events: the API server: %s\n", err);
 	return -1;
@@ -247,7 +261,12 @@ int main(int argc, char **argv)
 		return bootstrap(&c.boot);
 	if (c.ca_file && !(o->inject.nats_ca_pem = ca_pem = read_pem(c.ca_file)))
 		return 1;
-	if (c.events && start_events(o, c.boot.kubeconfig)) {
+	if (c.missed_check_s && !c.events) {
+		fprintf(stderr, "trainscope-webhook: --missed-check-s tells pods with Events: it "
+				"needs --events\n");
+		return 2;
+	}
+	if (c.events && start_events(&c)) {
 		free(ca_pem);
 		return 1;
 	}

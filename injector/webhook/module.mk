@@ -20,6 +20,7 @@ FUZZ_ARGS_mutate := -max_len=8192
 WEBHOOK_BIN := $(BUILD)/bin/trainscope-webhook
 $(WEBHOOK_BIN): $(BUILD)/obj/injector/webhook/main.o $(BUILD)/obj/injector/webhook/server.o \
 		$(BUILD)/obj/injector/webhook/bootstrap.o $(BUILD)/obj/injector/webhook/events.o \
+		$(BUILD)/obj/injector/webhook/missed.o \
 		$(WEBHOOK_LIB_OBJS) $(WEBHOOK_CERT_OBJ) $(COMMON_OBJS) $(PROTO_OBJ)
 	$(call link,$^,$(WEBHOOK_CRYPTO_LIBS))
 BINS += $(WEBHOOK_BIN)

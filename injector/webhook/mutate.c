@@ -378,6 +378,39 @@ static size_t select_containers(json_t *pod, json_t *containers, bool **sel, jso
 	return count;
 }
 
+bool ts_pod_asks(const void *pod_v, bool namespace_opt_in)
+{
+	json_t *pod = (json_t *)pod_v;
+	struct ts_inject_opts o = { .namespace_opt_in = namespace_opt_in };
+
+	return json_is_object(pod) && wants_injection(pod, &o) && !already_injected(pod);
+}
+
+/* Whether the pod asks for trainscope and does not have it: a patch is due. */
+static bool patch_due(json_t *pod, const struct ts_inject_opts *o)
+{
+	json_t *spec = json_object_get(pod, "spec");
+
+	return ts_pod_asks(pod, o->namespace_opt_in) && json_is_object(spec) &&
+	       json_is_array(json_object_get(spec, "containers"));
+}
+
+bool ts_pod_would_inject(const void *pod_v, bool namespace_opt_in)
+{
+	json_t *pod = (json_t *)pod_v, *warnings;
+	struct ts_inject_opts o = { .namespace_opt_in = namespace_opt_in };
+	bool *sel = NULL, due;
+
+	if (!json_is_object(pod) || !patch_due(pod, &o))
+		return false;
+	warnings = json_array();
+	due = select_containers(pod, json_object_get(json_object_get(pod, "spec"), "containers"),
+				&sel, warnings) > 0;
+	free(sel);
+	json_decref(warnings);
+	return due;
+}
+
 /* The patch for a pod; NULL when there is nothing to do. */
 static json_t *pod_patch(json_t *pod, const struct ts_inject_opts *o, json_t *warnings)
 {
@@ -388,8 +421,7 @@ static json_t *pod_patch(json_t *pod, const struct ts_inject_opts *o, json_t *wa
 	bool *sel, has_resources;
 	size_t i;
 
-	if (!wants_injection(pod, o) || already_injected(pod) || !json_is_object(spec) ||
-	    !json_is_array(containers))
+	if (!patch_due(pod, o))
 		return NULL;
 	if (!select_containers(pod, containers, &sel, warnings)) {
 		if (sel)

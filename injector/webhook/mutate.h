@@ -44,6 +44,15 @@ struct ts_inject_opts {
  * AdmissionReview (the body then explains). */
 int ts_mutate(const char *body, size_t len, const struct ts_inject_opts *o, char **out);
 
+/* Whether the pod (a jansson object; its metadata is enough) asks for trainscope, its
+ * namespace opting in or not, and has no mark of it yet. */
+bool ts_pod_asks(const void *pod, bool namespace_opt_in);
+
+/* Whether ts_mutate would inject the pod (a jansson object) now, its namespace opting in
+ * or not: it asks, has no trainscope yet, and has a container to instrument. A pod the
+ * API server admitted without asking the webhook shows so. */
+bool ts_pod_would_inject(const void *pod, bool namespace_opt_in);
+
 /* The job name of a pod (docs/design.md, Identity), or NULL. pod is a jansson object. */
 const char *ts_pod_job(const void *pod);
 

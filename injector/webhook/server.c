@@ -86,6 +86,10 @@ enum {
 	WM_EVENTS_POSTED,
 	WM_EVENTS_FAILED,
 	WM_EVENTS_DROPPED,
+	WM_EVENTS_ALREADY,
+	WM_MISSED_PODS,
+	WM_MISSED_SCANS,
+	WM_MISSED_SCAN_FAILURES,
 	WM_SKIPPED,
 	WM_REFUSED,
 	WM_TOO_LARGE,
@@ -105,6 +109,17 @@ static const struct ts_metric_family webhook_metrics[] = {
 		"Warning Events the API server refused or did not answer." },
 	[WM_EVENTS_DROPPED] = { "trainscope_webhook_events_dropped_total", TS_COUNTER, NULL,
 		"Warning Events dropped: their queue was full." },
+	[WM_EVENTS_ALREADY] = { "trainscope_webhook_events_already_total", TS_COUNTER, NULL,
+		"Events on pods admitted without the webhook that were there already (a "
+		"replica, or this webhook before a restart, said it): the API server "
+		"answered 409." },
+	[WM_MISSED_PODS] = { "trainscope_webhook_missed_pods", TS_GAUGE, NULL,
+		"Pods that asked for trainscope and run without it (the API server did not "
+		"reach the webhook when it admitted them), as the last look found." },
+	[WM_MISSED_SCANS] = { "trainscope_webhook_missed_scans_total", TS_COUNTER, NULL,
+		"Looks for such pods." },
+	[WM_MISSED_SCAN_FAILURES] = { "trainscope_webhook_missed_scan_failures_total",
+		TS_COUNTER, NULL, "Looks that failed (the log says why)." },
 	[WM_SKIPPED] = { "trainscope_webhook_skipped_total", TS_COUNTER, NULL,
 		"Pods that asked for trainscope and were left unchanged (the review's "
 		"warning says why)." },
@@ -137,6 +152,10 @@ static void metrics(struct webhook *w, struct ts_buf *b)
 	PUT(b, WM_EVENTS_POSTED, es.posted);
 	PUT(b, WM_EVENTS_FAILED, es.failed);
 	PUT(b, WM_EVENTS_DROPPED, es.dropped);
+	PUT(b, WM_EVENTS_ALREADY, es.already);
+	PUT(b, WM_MISSED_PODS, es.missed);
+	PUT(b, WM_MISSED_SCANS, es.scans);
+	PUT(b, WM_MISSED_SCAN_FAILURES, es.scan_failed);
 	PUT(b, WM_SKIPPED, w->skipped);
 	PUT(b, WM_REFUSED, w->refused);
 	PUT(b, WM_TOO_LARGE, w->too_large);

@@ -614,6 +614,52 @@ static void test_opt_in_and_out(void **state)
 	json_decref(out);
 }
 
+/* A pod the API server admitted without asking the webhook: ts_pod_asks reads its
+ * metadata alone (a metadata-only list's item), ts_pod_would_inject the whole pod as a
+ * review would; an injected pod, one with no container to instrument, one opting out,
+ * and one of a namespace that does not opt in are not missed. */
+static void test_missed_pod(void **state)
+{
+	json_t *annotated = json_pack("{s:{s:s, s:{s:s}}, s:{s:[{s:s}]}}", "metadata", "name", "p",
+				      "annotations", TS_ANNOT_INJECT, "true", "spec", "containers",
+				      "name", "c");
+	json_t *plain = json_pack("{s:{s:s}, s:{s:[{s:s}]}}", "metadata", "name", "p", "spec",
+				  "containers", "name", "c");
+	json_t *meta = json_pack("{s:O}", "metadata", json_object_get(annotated, "metadata"));
+	json_t *injected, *ann;
+	struct ts_inject_opts ns_opt_in = opts;
+
+	(void)state;
+	ns_opt_in.namespace_opt_in = true;
+	assert_true(ts_pod_asks(meta, false));
+	assert_true(ts_pod_would_inject(annotated, false));
+	assert_false(ts_pod_would_inject(meta, false)); /* no spec: nothing to inject */
+	assert_false(ts_pod_asks(plain, false));
+	assert_true(ts_pod_would_inject(plain, true));
+	/* what the webhook made of it is not missed */
+	assert_non_null(injected = mutate(annotated, &opts));
+	assert_false(ts_pod_asks(injected, false));
+	assert_false(ts_pod_would_inject(injected, true));
+	json_decref(injected);
+	assert_non_null(injected = mutate(plain, &ns_opt_in));
+	assert_false(ts_pod_would_inject(injected, true));
+	json_decref(injected);
+	/* names no container it has: left unchanged at admission (and told then) */
+	ann = json_object_get(json_object_get(annotated, "metadata"), "annotations");
+	json_object_set_new(ann, TS_ANNOT_CONTAINER_NAMES, json_string("nosuch"));
+	assert_true(ts_pod_asks(annotated, false));
+	assert_false(ts_pod_would_inject(annotated, false));
+	json_object_set_new(ann, TS_ANNOT_CONTAINER_NAMES, json_string("c"));
+	assert_true(ts_pod_would_inject(annotated, false));
+	json_object_set_new(ann, TS_ANNOT_INJECT, json_string("false"));
+	assert_false(ts_pod_asks(annotated, true));
+	assert_false(ts_pod_would_inject(annotated, true));
+	assert_false(ts_pod_asks(json_string("pod"), true));
+	json_decref(annotated);
+	json_decref(plain);
+	json_decref(meta);
+}
+
 static void test_job_name_rules(void **state)
 {
 	json_t *p;
@@ -1111,6 +1157,7 @@ int main(void)
 		cmocka_unit_test(test_ascend_pod_like_gpu_pod),
 		cmocka_unit_test(test_ascend_visible_devices_kept),
 		cmocka_unit_test(test_opt_in_and_out),
+		cmocka_unit_test(test_missed_pod),
 		cmocka_unit_test(test_job_name_rules),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_cert_check),
