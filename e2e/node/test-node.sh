@@ -17,7 +17,7 @@ set -e
 BUILD=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-TOTAL=41
+TOTAL=42
 NODE_PACKAGES="containerd runc containernetworking-plugins iptables umoci debootstrap musl-tools"
 
 skip() {
@@ -100,6 +100,17 @@ chart_ready() {
 }
 expect "helm install: NATS, analyzer, webhook and agent Ready ($(($(date +%s) - started)) s)" chart_ready
 kubectl -n trainscope get pods -o wide 2>&1 | sed 's/^/      /'
+# the webhook's look for pods admitted without it, with its ServiceAccount's rights
+webhook_looked() {
+	local pod m
+	pod=$(kubectl -n trainscope get pods -l app.kubernetes.io/component=webhook -o name | head -1)
+	m=$(kubectl get --raw "/api/v1/namespaces/trainscope/pods/https:${pod#pod/}:8443/proxy/metrics") &&
+		echo "$m" | grep -Eq '^trainscope_webhook_missed_scans_total [1-9]' &&
+		echo "$m" | grep -q '^trainscope_webhook_missed_scan_failures_total 0$' &&
+		echo "$m" | grep -q '^trainscope_webhook_missed_pods 0$'
+}
+expect "the webhook looks for pods admitted without it, allowed by its ServiceAccount (none found)" \
+	wait_for 30 webhook_looked
 # NATS's own view, through each server's monitoring port
 nats_mon() { # POD PATH
 	kubectl get --raw "/api/v1/namespaces/trainscope/pods/$1:8222/proxy/$2"
