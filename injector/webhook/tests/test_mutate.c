@@ -654,7 +654,8 @@ static void test_missed_pod(void **state)
 	json_object_set_new(ann, TS_ANNOT_INJECT, json_string("false"));
 	assert_false(ts_pod_asks(annotated, true));
 	assert_false(ts_pod_would_inject(annotated, true));
-	assert_false(ts_pod_asks(json_string("pod"), true));
+	json_decref(annotated);
+	assert_false(ts_pod_asks(annotated = json_string("pod"), true));
 	json_decref(annotated);
 	json_decref(plain);
 	json_decref(meta);
