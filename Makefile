@@ -304,6 +304,7 @@ bench: deps
 	@BUILD=$(BUILD) bench/bench_agent.sh
 	@BUILD=$(BUILD) bench/bench_scale.sh
 	@BUILD=$(BUILD) bench/bench_100k.sh
+	@BUILD=$(BUILD) bench/bench_missed.sh
 	@d=$$(mktemp -d) && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
 		-nodes -keyout $$d/key.pem \
 		-out $$d/cert.pem -days 1 -subj /CN=localhost \

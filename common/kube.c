@@ -190,7 +190,7 @@ void ts_kube_close(struct ts_kube *k)
 
 static size_t collect(char *p, size_t sz, size_t n, void *ud)
 {
-	ts_buf_printf(ud, "%.*s", (int)(sz * n), p);
+	ts_buf_append(ud, p, sz * n);
 	return ((struct ts_buf *)ud)->oom ? 0 : sz * n;
 }
 

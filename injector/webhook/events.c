@@ -74,8 +74,11 @@ static int post(struct ts_events *e, const struct pending *p)
 	return code;
 }
 
-static bool told(struct ts_events *e, const char *uid)
+/* Whether the pod of uid was told (ts_missed_cb.known). */
+static bool told(const char *uid, void *arg)
 {
+	struct ts_events *e = arg;
+
 	for (unsigned i = 0; i < TOLD; i++)
 		if (!strcmp(e->told[i], uid))
 			return true;
@@ -89,7 +92,7 @@ static void missed_found(const char *ns, const char *pod, const char *uid, void 
 	struct ts_events *e = arg;
 	struct pending p = { 0 };
 
-	if (!*uid || told(e, uid))
+	if (!*uid || told(uid, e))
 		return;
 	snprintf(p.ns, sizeof(p.ns), "%s", ns);
 	snprintf(p.pod, sizeof(p.pod), "%s", pod);
@@ -108,9 +111,12 @@ static void missed_found(const char *ns, const char *pod, const char *uid, void 
 static void missed_look(struct ts_events *e)
 {
 	char err[512] = "";
-	int n = ts_missed_scan(e->kube, &e->missed, missed_found, e, err, sizeof(err));
+	uint64_t t0 = ts_mono_ns();
+	struct ts_missed_cb cb = { missed_found, told, e };
+	int n = ts_missed_scan(e->kube, &e->missed, &cb, err, sizeof(err));
 
 	pthread_mutex_lock(&e->lock);
+	e->st.scan_ns = ts_mono_ns() - t0;
 	e->st.scans++;
 	e->st.scan_failed += n < 0;
 	if (n >= 0)

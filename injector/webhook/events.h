@@ -17,6 +17,7 @@ struct ts_events_stats {
 	uint64_t already;                 /* a missed pod's Event was there (409) */
 	uint64_t missed;                  /* pods the last look found admitted without it */
 	uint64_t scans, scan_failed;      /* looks for them, and those that failed */
+	uint64_t scan_ns;                 /* how long the last look took */
 };
 
 /* kubeconfig NULL: in cluster. missed (NULL or check_s 0: never): also look for pods

@@ -81,7 +81,7 @@ static int opted_in(struct ts_kube *k, const char *label, json_t **out, char *er
 /* The whole pod of one that asks, checked as the webhook would: 1 found (said to
  * found()), 0 not, or a negative errno. Gone since the list: not found. */
 static int check_pod(struct ts_kube *k, const char *ns, const char *name, bool ns_opt_in,
-		     ts_missed_fn found, void *arg, char *err, size_t errlen)
+		     const struct ts_missed_cb *cb, char *err, size_t errlen)
 {
 	char path[600];
 	json_t *pod = NULL;
@@ -91,7 +91,7 @@ static int check_pod(struct ts_kube *k, const char *ns, const char *name, bool n
 	code = ts_kube_request(k, "GET", path, NULL, NULL, &pod);
 	if (code == 200 && ts_pod_would_inject(pod, ns_opt_in)) {
 		const char *uid = str_at(json_object_get(pod, "metadata"), "uid");
-		found(ns, name, uid ? uid : "", arg);
+		cb->found(ns, name, uid ? uid : "", cb->arg);
 		rc = 1;
 	} else if (code != 200 && code != 404) {
 		rc = failed("read a pod that asked for trainscope", code, err, errlen);
@@ -103,7 +103,7 @@ static int check_pod(struct ts_kube *k, const char *ns, const char *name, bool n
 /* One page of the pods' metadata: each that asks checked. Returns how many were found
  * or a negative errno; *next gets the continue token (malloc'ed; NULL on the last page). */
 static int scan_page(struct ts_kube *k, const struct ts_missed_opts *o, json_t *opted,
-		     const char *cont, char **next, ts_missed_fn found, void *arg, char *err,
+		     const char *cont, char **next, const struct ts_missed_cb *cb, char *err,
 		     size_t errlen)
 {
 	char path[4200], *esc = cont ? curl_easy_escape(NULL, cont, 0) : NULL;
@@ -122,11 +122,14 @@ static int scan_page(struct ts_kube *k, const struct ts_missed_opts *o, json_t *
 	json_array_foreach(json_object_get(resp, "items"), i, item) {
 		json_t *md = json_object_get(item, "metadata");
 		const char *ns = str_at(md, "namespace"), *name = str_at(md, "name");
+		const char *uid = str_at(md, "uid");
 		bool ns_in = ns && json_object_get(opted, ns);
 
 		if (!ns || !name || listed(o->exclude, ns) || !ts_pod_asks(item, ns_in))
 			continue;
-		if ((rc = check_pod(k, ns, name, ns_in, found, arg, err, errlen)) < 0)
+		if (uid && cb->known && cb->known(uid, cb->arg))
+			rc = 1;
+		else if ((rc = check_pod(k, ns, name, ns_in, cb, err, errlen)) < 0)
 			break;
 		n += rc;
 	}
@@ -137,8 +140,8 @@ static int scan_page(struct ts_kube *k, const struct ts_missed_opts *o, json_t *
 	return rc < 0 ? rc : n;
 }
 
-int ts_missed_scan(struct ts_kube *k, const struct ts_missed_opts *o, ts_missed_fn found,
-		   void *arg, char *err, size_t errlen)
+int ts_missed_scan(struct ts_kube *k, const struct ts_missed_opts *o,
+		   const struct ts_missed_cb *cb, char *err, size_t errlen)
 {
 	const char *label = o->namespace_label ? o->namespace_label : "trainscope.dev/inject";
 	json_t *opted = NULL;
@@ -148,7 +151,7 @@ int ts_missed_scan(struct ts_kube *k, const struct ts_missed_opts *o, ts_missed_
 	if ((rc = opted_in(k, label, &opted, err, errlen)))
 		return rc;
 	do {
-		rc = scan_page(k, o, opted, cont, &next, found, arg, err, errlen);
+		rc = scan_page(k, o, opted, cont, &next, cb, err, errlen);
 		free(cont);
 		cont = next;
 		n += rc > 0 ? rc : 0;

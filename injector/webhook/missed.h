@@ -6,6 +6,7 @@
 #ifndef TS_WEBHOOK_MISSED_H
 #define TS_WEBHOOK_MISSED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct ts_kube;
@@ -17,14 +18,20 @@ struct ts_missed_opts {
 	const char *exclude;         /* comma-separated namespaces never sent to the webhook */
 };
 
-/* Called for each pod found: its namespace, name and uid. */
-typedef void (*ts_missed_fn)(const char *ns, const char *pod, const char *uid, void *arg);
+/* What a look tells its caller: a pod found (its namespace, name and uid), and whether
+ * a uid is one found before (its pod is not read again: a pod's spec does not change). */
+struct ts_missed_cb {
+	void (*found)(const char *ns, const char *pod, const char *uid, void *arg);
+	bool (*known)(const char *uid, void *arg);
+	void *arg;
+};
 
 /* One look over the cluster's pods that are not done: their metadata in pages, then the
- * whole pod of each that asks and has no mark of trainscope; found() for each that the
- * webhook would inject now (ts_pod_would_inject). Returns how many were found, or a
- * negative errno with err naming the request that failed and its answer. */
-int ts_missed_scan(struct ts_kube *k, const struct ts_missed_opts *o, ts_missed_fn found,
-		   void *arg, char *err, size_t errlen);
+ * whole pod of each that asks, has no mark of trainscope and is not known; found() for
+ * each that the webhook would inject now (ts_pod_would_inject). Returns how many were
+ * found, known ones with them, or a negative errno with err naming the request that
+ * failed and its answer. */
+int ts_missed_scan(struct ts_kube *k, const struct ts_missed_opts *o,
+		   const struct ts_missed_cb *cb, char *err, size_t errlen);
 
 #endif

@@ -90,6 +90,7 @@ enum {
 	WM_MISSED_PODS,
 	WM_MISSED_SCANS,
 	WM_MISSED_SCAN_FAILURES,
+	WM_MISSED_SCAN_SECONDS,
 	WM_SKIPPED,
 	WM_REFUSED,
 	WM_TOO_LARGE,
@@ -120,6 +121,8 @@ static const struct ts_metric_family webhook_metrics[] = {
 		"Looks for such pods." },
 	[WM_MISSED_SCAN_FAILURES] = { "trainscope_webhook_missed_scan_failures_total",
 		TS_COUNTER, NULL, "Looks that failed (the log says why)." },
+	[WM_MISSED_SCAN_SECONDS] = { "trainscope_webhook_missed_scan_seconds", TS_GAUGE, NULL,
+		"How long the last look took." },
 	[WM_SKIPPED] = { "trainscope_webhook_skipped_total", TS_COUNTER, NULL,
 		"Pods that asked for trainscope and were left unchanged (the review's "
 		"warning says why)." },
@@ -156,6 +159,7 @@ static void metrics(struct webhook *w, struct ts_buf *b)
 	PUT(b, WM_MISSED_PODS, es.missed);
 	PUT(b, WM_MISSED_SCANS, es.scans);
 	PUT(b, WM_MISSED_SCAN_FAILURES, es.scan_failed);
+	ts_metric_double(b, &webhook_metrics[WM_MISSED_SCAN_SECONDS], (double)es.scan_ns / 1e9);
 	PUT(b, WM_SKIPPED, w->skipped);
 	PUT(b, WM_REFUSED, w->refused);
 	PUT(b, WM_TOO_LARGE, w->too_large);
