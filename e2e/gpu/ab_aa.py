@@ -16,6 +16,9 @@ side) and over 3 of the 12 here (one dropped, two of one side). --trim leaves ou
 step over F times its run's median, as a check of the intervals on the job's wander
 alone.
 
+  ab_aa.py --synthetic   the A/B's and this check's z on 40 synthetic jobs of 12,000
+        steps with no overhead (wander: lag-1 correlation 0.9), without and with a
+        pattern of +70 %, +15 %, +5 % on steps 0-2 of every 100
   ab_aa.py [--chunk STEPS] [--trim F] [--each] N SKIP FILE...
         N, SKIP, FILE: as ab_inrun.py; each file's steps past SKIP are cut into chunks of
         STEPS (default 3600: about 600 compared blocks a side; 0: the whole file), one
@@ -53,6 +56,8 @@ def estimates(times, n, skip, chunk):
 
 def main():
     args = sys.argv[1:]
+    if args == ["--synthetic"]:
+        return synthetic()
     chunk, trim, each = 3600, 0.0, False
     while args[:1] in (["--chunk"], ["--trim"], ["--each"]) and len(args) > 1:
         if args[0] == "--each":
@@ -98,6 +103,25 @@ def main():
         lo, hi = wilson(held, len(allr))
         print("all        %-10d %3d (%5.1f %%; 95 %% %.1f-%.1f %%)" % (
             len(allr), held, 100 * held / len(allr), 100 * lo, 100 * hi))
+
+
+def synthetic():
+    import random
+    rng = random.Random(1)
+    for pattern in ({}, {0: 1.7, 1: 1.15, 2: 1.05}):
+        ab, aa = [], []
+        for _ in range(40):
+            times, w = [], 0.0
+            for i in range(12000):
+                w = 0.9 * w + rng.gauss(0, 0.002)
+                times.append(0.033 * (1 + w) * pattern.get(i % 100, 1.0) +
+                             rng.gauss(0, 0.0003))
+            r = ab_inrun.overhead(times, 3, 100)
+            ab.append(r["overhead_pct"] / (r["ci95_pct"] / 1.96))
+            aa.extend(m / (h / 1.96) for _, m, h in estimates(times, 3, 100, 0))
+        print("%-16s A/B z: mean %+.2f, spread %.2f   A/A z: mean %+.2f, spread %.2f" % (
+            "with the pattern" if pattern else "plain", statistics.mean(ab),
+            statistics.pstdev(ab), statistics.mean(aa), statistics.pstdev(aa)))
 
 
 def wilson(k, n):
