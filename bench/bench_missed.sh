@@ -25,8 +25,8 @@ api_pid=$(pgrep -f "kube-apiserver --etcd-servers http://127.0.0.1:$etcd_port" |
 etcd_pid=$(pgrep -f "etcd --data-dir $WORK/etcd" | head -1)
 cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%d\n", s }'; }
 
-# pods FROM TO: a List of training-shaped pods; every 10th asks, every 100th of those
-# without the mark of an injected pod
+# pods FROM TO: a List of training-shaped pods; every 10th asks, and every 10th of those
+# (every 100th pod) has no mark of an injected pod
 pods() {
 	python3 - "$1" "$2" <<'PY'
 import json, sys

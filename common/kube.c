@@ -7,6 +7,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,9 +240,10 @@ static int past_stop(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, cur
 	return by && ts_real_ns() > by;
 }
 
-/* ts_kube_request with the Accept header given. */
+/* ts_kube_request with the Accept header given; quiet: failures are the caller's to say
+ * (one that asks again every period says them once). */
 static int request(struct ts_kube *k, const char *method, const char *path, const char *accept,
-		   json_t *body, const char *content_type, json_t **resp)
+		   bool quiet, json_t *body, const char *content_type, json_t **resp)
 {
 	struct curl_slist *h = NULL;
 	struct ts_buf in = { 0 };
@@ -252,8 +254,16 @@ static int request(struct ts_kube *k, const char *method, const char *path, cons
 
 	if (resp)
 		*resp = NULL;
-	snprintf(url, sizeof(url), "%s%s", k->server, path);
+	if ((size_t)snprintf(url, sizeof(url), "%s%s", k->server, path) >= sizeof(url)) {
+		if (!quiet)
+			ts_warn("kube: %s %s: the URL is too long", method, path);
+		free(text);
+		return -ENAMETOOLONG;
+	}
 	curl_easy_reset(k->curl);
+	/* libcurl may not touch SIGPIPE: it saves and restores the handler around a
+	 * request, racing a program's own setting on another thread */
+	curl_easy_setopt(k->curl, CURLOPT_NOSIGNAL, 1L);
 	tls_options(k);
 	curl_easy_setopt(k->curl, CURLOPT_URL, url);
 	curl_easy_setopt(k->curl, CURLOPT_CUSTOMREQUEST, method);
@@ -281,13 +291,14 @@ static int request(struct ts_kube *k, const char *method, const char *path, cons
 	curl_slist_free_all(h);
 	free(text);
 	if (cc != CURLE_OK) {
-		ts_warn("kube: %s %s: %s", method, path, curl_easy_strerror(cc));
+		if (!quiet)
+			ts_warn("kube: %s %s: %s", method, path, curl_easy_strerror(cc));
 		ts_buf_free(&in);
 		return -EIO;
 	}
 	if (resp && in.data)
-		*resp = json_loads(in.data, 0, NULL);
-	if (code >= 400 && code != 404 && code != 409)
+		*resp = json_loadb(in.data, in.len, 0, NULL);
+	if (code >= 400 && code != 404 && code != 409 && !quiet)
 		ts_warn("kube: %s %s: HTTP %ld %.300s", method, path, code, in.data ? in.data : "");
 	ts_buf_free(&in);
 	return (int)code;
@@ -296,14 +307,14 @@ static int request(struct ts_kube *k, const char *method, const char *path, cons
 int ts_kube_request(struct ts_kube *k, const char *method, const char *path, json_t *body,
 		    const char *content_type, json_t **resp)
 {
-	return request(k, method, path, "application/json", body, content_type, resp);
+	return request(k, method, path, "application/json", false, body, content_type, resp);
 }
 
 int ts_kube_list_meta(struct ts_kube *k, const char *path, json_t **resp)
 {
 	return request(k, "GET", path,
 		       "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
-		       "application/json", NULL, NULL, resp);
+		       "application/json", true, NULL, NULL, resp);
 }
 
 int ts_kube_warn(struct ts_kube *k, const struct ts_kube_event *e)
@@ -325,6 +336,9 @@ int ts_kube_warn(struct ts_kube *k, const struct ts_kube_event *e)
 		       "reportingInstance", e->host);
 	if (!ev)
 		return -ENOMEM;
+	if (e->uid) /* kubectl describe finds an object's Events by its uid too */
+		json_object_set_new(json_object_get(ev, "involvedObject"), "uid",
+				    json_string(e->uid));
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", e->ns);
 	code = ts_kube_request(k, "POST", path, ev, NULL, NULL);
 	json_decref(ev);

@@ -44,6 +44,7 @@ struct ts_kube_event {
 	/* the Event's own name, so that saying it again answers 409 (whoever said it
 	 * first); NULL: one made from the object's name */
 	const char *event_name;
+	const char *uid; /* the object's, when known (kubectl describe matches on it) */
 };
 
 /* POSTs the Event. Returns the HTTP status (201) or a negative errno. */

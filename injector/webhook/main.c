@@ -37,7 +37,7 @@ struct cli {
 	struct ts_cert_files files;
 	struct ts_bootstrap_opts boot;
 	struct ts_missed_opts missed;
-	int port, check_s, missed_check_s;
+	int port, check_s, missed_check_s, missed_page;
 	bool plain, bootstrap_certs, events;
 	const char *ca_file;
 };
@@ -79,6 +79,8 @@ static const struct ts_opt options[] = {
 	{ "exclude-namespaces", 0, STR(missed.exclude), "NS,...", NULL, "for that look: "
 	  "namespaces never sent to the webhook (the chart's release namespace and "
 	  "webhook.excludeNamespaces)", NULL },
+	{ "missed-page", 0, TS_OPT_INT, F(missed_page), 1, 5000, "N", NULL, "for that look: "
+	  "pods listed a request (default 250)", NULL },
 	{ "relay-cpu", 0, STR(o.inject.relay_cpu), "Q", NULL, "the relay's cpu request and "
 	  "limit, given when the pod declares resources (default " TS_RELAY_CPU_DEFAULT ")", NULL },
 	{ "relay-memory", 0, STR(o.inject.relay_memory), "Q", NULL,
@@ -195,6 +197,7 @@ static int start_events(struct cli *c)
 
 	c->missed.sz = sizeof(c->missed);
 	c->missed.check_s = (unsigned)c->missed_check_s;
+	c->missed.page = (unsigned)c->missed_page;
 	if (ts_events_start(&c->o.events, c->boot.kubeconfig, &c->missed, err, sizeof(err)) == 0)
 		return 0;
 	fprintf(stderr, "trainscope-webhook: --events: the API server: %s\n", err);
@@ -264,16 +267,20 @@ int main(int argc, char **argv)
 	if (c.missed_check_s && !c.events) {
 		fprintf(stderr, "trainscope-webhook: --missed-check-s tells pods with Events: it "
 				"needs --events\n");
-		return 2;
-	}
-	if (c.events && start_events(&c)) {
 		free(ca_pem);
-		return 1;
+		return 2;
 	}
 	if (!c.plain && (!c.files.cert_path || !c.files.key_path)) {
 		fprintf(stderr, "trainscope-webhook: the API server only calls HTTPS: pass --tls-cert "
 				"and --tls-key (or --plain-http for a local test)\n");
+		free(ca_pem);
 		return 2;
+	}
+	/* before any thread: the events thread's first look starts at once */
+	ts_signals_init();
+	if (c.events && start_events(&c)) {
+		free(ca_pem);
+		return 1;
 	}
 	rc = !c.plain && first_pair(&c.files, o, &pair) ? 1 : webhook_start(&w, o) ? 1 : 0;
 	ts_cert_pair_free(&pair);
@@ -284,11 +291,11 @@ int main(int argc, char **argv)
 	}
 	ts_info("webhook: serving %s on port %u, injecting %s (relays to %s)",
 		c.plain ? "HTTP" : "HTTPS", webhook_port(w), o->inject.image, o->inject.nats_url);
-	ts_signals_init();
 	rc = serve(w, c.plain ? NULL : &c.files, (unsigned)c.check_s);
+	/* the server first: its reviews queue Events and read the CA bundle */
+	webhook_stop(w);
 	ts_events_stop(o->events);
 	free(ca_pem);
-	webhook_stop(w);
 	ts_cert_files_free(&c.files);
 	return rc;
 }

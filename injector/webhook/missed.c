@@ -13,8 +13,8 @@
 #include "kube.h"
 #include "mutate.h"
 
-/* Pods a page: a page of metadata is about 1-4 KB a pod, kept well under the
- * webhook's memory limit. */
+/* Pods a page by default: a page of metadata is about 1-4 KB a pod, kept well under
+ * the webhook's memory limit. */
 #define PAGE 250
 #define NOT_DONE "status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"
 
@@ -41,6 +41,10 @@ static bool listed(const char *list, const char *name)
 /* Says what a request got in err: a negative errno for the caller. */
 static int failed(const char *what, int code, char *err, size_t errlen)
 {
+	if (code == 200) {
+		snprintf(err, errlen, "%s: the answer is not JSON", what);
+		return -EBADMSG;
+	}
 	if (code < 0)
 		snprintf(err, errlen, "%s: no answer from the API server (%s)", what,
 			 strerror(-code));
@@ -65,7 +69,7 @@ static int opted_in(struct ts_kube *k, const char *label, json_t **out, char *er
 		return -ENOMEM;
 	snprintf(path, sizeof(path), "/api/v1/namespaces?labelSelector=%s", esc);
 	curl_free(esc);
-	if ((code = ts_kube_list_meta(k, path, &resp)) != 200) {
+	if ((code = ts_kube_list_meta(k, path, &resp)) != 200 || !resp) {
 		json_decref(resp);
 		return failed("list the namespaces that opt in", code, err, errlen);
 	}
@@ -89,6 +93,8 @@ static int check_pod(struct ts_kube *k, const char *ns, const char *name, bool n
 
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
 	code = ts_kube_request(k, "GET", path, NULL, NULL, &pod);
+	if (code == 200 && !pod)
+		return failed("read a pod that asked for trainscope", code, err, errlen);
 	if (code == 200 && ts_pod_would_inject(pod, ns_opt_in)) {
 		const char *uid = str_at(json_object_get(pod, "metadata"), "uid");
 		cb->found(ns, name, uid ? uid : "", cb->arg);
@@ -112,10 +118,10 @@ static int scan_page(struct ts_kube *k, const struct ts_missed_opts *o, json_t *
 	size_t i;
 
 	*next = NULL;
-	snprintf(path, sizeof(path), "/api/v1/pods?limit=%d&fieldSelector=%s%s%s", PAGE, NOT_DONE,
-		 esc ? "&continue=" : "", esc ? esc : "");
+	snprintf(path, sizeof(path), "/api/v1/pods?limit=%u&fieldSelector=%s%s%s",
+		 o->page ? o->page : PAGE, NOT_DONE, esc ? "&continue=" : "", esc ? esc : "");
 	curl_free(esc);
-	if ((code = ts_kube_list_meta(k, path, &resp)) != 200) {
+	if ((code = ts_kube_list_meta(k, path, &resp)) != 200 || !resp) {
 		json_decref(resp);
 		return failed("list the pods", code, err, errlen);
 	}
@@ -137,6 +143,8 @@ static int scan_page(struct ts_kube *k, const struct ts_missed_opts *o, json_t *
 	if (rc >= 0 && c && *c && !(*next = strdup(c)))
 		rc = -ENOMEM;
 	json_decref(resp);
+	if (cb->page_done)
+		cb->page_done(cb->arg);
 	return rc < 0 ? rc : n;
 }
 

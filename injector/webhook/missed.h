@@ -16,13 +16,17 @@ struct ts_missed_opts {
 	unsigned check_s;            /* how often to look (0: never) */
 	const char *namespace_label; /* pods of namespaces with it "enabled" opt in */
 	const char *exclude;         /* comma-separated namespaces never sent to the webhook */
+	unsigned page;               /* pods a list page (0: 250) */
 };
 
-/* What a look tells its caller: a pod found (its namespace, name and uid), and whether
- * a uid is one found before (its pod is not read again: a pod's spec does not change). */
+/* What a look tells its caller: a pod found (its namespace, name and uid), whether a
+ * uid is one found before (its pod is not read again: a pod's spec does not change), and
+ * each page's end (the caller's other work need not wait for the whole look). known and
+ * page_done may be NULL. */
 struct ts_missed_cb {
 	void (*found)(const char *ns, const char *pod, const char *uid, void *arg);
 	bool (*known)(const char *uid, void *arg);
+	void (*page_done)(void *arg);
 	void *arg;
 };
 
