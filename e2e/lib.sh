@@ -162,6 +162,31 @@ start_jaeger() {
 	wait_for 30 curl -sf "$JAEGER_QUERY/api/services" >/dev/null || die "jaeger: $(tail -5 "$WORK/jaeger.log")"
 }
 
+# term_other_thread PID: SIGTERM sent (tgkill) to one thread of PID other than its main
+# one that takes it (not in its blocked set): a process's signal may land on any such
+# thread, and the program must stop as on a plain SIGTERM. Prints the thread's id;
+# fails, saying why, when PID has no such thread or the call fails.
+term_other_thread() {
+	local pid=$1 t mask
+	for t in /proc/"$pid"/task/*; do
+		t=${t##*/}
+		[ "$t" != "$pid" ] || continue
+		mask=$(awk '/^SigBlk/ { print $2 }' "/proc/$pid/task/$t/status" 2>/dev/null) || continue
+		[ -n "$mask" ] && (((16#$mask >> 14) & 1)) && continue # SIGTERM, 15: bit 14
+		python3 - "$pid" "$t" <<'PY' || return 1
+import ctypes, os, platform, signal, sys
+nr = {"x86_64": 234, "aarch64": 131}[platform.machine()]  # tgkill
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syscall(nr, int(sys.argv[1]), int(sys.argv[2]), int(signal.SIGTERM)) != 0:
+    sys.exit("tgkill: " + os.strerror(ctypes.get_errno()))
+PY
+		echo "$t"
+		return 0
+	done
+	echo "no thread of $pid but its main one takes SIGTERM" >&2
+	return 1
+}
+
 # wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds, SECONDS times
 # E2E_TIME_FACTOR (1): a build under ThreadSanitizer runs several times slower
 # (scripts/tsan-run.sh sets 3).

@@ -584,20 +584,7 @@ expect "the flood's silent jobs are forgotten after limits.job_ttl_s; its namesp
 expect "every report (hangs, lost ranks, floods) fits the CRD: nothing pruned, all described" check_crd
 served_as_declared "$BIN/trainscope-analyzer" "$ANALYZER_METRICS"
 
-# A thread of PID other than its main one that takes SIGTERM (not in its blocked set):
-# nats.c's threads do, and a process's signal may land on any of them.
-signal_thread() {
-	local pid=$1 t mask
-	for t in /proc/"$pid"/task/*; do
-		t=${t##*/}
-		[ "$t" != "$pid" ] || continue
-		mask=$(awk '/^SigBlk/ { print $2 }' "/proc/$pid/task/$t/status" 2>/dev/null) || continue
-		[ -n "$mask" ] && (((16#$mask >> 14) & 1)) && continue # SIGTERM, 15: bit 14
-		echo "$t"
-		return 0
-	done
-	return 1
-}
+# nats.c's threads take SIGTERM, and a process's signal may land on any of them.
 analyzer_gone() { ! kill -0 "$ANALYZER_PID" 2>/dev/null; }
 # SIGTERM sent to that thread alone (tgkill): the handler runs there while the main loop
 # reads the stop flag on its own thread. The analyzer must stop as it does on a plain
@@ -605,14 +592,7 @@ analyzer_gone() { ! kill -0 "$ANALYZER_PID" 2>/dev/null; }
 # synchronisation is reported (session 34: a volatile sig_atomic_t was).
 stopped_from_thread() {
 	local tid rc=0
-	tid=$(signal_thread "$ANALYZER_PID") || { echo "no thread of the analyzer takes SIGTERM"; return 1; }
-	python3 - "$ANALYZER_PID" "$tid" <<'PY' || return 1
-import ctypes, os, platform, signal, sys
-nr = {"x86_64": 234, "aarch64": 131}[platform.machine()]  # tgkill
-libc = ctypes.CDLL(None, use_errno=True)
-if libc.syscall(nr, int(sys.argv[1]), int(sys.argv[2]), int(signal.SIGTERM)) != 0:
-    sys.exit("tgkill: " + os.strerror(ctypes.get_errno()))
-PY
+	tid=$(term_other_thread "$ANALYZER_PID") || return 1
 	wait_for 30 analyzer_gone || { echo "still running 30 s after SIGTERM to thread $tid"; return 1; }
 	wait "$ANALYZER_PID" 2>/dev/null || rc=$?
 	[ "$rc" -eq 0 ] || echo "exit status $rc after SIGTERM to thread $tid"

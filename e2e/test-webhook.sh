@@ -81,5 +81,25 @@ expect "a broken pair keeps the previous one served and counts 1 failure" \
 	[ "$(grep -c "do not load: the key does not match" "$WORK/webhook.log")" = 1 ]'
 
 expect "the webhook is still up" kill -0 "$(pgrep -f "trainscope-webhook --tls-cert $WORK" | head -1)"
+
+# ---- SIGTERM reaching a thread of libmicrohttpd's, not the main one: it stops, exit 0,
+# also with nothing to reread (--cert-check-s 0: the main thread used to pause() for
+# good) -------------------------------------------------------------------------------
+"$BIN/trainscope-webhook" --plain-http --addr 127.0.0.1 --port 0 --cert-check-s 0 \
+	2>"$WORK/webhook2.log" &
+pid2=$!
+PIDS="$PIDS $pid2"
+wait_for 10 grep -q "serving HTTP" "$WORK/webhook2.log" || die "webhook: $(cat "$WORK/webhook2.log")"
+gone2() { ! kill -0 "$pid2" 2>/dev/null; }
+stopped_from_thread() {
+	local tid rc=0
+	tid=$(term_other_thread "$pid2") || return 1
+	wait_for 10 gone2 || { echo "still running 10 s after SIGTERM to thread $tid"; return 1; }
+	wait "$pid2" 2>/dev/null || rc=$?
+	[ "$rc" -eq 0 ] || echo "exit status $rc after SIGTERM to thread $tid"
+	[ "$rc" -eq 0 ]
+}
+expect "SIGTERM delivered to a webhook thread other than the main one: it stops, exit 0" \
+	stopped_from_thread
 echo "webhook e2e: $passed passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -176,15 +176,18 @@ static int check_certs(struct webhook *w, struct ts_cert_files *f)
 	return rc == -2 ? -1 : 0;
 }
 
-/* Until SIGTERM: every check_s seconds, the certificate files. */
+/* Until SIGTERM: every check_s seconds, the certificate files. The stop flag is read
+ * every second: the signal may reach another thread (libmicrohttpd's, the events
+ * thread), and would not end this one's sleep. */
 static int serve(struct webhook *w, struct ts_cert_files *f, unsigned check_s)
 {
+	unsigned waited = 0;
+
 	while (!ts_stop_requested()) {
-		if (!f || !check_s) {
-			pause();
+		sleep(1);
+		if (!f || !check_s || ++waited < check_s)
 			continue;
-		}
-		sleep(check_s); /* a signal ends it early */
+		waited = 0;
 		if (!ts_stop_requested() && check_certs(w, f))
 			return 1;
 	}
