@@ -86,8 +86,35 @@ static int pull_subscribe(struct tsn_sub *s)
 	return 0;
 }
 
+/* Whether durable's consumer must go before one resuming after stream sequence after is
+ * made: 1 when it exists and starts elsewhere or has delivered, 0 when it is missing or
+ * is what we would make (one an attempt of ours made after the client gave up waiting:
+ * with a peer down, a new consumer's group may take longer to elect than the API's
+ * timeout, and deleting it again at each retry kept a restarted analyzer from ever
+ * finishing one; make scale-san once), -EAGAIN when the server does not say. */
+static int stale_consumer(struct tsn *n, const char *durable, uint64_t after)
+{
+	jsConsumerInfo *ci = NULL;
+	jsErrCode jerr = 0;
+	natsStatus st = js_GetConsumerInfo(&ci, n->js, TSN_STREAM, durable, NULL, &jerr);
+	const jsConsumerConfig *c;
+	bool ours;
+
+	if (jerr == JSConsumerNotFoundErr || st == NATS_NOT_FOUND)
+		return 0;
+	if (st != NATS_OK || !ci)
+		return -EAGAIN;
+	c = ci->Config;
+	ours = c && ci->Delivered.Stream == 0 &&
+	       (after ? c->DeliverPolicy == js_DeliverByStartSequence && c->OptStartSeq == after + 1
+		      : c->DeliverPolicy == js_DeliverAll);
+	jsConsumerInfo_Destroy(ci);
+	return !ours;
+}
+
 /* A subscription on durable with filter (NULL: every subject), resuming after stream
- * sequence after; afresh: the consumer deleted first. 0, -EAGAIN or -ENOMEM. */
+ * sequence after; afresh: the consumer deleted first (unless it is already what we
+ * would make). 0, -EAGAIN or -ENOMEM. */
 static int subscribe(struct tsn *n, const char *durable, const char *filter, uint64_t after,
 		     bool afresh, struct tsn_sub **out)
 {
@@ -103,8 +130,10 @@ static int subscribe(struct tsn *n, const char *durable, const char *filter, uin
 	snprintf(s->durable, sizeof(s->durable), "%s", durable);
 	snprintf(s->filter, sizeof(s->filter), "%s", filter ? filter : TSN_SUBJECTS);
 	s->last_stream_seq = after;
-	if (afresh && js_DeleteConsumer(n->js, TSN_STREAM, durable, NULL, &jerr) != NATS_OK &&
-	    jerr != JSConsumerNotFoundErr) {
+	int stale = afresh ? stale_consumer(n, durable, after) : 0;
+	if (stale < 0 ||
+	    (stale > 0 && js_DeleteConsumer(n->js, TSN_STREAM, durable, NULL, &jerr) != NATS_OK &&
+	     jerr != JSConsumerNotFoundErr)) {
 		free(s);
 		return -EAGAIN;
 	}
