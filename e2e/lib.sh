@@ -187,6 +187,19 @@ PY
 	return 1
 }
 
+# stops_on_thread_term PID SECONDS: PID, a child of this shell, stops within SECONDS of a
+# SIGTERM sent to one of its threads other than the main one (term_other_thread), with
+# exit status 0, as on a plain SIGTERM; says what it saw when not.
+stops_on_thread_term() {
+	local pid=$1 tid rc=0
+	tid=$(term_other_thread "$pid") || return 1
+	wait_for "$2" eval "! kill -0 $pid 2>/dev/null" ||
+		{ echo "still running $2 s after SIGTERM to thread $tid"; return 1; }
+	wait "$pid" 2>/dev/null || rc=$?
+	[ "$rc" -eq 0 ] || echo "exit status $rc after SIGTERM to thread $tid"
+	[ "$rc" -eq 0 ]
+}
+
 # wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds, SECONDS times
 # E2E_TIME_FACTOR (1): a build under ThreadSanitizer runs several times slower
 # (scripts/tsan-run.sh sets 3).

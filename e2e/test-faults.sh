@@ -584,22 +584,12 @@ expect "the flood's silent jobs are forgotten after limits.job_ttl_s; its namesp
 expect "every report (hangs, lost ranks, floods) fits the CRD: nothing pruned, all described" check_crd
 served_as_declared "$BIN/trainscope-analyzer" "$ANALYZER_METRICS"
 
-# nats.c's threads take SIGTERM, and a process's signal may land on any of them.
-analyzer_gone() { ! kill -0 "$ANALYZER_PID" 2>/dev/null; }
-# SIGTERM sent to that thread alone (tgkill): the handler runs there while the main loop
-# reads the stop flag on its own thread. The analyzer must stop as it does on a plain
-# SIGTERM, exit 0; under ThreadSanitizer (make faults-tsan) a flag shared without
-# synchronisation is reported (session 34: a volatile sig_atomic_t was).
-stopped_from_thread() {
-	local tid rc=0
-	tid=$(term_other_thread "$ANALYZER_PID") || return 1
-	wait_for 30 analyzer_gone || { echo "still running 30 s after SIGTERM to thread $tid"; return 1; }
-	wait "$ANALYZER_PID" 2>/dev/null || rc=$?
-	[ "$rc" -eq 0 ] || echo "exit status $rc after SIGTERM to thread $tid"
-	[ "$rc" -eq 0 ]
-}
+# nats.c's threads take SIGTERM, and a process's signal may land on any of them. The
+# handler runs there while the main loop reads the stop flag on its own thread; under
+# ThreadSanitizer (make faults-tsan) a flag shared without synchronisation is reported
+# (session 34: a volatile sig_atomic_t was).
 expect "SIGTERM delivered to an analyzer thread other than the main one (the first to take it, nats.c's): it stops, exit 0" \
-	stopped_from_thread
+	stops_on_thread_term "$ANALYZER_PID" 30
 
 echo "faults: $passed passed, $fails failed"
 [ "$fails" -eq 0 ] && [ "$passed" -eq 29 ]

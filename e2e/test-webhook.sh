@@ -90,16 +90,7 @@ expect "the webhook is still up" kill -0 "$(pgrep -f "trainscope-webhook --tls-c
 pid2=$!
 PIDS="$PIDS $pid2"
 wait_for 10 grep -q "serving HTTP" "$WORK/webhook2.log" || die "webhook: $(cat "$WORK/webhook2.log")"
-gone2() { ! kill -0 "$pid2" 2>/dev/null; }
-stopped_from_thread() {
-	local tid rc=0
-	tid=$(term_other_thread "$pid2") || return 1
-	wait_for 10 gone2 || { echo "still running 10 s after SIGTERM to thread $tid"; return 1; }
-	wait "$pid2" 2>/dev/null || rc=$?
-	[ "$rc" -eq 0 ] || echo "exit status $rc after SIGTERM to thread $tid"
-	[ "$rc" -eq 0 ]
-}
 expect "SIGTERM delivered to a webhook thread other than the main one: it stops, exit 0" \
-	stopped_from_thread
+	stops_on_thread_term "$pid2" 10
 echo "webhook e2e: $passed passed, $fails failed"
 [ "$fails" -eq 0 ]
