@@ -86,13 +86,15 @@ static int pull_subscribe(struct tsn_sub *s)
 	return 0;
 }
 
-/* Whether durable's consumer must go before one resuming after stream sequence after is
- * made: 1 when it exists and starts elsewhere or has delivered, 0 when it is missing or
- * is what we would make (one an attempt of ours made after the client gave up waiting:
- * with a peer down, a new consumer's group may take longer to elect than the API's
- * timeout, and deleting it again at each retry kept a restarted analyzer from ever
- * finishing one; make scale-san once), -EAGAIN when the server does not say. */
-static int stale_consumer(struct tsn *n, const char *durable, uint64_t after)
+/* Whether durable's consumer must go before one on filter resuming after stream sequence
+ * after is made: 1 when it exists and starts or filters elsewhere or has delivered, 0
+ * when it is missing or is what we would make (one an attempt of ours made after the
+ * client gave up waiting: with a peer down, a new consumer's group may take longer to
+ * elect than the API's timeout, and deleting it again at each retry kept a restarted
+ * analyzer from ever finishing one; make scale-san once), -EAGAIN when the server does
+ * not say. */
+static int stale_consumer(struct tsn *n, const char *durable, const char *filter,
+			  uint64_t after)
 {
 	jsConsumerInfo *ci = NULL;
 	jsErrCode jerr = 0;
@@ -105,7 +107,8 @@ static int stale_consumer(struct tsn *n, const char *durable, uint64_t after)
 	if (st != NATS_OK || !ci)
 		return -EAGAIN;
 	c = ci->Config;
-	ours = c && ci->Delivered.Stream == 0 &&
+	ours = c && ci->Delivered.Stream == 0 && c->FilterSubject &&
+	       !strcmp(c->FilterSubject, filter) &&
 	       (after ? c->DeliverPolicy == js_DeliverByStartSequence && c->OptStartSeq == after + 1
 		      : c->DeliverPolicy == js_DeliverAll);
 	jsConsumerInfo_Destroy(ci);
@@ -130,7 +133,7 @@ static int subscribe(struct tsn *n, const char *durable, const char *filter, uin
 	snprintf(s->durable, sizeof(s->durable), "%s", durable);
 	snprintf(s->filter, sizeof(s->filter), "%s", filter ? filter : TSN_SUBJECTS);
 	s->last_stream_seq = after;
-	int stale = afresh ? stale_consumer(n, durable, after) : 0;
+	int stale = afresh ? stale_consumer(n, durable, s->filter, after) : 0;
 	if (stale < 0 ||
 	    (stale > 0 && js_DeleteConsumer(n->js, TSN_STREAM, durable, NULL, &jerr) != NATS_OK &&
 	     jerr != JSConsumerNotFoundErr)) {
