@@ -292,3 +292,17 @@ void ts_opts_json(FILE *f, const struct ts_opt_group *g, size_t ng)
 	fputc('\n', f);
 	json_decref(all);
 }
+
+bool ts_opt_list_has(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n)
+		return false;
+	for (const char *p = list; p && *p; p += strcspn(p, ","), p += *p == ',') {
+		p += strspn(p, " \t");
+		if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == ' ' || p[n] == '\t' || !p[n]))
+			return true;
+	}
+	return false;
+}

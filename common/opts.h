@@ -63,6 +63,11 @@ int ts_opts_parse(const struct ts_opt_group *g, size_t ng, const char *program,
  * its variable, and its help wrapped at 80 columns. */
 void ts_opts_help(FILE *f, const char *head, const struct ts_opt_group *g, size_t ng);
 
+/* Whether name is an entry of the comma-separated list (the value of an option such
+ * as --exclude-namespaces or --node-taint-causes), blanks around entries ignored. A NULL
+ * or empty list, or an empty name, has none. */
+bool ts_opt_list_has(const char *list, const char *name);
+
 /* The tables as JSON for the generated reference: [{"name", "letter", "arg", "env",
  * "help"}...]. */
 void ts_opts_json(FILE *f, const struct ts_opt_group *g, size_t ng);

@@ -12,6 +12,7 @@
 
 #include "hash.h"
 #include "log.h"
+#include "opts.h"
 #include "tsclock.h"
 
 #define GROUP_PATH "/apis/trainscope.dev/v1alpha1"
@@ -350,19 +351,6 @@ static int counts(struct ts_k8s_nodes *k, uint64_t now_ns, int *total, int *tain
 	return 0;
 }
 
-static bool cause_taints(const struct ts_node_policy *p, const char *cause)
-{
-	size_t n = strlen(cause);
-	const char *c = p->causes ? p->causes : "";
-
-	if (!n)
-		return false;
-	for (const char *at = strstr(c, cause); at; at = strstr(at + 1, cause))
-		if ((at == c || at[-1] == ',') && (at[n] == 0 || at[n] == ','))
-			return true;
-	return false;
-}
-
 /* What the policy does with a degraded node: its action, in words, into s->action;
  * said in the log when it changes (a held-back node is looked at every round). */
 static void remediate(struct ts_k8s_nodes *k, struct node_state *s, const struct ts_nh_node *v,
@@ -378,7 +366,7 @@ static void remediate(struct ts_k8s_nodes *k, struct node_state *s, const struct
 			 s->tainted ? "tainted" : "none (report only)");
 		return;
 	}
-	if (!cause_taints(&k->p, v->cause)) {
+	if (!ts_opt_list_has(k->p.causes, v->cause)) {
 		snprintf(s->action, sizeof(s->action), "none: cause %s does not taint", v->cause);
 		return;
 	}

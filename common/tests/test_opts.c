@@ -179,6 +179,21 @@ static void test_help(void **state)
 	free(text);
 }
 
+/* An option's comma-separated list: whole entries only, blanks around them ignored. */
+static void test_list_has(void **state)
+{
+	(void)state;
+	assert_true(ts_opt_list_has("Device", "Device"));
+	assert_true(ts_opt_list_has("Compute,Device", "Device"));
+	assert_true(ts_opt_list_has("trainscope, skipped", "skipped"));
+	assert_true(ts_opt_list_has(" a ,b", "a"));
+	assert_false(ts_opt_list_has("Devices", "Device"));
+	assert_false(ts_opt_list_has("HostDevice,x", "Device"));
+	assert_false(ts_opt_list_has("a,,b", ""));
+	assert_false(ts_opt_list_has("", "a"));
+	assert_false(ts_opt_list_has(NULL, "a"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +203,7 @@ int main(void)
 		cmocka_unit_test(test_print_ends),
 		cmocka_unit_test(test_variables_under_the_command_line),
 		cmocka_unit_test(test_help),
+		cmocka_unit_test(test_list_has),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,31 +12,15 @@
 
 #include "kube.h"
 #include "mutate.h"
+#include "opts.h"
 
 /* Pods a page by default: a page of metadata is about 1-4 KB a pod, kept well under
  * the webhook's memory limit. */
 #define PAGE 250
 #define NOT_DONE "status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"
 
-static const char *str_at(json_t *obj, const char *key)
-{
-	json_t *v = json_object_get(obj, key);
-
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-/* Whether name is one of the comma-separated list's. */
-static bool listed(const char *list, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *p = list; p && *p; p += strcspn(p, ","), p += *p == ',') {
-		p += strspn(p, " ");
-		if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == ' ' || !p[n]))
-			return true;
-	}
-	return false;
-}
+/* obj's string at key, or NULL (jansson's own answer for a missing key or a non-string). */
+#define str_at(obj, key) json_string_value(json_object_get((obj), (key)))
 
 /* Says what a request got in err: a negative errno for the caller. */
 static int failed(const char *what, int code, char *err, size_t errlen)
@@ -60,6 +44,7 @@ static int opted_in(struct ts_kube *k, const char *label, json_t **out, char *er
 		    size_t errlen)
 {
 	char sel[300], path[400], *esc;
+	const char *name;
 	json_t *resp = NULL, *item;
 	size_t i;
 	int code;
@@ -75,9 +60,8 @@ static int opted_in(struct ts_kube *k, const char *label, json_t **out, char *er
 	}
 	*out = json_object();
 	json_array_foreach(json_object_get(resp, "items"), i, item)
-		if (str_at(json_object_get(item, "metadata"), "name"))
-			json_object_set_new(*out, str_at(json_object_get(item, "metadata"), "name"),
-					    json_true());
+		if ((name = str_at(json_object_get(item, "metadata"), "name")))
+			json_object_set_new(*out, name, json_true());
 	json_decref(resp);
 	return 0;
 }
@@ -131,7 +115,7 @@ static int scan_page(struct ts_kube *k, const struct ts_missed_opts *o, json_t *
 		const char *uid = str_at(md, "uid");
 		bool ns_in = ns && json_object_get(opted, ns);
 
-		if (!ns || !name || listed(o->exclude, ns) || !ts_pod_asks(item, ns_in))
+		if (!ns || !name || ts_opt_list_has(o->exclude, ns) || !ts_pod_asks(item, ns_in))
 			continue;
 		if (uid && cb->known && cb->known(uid, cb->arg))
 			rc = 1;
