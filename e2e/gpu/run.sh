@@ -215,23 +215,24 @@ abinrun() {
 	# AB_ARGS: more of the programs' own arguments (--batch 12: a longer step);
 	# AB_TAG names the run's folder and summary, so that runs of one call stay apart
 	local n=${AB_STEPS:-20} m=${AB_MULT:-1} prog cmd tag=ab${AB_TAG:+-$AB_TAG}
+	local stop=$((${AB_TIMEOUT:-200} - 45))
 	versions
 	pipeline_up
 	mkdir -p "$OUT/$tag"
 	for prog in ${AB_PROGS:-lb ddp comp hft lit}; do
 		local tr=(torchrun --standalone --nproc_per_node="$NGPU")
 		case $prog in
+		# each stopped by itself short of the timeout, its step times written: a
+		# slower host than planned lost a whole run's (session 34)
 		lb) cmd=("${tr[@]}" e2e/gpu/train.py --layers 2 --dim 256 --heads 4 --seq 128
-			--batch 4 --steps $((3000 * m)) --warmup 0) ;;
+			--batch 4 --steps $((3000 * m)) --warmup 0 --max-seconds $stop) ;;
 		ddp) cmd=("${tr[@]}" e2e/gpu/train.py --layers 6 --dim 1024 --seq 512
-			--steps $((1200 * m)) --warmup 0) ;;
+			--steps $((1200 * m)) --warmup 0 --max-seconds $stop) ;;
 		comp) cmd=("${tr[@]}" e2e/gpu/train.py --compile reduce-overhead --layers 4
-			--dim 1024 --seq 512 --steps $((1200 * m)) --warmup 0) ;;
+			--dim 1024 --seq 512 --steps $((1200 * m)) --warmup 0 --max-seconds $stop) ;;
 		hft) cmd=("${tr[@]}" e2e/gpu/hf_train.py --steps $((600 * m))) ;;
-		# stopped by itself short of the timeout, its step times written: a slower
-		# host than planned lost a whole run's (session 34)
 		lit) cmd=(python3 e2e/gpu/lit_train.py --devices "$NGPU" --steps $((1200 * m))
-			--max-seconds $((${AB_TIMEOUT:-200} - 45))) ;;
+			--max-seconds $stop) ;;
 		*) echo "abinrun: no program $prog"; continue ;;
 		esac
 		# -k: a Lightning job stopped by SIGTERM hung in its teardown and held the

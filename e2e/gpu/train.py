@@ -152,6 +152,17 @@ def start_noisy(gpu):
                             env=env)
 
 
+def out_of_time(start, limit, world):
+    """Whether the run is past its limit; with several ranks, whether any is (all stop at
+    the same step, or the others would wait in their next collective)."""
+    late = time.monotonic() - start > limit
+    if world == 1:
+        return late
+    flag = torch.tensor([1 if late else 0], device="cuda")
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--mode", choices=("ddp", "fsdp"), default="ddp")
@@ -172,6 +183,9 @@ def main():
     ap.add_argument("--hang-at", type=int, default=30)
     ap.add_argument("--profile-steps", type=int, default=0,
                     help="count kernels with torch.profiler over this many steps")
+    ap.add_argument("--max-seconds", type=float, default=0,
+                    help="stop after this long (step times kept): a slower host than planned "
+                         "would otherwise be killed by the caller's timeout with none written")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
 
@@ -193,8 +207,11 @@ def main():
     loader = torch.utils.data.DataLoader(data, batch_size=a.batch, shuffle=True, drop_last=True)
     it, noisy, times, prof_result = iter(loader), None, [], None
 
-    total = a.warmup + a.steps
+    total, start = a.warmup + a.steps, time.monotonic()
     for step in range(total):
+        if a.max_seconds > 0 and step % 200 == 0 and out_of_time(start, a.max_seconds, world):
+            print("stopping at step %d: --max-seconds %g reached" % (step, a.max_seconds), flush=True)
+            break
         if a.noisy_rank >= 0 and step == a.noisy_from and local == 0:
             noisy = start_noisy(a.noisy_rank)
         if rank == a.hang_rank and step == a.hang_at:
