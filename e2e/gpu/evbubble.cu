@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// Event microbenchmark: the device time an event record adds on a stream the GPU is kept
-// busy on (a GPU-bound job, where the host's own cost hides and the device's shows).
-// Each round launches KERNELS kernels of about US microseconds each, every kernel across
-// all SMs, far faster than the GPU runs them; between kernels, every EVERY-th gap holds
-// nothing, a timing event record (as trainscope's segment and GEMM pairs), or an event
-// record with timing disabled. Prints, per variant, the median round's time and the
-// device time added per event record against the plain rounds, side by side.
+// Timestamp microbenchmark: what a device timestamp costs, by kind of marker, on a stream
+// the GPU is kept busy on. Markers: a timing event record (as trainscope's segment and GEMM
+// pairs), an event record with timing disabled, and a one-thread "stamp" kernel that
+// writes the GPU's %globaltimer into mapped host memory (read with no driver call).
+//   1. Device time: each round launches KERNELS kernels of about US microseconds across all
+//      SMs, far faster than the GPU runs them; every EVERY-th gap holds a marker. The
+//      median round against the plain rounds gives the device time a marker adds.
+//   2. Host time of the marker call alone, between short kernels, with warm caches and with
+//      8 MB read before each call (cold, as between a framework's launches).
+//   3. The stamps against timing events around the same spans: how far they differ.
 //   evbubble [KERNELS [US [EVERY [ROUNDS]]]]   (defaults 400 20 4 15)
+//   evbubble host                              (parts 2 and 3 only)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 __global__ void spin(long long cycles)
@@ -20,63 +25,190 @@ __global__ void spin(long long cycles)
 		;
 }
 
+__global__ void stamp(unsigned long long *slot)
+{
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	*slot = t;
+	__threadfence_system();
+}
+
+enum { NONE, TIMING, PLAIN, STAMP, NVAR };
+static const char *name[NVAR] = { "no marker", "timing event", "event, timing off",
+				  "stamp kernel" };
+static const int nev = 256;
+static cudaEvent_t timing[nev], plain[nev];
+static unsigned long long *host_slots, *dev_slots; /* nev stamps, mapped */
+
+static void marker(int v, int e, cudaStream_t s)
+{
+	if (v == TIMING)
+		cudaEventRecord(timing[e % nev], s);
+	else if (v == PLAIN)
+		cudaEventRecord(plain[e % nev], s);
+	else if (v == STAMP)
+		stamp<<<1, 1, 0, s>>>(dev_slots + e % nev);
+}
+
+static double median(std::vector<double> v)
+{
+	std::sort(v.begin(), v.end());
+	return v.empty() ? 0 : v[v.size() / 2];
+}
+
+static double now_us(void)
+{
+	return std::chrono::duration<double, std::micro>(
+		       std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/* Part 1: the device time a marker adds, every EVERY-th gap of KERNELS busy kernels. */
+static void device_cost(cudaStream_t s, long long cycles, int kernels, int us, int every,
+			int rounds, int sms)
+{
+	std::vector<double> ms[NVAR];
+	for (int r = 0; r < rounds + 1; r++) /* the first round warms up, not counted */
+		for (int v = 0; v < NVAR; v++) {
+			cudaDeviceSynchronize();
+			double t0 = now_us();
+			for (int k = 0, e = 0; k < kernels; k++) {
+				spin<<<sms, 128, 0, s>>>(cycles);
+				if (v != NONE && k % every == 0)
+					marker(v, e++, s);
+			}
+			cudaStreamSynchronize(s);
+			if (r)
+				ms[v].push_back((now_us() - t0) / 1000);
+		}
+	int events = (kernels + every - 1) / every;
+	double base = median(ms[NONE]);
+	for (int v = 0; v < NVAR; v++) {
+		double med = median(ms[v]);
+		printf("device  %-18s %d kernels of %d us on %d SMs, %d markers: %.3f ms a round, "
+		       "%+.2f us a marker\n", name[v], kernels, us, sms, v ? events : 0, med,
+		       v ? (med - base) * 1000 / events : 0.0);
+	}
+}
+
+/* Part 2: the marker call's own host time, between kernels of about 2 us (the GPU keeps
+ * up, so no call waits for a full queue); cold: 8 MB read before each call. */
+static void host_cost(cudaStream_t s, long long cycles_2us, int calls)
+{
+	static const size_t evict_bytes = 8u << 20;
+	volatile unsigned char *junk = (unsigned char *)malloc(evict_bytes);
+	memset((void *)junk, 1, evict_bytes);
+	for (int cold = 0; cold < 2; cold++)
+		for (int v = TIMING; v < NVAR; v++) {
+			std::vector<double> t;
+			unsigned sum = 0;
+			for (int k = 0; k < calls + 50; k++) { /* 50 to warm up */
+				spin<<<1, 32, 0, s>>>(cycles_2us);
+				if (cold)
+					for (size_t i = 0; i < evict_bytes; i += 64)
+						sum += junk[i];
+				double t0 = now_us();
+				marker(v, k, s);
+				double t1 = now_us();
+				if (k >= 50)
+					t.push_back(t1 - t0);
+				if (k % 64 == 63)
+					cudaStreamSynchronize(s);
+			}
+			cudaStreamSynchronize(s);
+			std::sort(t.begin(), t.end());
+			double mean = 0;
+			for (double x : t)
+				mean += x;
+			mean /= t.size();
+			printf("host    %-18s %s: median %.2f us, 90th %.2f us, mean %.2f us a call%s\n",
+			       name[v], cold ? "cold (8 MB read before)" : "warm", t[t.size() / 2],
+			       t[t.size() * 9 / 10], mean, sum == 12345 ? " " : "");
+		}
+	free((void *)junk);
+}
+
+/* Part 3: spans of 10 kernels of US, timed both ways at once. */
+static void accuracy(cudaStream_t s, long long cycles, int us, int sms, int trials)
+{
+	std::vector<double> diff, span;
+	for (int i = 0; i < trials; i++) {
+		cudaEventRecord(timing[0], s);
+		stamp<<<1, 1, 0, s>>>(dev_slots + 0);
+		for (int k = 0; k < 10; k++)
+			spin<<<sms, 128, 0, s>>>(cycles);
+		cudaEventRecord(timing[1], s);
+		stamp<<<1, 1, 0, s>>>(dev_slots + 1);
+		cudaStreamSynchronize(s);
+		float ms = 0;
+		cudaEventElapsedTime(&ms, timing[0], timing[1]);
+		double st = (double)(host_slots[1] - host_slots[0]) / 1000.0;
+		span.push_back(ms * 1000.0);
+		diff.push_back(st - ms * 1000.0);
+	}
+	/* the timer's step: the smallest non-zero difference of back-to-back stamps */
+	unsigned long long step = ~0ull;
+	for (int i = 0; i < 64; i++) {
+		stamp<<<1, 1, 0, s>>>(dev_slots + 2);
+		stamp<<<1, 1, 0, s>>>(dev_slots + 3);
+		cudaStreamSynchronize(s);
+		unsigned long long d = host_slots[3] - host_slots[2];
+		if (d && d < step)
+			step = d;
+	}
+	std::vector<double> ad;
+	for (double d : diff)
+		ad.push_back(d < 0 ? -d : d);
+	std::sort(ad.begin(), ad.end());
+	printf("stamps  spans of 10 kernels of %d us (event: median %.1f us): stamp minus event "
+	       "median %+.2f us, |diff| 90th %.2f us, max %.2f us; back-to-back stamps at least "
+	       "%llu ns apart\n", us, median(span), median(diff), ad[ad.size() * 9 / 10],
+	       ad.back(), step);
+}
+
 int main(int argc, char **argv)
 {
-	int kernels = argc > 1 ? atoi(argv[1]) : 400, us = argc > 2 ? atoi(argv[2]) : 20;
-	int every = argc > 3 ? atoi(argv[3]) : 4, rounds = argc > 4 ? atoi(argv[4]) : 15;
-	int sms = 0;
+	bool host_only = argc > 1 && !strcmp(argv[1], "host");
+	int kernels = argc > 1 && !host_only ? atoi(argv[1]) : 400;
+	int us = argc > 2 ? atoi(argv[2]) : 20, every = argc > 3 ? atoi(argv[3]) : 4;
+	int rounds = argc > 4 ? atoi(argv[4]) : 15, sms = 0;
 	cudaStream_t s;
-	const int nev = 256;
-	cudaEvent_t timing[nev], plain[nev];
 
+	cudaSetDeviceFlags(cudaDeviceMapHost);
 	cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
 	cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
 	for (int i = 0; i < nev; i++) {
 		cudaEventCreate(&timing[i]);
 		cudaEventCreateWithFlags(&plain[i], cudaEventDisableTiming);
 	}
+	cudaHostAlloc((void **)&host_slots, nev * sizeof(*host_slots), cudaHostAllocMapped);
+	cudaHostGetDevicePointer((void **)&dev_slots, host_slots, 0);
 	/* the SMs' cycles per microsecond, measured: one kernel of a known count, timed */
 	const long long probe = 20000000;
 	float probe_ms = 0;
 	spin<<<sms, 128, 0, s>>>(probe / 10); /* warm-up */
+	stamp<<<1, 1, 0, s>>>(dev_slots);
 	cudaEventRecord(timing[0], s);
 	spin<<<sms, 128, 0, s>>>(probe);
 	cudaEventRecord(timing[1], s);
 	cudaEventSynchronize(timing[1]);
 	cudaEventElapsedTime(&probe_ms, timing[0], timing[1]);
-	long long cycles = (long long)((double)probe / (probe_ms * 1000.0) * us);
-	const char *name[3] = { "no event", "timing event", "event, timing off" };
-	std::vector<double> ms[3];
-	for (int r = 0; r < rounds + 1; r++) /* the first round warms up, not counted */
-		for (int v = 0; v < 3; v++) {
-			cudaDeviceSynchronize();
-			auto t0 = std::chrono::steady_clock::now();
-			for (int k = 0, e = 0; k < kernels; k++) {
-				spin<<<sms, 128, 0, s>>>(cycles);
-				if (v && k % every == 0)
-					cudaEventRecord((v == 1 ? timing : plain)[e++ % nev], s);
-			}
-			cudaStreamSynchronize(s);
-			double t = std::chrono::duration<double, std::milli>(
-					   std::chrono::steady_clock::now() - t0).count();
-			if (r)
-				ms[v].push_back(t);
-		}
 	cudaError_t err = cudaGetLastError();
 	if (err != cudaSuccess || !(probe_ms > 0)) {
 		fprintf(stderr, "evbubble: %s\n", cudaGetErrorString(err));
 		return 1;
 	}
-	int events = (kernels + every - 1) / every;
-	double base = 0;
-	for (int v = 0; v < 3; v++) {
-		std::sort(ms[v].begin(), ms[v].end());
-		double med = ms[v][ms[v].size() / 2];
-		if (!v)
-			base = med;
-		printf("%-18s %d kernels of %d us on %d SMs, %d events: %.3f ms a round, %+.2f us "
-		       "an event\n", name[v], kernels, us, sms, v ? events : 0, med,
-		       v ? (med - base) * 1000 / events : 0.0);
+	double per_us = (double)probe / (probe_ms * 1000.0);
+	long long cycles = (long long)(per_us * us);
+	if (host_only) {
+		host_cost(s, (long long)(per_us * 2), 2000);
+		accuracy(s, cycles, us, sms, 200);
+	} else {
+		device_cost(s, cycles, kernels, us, every, rounds, sms);
+	}
+	err = cudaGetLastError();
+	if (err != cudaSuccess) {
+		fprintf(stderr, "evbubble: %s\n", cudaGetErrorString(err));
+		return 1;
 	}
 	return 0;
 }

@@ -104,15 +104,19 @@ micro() {
 }
 
 # The device time an event record adds between kernels on a busy stream
-# (e2e/gpu/evbubble.cu): kernels of 5, 20 and 100 us, an event in every 1 and every 4 gaps.
+# (e2e/gpu/evbubble.cu): kernels of 5, 20 and 100 us, a marker in every 1 and every 4 gaps;
+# first each marker's host time (warm, cold) and the stamps against events
 evbubble() {
 	nvcc -O2 -o /tmp/evbubble e2e/gpu/evbubble.cu || return 1
 	local us every
-	for us in 5 20 100; do
-		for every in 1 4; do
-			/tmp/evbubble 400 "$us" "$every" 15
+	{
+		/tmp/evbubble host 20
+		for us in 5 20 100; do
+			for every in 1 4; do
+				/tmp/evbubble 400 "$us" "$every" 15
+			done
 		done
-	done | tee "$OUT/evbubble.txt"
+	} | tee "$OUT/evbubble.txt"
 }
 
 # A stream that waits before each kernel (e2e/gpu/segbench.cu), in rounds: without the
