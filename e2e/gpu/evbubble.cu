@@ -2,7 +2,10 @@
 // Timestamp microbenchmark: what a device timestamp costs, by kind of marker, on a stream
 // the GPU is kept busy on. Markers: a timing event record (as trainscope's segment and GEMM
 // pairs), an event record with timing disabled, and a one-thread "stamp" kernel that
-// writes the GPU's %globaltimer into mapped host memory (read with no driver call).
+// writes the GPU's %globaltimer into mapped host memory (read with no driver call), a
+// stream write of a counter (cuStreamWriteValue32) alone, and that write timed by a
+// timing event on a side stream armed beforehand to wait for the value (the timing
+// event then costs the busy stream nothing, if the GPU keeps the two apart).
 //   1. Device time: each round launches KERNELS kernels of about US microseconds across all
 //      SMs, far faster than the GPU runs them; every EVERY-th gap holds a marker. The
 //      median round against the plain rounds gives the device time a marker adds.
@@ -11,6 +14,7 @@
 //   3. The stamps against timing events around the same spans: how far they differ.
 //   evbubble [KERNELS [US [EVERY [ROUNDS]]]]   (defaults 400 20 4 15)
 //   evbubble host                              (parts 2 and 3 only)
+#include <cuda.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,12 +37,24 @@ __global__ void stamp(unsigned long long *slot)
 	__threadfence_system();
 }
 
-enum { NONE, TIMING, PLAIN, STAMP, NVAR };
+enum { NONE, TIMING, PLAIN, STAMP, WRITE, WSIDE, NVAR };
 static const char *name[NVAR] = { "no marker", "timing event", "event, timing off",
-				  "stamp kernel" };
-static const int nev = 256;
-static cudaEvent_t timing[nev], plain[nev];
+				  "stamp kernel", "stream write", "write, side event" };
+static const int nev = 512;
+static cudaEvent_t timing[nev], plain[nev], side_ev[nev];
 static unsigned long long *host_slots, *dev_slots; /* nev stamps, mapped */
+static cudaStream_t side;
+static CUdeviceptr flag; /* the counter the writes raise, the side stream waits on */
+static cuuint32_t flag_value;
+
+/* The side stream, for the next n writes: wait for each value, then a timing event. */
+static void arm_side(int n)
+{
+	for (int k = 1; k <= n; k++) {
+		cuStreamWaitValue32((CUstream)side, flag, flag_value + k, CU_STREAM_WAIT_VALUE_GEQ);
+		cudaEventRecord(side_ev[(flag_value + k) % nev], side);
+	}
+}
 
 static void marker(int v, int e, cudaStream_t s)
 {
@@ -48,6 +64,8 @@ static void marker(int v, int e, cudaStream_t s)
 		cudaEventRecord(plain[e % nev], s);
 	else if (v == STAMP)
 		stamp<<<1, 1, 0, s>>>(dev_slots + e % nev);
+	else if (v == WRITE || v == WSIDE)
+		cuStreamWriteValue32((CUstream)s, flag, ++flag_value, 0);
 }
 
 static double median(std::vector<double> v)
@@ -67,9 +85,12 @@ static void device_cost(cudaStream_t s, long long cycles, int kernels, int us, i
 			int rounds, int sms)
 {
 	std::vector<double> ms[NVAR];
+	int events = (kernels + every - 1) / every;
 	for (int r = 0; r < rounds + 1; r++) /* the first round warms up, not counted */
 		for (int v = 0; v < NVAR; v++) {
 			cudaDeviceSynchronize();
+			if (v == WSIDE)
+				arm_side(events);
 			double t0 = now_us();
 			for (int k = 0, e = 0; k < kernels; k++) {
 				spin<<<sms, 128, 0, s>>>(cycles);
@@ -80,7 +101,6 @@ static void device_cost(cudaStream_t s, long long cycles, int kernels, int us, i
 			if (r)
 				ms[v].push_back((now_us() - t0) / 1000);
 		}
-	int events = (kernels + every - 1) / every;
 	double base = median(ms[NONE]);
 	for (int v = 0; v < NVAR; v++) {
 		double med = median(ms[v]);
@@ -102,6 +122,8 @@ static void host_cost(cudaStream_t s, long long cycles_2us, int calls)
 			std::vector<double> t;
 			unsigned sum = 0;
 			for (int k = 0; k < calls + 50; k++) { /* 50 to warm up */
+				if (v == WSIDE && k % 64 == 0) /* each armed write comes */
+					arm_side(std::min(64, calls + 50 - k));
 				spin<<<1, 32, 0, s>>>(cycles_2us);
 				if (cold)
 					for (size_t i = 0; i < evict_bytes; i += 64)
@@ -112,9 +134,9 @@ static void host_cost(cudaStream_t s, long long cycles_2us, int calls)
 				if (k >= 50)
 					t.push_back(t1 - t0);
 				if (k % 64 == 63)
-					cudaStreamSynchronize(s);
+					cudaDeviceSynchronize();
 			}
-			cudaStreamSynchronize(s);
+			cudaDeviceSynchronize();
 			std::sort(t.begin(), t.end());
 			double mean = 0;
 			for (double x : t)
@@ -127,42 +149,44 @@ static void host_cost(cudaStream_t s, long long cycles_2us, int calls)
 	free((void *)junk);
 }
 
-/* Part 3: spans of 10 kernels of US, timed both ways at once. */
-static void accuracy(cudaStream_t s, long long cycles, int us, int sms, int trials)
+static void print_diff(const char *what, int us, std::vector<double> span,
+		       std::vector<double> diff)
 {
-	std::vector<double> diff, span;
-	for (int i = 0; i < trials; i++) {
-		cudaEventRecord(timing[0], s);
-		stamp<<<1, 1, 0, s>>>(dev_slots + 0);
-		for (int k = 0; k < 10; k++)
-			spin<<<sms, 128, 0, s>>>(cycles);
-		cudaEventRecord(timing[1], s);
-		stamp<<<1, 1, 0, s>>>(dev_slots + 1);
-		cudaStreamSynchronize(s);
-		float ms = 0;
-		cudaEventElapsedTime(&ms, timing[0], timing[1]);
-		double st = (double)(host_slots[1] - host_slots[0]) / 1000.0;
-		span.push_back(ms * 1000.0);
-		diff.push_back(st - ms * 1000.0);
-	}
-	/* the timer's step: the smallest non-zero difference of back-to-back stamps */
-	unsigned long long step = ~0ull;
-	for (int i = 0; i < 64; i++) {
-		stamp<<<1, 1, 0, s>>>(dev_slots + 2);
-		stamp<<<1, 1, 0, s>>>(dev_slots + 3);
-		cudaStreamSynchronize(s);
-		unsigned long long d = host_slots[3] - host_slots[2];
-		if (d && d < step)
-			step = d;
-	}
 	std::vector<double> ad;
 	for (double d : diff)
 		ad.push_back(d < 0 ? -d : d);
 	std::sort(ad.begin(), ad.end());
-	printf("stamps  spans of 10 kernels of %d us (event: median %.1f us): stamp minus event "
-	       "median %+.2f us, |diff| 90th %.2f us, max %.2f us; back-to-back stamps at least "
-	       "%llu ns apart\n", us, median(span), median(diff), ad[ad.size() * 9 / 10],
-	       ad.back(), step);
+	printf("accuracy %-17s spans of 10 kernels of %d us (event: median %.1f us): minus the "
+	       "event median %+.2f us, |diff| 90th %.2f us, max %.2f us\n", what, us,
+	       median(span), median(diff), ad[ad.size() * 9 / 10], ad.back());
+}
+
+/* Part 3: spans of 10 kernels of US, timed three ways at once: timing events on the
+ * stream, stamp kernels, and writes timed by the armed side stream. */
+static void accuracy(cudaStream_t s, long long cycles, int us, int sms, int trials)
+{
+	std::vector<double> span, dstamp, dside;
+	for (int i = 0; i < trials; i++) {
+		cuuint32_t v0 = flag_value;
+		arm_side(2);
+		cudaEventRecord(timing[0], s);
+		marker(WSIDE, 0, s);
+		stamp<<<1, 1, 0, s>>>(dev_slots + 0);
+		for (int k = 0; k < 10; k++)
+			spin<<<sms, 128, 0, s>>>(cycles);
+		cudaEventRecord(timing[1], s);
+		marker(WSIDE, 0, s);
+		stamp<<<1, 1, 0, s>>>(dev_slots + 1);
+		cudaDeviceSynchronize();
+		float ms = 0, side_ms = 0;
+		cudaEventElapsedTime(&ms, timing[0], timing[1]);
+		cudaEventElapsedTime(&side_ms, side_ev[(v0 + 1) % nev], side_ev[(v0 + 2) % nev]);
+		span.push_back(ms * 1000.0);
+		dstamp.push_back((double)(host_slots[1] - host_slots[0]) / 1000.0 - ms * 1000.0);
+		dside.push_back((side_ms - ms) * 1000.0);
+	}
+	print_diff("stamp kernel", us, span, dstamp);
+	print_diff("write, side event", us, span, dside);
 }
 
 int main(int argc, char **argv)
@@ -176,9 +200,15 @@ int main(int argc, char **argv)
 	cudaSetDeviceFlags(cudaDeviceMapHost);
 	cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
 	cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+	cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
 	for (int i = 0; i < nev; i++) {
 		cudaEventCreate(&timing[i]);
+		cudaEventCreate(&side_ev[i]);
 		cudaEventCreateWithFlags(&plain[i], cudaEventDisableTiming);
+	}
+	if (cuMemAlloc(&flag, 4) != CUDA_SUCCESS || cuMemsetD32(flag, 0, 1) != CUDA_SUCCESS) {
+		fprintf(stderr, "evbubble: no memory for the counter\n");
+		return 1;
 	}
 	cudaHostAlloc((void **)&host_slots, nev * sizeof(*host_slots), cudaHostAllocMapped);
 	cudaHostGetDevicePointer((void **)&dev_slots, host_slots, 0);

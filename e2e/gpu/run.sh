@@ -107,13 +107,14 @@ micro() {
 # (e2e/gpu/evbubble.cu): kernels of 5, 20 and 100 us, a marker in every 1 and every 4 gaps;
 # first each marker's host time (warm, cold) and the stamps against events
 evbubble() {
-	nvcc -O2 -o /tmp/evbubble e2e/gpu/evbubble.cu || return 1
+	nvcc -O2 -o /tmp/evbubble e2e/gpu/evbubble.cu -lcuda || return 1
 	local us every
 	{
-		/tmp/evbubble host 20
+		# a side stream's wait that no write meets would hang the call: bounded
+		timeout 120 /tmp/evbubble host 20
 		for us in 5 20 100; do
 			for every in 1 4; do
-				/tmp/evbubble 400 "$us" "$every" 15
+				timeout 60 /tmp/evbubble 400 "$us" "$every" 15
 			done
 		done
 	} | tee "$OUT/evbubble.txt"
