@@ -14,6 +14,7 @@ that wander cancels.
   ab_inrun.py [--drop D] N SKIP FILE...   (--drop first, if given; several FILEs of one
         program, from separate runs: each, then pooled)
         FILE: a rank's result JSON with "step_times" (entry i: step i, None where unknown);
+        each run's line is followed by its A/A check (ab_aa.py over the whole run);
         SKIP: the first steps left out (warm-up, compilation); each block's first D steps
         are left out too (the switch's own step; D: 2 for blocks of 6 or more, else 1)."""
 import json
@@ -84,6 +85,25 @@ def pooled(runs):
     return sum(wi * m for wi, (m, _) in zip(w, runs)) / sum(w), 1 / math.sqrt(sum(w))
 
 
+def aa_line(times, n, skip):
+    """The run's own A/A check (ab_aa.py, whole run): each side's blocks alone, as if they
+    alternated, where the true overhead is 0. A z past 1.96 says the job has a structure
+    over the run that the A/B's interval does not hold (session 37's torch.compile run)."""
+    import os
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import ab_aa
+    got = {side: (m, h) for side, m, h in ab_aa.estimates(times, n, skip, 0)}
+    if len(got) < 2 or any(h <= 0 for _, h in got.values()):
+        return "A/A check: too few blocks"
+    z = {side: m / (h / 1.96) for side, (m, h) in got.items()}
+    verdict = ("both hold 0" if all(abs(v) <= 1.96 for v in z.values()) else
+               "the interval above is too narrow for this job; by the A/A, about %.1f x" %
+               max(abs(v) for v in z.values()))
+    return "A/A check (each side against itself): paused %+.2f %% (z %+.1f), recorded " \
+        "%+.2f %% (z %+.1f): %s" % (got["paused"][0], z["paused"], got["recorded"][0],
+                                   z["recorded"], verdict)
+
+
 def main():
     args = sys.argv[1:]
     drop = None
@@ -113,6 +133,7 @@ def main():
                   path, res["pairs"], n, res["drop"],
                                                       res["step_on_ms"], res["step_off_ms"],
                                                       res["overhead_pct"], res["ci95_pct"]))
+        print("  " + aa_line(r["step_times"], n, skip))
         runs.append((res["overhead_pct"], res["ci95_pct"]))
     if len(runs) > 1:
         m, half = pooled(runs)
