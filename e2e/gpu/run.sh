@@ -20,7 +20,8 @@
 #   e2e/gpu/run.sh coverage  kernels counted against torch.profiler: eager, torch.compile
 #                            default and reduce-overhead (CUDA graphs), FSDP
 #   e2e/gpu/run.sh record    the real-program corpus of bench/data (e2e/gpu/record.sh)
-#   e2e/gpu/run.sh evbubble  the device time an event record adds on a busy stream
+#   e2e/gpu/run.sh evbubble  what a device timestamp costs (timing event, event without
+#                            timing, stamp kernel, stream write), host and device
 #   e2e/gpu/run.sh graphcoll collectives captured into a CUDA graph, counted per replay
 #                            (with NCCL's profiler plugin and without)
 # Expects build/ (libtrainscope.so, and for detect the daemons) carried from the build
