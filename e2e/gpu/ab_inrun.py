@@ -88,7 +88,8 @@ def pooled(runs):
 def aa_line(times, n, skip):
     """The run's own A/A check (ab_aa.py, whole run): each side's blocks alone, as if they
     alternated, where the true overhead is 0. A z past 1.96 says the job has a structure
-    over the run that the A/B's interval does not hold (session 37's torch.compile run)."""
+    over the run that the A/B's interval may not hold (session 37's torch.compile run), or
+    one that biases the check alone (ab_aa.py's help says when)."""
     import os
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import ab_aa
@@ -97,7 +98,7 @@ def aa_line(times, n, skip):
         return "A/A check: too few blocks"
     z = {side: m / (h / 1.96) for side, (m, h) in got.items()}
     verdict = ("both hold 0" if all(abs(v) <= 1.96 for v in z.values()) else
-               "the interval above is too narrow for this job; by the A/A, about %.1f x" %
+               "a miss: the interval above may be too narrow for this job (largest z %.1f)" %
                max(abs(v) for v in z.values()))
     return "A/A check (each side against itself): paused %+.2f %% (z %+.1f), recorded " \
         "%+.2f %% (z %+.1f): %s" % (got["paused"][0], z["paused"], got["recorded"][0],
