@@ -13,6 +13,14 @@ bench/real_bench (make real-bench) without a GPU.
                                      GEMM of 1/n of the time. --pairs: only steps that
                                      carry two single GEMMs (the preload's two a step;
                                      older recordings carry more). Every other byte is kept.
+  rec_gemms.py every-k [--k K] [--phase P] SRC DST
+                                     the corpus as if the device were timed only on steps
+                                     with step % K == P (default 2, 0): the other steps lose
+                                     their GEMMs and their compute_ns (Step 5), which the
+                                     relay would then fill from compute_wall_ns (Step 16),
+                                     0 throughout bench/data. The analyzer reads that 0 as
+                                     compute; session 37 read it as missing with a changed
+                                     copy (analysis/ingest: m[TS_M_COMPUTE] NaN when 0).
 
 The wire is decoded by hand (protobuf's wire format, proto/trainscope.proto: Bundle 1
 batches, Batch 1 id / 4 records, Identity 6 rank, Record 2 step, Step 12 gemms, GemmStat
@@ -171,12 +179,27 @@ def rewrite(b, path, fn):
                     for num, _, v, raw in fields(b))
 
 
-def keep_one_corpus(src, dst, smallest, pairs):
-    tally = collections.Counter()
+def untime(step, k, phase, tally):
+    """Step message as the preload would send it had it timed no device work in the step
+    unless step % k == phase: no GEMM bucket, compute_ns what the relay falls back to."""
+    fs = list(fields(step))
+    n = next((v for num, _, v, _ in fs if num == 1), 0)
+    tally["steps"] += 1
+    if n % k == phase:
+        return step
+    tally["untimed"] += 1
+    wall = next((v for num, _, v, _ in fs if num == 16), 0)
+    out = bytearray(enc_varint(5 << 3) + enc_varint(wall) if wall else b"")
+    for num, _, _, raw in fs:
+        if num == 12:
+            tally["gemm_fields"] += 1
+        elif num != 5:
+            out += raw
+    return bytes(out)
 
-    def step(s):
-        return keep_one(s, smallest, pairs, tally)
 
+def rewrite_corpus(src, dst, step):
+    """Copies the corpus folder src to dst, each recorded Step message through step."""
     for root, _, files in os.walk(src):
         for name in files:
             p = os.path.join(root, name)
@@ -196,6 +219,11 @@ def keep_one_corpus(src, dst, smallest, pairs):
                 out += struct.pack("<QII", t, len(subject), len(data)) + subject + data
             with gzip.open(q, "wb") as g:
                 g.write(bytes(out))
+
+
+def keep_one_corpus(src, dst, smallest, pairs):
+    tally = collections.Counter()
+    rewrite_corpus(src, dst, lambda s: keep_one(s, smallest, pairs, tally))
     print("%d steps cut to one GEMM bucket; in %d of them the bucket held several GEMMs, "
           "split evenly; %d steps left as they were" % (tally["steps"], tally["split"],
                                                         tally["left"]))
@@ -209,8 +237,26 @@ def main(argv):
         if len(rest) != 2:
             sys.exit(__doc__)
         keep_one_corpus(rest[0], rest[1], "--smallest" in argv, "--pairs" in argv)
+    elif argv and argv[0] == "every-k":
+        every_k(argv[1:])
     else:
         sys.exit(__doc__)
+
+
+def every_k(argv):
+    k, phase, rest = 2, 0, []
+    while argv:
+        if argv[0] in ("--k", "--phase") and len(argv) > 1:
+            k, phase = (int(argv[1]), phase) if argv[0] == "--k" else (k, int(argv[1]))
+            argv = argv[2:]
+        else:
+            rest, argv = rest + argv[:1], argv[1:]
+    if len(rest) != 2 or k < 1 or not 0 <= phase < k:
+        sys.exit(__doc__)
+    tally = collections.Counter()
+    rewrite_corpus(rest[0], rest[1], lambda s: untime(s, k, phase, tally))
+    print("K=%d, phase %d: %d steps, %d left untimed (%d GEMM buckets dropped)" %
+          (k, phase, tally["steps"], tally["untimed"], tally["gemm_fields"]))
 
 
 if __name__ == "__main__":
