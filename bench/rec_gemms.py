@@ -13,7 +13,7 @@ bench/real_bench (make real-bench) without a GPU.
                                      GEMM of 1/n of the time. --pairs: only steps that
                                      carry two single GEMMs (the preload's two a step;
                                      older recordings carry more). Every other byte is kept.
-  rec_gemms.py every-k [--k K] [--phase P] SRC DST
+  rec_gemms.py every-k [--k K] [--phase P] [--gemms-only] SRC DST
                                      the corpus as if the device were timed only on steps
                                      with step % K == P (default 2, 0): the other steps lose
                                      their GEMMs and their compute_ns (Step 5), which the
@@ -21,6 +21,7 @@ bench/real_bench (make real-bench) without a GPU.
                                      0 throughout bench/data. The analyzer reads that 0 as
                                      compute; session 37 read it as missing with a changed
                                      copy (analysis/ingest: m[TS_M_COMPUTE] NaN when 0).
+                                     --gemms-only: the GEMMs alone left out, compute kept.
 
 The wire is decoded by hand (protobuf's wire format, proto/trainscope.proto: Bundle 1
 batches, Batch 1 id / 4 records, Identity 6 rank, Record 2 step, Step 12 gemms, GemmStat
@@ -179,9 +180,10 @@ def rewrite(b, path, fn):
                     for num, _, v, raw in fields(b))
 
 
-def untime(step, k, phase, tally):
+def untime(step, k, phase, gemms_only, tally):
     """Step message as the preload would send it had it timed no device work in the step
-    unless step % k == phase: no GEMM bucket, compute_ns what the relay falls back to."""
+    unless step % k == phase: no GEMM bucket, compute_ns what the relay falls back to
+    (with gemms_only, compute_ns as it was: only the GEMM pairs thinned)."""
     fs = list(fields(step))
     n = next((v for num, _, v, _ in fs if num == 1), 0)
     tally["steps"] += 1
@@ -189,11 +191,11 @@ def untime(step, k, phase, tally):
         return step
     tally["untimed"] += 1
     wall = next((v for num, _, v, _ in fs if num == 16), 0)
-    out = bytearray(enc_varint(5 << 3) + enc_varint(wall) if wall else b"")
+    out = bytearray(enc_varint(5 << 3) + enc_varint(wall) if wall and not gemms_only else b"")
     for num, _, _, raw in fs:
         if num == 12:
             tally["gemm_fields"] += 1
-        elif num != 5:
+        elif num != 5 or gemms_only:
             out += raw
     return bytes(out)
 
@@ -245,6 +247,8 @@ def main(argv):
 
 def every_k(argv):
     k, phase, rest = 2, 0, []
+    gemms_only = "--gemms-only" in argv
+    argv = [a for a in argv if a != "--gemms-only"]
     while argv:
         if argv[0] in ("--k", "--phase") and len(argv) > 1:
             k, phase = (int(argv[1]), phase) if argv[0] == "--k" else (k, int(argv[1]))
@@ -254,7 +258,7 @@ def every_k(argv):
     if len(rest) != 2 or k < 1 or not 0 <= phase < k:
         sys.exit(__doc__)
     tally = collections.Counter()
-    rewrite_corpus(rest[0], rest[1], lambda s: untime(s, k, phase, tally))
+    rewrite_corpus(rest[0], rest[1], lambda s: untime(s, k, phase, gemms_only, tally))
     print("K=%d, phase %d: %d steps, %d left untimed (%d GEMM buckets dropped)" %
           (k, phase, tally["steps"], tally["untimed"], tally["gemm_fields"]))
 
