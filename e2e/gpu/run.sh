@@ -104,7 +104,7 @@ micro() {
 	done | tee "$OUT/micro.txt"
 }
 
-# The device time an event record adds between kernels on a busy stream
+# What a device timestamp costs, on the host and between kernels on a busy stream
 # (e2e/gpu/evbubble.cu): kernels of 5, 20 and 100 us, a marker in every 1 and every 4 gaps;
 # first each marker's host time (warm, cold) and the stamps against events
 evbubble() {
