@@ -14,17 +14,16 @@ bench/real_bench (make real-bench) without a GPU.
                                      carry two single GEMMs (the preload's two a step;
                                      older recordings carry more). Every other byte is kept.
   rec_gemms.py every-k [--k K] [--phase P] [--gemms-only] SRC DST
-                                     the corpus as if the device were timed only on steps
-                                     with step % K == P (default 2, 0): the other steps lose
-                                     their GEMMs and their compute_ns (Step 5), which the
-                                     relay would then fill from compute_wall_ns (Step 16),
-                                     0 throughout bench/data. The analyzer reads that 0 as
-                                     compute; session 37 read it as missing with a changed
-                                     copy (analysis/ingest: m[TS_M_COMPUTE] NaN when 0).
-                                     --gemms-only: the GEMMs alone left out, compute kept.
+                                     the corpus as if the preload had run with
+                                     TRAINSCOPE_DEVICE_EVERY=K: steps with step % K != P
+                                     (default 2, 0) lose their GEMMs and their compute_ns
+                                     (Step 5) and say device_untimed (Step 21), as the relay
+                                     sends such a step. --gemms-only: the GEMMs alone left
+                                     out, compute kept and no mark.
 
 The wire is decoded by hand (protobuf's wire format, proto/trainscope.proto: Bundle 1
-batches, Batch 1 id / 4 records, Identity 6 rank, Record 2 step, Step 12 gemms, GemmStat
+batches, Batch 1 id / 4 records, Identity 6 rank, Record 2 step, Step 5 compute_ns / 12
+gemms / 21 device_untimed, GemmStat
 1 size_bucket / 2 count / 3 time_ns / 4 tflops), so no protobuf package is needed."""
 import collections
 import gzip
@@ -190,13 +189,14 @@ def untime(step, k, phase, gemms_only, tally):
     if n % k == phase:
         return step
     tally["untimed"] += 1
-    wall = next((v for num, _, v, _ in fs if num == 16), 0)
-    out = bytearray(enc_varint(5 << 3) + enc_varint(wall) if wall and not gemms_only else b"")
+    out = bytearray()
     for num, _, _, raw in fs:
         if num == 12:
             tally["gemm_fields"] += 1
-        elif num != 5 or gemms_only:
+        elif num not in (5, 21) or gemms_only:
             out += raw
+    if not gemms_only:  # device_untimed = true: no compute_ns, no fallback
+        out += enc_varint(21 << 3) + enc_varint(1)
     return bytes(out)
 
 

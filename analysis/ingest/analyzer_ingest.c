@@ -143,7 +143,9 @@ static void to_rank_step(const Trainscope__V1__Step *s, struct ts_rank_step *out
 	out->step = s->step;
 	out->start_ns = s->start_ns;
 	out->end_ns = s->end_ns;
-	out->m[TS_M_COMPUTE] = (double)s->compute_ns / 1e6;
+	/* a step the device was not timed in (TRAINSCOPE_DEVICE_EVERY) has no compute: read
+	 * as 0 it would look host-bound */
+	out->m[TS_M_COMPUTE] = s->device_untimed ? NAN : (double)s->compute_ns / 1e6;
 	out->m[TS_M_COLLECTIVE] = (double)s->collective_ns / 1e6;
 	out->m[TS_M_LAUNCH] = (double)s->launch_ns / 1e6;
 	out->m[TS_M_DATALOADER] = (double)s->dataloader_ns / 1e6;

@@ -31,6 +31,7 @@ enum { GPU_UNINIT, GPU_INITIALIZING, GPU_READY_CUDA, GPU_READY_ACL };
 /* A stream's open segment that no event pair times (past its step's head, between
  * samples): the slot part of strm.seg is NSLOTS. */
 #define UNTIMED NSLOTS
+#define SKIPPED (NSLOTS + 1) /* a segment of a step the device is not timed in */
 #define SMALL_SEGMENT 2 /* kernels */
 
 struct ev_slot { /* its state is g.slot_state[its index] */
@@ -100,6 +101,7 @@ static struct {
 	double budget;
 	uint64_t hang_ns, poll_ns, last_hang_ns;
 	uint32_t seg_head, seg_every;
+	uint32_t dev_every; /* the device is timed on every dev_every-th step only */
 	double seg_keep; /* the tail samples' sums kept a step: 1 - 1 / (2 seg_every) */
 	uint64_t last_step_end_ns;
 	_Atomic uint64_t step_samples, step_sample_ticks;
@@ -219,6 +221,9 @@ static __attribute__((noinline, cold)) bool gpu_init(unsigned sk)
 	 * from the step (segment_timing): the rate remembers about 2 seg_every steps, so
 	 * that most places (a bias's kernel or a weight's) weigh in it */
 	g.seg_keep = 1.0 - 1.0 / (2.0 * g.seg_every);
+	uint64_t dev_every = env_u64("TRAINSCOPE_DEVICE_EVERY", 1);
+	g.dev_every = dev_every ? (dev_every < TS_DEVICE_EVERY_MAX ? (uint32_t)dev_every
+								   : TS_DEVICE_EVERY_MAX) : 1;
 	g.closed_upto = g.emitted_upto = atomic_load(&ts_lib.step);
 	g.last_step_end_ns = ts_mono_ns();
 	atomic_store_explicit(&g.init, ready_state(sk), memory_order_release);
@@ -432,7 +437,7 @@ void ts_gpu_timed_end(int i, CUstream s, unsigned sk, const struct ts_op_meta *m
 
 /* How a segment is timed; the first three, timed each, say why (the diagnostic build
  * counts them per stream). */
-enum { SEG_HEAD, SEG_AFTER_LARGE, SEG_KIND, SEG_SAMPLE, SEG_UNTIMED, SEG_HOW_N };
+enum { SEG_HEAD, SEG_AFTER_LARGE, SEG_KIND, SEG_SAMPLE, SEG_UNTIMED, SEG_SKIPPED, SEG_HOW_N };
 
 #ifdef TS_SELFTIME
 /* The diagnostic build's account of each stream's segments: opened by how (SEG_*), and
@@ -490,6 +495,15 @@ static int segment_timing(const struct strm *e, uint32_t n, uint64_t step, bool 
 	return (n + sample_turn(step)) % g.seg_every ? SEG_UNTIMED : SEG_SAMPLE;
 }
 
+/* Whether the device goes untimed in step (TRAINSCOPE_DEVICE_EVERY): no segment, GEMM or
+ * launch sample is timed in it, and its GPU_STEP says so, so that the analyzer reads its
+ * compute as unknown, not as 0. Each timing event costs some 5 µs of host and 2-3 µs of
+ * device time (bench/results/gpu.md, session 37). */
+static inline bool step_untimed(uint64_t step)
+{
+	return g.dev_every > 1 && step % g.dev_every;
+}
+
 /* Out of line: a launch into an open segment (most) runs none of it. */
 static __attribute__((noinline)) void open_segment(struct strm *e, CUstream s, bool comm)
 {
@@ -505,8 +519,13 @@ static __attribute__((noinline)) void open_segment(struct strm *e, CUstream s, b
 		atomic_store_explicit(&e->seg_n, 0, memory_order_relaxed);
 	}
 	uint32_t n = atomic_fetch_add_explicit(&e->seg_n, 1, memory_order_relaxed) + 1;
-	int how = segment_timing(e, n, step, comm);
+	int how = step_untimed(step) ? SEG_SKIPPED : segment_timing(e, n, step, comm);
 	st_seg_open(e, how);
+	if (how == SEG_SKIPPED) { /* open all the same: the step's next launches pass by */
+		if (atomic_compare_exchange_strong(&e->seg, &none, SKIPPED * 2 + comm))
+			atomic_store_explicit(&e->seg_kern, 0, memory_order_relaxed);
+		return;
+	}
 	/* seg_kern is zeroed by the thread that opened the segment; two threads launching
 	 * on one stream at its boundary may move a kernel across it (a count, not time) */
 	if (how == SEG_UNTIMED) {
@@ -541,6 +560,8 @@ static __attribute__((noinline)) bool close_segment(struct strm *e)
 	st_seg_close(e, kern);
 	atomic_store_explicit(&e->last_kern, kern, memory_order_relaxed);
 	atomic_store_explicit(&e->last_comm, v & 1, memory_order_relaxed);
+	if (v / 2 == SKIPPED)
+		return true;
 	if (v / 2 == UNTIMED) {
 		uint64_t step = atomic_load_explicit(&e->seg_step, memory_order_relaxed);
 		/* opened as its step ended (step_end ran between the step's read and the
@@ -602,7 +623,8 @@ int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample, uint32_t work)
 				      atomic_load_explicit(&e->seg_kern, memory_order_relaxed) + work,
 				      memory_order_relaxed);
 	}
-	if (ts_tls.lib_depth || !may_sample || !tick_due(&ts_tls.kernel_tick, &ts_tls.kernel_n))
+	if (ts_tls.lib_depth || !may_sample || !tick_due(&ts_tls.kernel_tick, &ts_tls.kernel_n) ||
+	    step_untimed(atomic_load_explicit(&ts_lib.step, memory_order_relaxed)))
 		return -1;
 	return ts_gpu_timed_begin(s, sk);
 }
@@ -648,7 +670,7 @@ bool ts_gpu_sample_gemm(void)
 {
 	uint64_t step = atomic_load_explicit(&ts_lib.step, memory_order_relaxed);
 
-	if (ts_paused())
+	if (ts_paused() || step_untimed(step))
 		return false;
 	if (always_gemm(step))
 		return true;
@@ -667,8 +689,9 @@ void ts_gpu_stream_wait(CUstream s, unsigned sk)
 
 /* Keeps sampling's host cost near its budget: N doubles when over, halves when far
  * under. A step the in-run A/B paused sampled nothing by design and leaves N as it is:
- * halving N there made the recorded blocks sample more than a job that never pauses. */
-static void adapt_sampling(uint64_t now)
+ * halving N there made the recorded blocks sample more than a job that never pauses.
+ * So does a step the device is not timed in. */
+static void adapt_sampling(uint64_t step, uint64_t now)
 {
 	uint64_t wall = now - g.last_step_end_ns;
 	double cost = (double)atomic_exchange(&g.step_sample_ticks, 0) * ts_ns_per_tick();
@@ -676,7 +699,7 @@ static void adapt_sampling(uint64_t now)
 
 	atomic_store(&g.step_samples, 0);
 	g.last_step_end_ns = now;
-	if (ts_paused())
+	if (ts_paused() || step_untimed(step))
 		return;
 	if (cost > g.budget * (double)wall && n < (1u << 20))
 		atomic_store(&g.sample_n, n * 2);
@@ -692,7 +715,7 @@ void ts_gpu_step_end(uint64_t step)
 		if (atomic_load(&g.strm[i].key))
 			close_segment(&g.strm[i]);
 	atomic_store(&g.closed_upto, step + 1);
-	adapt_sampling(ts_mono_ns());
+	adapt_sampling(step, ts_mono_ns());
 }
 
 bool ts_gpu_plugin_active(void)
@@ -817,7 +840,8 @@ static void close_steps(uint64_t min_active, uint64_t upto)
 	while (g.emitted_upto < upto && g.emitted_upto < min_active) {
 		uint64_t s = g.emitted_upto;
 		struct step_acc *a = &g.acc[s % NACC];
-		struct ts_rec r = { .type = TS_REC_GPU_STEP, .t_ns = ts_mono_ns(), .gpu_step.step = s };
+		struct ts_rec r = { .type = TS_REC_GPU_STEP, .t_ns = ts_mono_ns(), .gpu_step.step = s,
+				    .kind = step_untimed(s) ? TS_GPU_STEP_UNTIMED : 0 };
 		if (a->used && a->step == s) {
 			r.gpu_step.compute_ns = a->compute_ns;
 			r.gpu_step.comm_ns = a->comm_ns;
@@ -941,7 +965,7 @@ void ts_gpu_get_stats(struct trainscope_device_counters *o)
 void ts_gpu_st_print(uint64_t steps)
 {
 	static const char *const how[SEG_HOW_N] = { "head", "after_large", "kind", "sample",
-						    "untimed" };
+						    "untimed", "skipped" };
 	double n = steps ? (double)steps : 1;
 
 	for (int i = 0; i < NSTREAMS; i++) {

@@ -24,7 +24,8 @@ enum ts_rec_type {
 	TS_REC_DEVICE = 4,      /* kind = region, device */
 	TS_REC_COLL = 5,        /* kind = op | algo << 8, t_ns = start, dur_ns, nranks, coll */
 	TS_REC_STEP_CTR = 6,    /* before STEP_END: alloc_failures, api_calls, mem_peak, ctr */
-	TS_REC_GPU_STEP = 7,    /* dur_ns = the sampled kernels' device ns, gpu_step */
+	TS_REC_GPU_STEP = 7,    /* kind = TS_GPU_STEP_UNTIMED or 0, dur_ns = the sampled
+				 * kernels' device ns, gpu_step */
 	TS_REC_GEMM = 8,        /* dur_ns = device ns (sampled), gemm */
 	TS_REC_HANG = 9,        /* kind = op (0: a kernel), dur_ns = pending, hang; stacks in
 				 * the ring's .stacks file */
@@ -38,6 +39,10 @@ enum ts_rec_type {
 	TS_REC_IDENT = 15,      /* the rank learned after the ring was made (the header's id
 				 * says it too, written before): kind = enum ts_ident_how, ident */
 };
+
+/* A GPU_STEP's kind: the device was not timed in the step (TRAINSCOPE_DEVICE_EVERY), so
+ * its compute_ns is no measure; its comm_ns still is (collectives stay timed). */
+#define TS_GPU_STEP_UNTIMED 1
 
 /* Who told the process its rank late. */
 enum ts_ident_how { TS_IDENT_PROGRAM = 1, TS_IDENT_COMM = 2 };
@@ -55,7 +60,8 @@ struct ts_rec {
 	union {
 		uint16_t kind;           /* REGION, DEVICE: enum trainscope_region; COLL:
 					  * op | algo << 8; GRAPH_COLL, HANG: the op;
-					  * IDENT: enum ts_ident_how */
+					  * IDENT: enum ts_ident_how; GPU_STEP:
+					  * TS_GPU_STEP_UNTIMED or 0 */
 		uint16_t alloc_failures; /* STEP_CTR: failed device allocations (saturated) */
 	};
 	union {                          /* 0 where the type names none */

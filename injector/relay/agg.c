@@ -146,7 +146,7 @@ static struct ts_step_sum *tagged(struct ts_agg *a, uint64_t step)
 
 static void finish(struct ts_step_sum *s)
 {
-	if (!s->have_device)
+	if (!s->have_device && !s->device_untimed)
 		s->compute_ns = s->compute_wall_ns;
 }
 
@@ -220,7 +220,9 @@ bool ts_agg_add(struct ts_agg *a, const struct ts_rec *r, struct ts_step_sum *ou
 			a->late++;
 			return ts_agg_pop(a, out);
 		}
-		if (r->gpu_step.compute_ns) {
+		if (r->kind == TS_GPU_STEP_UNTIMED) {
+			a->held[i].device_untimed = true;
+		} else if (r->gpu_step.compute_ns) {
 			a->held[i].compute_ns = r->gpu_step.compute_ns;
 			a->held[i].have_device = true;
 		}

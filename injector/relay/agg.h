@@ -45,6 +45,7 @@ struct ts_step_sum {
 	uint64_t dataloader_ns, compute_ns, compute_wall_ns, collective_ns, launch_ns, sync_ns,
 		gc_ns, checkpoint_ns;
 	bool have_device;
+	bool device_untimed; /* its GPU_STEP said the device was not timed: no fallback */
 	int ncoll, ngemm, ncomm;
 	struct ts_coll_acc coll[TS_AGG_MAX_COLL];
 	struct ts_comm_acc comm[TS_AGG_MAX_COMM];

@@ -44,6 +44,7 @@ static void fill_step(Step *pb, CollStat *cs, CollStat **csp, const struct ts_st
 	pb->dataloader_ns = s->dataloader_ns;
 	pb->compute_ns = s->compute_ns;
 	pb->compute_wall_ns = s->compute_wall_ns;
+	pb->device_untimed = s->device_untimed;
 	pb->collective_ns = s->collective_ns;
 	pb->launch_ns = s->launch_ns;
 	pb->sync_ns = s->sync_ns;

@@ -102,6 +102,28 @@ static void test_dispatch(void **state)
 	assert_int_equal(val(&o, "ts.segments"), 30);
 }
 
+/* TRAINSCOPE_DEVICE_EVERY=2: the same launches, each counted, but the device timed on even
+ * steps only; an odd step's GPU_STEP says it was not timed (its 0 is no measure). */
+static void test_device_every(void **state)
+{
+	char *env[] = { "TRAINSCOPE_DEVICE_EVERY=2", NULL };
+
+	(void)state;
+	run("dispatch", env, &o);
+	assert_int_equal(val(&o, "ts.launches"), 100);
+	assert_int_equal(val(&o, "ring.step_ctr_launches"), 100);
+	assert_int_equal(val(&o, "ring.gpu_steps"), 10);
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(vali(&o, "gpu_step", i, "untimed"), i % 2);
+		assert_int_equal(vali(&o, "gpu_step", i, "compute_ns"), i % 2 ? 0 : 10 * MS);
+	}
+	assert_int_equal(val(&o, "ts.segments"), 5 * 3);
+	assert_int_equal(val(&o, "ts.seg_untimed"), 0);
+	run("dispatch", NULL, &o);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(vali(&o, "gpu_step", i, "untimed"), 0);
+}
+
 /* A wait on another stream's work ends the stream's segment (counted), a second wait
  * with none open ends nothing, the next launch opens another (timed as the step's head,
  * the next one untimed or sampled: either way opened). */
@@ -507,6 +529,10 @@ static void test_threads(void **state)
 	run("threads", env, &o);
 	assert_int_equal(val(&o, "ts.gemms"), threads * 3);
 	assert_int_equal(val(&o, "ts.samples"), 41 * 1);
+	env[2] = "TRAINSCOPE_DEVICE_EVERY=2"; /* GEMMs timed on steps 0, 2, ... 40 only */
+	run("threads", env, &o);
+	assert_int_equal(val(&o, "ts.gemms"), threads * 3);
+	assert_int_equal(val(&o, "ts.samples"), 21 * 2);
 }
 
 /* The profiler plugin: v5 and v4 give device time from the channels' GPU timers (first
@@ -639,6 +665,7 @@ int main(void)
 		cmocka_unit_test(test_graph_colls),
 		cmocka_unit_test(test_cublas),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_device_every),
 		cmocka_unit_test(test_profiler_plugin),
 		cmocka_unit_test(test_npu),
 		cmocka_unit_test(test_npu_hang),

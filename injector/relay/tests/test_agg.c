@@ -291,10 +291,45 @@ static void test_host_runs_ahead(void **state)
 	assert_true(ts_agg_idle(&a));
 }
 
+/* A step the device was not timed in (TRAINSCOPE_DEVICE_EVERY): its GPU_STEP says so, the
+ * step keeps no compute (not its compute regions' wall time either) and the batch says
+ * device_untimed; the timed step beside it is as before. */
+static void test_device_untimed(void **state)
+{
+	struct ts_step_sum s;
+	struct ts_agg a;
+
+	(void)state;
+	ts_agg_init(&a, 0);
+	assert_false(R(&a, &s, TS_REC_GPU_STEP, 0, 10, 0, 99)); /* device records exist */
+	for (uint64_t k = 0; k < 2; k++) {
+		assert_false(R(&a, &s, TS_REC_STEP_BEGIN, 0, 100 * k + 1, 0, k));
+		assert_false(R(&a, &s, TS_REC_REGION, TRAINSCOPE_REGION_COMPUTE, 100 * k + 2, 50, 0));
+		assert_false(R(&a, &s, TS_REC_STEP_END, 0, 100 * k + 90, 0, k));
+	}
+	struct ts_rec gpu = { .type = TS_REC_GPU_STEP, .gpu_step = { .step = 0, .compute_ns = 40 } };
+	assert_true(ts_agg_add(&a, &gpu, &s));
+	assert_int_equal(s.compute_ns, 40);
+	assert_false(s.device_untimed);
+	gpu = (struct ts_rec){ .type = TS_REC_GPU_STEP, .kind = TS_GPU_STEP_UNTIMED,
+			       .gpu_step = { .step = 1, .comm_ns = 9 } };
+	assert_true(ts_agg_add(&a, &gpu, &s));
+	assert_int_equal(s.step, 1);
+	assert_true(s.device_untimed);
+	assert_int_equal(s.compute_ns, 0);
+	assert_int_equal(s.compute_wall_ns, 50);
+	assert_int_equal(s.comm_busy_ns, 9);
+	Trainscope__V1__Batch *b = roundtrip(&s);
+	assert_true(b->records[0]->step->device_untimed);
+	assert_int_equal(b->records[0]->step->compute_ns, 0);
+	trainscope__v1__batch__free_unpacked(b, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fold_steps),
+		cmocka_unit_test(test_device_untimed),
 		cmocka_unit_test(test_host_runs_ahead),
 		cmocka_unit_test(test_per_comm),
 		cmocka_unit_test(test_busbw_factors),

@@ -1094,6 +1094,7 @@ static void print_all(void)
 		tsd_kv("gpu_step", i, "comm_ns", s->gpu_step[i].gpu_step.comm_ns);
 		tsd_kv("gpu_step", i, "ksamples", s->gpu_step[i].gpu_step.ksamples);
 		tsd_kv("gpu_step", i, "ksample_ns", s->gpu_step[i].dur_ns);
+		tsd_kv("gpu_step", i, "untimed", s->gpu_step[i].kind == TS_GPU_STEP_UNTIMED);
 	}
 	tsd_kv("ring.colls", -1, 0, (uint64_t)s->ncoll);
 	tsd_kv("ring.comms", -1, 0, (uint64_t)s->ncomm);
