@@ -249,6 +249,21 @@ static void test_idle(void **state)
 	assert_true(ts_agg_idle(&a));
 }
 
+/* A fresh aggregator that has seen a device record, then steps 0 to n - 1 closed (each with
+ * a compute region of region_ns, if any), all held for their GPU_STEP. */
+static void held_steps(struct ts_agg *a, struct ts_step_sum *s, uint64_t n, uint64_t region_ns)
+{
+	ts_agg_init(a, 0);
+	assert_false(R(a, s, TS_REC_GPU_STEP, 0, 10, 0, 99)); /* device records exist */
+	for (uint64_t k = 0; k < n; k++) {
+		assert_false(R(a, s, TS_REC_STEP_BEGIN, 0, 100 * k + 1, 0, k));
+		if (region_ns)
+			assert_false(R(a, s, TS_REC_REGION, TRAINSCOPE_REGION_COMPUTE, 100 * k + 2,
+				       region_ns, 0));
+		assert_false(R(a, s, TS_REC_STEP_END, 0, 100 * k + 90, 0, k));
+	}
+}
+
 /* A host that runs ahead of its GPU (no sync in the loop): its GPU_STEP records come
  * steps after their STEP_END. Each step still gets its own device time, in order; past
  * TS_AGG_HOLD steps held the oldest goes without it, counted. */
@@ -259,12 +274,7 @@ static void test_host_runs_ahead(void **state)
 	struct ts_agg a;
 
 	(void)state;
-	ts_agg_init(&a, 0);
-	assert_false(R(&a, &s, TS_REC_GPU_STEP, 0, 10, 0, 99)); /* device records exist */
-	for (uint64_t k = 0; k < 3; k++) {
-		assert_false(R(&a, &s, TS_REC_STEP_BEGIN, 0, 100 * k + 1, 0, k));
-		assert_false(R(&a, &s, TS_REC_STEP_END, 0, 100 * k + 90, 0, k));
-	}
+	held_steps(&a, &s, 3, 0);
 	for (uint64_t k = 0; k < 3; k++) {
 		gpu.gpu_step.step = k, gpu.gpu_step.compute_ns = 1000 + k;
 		assert_true(ts_agg_add(&a, &gpu, &s));
@@ -300,13 +310,7 @@ static void test_device_untimed(void **state)
 	struct ts_agg a;
 
 	(void)state;
-	ts_agg_init(&a, 0);
-	assert_false(R(&a, &s, TS_REC_GPU_STEP, 0, 10, 0, 99)); /* device records exist */
-	for (uint64_t k = 0; k < 2; k++) {
-		assert_false(R(&a, &s, TS_REC_STEP_BEGIN, 0, 100 * k + 1, 0, k));
-		assert_false(R(&a, &s, TS_REC_REGION, TRAINSCOPE_REGION_COMPUTE, 100 * k + 2, 50, 0));
-		assert_false(R(&a, &s, TS_REC_STEP_END, 0, 100 * k + 90, 0, k));
-	}
+	held_steps(&a, &s, 2, 50);
 	struct ts_rec gpu = { .type = TS_REC_GPU_STEP, .gpu_step = { .step = 0, .compute_ns = 40 } };
 	assert_true(ts_agg_add(&a, &gpu, &s));
 	assert_int_equal(s.compute_ns, 40);
