@@ -55,8 +55,9 @@ TS_HIDDEN int ts_gpu_launch(CUstream s, unsigned sk, bool may_sample, uint32_t w
  * 45). Each is an event pair: some 9 µs of host time and 6 of device time on an H200. */
 #define TS_GEMMS_PER_STEP 2
 #define TS_GEMMS_PER_STEP_MAX 255 /* always_gemm counts them in 8 bits */
-/* TRAINSCOPE_DEVICE_EVERY's largest: the analyzer's change points want 8 timed steps of a
- * 20-step window (bench/results/gpu.md, session 37); past 2 they go blind */
+/* TRAINSCOPE_DEVICE_EVERY's largest. The analyzer's change points want 8 timed steps of a
+ * 20-step window (bench/results/gpu.md, session 37): past 2 they go blind, so 3 and 4 are
+ * for measuring what the events cost, not for detection. */
 #define TS_DEVICE_EVERY_MAX 4
 TS_HIDDEN bool ts_gpu_sample_gemm(void);
 /* A GEMM ts_gpu_sample_gemm chose could not be timed (no context, a capture, no free
