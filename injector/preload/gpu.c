@@ -95,13 +95,15 @@ static struct {
 	_Atomic uint64_t closed_upto; /* steps below this one have ended */
 	_Atomic uint64_t gemm_mark;   /* always_gemm's step << 8 | GEMMs taken in it */
 	_Atomic int gemms_per_step;   /* how many (TRAINSCOPE_GEMMS_PER_STEP); -1: not read */
+	/* the device is timed on every dev_every-th step only; beside the GEMM mark, which
+	 * each GEMM reads after it: no line of its own on that path */
+	uint32_t dev_every;
 	uint64_t emitted_upto;        /* poller: GPU_STEP sent for steps below this one */
 	struct step_acc acc[NACC];
 	_Atomic uint64_t min_n;
 	double budget;
 	uint64_t hang_ns, poll_ns, last_hang_ns;
 	uint32_t seg_head, seg_every;
-	uint32_t dev_every; /* the device is timed on every dev_every-th step only */
 	double seg_keep; /* the tail samples' sums kept a step: 1 - 1 / (2 seg_every) */
 	uint64_t last_step_end_ns;
 	_Atomic uint64_t step_samples, step_sample_ticks;
