@@ -13,13 +13,17 @@ bench/real_bench (make real-bench) without a GPU.
                                      GEMM of 1/n of the time. --pairs: only steps that
                                      carry two single GEMMs (the preload's two a step;
                                      older recordings carry more). Every other byte is kept.
-  rec_gemms.py every-k [--k K] [--phase P] [--gemms-only] SRC DST
+  rec_gemms.py every-k [--k K] [--phase P | --offset N] [--gemms-only] SRC DST
                                      the corpus as if the preload had run with
-                                     TRAINSCOPE_DEVICE_EVERY=K: steps with step % K != P
-                                     (default 2, 0) lose their GEMMs and their compute_ns
-                                     (Step 5) and say device_untimed (Step 21), as the relay
-                                     sends such a step. --gemms-only: the GEMMs alone left
-                                     out, compute kept and no mark.
+                                     TRAINSCOPE_DEVICE_EVERY=K (default 2): the steps it
+                                     leaves untimed (one timed in each block of K, its
+                                     place hashed from the block, as gpu.c picks it; with
+                                     --offset N as for a job whose steps count from N, one
+                                     resumed; with --phase P the steps with step % K != P)
+                                     lose their GEMMs and their compute_ns (Step 5) and
+                                     say device_untimed (Step 21), as the relay sends such
+                                     a step. --gemms-only: the GEMMs alone left out,
+                                     compute kept and no mark.
 
 The wire is decoded by hand (protobuf's wire format, proto/trainscope.proto: Bundle 1
 batches, Batch 1 id / 4 records, Identity 6 rank, Record 2 step, Step 5 compute_ns / 12
@@ -179,14 +183,21 @@ def rewrite(b, path, fn):
                     for num, _, v, raw in fields(b))
 
 
-def untime(step, k, phase, gemms_only, tally):
+def timed_step(n, k):
+    """Whether the preload times the device in step n at TRAINSCOPE_DEVICE_EVERY=k: one
+    step of each block of k, its place hashed from the block (gpu.c's step_untimed)."""
+    turn = ((n // k) * 0x9E3779B97F4A7C15 & (1 << 64) - 1) >> 32
+    return n % k == turn % k
+
+
+def untime(step, k, phase, gemms_only, tally, offset=0):
     """Step message as the preload would send it had it timed no device work in the step
     unless step % k == phase: no GEMM bucket, compute_ns what the relay falls back to
     (with gemms_only, compute_ns as it was: only the GEMM pairs thinned)."""
     fs = list(fields(step))
     n = next((v for num, _, v, _ in fs if num == 1), 0)
     tally["steps"] += 1
-    if n % k == phase:
+    if (timed_step(n + offset, k) if phase < 0 else n % k == phase):
         return step
     tally["untimed"] += 1
     out = bytearray()
@@ -246,19 +257,21 @@ def main(argv):
 
 
 def every_k(argv):
-    k, phase, rest = 2, 0, []
+    k, phase, offset, rest = 2, -1, 0, []
     gemms_only = "--gemms-only" in argv
     argv = [a for a in argv if a != "--gemms-only"]
     while argv:
-        if argv[0] in ("--k", "--phase") and len(argv) > 1:
-            k, phase = (int(argv[1]), phase) if argv[0] == "--k" else (k, int(argv[1]))
+        if argv[0] in ("--k", "--phase", "--offset") and len(argv) > 1:
+            v = int(argv[1])
+            k, phase, offset = {"--k": (v, phase, offset), "--phase": (k, v, offset),
+                                "--offset": (k, phase, v)}[argv[0]]
             argv = argv[2:]
         else:
             rest, argv = rest + argv[:1], argv[1:]
-    if len(rest) != 2 or k < 1 or not 0 <= phase < k:
+    if len(rest) != 2 or k < 1 or not -1 <= phase < k:
         sys.exit(__doc__)
     tally = collections.Counter()
-    rewrite_corpus(rest[0], rest[1], lambda s: untime(s, k, phase, gemms_only, tally))
+    rewrite_corpus(rest[0], rest[1], lambda s: untime(s, k, phase, gemms_only, tally, offset))
     print("K=%d, phase %d: %d steps, %d left untimed (%d GEMM buckets dropped)" %
           (k, phase, tally["steps"], tally["untimed"], tally["gemm_fields"]))
 

@@ -500,10 +500,13 @@ static int segment_timing(const struct strm *e, uint32_t n, uint64_t step, bool 
 /* Whether the device goes untimed in step (TRAINSCOPE_DEVICE_EVERY): no segment, GEMM or
  * launch sample is timed in it, and its GPU_STEP says so, so that the analyzer reads its
  * compute as unknown, not as 0. Each timing event costs some 5 µs of host and 2-3 µs of
- * device time (bench/results/gpu.md, session 37). */
+ * device time (bench/results/gpu.md, session 37). One step of each block of dev_every is
+ * timed, its place hashed from the block: a fixed place would see one parity of a job
+ * whose steps alternate (two loader workers taking turns). Every rank picks the same
+ * steps; bench/rec_gemms.py timed_step() is the same function. */
 static inline bool step_untimed(uint64_t step)
 {
-	return g.dev_every > 1 && step % g.dev_every;
+	return g.dev_every > 1 && step % g.dev_every != sample_turn(step / g.dev_every) % g.dev_every;
 }
 
 /* Out of line: a launch into an open segment (most) runs none of it. */
