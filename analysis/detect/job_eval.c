@@ -203,12 +203,29 @@ static void observe_step(struct ts_job_result *r, double s)
 const int ts_own_phases[TS_OWN_PHASES] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_DATALOADER,
 					     TS_M_CHECKPOINT };
 
+/* Rank k's compute in window slot t, or with the device untimed there
+ * (TRAINSCOPE_DEVICE_EVERY) its last timed one before it: the device time moves slowly,
+ * and the step's host phases, timed every step, stay its own. NAN with none. */
+static float compute_at(const struct ts_job *j, int k, size_t t)
+{
+	const float *h = &j->hist[idx(j, k, TS_M_COMPUTE) * W(j)];
+	size_t age = (ts_job_last_slot(j) + W(j) - t) % W(j), n = (size_t)j->hist_n;
+
+	for (size_t back = 0; age + back < n && back < W(j); back++) {
+		float v = h[(t + W(j) - back) % W(j)];
+		if (!isnan(v))
+			return v;
+	}
+	return NAN;
+}
+
 float ts_job_busy_at(const struct ts_job *j, int k, size_t t)
 {
-	float s = 0;
+	float s = compute_at(j, k, t);
 
 	for (int i = 0; i < TS_OWN_PHASES; i++)
-		s += j->hist[idx(j, k, ts_own_phases[i]) * W(j) + t];
+		if (ts_own_phases[i] != TS_M_COMPUTE)
+			s += j->hist[idx(j, k, ts_own_phases[i]) * W(j) + t];
 	return s;
 }
 
@@ -237,6 +254,7 @@ void ts_job_evaluate_row(struct ts_job *j, struct row *r)
 	if (j->res.steps_evaluated <= (uint64_t)j->p.fs.task_stable_step)
 		return;
 	push_history(j, r);
+	ts_job_note_slowed(j, t);
 	ts_job_classes_row(j, r);
 	ts_job_change_row(j, r);
 	ts_job_net_row(j, r->step, t);

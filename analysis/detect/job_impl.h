@@ -78,6 +78,8 @@ struct ts_job {
 	double job_base[TS_M_COUNT];        /* the median rank's window median at the first
 					     * full window (NAN before): what grew job-wide */
 	bool job_base_set;
+	bool slowed;                        /* slowed at the last step (ts_job_note_slowed) */
+	uint64_t slowed_from_ns;            /* ... since this step's end */
 	double step_ms;                     /* the job's step time at the last evaluation */
 	uint8_t trace_id[16];
 	bool has_trace;
@@ -208,6 +210,9 @@ double ts_job_peer_ratio(struct ts_job *j, int k, int m, int recent);
 /* The same over the last `pairs` pairs of steps, each pair's sum (0: the window's):
  * steps that alternate (one of two loader workers slow) hold their ratio so. */
 double ts_job_peer_ratio_pairs(struct ts_job *j, int k, int m, int pairs);
+/* ts_job_peer_ratio over the steps rank k's device was timed in only (all of them but
+ * with TRAINSCOPE_DEVICE_EVERY): set beside its compute ratio, the same steps. */
+double ts_job_peer_ratio_timed(struct ts_job *j, int k, int m, int recent);
 /* The same two medians (ms): rank k's in *mine, its peers' in *theirs; false with none. */
 bool ts_job_peer_medians(struct ts_job *j, int k, int m, int recent, double *mine,
 			 double *theirs);
@@ -217,8 +222,12 @@ double ts_job_slowdown(const struct ts_job *j);
 /* The real-job floors are on (verdict.wait_floor > 0; 0: the statistics alone name a
  * rank, as the synthetic suites judge them). */
 bool ts_job_floors(const struct ts_job *j);
-/* The job is fail-slow and its last steps verdict.min_slowdown over its baseline. */
+/* The job is fail-slow and its last steps verdict.min_slowdown over its baseline, and
+ * has been for verdict.min_slow_s: a healthy rank can hold a job of short steps back for
+ * a few of them (bench/data lb-ok-q1: 17 steps of 6 ms, 30 % slower). */
 bool ts_job_slowed(const struct ts_job *j);
+/* Once a step, with the step's end time: when the job's slowdown began. */
+void ts_job_note_slowed(struct ts_job *j, uint64_t t_ns);
 
 /* job_history.c */
 struct ts_event *ts_job_history_open(struct ts_job *j, enum ts_event_kind kind, int rank, int m);

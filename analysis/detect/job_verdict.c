@@ -59,7 +59,9 @@ static bool host_pending(const struct ts_job *j, int k, int m)
 }
 
 /* A starved host feeds its GPU late: the device-busy estimate grows with the gaps, and
- * the rank's compute or launch time looks slow. It is the host's doing when the rank's
+ * the rank's compute or launch time looks slow; its loader's workers, short of CPU too,
+ * hand batches late (with the device timed every other step its loader wait can stand
+ * out first: bench/data hft-hogs-q1). It is the host's doing when the rank's
  * run-queue delay (the node agent's) has grown past the others' and accounts for at
  * least half the time it lost, and its GEMMs (timed on the device) are not slower.
  * *runq and *ref get the rank's delay and the others' median (ms per step). */
@@ -68,7 +70,8 @@ static bool host_starves(struct ts_job *j, int k, int m, double *runq, double *r
 	size_t i = idx(j, k, m);
 	int n = 0;
 
-	if ((m != TS_M_COMPUTE && m != TS_M_LAUNCH) || j->alarm[idx(j, k, TS_M_GEMM)])
+	if ((m != TS_M_COMPUTE && m != TS_M_LAUNCH && m != TS_M_DATALOADER) ||
+	    j->alarm[idx(j, k, TS_M_GEMM)])
 		return false;
 	/* the steps' own delays lag the agent's samples: its latest view counts at once */
 	*runq = fmax(recent_runq(j, k), runq_now(j, k));
@@ -85,11 +88,20 @@ static bool host_starves(struct ts_job *j, int k, int m, double *runq, double *r
 /* A rank whose GPU is slower (another process on it, a slow card) fills its launch
  * queue, and then every launch call waits: its host launch time can stand out more than
  * its device time. Launch time is the host's doing only when the device time is normal
- * or the scheduler shows the host short of CPU. */
+ * or the scheduler shows the host short of CPU. The device time is not normal when it
+ * is alarmed, or when over the last steps it grew past its peers' by more ms than the
+ * launches did: its own alarm, on half the samples with the device timed every other
+ * step (TRAINSCOPE_DEVICE_EVERY), can come after the launches' (bench/data lit-gemm-7). */
 static bool gpu_blocks_launches(struct ts_job *j, int k)
 {
-	return j->alarm[idx(j, k, TS_M_COMPUTE)] && !j->alarm[idx(j, k, TS_M_RUNQ)] &&
-	       !j->alarm[idx(j, k, TS_M_OFFCPU)];
+	int n = j->p.change.smooth_steps;
+	double mc, tc, ml, tl;
+
+	if (j->alarm[idx(j, k, TS_M_RUNQ)] || j->alarm[idx(j, k, TS_M_OFFCPU)])
+		return false;
+	return j->alarm[idx(j, k, TS_M_COMPUTE)] ||
+	       (ts_job_peer_medians(j, k, TS_M_COMPUTE, n, &mc, &tc) &&
+		ts_job_peer_medians(j, k, TS_M_LAUNCH, n, &ml, &tl) && mc - tc >= ml - tl);
 }
 
 /* The rank's cause: the alarmed metric that costs it the most time (ms per step over
@@ -113,8 +125,9 @@ static int pick_metric(struct ts_job *j, int k)
 		if (best < 0 || d > bd)
 			best = m, bd = d;
 	}
+	/* the device's doing: Compute once its compute alarm comes, nothing before */
 	if (best == TS_M_LAUNCH && gpu_blocks_launches(j, k))
-		best = TS_M_COMPUTE;
+		return j->alarm[idx(j, k, TS_M_COMPUTE)] ? TS_M_COMPUTE : -1;
 	/* a starved host: what it costs the step (compute or launch, alarmed first) names
 	 * the verdict, its run-queue delay is the evidence */
 	static const int effects[] = { TS_M_COMPUTE, TS_M_LAUNCH };
@@ -357,7 +370,7 @@ static bool host_fed(struct ts_job *j, int k)
 {
 	int recent = j->p.change.smooth_steps;
 	double c = ts_job_peer_ratio(j, k, TS_M_COMPUTE, recent),
-	       l = ts_job_peer_ratio(j, k, TS_M_LAUNCH, recent);
+	       l = ts_job_peer_ratio_timed(j, k, TS_M_LAUNCH, recent);
 
 	return !j->alarm[idx(j, k, TS_M_GEMM)] && !device_suspect(j, k) && c > 1 &&
 	       l - 1 >= 0.25 * (c - 1);
@@ -422,10 +435,39 @@ static double new_busy_ratio(struct ts_job *j, int k)
 	return r;
 }
 
+/* Rank k's metric m is slow from the start: alarmed, its change began in the job's first
+ * windows and has held for two windows since, verdict.level_ratio times its peers'. A
+ * device slow from step 0 stays slow; a role does not: in a GPU-bound DDP job the rank
+ * that arrives last (its GEMMs timed 7x slower while its all-reduce overlaps its backward
+ * pass) hands the role on after some 30-50 steps (torchvision's ResNet-50, bench/data
+ * vis-ok-q1) with no change in the step time. */
+static bool level_from_start(struct ts_job *j, int k, int m)
+{
+	const struct ts_change *c = &j->chg[idx(j, k, m)];
+	uint64_t first = j->res.last_step + 1 - j->res.steps_evaluated,
+		 w = (uint64_t)j->p.space_window;
+
+	return j->alarm[idx(j, k, m)] && c->alarm && c->onset <= first + 2 * w &&
+	       j->res.last_step >= c->confirmed + 2 * w &&
+	       ts_job_peer_ratio(j, k, m, 0) >= j->p.verdict.level_ratio;
+}
+
+/* Rank k's run-queue delay grew by half the time the job lost or more: a host short of
+ * CPU can cost the job that. A GPU neighbour's process adds a little delay too, and with
+ * the device timed every other step its compute alarm can come a few steps after that
+ * one (bench/data compd-gemm-1). */
+static bool runq_explains(struct ts_job *j, int k)
+{
+	size_t i = idx(j, k, TS_M_RUNQ);
+
+	return j->hit_value[i] - j->hit_median[i] >= 0.5 * ts_job_slowdown(j) * j->fs.baseline;
+}
+
 /* Whether rank k, alarmed on metric m, is worth naming: the job waits for it step after
  * step (verdict.wait_floor), and the job slowed (verdict.min_slowdown) with the rank's
- * own evidence as large as its cause needs: its loader, checkpoint or run-queue delay as
- * they are, a busy time verdict.compute_ratio times its peers'; or, with no slowdown to
+ * own evidence as large as its cause needs: its loader or checkpoint delay as it is, its
+ * run-queue delay half the time lost, a busy time verdict.compute_ratio times its
+ * peers' (the slowdown held verdict.min_slow_s: ts_job_slowed); or, with no slowdown to
  * see (slow from its first step), a busy time verdict.level_ratio times its peers' while
  * the others wait three times the floor for it (a device twice as slow for the
  * same work costs the job about half its step). */
@@ -440,28 +482,29 @@ static bool worth_naming(struct ts_job *j, int k, int m)
 	    !(share >= p->verdict.wait_floor))
 		return false;
 	bool slowed = ts_job_slowed(j);
+	if (m == TS_M_RUNQ)
+		return slowed && runq_explains(j, k);
 	if ((m != TS_M_COMPUTE && m != TS_M_LAUNCH && m != TS_M_GEMM) ||
 	    host_starves(j, k, m, &runq, &ref))
 		return slowed;
 	if (host_fed(j, k) || (slowed && absorbed(j, k, m)))
 		return false;
-	double ratio = ts_job_peer_ratio(j, k, m, 0);
 	if (slowed)
-		return ratio >= p->verdict.compute_ratio;
-	/* slow from the start: its change began in the job's first windows and has held for
-	 * two windows since. A device slow from step 0 stays slow; a role does not: in a
-	 * GPU-bound DDP job the rank that arrives last (its GEMMs timed 7x slower while its
-	 * all-reduce overlaps its backward pass) hands the role on after some 30-50 steps
-	 * (torchvision's ResNet-50, bench/data vis-ok-q1) with no change in the step time */
-	const struct ts_change *c = &j->chg[idx(j, k, m)];
-	uint64_t first = j->res.last_step + 1 - j->res.steps_evaluated,
-		 w = (uint64_t)p->space_window;
+		return ts_job_peer_ratio(j, k, m, 0) >= p->verdict.compute_ratio;
 	/* and its device shows why: the role can hold 60 steps and more (the last stage's
 	 * replicas of a pipeline job, bench/data pp-ok-q2); a GPU shared, throttled or failing
 	 * from the start says so to the node agent, and slower GEMMs to the preload */
-	return ratio >= p->verdict.level_ratio && share >= 3 * p->verdict.wait_floor &&
-	       c->alarm && c->onset <= first + 2 * w && j->res.last_step >= c->confirmed + 2 * w &&
-	       (device_suspect(j, k) || j->alarm[idx(j, k, TS_M_GEMM)]);
+	if (share < 3 * p->verdict.wait_floor ||
+	    !(device_suspect(j, k) || j->alarm[idx(j, k, TS_M_GEMM)]))
+		return false;
+	/* any of its busy times will do, not only the one alarmed most: one slow GEMM bucket
+	 * of several leaves the GEMM median as it was while its compute doubles (bench/data
+	 * spawn-slow0), and with the device timed every other step the GEMM alarm comes late */
+	static const int busy[] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_GEMM };
+	for (size_t b = 0; b < sizeof(busy) / sizeof(busy[0]); b++)
+		if (level_from_start(j, k, busy[b]))
+			return true;
+	return false;
 }
 
 /* The rank of class c that waits least in its collectives (window medians); -1 none. */

@@ -124,20 +124,25 @@ bool ts_job_waited_for(struct ts_job *j, int k, double *share, double *last)
 	return true;
 }
 
-/* Rank k's median of metric m over the last `recent` groups of span steps (all the
- * window's with recent <= 0), and its peers' median of the same groups (*a, *b). */
-static bool medians_over(struct ts_job *j, int k, int m, int recent, int span, double *a,
-			 double *b)
+/* Rank k's median of metric m over the last `recent` groups of span steps that have it
+ * (all the window's with recent <= 0; with timed, only steps its device was timed in),
+ * and its peers' median of the same groups (*a, *b).
+ * Groups without it (the device untimed in a step: TRAINSCOPE_DEVICE_EVERY; no GEMM
+ * sampled) are passed over, so that a look of `recent` steps rests on as many values
+ * while the window holds them. */
+static bool medians_over(struct ts_job *j, int k, int m, int recent, int span, bool timed,
+			 double *a, double *b)
 {
 	double mine[64], theirs[64], tmp[64];
 	size_t t[2];
-	int n = 0, groups = recent > 0 && recent * span <= j->hist_n ? recent : j->hist_n / span;
+	int n = 0, groups = j->hist_n / span;
 
-	for (int i = 0; i < groups && i < 64; i++) {
+	for (int i = 0; i < groups && i < 64 && (recent <= 0 || n < recent); i++) {
 		float v = 0;
 		group_slots(j, i, span, t);
 		for (int s = 0; s < span; s++)
-			v += value(j, k, m, t[s]);
+			v += timed && isnan(series(j, k, TS_M_COMPUTE)[t[s]]) ? NAN
+								      : value(j, k, m, t[s]);
 		double med = isnan(v) ? NAN : peer_median(j, k, m, t, span, v, NULL);
 		if (!isnan(med))
 			mine[n] = v, theirs[n++] = med;
@@ -159,12 +164,19 @@ double ts_job_peer_ratio_pairs(struct ts_job *j, int k, int m, int pairs)
 {
 	double a, b;
 
-	return medians_over(j, k, m, pairs, 2, &a, &b) && b > 0 ? a / b : NAN;
+	return medians_over(j, k, m, pairs, 2, false, &a, &b) && b > 0 ? a / b : NAN;
 }
 
 bool ts_job_peer_medians(struct ts_job *j, int k, int m, int recent, double *a, double *b)
 {
-	return medians_over(j, k, m, recent, 1, a, b);
+	return medians_over(j, k, m, recent, 1, false, a, b);
+}
+
+double ts_job_peer_ratio_timed(struct ts_job *j, int k, int m, int recent)
+{
+	double a, b;
+
+	return medians_over(j, k, m, recent, 1, true, &a, &b) && b > 0 ? a / b : NAN;
 }
 
 bool ts_job_floors(const struct ts_job *j)
@@ -172,9 +184,24 @@ bool ts_job_floors(const struct ts_job *j)
 	return j->p.verdict.wait_floor > 0;
 }
 
-bool ts_job_slowed(const struct ts_job *j)
+static bool slowed_now(const struct ts_job *j)
 {
 	return j->fs.slow && ts_job_slowdown(j) >= j->p.verdict.min_slowdown;
+}
+
+void ts_job_note_slowed(struct ts_job *j, uint64_t t_ns)
+{
+	bool was = j->slowed;
+
+	j->slowed = slowed_now(j);
+	if (j->slowed && !was)
+		j->slowed_from_ns = t_ns;
+}
+
+bool ts_job_slowed(const struct ts_job *j)
+{
+	return j->slowed && slowed_now(j) && j->res.updated_ns >= j->slowed_from_ns &&
+	       (double)(j->res.updated_ns - j->slowed_from_ns) >= j->p.verdict.min_slow_s * 1e9;
 }
 
 /* Over twice change.smooth_steps and one, the longer look of a rank's change points: a

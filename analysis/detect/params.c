@@ -117,6 +117,9 @@ static const struct ts_cfg_field fields[] = {
 	F("verdict.min_slowdown", TS_CFG_DOUBLE, verdict.min_slowdown, 0, 100,
 	  "... and the job's step time is this share over its baseline (healthy real jobs "
 	  "drift up to 0.2; a rank whose device is verdict.level_ratio slower needs none)"),
+	F("verdict.min_slow_s", TS_CFG_DOUBLE, verdict.min_slow_s, 0, 3600,
+	  "... for at least this many seconds: a healthy real rank can hold a job back for a "
+	  "tenth of a second (a job of 6 ms steps, a third slower for 17 of them)"),
 	F("verdict.compute_ratio", TS_CFG_DOUBLE, verdict.compute_ratio, 1, 100,
 	  "a rank is named Compute when its device time is at least this many times its "
 	  "peers' (healthy real ranks reach 1.4: roles, launch queues, DDP's overlap)"),
@@ -191,7 +194,7 @@ void ts_params_defaults(struct ts_params *p)
 					.max_step_jump = 1000000, .job_ttl_s = 3600,
 					.reorder_steps = 1024, .reorder_mb = 16 };
 	p->metrics_top_ranks = 5;
-	p->verdict.wait_floor = 0.1, p->verdict.min_slowdown = 0.25;
+	p->verdict.wait_floor = 0.1, p->verdict.min_slowdown = 0.25, p->verdict.min_slow_s = 0.2;
 	p->verdict.compute_ratio = 1.5, p->verdict.level_ratio = 1.8;
 	p->nodes.window_s = 259200, p->nodes.half_life_s = 86400, p->nodes.degraded_score = 2.5;
 	p->nodes.clear_score = 1, p->nodes.device_weight = 3, p->nodes.min_held_s = 300;

@@ -56,6 +56,7 @@ struct ts_params {
 	struct {                     /* when a rank is worth naming (job_waits.c) */
 		double wait_floor;    /* the others' wait for it, a share of the step */
 		double min_slowdown;  /* the job's step over its baseline */
+		double min_slow_s;    /* ... held this long (s) */
 		double compute_ratio; /* its busy time over its peers' */
 		double level_ratio;   /* ... with no slowdown: slow from the start */
 	} verdict;
