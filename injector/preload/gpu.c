@@ -223,7 +223,7 @@ static __attribute__((noinline, cold)) bool gpu_init(unsigned sk)
 	 * from the step (segment_timing): the rate remembers about 2 seg_every steps, so
 	 * that most places (a bias's kernel or a weight's) weigh in it */
 	g.seg_keep = 1.0 - 1.0 / (2.0 * g.seg_every);
-	uint64_t dev_every = env_u64("TRAINSCOPE_DEVICE_EVERY", 1);
+	uint64_t dev_every = env_u64("TRAINSCOPE_DEVICE_EVERY", 2);
 	g.dev_every = dev_every ? (dev_every < TS_DEVICE_EVERY_MAX ? (uint32_t)dev_every
 								   : TS_DEVICE_EVERY_MAX) : 1;
 	g.closed_upto = g.emitted_upto = atomic_load(&ts_lib.step);

@@ -44,8 +44,15 @@ static void run_prog(const char *prog, const char *scenario, char *const *extra,
 			env[n++] = unset[u++];
 		}
 	}
-	for (; extra && *extra && n < 47; extra++)
+	bool every_set = false;
+	for (; extra && *extra && n < 46; extra++) {
+		every_set |= !strncmp(*extra, "TRAINSCOPE_DEVICE_EVERY=", 24);
 		env[n++] = *extra;
+	}
+	/* these tests count the device's events step by step: every step timed, unless a
+	 * test says otherwise (the default, every other step: test_device_every) */
+	if (!every_set)
+		env[n++] = "TRAINSCOPE_DEVICE_EVERY=1";
 	status = ts_test_spawn((char *[]){ drv, (char *)scenario, NULL }, env, o->text,
 			       sizeof(o->text));
 	assert_int_equal(ts_test_rmdir(dir), 0);
@@ -102,9 +109,9 @@ static void test_dispatch(void **state)
 	assert_int_equal(val(&o, "ts.segments"), 30);
 }
 
-/* TRAINSCOPE_DEVICE_EVERY=2: the same launches, each counted, but the device timed on one
- * step of each pair only; another step's GPU_STEP says it was not timed (its 0 is no
- * measure). */
+/* TRAINSCOPE_DEVICE_EVERY=2 (the default): the same launches, each counted, but the
+ * device timed on one step of each pair only; another step's GPU_STEP says it was not
+ * timed (its 0 is no measure). */
 static void test_device_every(void **state)
 {
 	char *env[] = { "TRAINSCOPE_DEVICE_EVERY=2", NULL };
@@ -122,7 +129,14 @@ static void test_device_every(void **state)
 	}
 	assert_int_equal(val(&o, "ts.segments"), 5 * 3);
 	assert_int_equal(val(&o, "ts.seg_untimed"), 0);
-	run("dispatch", NULL, &o);
+	/* the default (the variable unset or empty) is 2; 1 times every step */
+	env[0] = "TRAINSCOPE_DEVICE_EVERY=";
+	run("dispatch", env, &o);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(vali(&o, "gpu_step", i, "untimed"),
+				 !(i == 0 || i == 3 || i == 4 || i == 6 || i == 9));
+	env[0] = "TRAINSCOPE_DEVICE_EVERY=1";
+	run("dispatch", env, &o);
 	for (int i = 0; i < 10; i++)
 		assert_int_equal(vali(&o, "gpu_step", i, "untimed"), 0);
 }
