@@ -22,8 +22,9 @@ bench/real_bench (make real-bench) without a GPU.
                                      resumed; with --phase P the steps with step % K != P)
                                      lose their GEMMs and their compute_ns (Step 5) and
                                      say device_untimed (Step 21), as the relay sends such
-                                     a step. --gemms-only: the GEMMs alone left out,
-                                     compute kept and no mark.
+                                     a step; a recording made so already is copied as it
+                                     is. --gemms-only: the GEMMs alone left out, compute
+                                     kept and no mark.
 
 The wire is decoded by hand (protobuf's wire format, proto/trainscope.proto: Bundle 1
 batches, Batch 1 id / 4 records, Identity 6 rank, Record 2 step, Step 5 compute_ns / 12
@@ -186,14 +187,15 @@ def rewrite(b, path, fn):
 def timed_step(n, k):
     """Whether the preload times the device in step n at TRAINSCOPE_DEVICE_EVERY=k: one
     step of each block of k, its place hashed from the block (gpu.c's step_untimed)."""
-    turn = ((n // k) * 0x9E3779B97F4A7C15 & (1 << 64) - 1) >> 32
-    return n % k == turn % k
+    place = ((n // k) * 0xBF58476D1CE4E5B9 & (1 << 64) - 1) >> 56
+    return n % k == place % k
 
 
 def untime(step, k, phase, gemms_only, tally, offset=0):
     """Step message as the preload would send it had it timed no device work in the step
-    unless step % k == phase: no GEMM bucket, compute_ns what the relay falls back to
-    (with gemms_only, compute_ns as it was: only the GEMM pairs thinned)."""
+    unless timed_step(step + offset, k) (phase >= 0: unless step % k == phase): no GEMM
+    bucket, no compute_ns, device_untimed set (with gemms_only, compute_ns as it was and
+    no mark: only the GEMM pairs thinned)."""
     fs = list(fields(step))
     n = next((v for num, _, v, _ in fs if num == 1), 0)
     tally["steps"] += 1
@@ -211,27 +213,45 @@ def untime(step, k, phase, gemms_only, tally, offset=0):
     return bytes(out)
 
 
-def rewrite_corpus(src, dst, step):
-    """Copies the corpus folder src to dst, each recorded Step message through step."""
+def rewrite_file(p, step):
+    """The recording p's bytes, each recorded Step message through step."""
+    out = bytearray(MAGIC)
+    for t, subject, data in frames(p):
+        kind = kind_of(subject)
+        if kind == b"pod":
+            data = rewrite(data, [1, 4, 2], step)
+        elif kind == b"rank":
+            data = rewrite(data, [4, 2], step)
+        out += struct.pack("<QII", t, len(subject), len(data)) + subject + data
+    return bytes(out)
+
+
+def rewrite_corpus(src, dst, step, keep=None):
+    """Copies the corpus folder src to dst, each recorded Step message through step; a
+    recording for which keep(path) holds is copied as it is."""
     for root, _, files in os.walk(src):
         for name in files:
             p = os.path.join(root, name)
             q = os.path.join(dst, os.path.relpath(p, src))
             os.makedirs(os.path.dirname(q), exist_ok=True)
-            if not name.endswith(".tsrec.gz"):
+            if not name.endswith(".tsrec.gz") or (keep and keep(p)):
                 with open(p, "rb") as f, open(q, "wb") as g:
                     g.write(f.read())
                 continue
-            out = bytearray(MAGIC)
-            for t, subject, data in frames(p):
-                kind = kind_of(subject)
-                if kind == b"pod":
-                    data = rewrite(data, [1, 4, 2], step)
-                elif kind == b"rank":
-                    data = rewrite(data, [4, 2], step)
-                out += struct.pack("<QII", t, len(subject), len(data)) + subject + data
             with gzip.open(q, "wb") as g:
-                g.write(bytes(out))
+                g.write(rewrite_file(p, step))
+
+
+def recorded_untimed(p):
+    """Whether recording p was made with the device untimed on some steps (a Step says
+    device_untimed): thinning it again would time fewer steps than K asks."""
+    seen = []
+
+    def look(step):
+        seen.extend(num for num, _, _, _ in fields(step) if num == 21)
+        return step
+    rewrite_file(p, look)
+    return bool(seen)
 
 
 def keep_one_corpus(src, dst, smallest, pairs):
@@ -270,10 +290,16 @@ def every_k(argv):
             rest, argv = rest + argv[:1], argv[1:]
     if len(rest) != 2 or k < 1 or not -1 <= phase < k:
         sys.exit(__doc__)
+    if phase >= 0 and offset:
+        sys.exit("rec_gemms.py every-k: --phase and --offset place the timed steps two ways; "
+                 "give one")
     tally = collections.Counter()
-    rewrite_corpus(rest[0], rest[1], lambda s: untime(s, k, phase, gemms_only, tally, offset))
-    print("K=%d, phase %d: %d steps, %d left untimed (%d GEMM buckets dropped)" %
-          (k, phase, tally["steps"], tally["untimed"], tally["gemm_fields"]))
+    rewrite_corpus(rest[0], rest[1], lambda s: untime(s, k, phase, gemms_only, tally, offset),
+                   recorded_untimed)
+    print("K=%d, %s: %d steps, %d left untimed (%d GEMM buckets dropped); recordings made "
+          "with the device untimed already are copied as they are" %
+          (k, "phase %d" % phase if phase >= 0 else "hashed, offset %d" % offset,
+           tally["steps"], tally["untimed"], tally["gemm_fields"]))
 
 
 if __name__ == "__main__":

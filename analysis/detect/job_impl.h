@@ -216,6 +216,9 @@ double ts_job_peer_ratio_timed(struct ts_job *j, int k, int m, int recent);
 /* The same two medians (ms): rank k's in *mine, its peers' in *theirs; false with none. */
 bool ts_job_peer_medians(struct ts_job *j, int k, int m, int recent, double *mine,
 			 double *theirs);
+/* ... over the steps rank k's device was timed in only. */
+bool ts_job_peer_medians_timed(struct ts_job *j, int k, int m, int recent, double *mine,
+			       double *theirs);
 /* The job's last 2 * change.smooth_steps + 1 steps over its fail-slow baseline, less 1
  * (their median, or their pairs' where steps alternate). */
 double ts_job_slowdown(const struct ts_job *j);

@@ -47,15 +47,15 @@ static double runq_now(const struct ts_job *j, int k)
 	return h->runq_ms_per_s * j->step_ms / 1000;
 }
 
-/* A compute or launch alarm raised after the node agent's last sample of the rank: the
+/* A compute, launch or loader alarm raised after the node agent's last sample of the rank: the
  * samples come every second or so and tell of the second before, so whether its host
  * starves it is not known yet. The rank is named once the next one is in. */
 static bool host_pending(const struct ts_job *j, int k, int m)
 {
 	const struct ts_host_view *h = &j->meta[k].host;
 
-	return (m == TS_M_COMPUTE || m == TS_M_LAUNCH) && !isnan(runq_now(j, k)) &&
-	       h->time_ns < j->since[idx(j, k, m)];
+	return (m == TS_M_COMPUTE || m == TS_M_LAUNCH || m == TS_M_DATALOADER) &&
+	       !isnan(runq_now(j, k)) && h->time_ns < j->since[idx(j, k, m)];
 }
 
 /* A starved host feeds its GPU late: the device-busy estimate grows with the gaps, and
@@ -101,7 +101,8 @@ static bool gpu_blocks_launches(struct ts_job *j, int k)
 		return false;
 	return j->alarm[idx(j, k, TS_M_COMPUTE)] ||
 	       (ts_job_peer_medians(j, k, TS_M_COMPUTE, n, &mc, &tc) &&
-		ts_job_peer_medians(j, k, TS_M_LAUNCH, n, &ml, &tl) && mc - tc >= ml - tl);
+		ts_job_peer_medians_timed(j, k, TS_M_LAUNCH, n, &ml, &tl) && mc - tc > 0 &&
+		mc - tc >= ml - tl);
 }
 
 /* The rank's cause: the alarmed metric that costs it the most time (ms per step over
@@ -128,13 +129,13 @@ static int pick_metric(struct ts_job *j, int k)
 	/* the device's doing: Compute once its compute alarm comes, nothing before */
 	if (best == TS_M_LAUNCH && gpu_blocks_launches(j, k))
 		return j->alarm[idx(j, k, TS_M_COMPUTE)] ? TS_M_COMPUTE : -1;
-	/* a starved host: what it costs the step (compute or launch, alarmed first) names
-	 * the verdict, its run-queue delay is the evidence */
-	static const int effects[] = { TS_M_COMPUTE, TS_M_LAUNCH };
+	/* a starved host: what it costs the step (compute, launch or loader, alarmed first)
+	 * names the verdict, its run-queue delay is the evidence */
+	static const int effects[] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_DATALOADER };
 	double runq, ref;
 	if (best != TS_M_RUNQ && best != TS_M_OFFCPU)
 		return best;
-	for (size_t e = 0; e < 2; e++)
+	for (size_t e = 0; e < sizeof(effects) / sizeof(effects[0]); e++)
 		if (j->alarm[idx(j, k, effects[e])] && host_starves(j, k, effects[e], &runq, &ref))
 			return effects[e];
 	return best;
@@ -533,8 +534,8 @@ static void host_gap(struct ts_job *j, uint64_t t_ns)
 	bool singles = j->nclass >= j->world;
 	double share, last, slow = ts_job_slowdown(j);
 
-	/* fail-slow, and twice the slowdown ts_job_slowed asks: one look at the steps */
-	if (res->nslow || !ts_job_floors(j) || !j->fs.slow ||
+	/* slowed (for verdict.min_slow_s), and twice the slowdown ts_job_slowed asks */
+	if (res->nslow || !ts_job_floors(j) || !ts_job_slowed(j) ||
 	    !(slow >= 2 * j->p.verdict.min_slowdown))
 		return;
 	for (int c = 0; c < (singles ? 1 : j->nclass); c++) {

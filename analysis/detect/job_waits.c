@@ -172,11 +172,17 @@ bool ts_job_peer_medians(struct ts_job *j, int k, int m, int recent, double *a, 
 	return medians_over(j, k, m, recent, 1, false, a, b);
 }
 
+bool ts_job_peer_medians_timed(struct ts_job *j, int k, int m, int recent, double *a,
+			       double *b)
+{
+	return medians_over(j, k, m, recent, 1, true, a, b);
+}
+
 double ts_job_peer_ratio_timed(struct ts_job *j, int k, int m, int recent)
 {
 	double a, b;
 
-	return medians_over(j, k, m, recent, 1, true, &a, &b) && b > 0 ? a / b : NAN;
+	return ts_job_peer_medians_timed(j, k, m, recent, &a, &b) && b > 0 ? a / b : NAN;
 }
 
 bool ts_job_floors(const struct ts_job *j)

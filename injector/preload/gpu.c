@@ -95,8 +95,8 @@ static struct {
 	_Atomic uint64_t closed_upto; /* steps below this one have ended */
 	_Atomic uint64_t gemm_mark;   /* always_gemm's step << 8 | GEMMs taken in it */
 	_Atomic int gemms_per_step;   /* how many (TRAINSCOPE_GEMMS_PER_STEP); -1: not read */
-	/* the device is timed on every dev_every-th step only; beside the GEMM mark, which
-	 * each GEMM reads after it: no line of its own on that path */
+	/* the device is timed on one step of each dev_every (step_untimed); beside the GEMM
+	 * mark, which each GEMM reads after it: no line of its own on that path */
 	uint32_t dev_every;
 	uint64_t emitted_upto;        /* poller: GPU_STEP sent for steps below this one */
 	struct step_acc acc[NACC];
@@ -497,16 +497,33 @@ static int segment_timing(const struct strm *e, uint32_t n, uint64_t step, bool 
 	return (n + sample_turn(step)) % g.seg_every ? SEG_UNTIMED : SEG_SAMPLE;
 }
 
+/* The timed step's place in block b of k steps: the top bits of another multiplier than
+ * sample_turn's, so that the step chosen tells nothing of that step's segment sample
+ * (with one multiplier, a stream working on even steps only would never sample half its
+ * segment places). bench/rec_gemms.py timed_step() is the same function. */
+static inline uint64_t timed_place(uint64_t b, uint64_t k)
+{
+	return ((b * 0xBF58476D1CE4E5B9ull) >> 56) % k;
+}
+
 /* Whether the device goes untimed in step (TRAINSCOPE_DEVICE_EVERY): no segment, GEMM or
  * launch sample is timed in it, and its GPU_STEP says so, so that the analyzer reads its
  * compute as unknown, not as 0. Each timing event costs some 5 µs of host and 2-3 µs of
  * device time (bench/results/gpu.md, session 37). One step of each block of dev_every is
  * timed, its place hashed from the block: a fixed place would see one parity of a job
  * whose steps alternate (two loader workers taking turns). Every rank picks the same
- * steps; bench/rec_gemms.py timed_step() is the same function. */
+ * steps. */
 static inline bool step_untimed(uint64_t step)
 {
-	return g.dev_every > 1 && step % g.dev_every != sample_turn(step / g.dev_every) % g.dev_every;
+	uint64_t block, place;
+
+	switch (g.dev_every) { /* constant divisors: no division on the hooks' path */
+	case 2: block = step >> 1, place = step & 1; break;
+	case 3: block = step / 3, place = step - 3 * block; break;
+	case 4: block = step >> 2, place = step & 3; break;
+	default: return false;
+	}
+	return place != timed_place(block, g.dev_every);
 }
 
 /* Out of line: a launch into an open segment (most) runs none of it. */
