@@ -129,9 +129,10 @@ static int pick_metric(struct ts_job *j, int k)
 	/* the device's doing: Compute once its compute alarm comes, nothing before */
 	if (best == TS_M_LAUNCH && gpu_blocks_launches(j, k))
 		return j->alarm[idx(j, k, TS_M_COMPUTE)] ? TS_M_COMPUTE : -1;
-	/* a starved host: what it costs the step (compute, launch or loader, alarmed first)
-	 * names the verdict, its run-queue delay is the evidence */
-	static const int effects[] = { TS_M_COMPUTE, TS_M_LAUNCH, TS_M_DATALOADER };
+	/* a starved host: what it costs the step (compute or launch, alarmed first) names
+	 * the verdict, its run-queue delay is the evidence (a loader that waits a little
+	 * longer is not what the step lost: the run-queue delay names it, node e2e's hog) */
+	static const int effects[] = { TS_M_COMPUTE, TS_M_LAUNCH };
 	double runq, ref;
 	if (best != TS_M_RUNQ && best != TS_M_OFFCPU)
 		return best;
@@ -262,8 +263,9 @@ static bool host_evidence(struct ts_job *j, int k, int m, struct ts_slow_rank *s
 	if (starved) {
 		s->cause = "HostCPU";
 		appendf(s->evidence, sizeof(s->evidence), "; the host starves it: run-queue delay "
-			"%.1f ms/step vs %.1f ms of the others' (the GPU waits for the host)",
-			runq, rref);
+			"%.1f ms/step vs %.1f ms of the others' (%s)", runq, rref,
+			m == TS_M_DATALOADER ? "its loader's workers wait for a CPU"
+					     : "the GPU waits for the host");
 	} else if (m == TS_M_COMPUTE && (j->alarm[l] || j->dir[l] > 0))
 		appendf(s->evidence, sizeof(s->evidence), "; launch %.2f ms vs %.2f ms (%+.0f%%): "
 			"launches wait for the busy GPU", lv, lm, 100 * rel(lv, lm));
