@@ -47,15 +47,21 @@ static double runq_now(const struct ts_job *j, int k)
 	return h->runq_ms_per_s * j->step_ms / 1000;
 }
 
-/* A compute, launch or loader alarm raised after the node agent's last sample of the rank: the
- * samples come every second or so and tell of the second before, so whether its host
- * starves it is not known yet. The rank is named once the next one is in. */
+/* The phases a host short of CPU slows (host_starves judges them): the device's busy
+ * span and the launches, fed late, and the loader's workers. */
+static bool starvable(int m)
+{
+	return m == TS_M_COMPUTE || m == TS_M_LAUNCH || m == TS_M_DATALOADER;
+}
+
+/* A starvable alarm raised after the node agent's last sample of the rank: the samples
+ * come every second or so and tell of the second before, so whether its host starves it
+ * is not known yet. The rank is named once the next one is in. */
 static bool host_pending(const struct ts_job *j, int k, int m)
 {
 	const struct ts_host_view *h = &j->meta[k].host;
 
-	return (m == TS_M_COMPUTE || m == TS_M_LAUNCH || m == TS_M_DATALOADER) &&
-	       !isnan(runq_now(j, k)) && h->time_ns < j->since[idx(j, k, m)];
+	return starvable(m) && !isnan(runq_now(j, k)) && h->time_ns < j->since[idx(j, k, m)];
 }
 
 /* A starved host feeds its GPU late: the device-busy estimate grows with the gaps, and
@@ -70,8 +76,7 @@ static bool host_starves(struct ts_job *j, int k, int m, double *runq, double *r
 	size_t i = idx(j, k, m);
 	int n = 0;
 
-	if ((m != TS_M_COMPUTE && m != TS_M_LAUNCH && m != TS_M_DATALOADER) ||
-	    j->alarm[idx(j, k, TS_M_GEMM)])
+	if (!starvable(m) || j->alarm[idx(j, k, TS_M_GEMM)])
 		return false;
 	/* the steps' own delays lag the agent's samples: its latest view counts at once */
 	*runq = fmax(recent_runq(j, k), runq_now(j, k));
